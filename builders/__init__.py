@@ -1,0 +1,39 @@
+"""Builders turn a source (Triton kernels, CUTLASS templates, user manifests, ...) into
+Problems + KernelRecords. ``BUILDERS`` is the one explicit registry: name -> "module:Class",
+imported on use so a missing optional dependency only affects its own source."""
+from __future__ import annotations
+
+import importlib
+
+BUILDERS = {
+    "triton": "builders.triton:TritonBuilder",
+    "triton-dump": "builders.triton:TritonDumpBuilder",
+    "ptx": "builders.manifest:ManifestBuilder",
+    "cutlass": "builders.cutlass:CutlassBuilder",
+}
+
+EXTRAS = {"triton": "triton", "triton-dump": "triton", "cutlass": "cutlass", "ptx": "cuda"}
+
+
+class UnknownSourceError(ValueError):
+    """The named source is not in the registry."""
+
+
+class MissingSourceDependency(RuntimeError):
+    """A source's optional dependency is not installed."""
+
+
+def load_builder(name: str):
+    """The builder class registered under ``name``."""
+    if name not in BUILDERS:
+        raise UnknownSourceError(f"unknown source {name!r}; known sources: {', '.join(sorted(BUILDERS))}")
+    module_name, class_name = BUILDERS[name].split(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name and exc.name.split(".")[0] in ("builders",):
+            raise
+        raise MissingSourceDependency(
+            f"source {name!r} needs the Python package {exc.name!r}; install it with "
+            f"pip install 'ptxds[{EXTRAS.get(name, name)}]'") from None
+    return getattr(module, class_name)

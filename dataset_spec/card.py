@@ -1,0 +1,136 @@
+"""The dataset card: README.md with YAML ``configs:`` that ``datasets.load_dataset`` reads,
+a size table, provenance and licences, how to load, and (after ``ptxds verify``) the
+verification method and a results table."""
+from __future__ import annotations
+
+import json
+from collections import Counter, defaultdict
+from pathlib import Path
+
+from .model import SCHEMA_VERSION
+from .shards import SPLITS, read_table, splits_present
+
+VERIFY_METHOD = """\
+Every group was run on a GPU by `ptxds verify`. Per trial the verifier draws the inputs
+from the problem's distributions with a recorded seed (normal and non-integer uniform
+inputs across trials), computes a float64 reference, poisons every output and scratch
+buffer (NaN pattern for floats, all ones for integers), runs each member's launch sequence
+in an isolated worker process, and checks that every element was written, inputs are
+unchanged, a rerun gives the same bits (else `deterministic=false`), the error against the
+reference is within the dtype- and reduction-length-based tolerance (`atol`, `rtol`,
+`max_abs_err`, `max_rel_err` are stored), and the output agrees with the group's other
+members. Crashes, traps, JIT failures and hangs affect only their row (`status`).
+Passing rows are timed with CUDA events around the launch sequence, the L2 cache flushed
+between samples, samples enqueued ahead of the GPU, until the relative standard error is
+at most 0.5% or the time budget ends (`time_us_median`, `time_us_iqr`, `time_us_min`,
+`time_samples`, `gpu_name`, `sm_clock_mhz`, `driver_version`).
+"""
+
+
+def _yaml_configs(root: Path) -> str:
+    lines = ["configs:"]
+    for config, default in (("kernels", True), ("pairs", False)):
+        splits = splits_present(root, config)
+        if not splits:
+            continue
+        lines.append(f"- config_name: {config}")
+        if default:
+            lines.append("  default: true")
+        lines.append("  data_files:")
+        for split in splits:
+            lines.append(f"  - split: {split}")
+            lines.append(f"    path: {config}/{split}/*.parquet")
+    return "\n".join(lines)
+
+
+def _table(header: list, rows: list) -> str:
+    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    out += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(out)
+
+
+def _size_table(rows: list) -> str:
+    from .shards import split_of
+    counts = defaultdict(Counter)
+    groups = defaultdict(set)
+    for row in rows:
+        key = (row["source"], row["arch"])
+        split = split_of(row["group_id"])
+        counts[key][split] += 1
+        groups[key].add(row["group_id"])
+    body = [[src, arch, len(groups[(src, arch)])] + [counts[(src, arch)][s] for s in SPLITS]
+            + [sum(counts[(src, arch)].values())] for src, arch in sorted(counts)]
+    return _table(["source", "arch", "groups"] + list(SPLITS) + ["rows"], body)
+
+
+def _status_table(rows: list) -> str:
+    counts = Counter((row["source"], row["status"]) for row in rows)
+    return _table(["source", "status", "rows"], [[s, st, n] for (s, st), n in sorted(counts.items())])
+
+
+def _provenance(rows: list) -> str:
+    licences, tools = Counter(), set()
+    for row in rows:
+        prov = json.loads(row["provenance"] or "{}")
+        licences[(row["source"], prov.get("licence", "unknown"))] += 1
+        tool = json.loads(row["toolchain"] or "{}")
+        tools.add((row["source"], json.dumps(tool, sort_keys=True)))
+    lic = _table(["source", "licence of the generating code", "rows"],
+                 [[s, l, n] for (s, l), n in sorted(licences.items())])
+    tc = "\n".join(f"- `{src}`: `{tool}`" for src, tool in sorted(tools))
+    return f"{lic}\n\nToolchains:\n{tc}"
+
+
+def _results_table(rows: list) -> str:
+    by_group = defaultdict(list)
+    for row in rows:
+        by_group[row["group_id"]].append(row)
+    body = []
+    for group, members in sorted(by_group.items()):
+        passed = [m for m in members if m["status"] == "passed"]
+        timed = sorted((m["time_us_median"], m["name"]) for m in passed if m["time_us_median"])
+        fastest = f"{timed[0][1]} ({timed[0][0]:.2f} us)" if timed else "-"
+        spread = f"{timed[-1][0] / timed[0][0]:.2f}x" if len(timed) > 1 else "-"
+        body.append([group, len(members), len(passed), fastest, spread])
+    return _table(["group", "members", "passed", "fastest member", "slowest/fastest"], body)
+
+
+def write_card(root, title: str = "PTX equivalence groups") -> Path:
+    """(Re)write DIR/README.md from the shards present."""
+    root = Path(root)
+    columns = ["group_id", "source", "arch", "status", "provenance", "toolchain",
+               "name", "time_us_median"]
+    rows = read_table(root, "kernels", columns=columns).to_pylist()
+    verified = any(r["status"] not in ("built", "build_failed", "no_problem") for r in rows)
+    pair_count = read_table(root, "pairs", columns=["kernel_a"]).num_rows
+    parts = [
+        "---", "license: other", f"pretty_name: {title}",
+        "tags:", "- ptx", "- cuda", "- compilers", "- code",
+        _yaml_configs(root), "---", "",
+        f"# {title}", "",
+        "Sets of NVIDIA PTX programs that compute the same function (equivalence groups), "
+        "built by ptxds. Every row is runnable with nothing but a CUDA driver: it carries "
+        "the problem (buffers, dtypes, shapes, input distributions, reference op, "
+        "tolerance) and the exact launch sequence (entry, grid, block, cluster, dynamic "
+        "shared memory, and how each kernel parameter is filled).",
+        "", f"Schema version {SCHEMA_VERSION}. {len(rows)} kernel rows in "
+        f"{len({r['group_id'] for r in rows})} groups; {pair_count} pair rows.", "",
+        "## Size", "", _size_table(rows), "", "## Status", "", _status_table(rows), "",
+        "Splits are assigned by hashing `group_id` (80/10/10), so no group is on two sides.",
+        "", "## How to load", "", "```python", "from datasets import load_dataset",
+        f"kernels = load_dataset({str(root)!r}, 'kernels')",
+        "row = kernels['train'][0]",
+        "print(row['name'], row['launches'][0]['grid'], row['launches'][0]['args'])",
+        "```", "",
+        "`variant`, `problem`, `toolchain`, `provenance` and `scratch` are JSON strings "
+        "(`json.loads`). Scalar argument values are decimal strings; blob arguments are "
+        "raw bytes with `patches` giving the byte offsets where buffer addresses go.", "",
+        "## Provenance and licences", "", _provenance(rows), "",
+    ]
+    if verified:
+        parts += ["## Verification", "", VERIFY_METHOD, "", "### Results", "", _results_table(rows), ""]
+    path = root / "README.md"
+    tmp = path.with_name(".README.md.tmp")
+    tmp.write_text("\n".join(parts))
+    tmp.replace(path)
+    return path

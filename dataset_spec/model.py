@@ -1,0 +1,355 @@
+"""The ptxds data model: Problem, Buffer, Launch, KernelRecord, Pair, with JSON round-trip.
+
+Every KernelRecord carries its Problem and its Launches, so a row can be run with nothing
+but a CUDA driver. Dataclasses check values (never hardware) in ``__post_init__`` and raise
+``SpecError`` naming the field and the bad value.
+"""
+from __future__ import annotations
+
+import base64
+import dataclasses
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+SCHEMA_VERSION = 1
+
+DTYPES = {
+    # name: (bytes per element, kind)
+    "float16": (2, "f"), "bfloat16": (2, "f"), "float32": (4, "f"), "float64": (8, "f"),
+    "int8": (1, "i"), "uint8": (1, "u"), "int16": (2, "i"), "int32": (4, "i"),
+    "uint32": (4, "u"), "int64": (8, "i"), "uint64": (8, "u"),
+}
+SCALAR_DTYPES = {  # PTX-style scalar kernel parameter types and their byte size
+    "u8": 1, "s8": 1, "u16": 2, "s16": 2, "u32": 4, "s32": 4, "u64": 8, "s64": 8,
+    "f16": 2, "bf16": 2, "f32": 4, "f64": 8, "b8": 1, "b16": 2, "b32": 4, "b64": 8,
+}
+ROLES = ("in", "out", "inout", "scratch")
+ARG_KINDS = ("buffer", "scalar", "null", "blob")
+BUILD_STATUSES = ("built", "build_failed", "no_problem")
+VERIFY_STATUSES = (
+    "passed", "wrong_result", "unwritten_output", "modified_input", "jit_failed",
+    "launch_failed", "crashed", "timeout", "disagrees", "trivial_reference",
+)
+DISTRIBUTION_KINDS = ("normal", "uniform", "randint", "zeros", "ones", "arange", "constant")
+
+
+class SpecError(ValueError):
+    """A value in the data model is invalid; the message names the field and the value."""
+
+
+def _check(cond: bool, message: str) -> None:
+    if not cond:
+        raise SpecError(message)
+
+
+def _dim3(value: Any, field_name: str) -> tuple[int, int, int]:
+    if isinstance(value, int):
+        value = (value,)
+    try:
+        dims = tuple(int(v) for v in value)
+    except (TypeError, ValueError):
+        raise SpecError(f"{field_name} must be an int or up to 3 ints, got {value!r}") from None
+    _check(1 <= len(dims) <= 3 and all(d >= 1 for d in dims),
+           f"{field_name} must be 1 to 3 positive ints, got {value!r}")
+    return dims + (1,) * (3 - len(dims))
+
+
+@dataclass
+class Distribution:
+    """How the verifier draws a buffer's contents.
+
+    kind: normal (mean, std), uniform (low, high), randint (low, high, exclusive high),
+    zeros, ones, arange, constant (value). The verifier may swap the float kinds between
+    trials (see ``Problem.trial_kinds``); non-float kinds are kept as given.
+    """
+    kind: str = "normal"
+    params: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        _check(self.kind in DISTRIBUTION_KINDS,
+               f"distribution.kind must be one of {DISTRIBUTION_KINDS}, got {self.kind!r}")
+
+
+@dataclass
+class Buffer:
+    """A device buffer: ``role`` in/out/inout/scratch. Outputs and scratch are poisoned
+    before each run unless ``init`` is given (e.g. zeros for a semaphore workspace, which is
+    then re-initialised before every launch sequence)."""
+    name: str
+    dtype: str
+    shape: tuple
+    role: str = "in"
+    init: Optional[Distribution] = None
+
+    def __post_init__(self):
+        _check(bool(self.name) and self.name.isidentifier(),
+               f"buffer.name must be an identifier, got {self.name!r}")
+        _check(self.dtype in DTYPES, f"buffer {self.name}: dtype must be one of "
+               f"{sorted(DTYPES)}, got {self.dtype!r}")
+        _check(self.role in ROLES, f"buffer {self.name}: role must be one of {ROLES}, got {self.role!r}")
+        try:
+            self.shape = tuple(int(s) for s in self.shape)
+        except (TypeError, ValueError):
+            raise SpecError(f"buffer {self.name}: shape must be a list of ints, got {self.shape!r}") from None
+        _check(all(s >= 1 for s in self.shape), f"buffer {self.name}: shape must be positive, got {self.shape!r}")
+        if isinstance(self.init, dict):
+            self.init = Distribution(**self.init)
+        if self.init is None and self.role in ("in", "inout"):
+            self.init = Distribution("normal", {"mean": 0.0, "std": 1.0})
+
+    @property
+    def numel(self) -> int:
+        n = 1
+        for s in self.shape:
+            n *= s
+        return n
+
+    @property
+    def nbytes(self) -> int:
+        return self.numel * DTYPES[self.dtype][0]
+
+
+@dataclass
+class Problem:
+    """The function one group computes: the op (key into the reference registry), its
+    buffers, op parameters (layouts, alpha, beta, eps, ...), and tolerance overrides.
+
+    ``trial_kinds`` lists the float input distributions the verifier cycles through across
+    trials (the op decides which are meaningful). ``tolerance`` may hold ``atol``/``rtol``
+    to override the registry's dtype- and reduction-length-based policy.
+    """
+    problem_id: str
+    op: str
+    buffers: list
+    params: dict = field(default_factory=dict)
+    tolerance: dict = field(default_factory=dict)
+    trial_kinds: list = field(default_factory=lambda: ["normal", "uniform"])
+
+    def __post_init__(self):
+        _check(bool(self.problem_id), "problem.problem_id must be non-empty")
+        _check(bool(self.op), f"problem {self.problem_id}: op must be non-empty")
+        self.buffers = [Buffer(**b) if isinstance(b, dict) else b for b in self.buffers]
+        names = [b.name for b in self.buffers]
+        _check(len(names) == len(set(names)), f"problem {self.problem_id}: duplicate buffer names {names}")
+        _check(any(b.role in ("out", "inout") for b in self.buffers),
+               f"problem {self.problem_id}: needs at least one buffer with role out or inout")
+
+    def buffer(self, name: str) -> Buffer:
+        for b in self.buffers:
+            if b.name == name:
+                return b
+        raise SpecError(f"problem {self.problem_id}: no buffer named {name!r}")
+
+    def to_json(self) -> str:
+        return json.dumps(to_plain(self), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> "Problem":
+        return cls(**json.loads(text))
+
+    def digest(self) -> str:
+        return hashlib.sha256(self.to_json().encode()).hexdigest()[:16]
+
+
+@dataclass
+class Patch:
+    """Inside a blob, write the device address of ``buffer`` (+ ``addend`` bytes) as a
+    little-endian u64 at byte ``offset``."""
+    offset: int
+    buffer: str
+    addend: int = 0
+
+
+@dataclass
+class Arg:
+    """One kernel parameter: a buffer pointer, a scalar (``dtype`` from SCALAR_DTYPES,
+    ``value`` as a decimal string so 64-bit integers survive), a null pointer, or a by-value
+    ``blob`` with pointer ``patches``."""
+    kind: str
+    buffer: Optional[str] = None
+    dtype: Optional[str] = None
+    value: Optional[str] = None
+    blob: Optional[bytes] = None
+    patches: list = field(default_factory=list)
+
+    def __post_init__(self):
+        _check(self.kind in ARG_KINDS, f"arg.kind must be one of {ARG_KINDS}, got {self.kind!r}")
+        if self.kind == "buffer":
+            _check(bool(self.buffer), "a buffer arg needs arg.buffer (the buffer's name)")
+        if self.kind == "scalar":
+            _check(self.dtype in SCALAR_DTYPES, f"scalar arg: dtype must be one of "
+                   f"{sorted(SCALAR_DTYPES)}, got {self.dtype!r}")
+            _check(self.value is not None, "scalar arg needs a value")
+            self.value = str(self.value)
+        if self.kind == "blob":
+            if isinstance(self.blob, str):
+                self.blob = base64.b64decode(self.blob)
+            _check(isinstance(self.blob, (bytes, bytearray)) and len(self.blob) > 0,
+                   "blob arg needs non-empty bytes in arg.blob")
+            self.blob = bytes(self.blob)
+            self.patches = [Patch(**p) if isinstance(p, dict) else p for p in self.patches]
+            for p in self.patches:
+                _check(0 <= p.offset <= len(self.blob) - 8,
+                       f"blob patch offset {p.offset} outside the {len(self.blob)}-byte blob")
+
+    @property
+    def size(self) -> int:
+        """Bytes this argument occupies in the kernel's parameter space."""
+        if self.kind in ("buffer", "null"):
+            return 8
+        if self.kind == "scalar":
+            return SCALAR_DTYPES[self.dtype]
+        return len(self.blob)
+
+    @staticmethod
+    def buf(name: str) -> "Arg":
+        return Arg("buffer", buffer=name)
+
+    @staticmethod
+    def scalar(dtype: str, value) -> "Arg":
+        return Arg("scalar", dtype=dtype, value=str(value))
+
+    @staticmethod
+    def null() -> "Arg":
+        return Arg("null")
+
+
+@dataclass
+class Launch:
+    """One kernel launch of a row's launch sequence."""
+    entry: str
+    grid: tuple
+    block: tuple
+    args: list
+    cluster: tuple = (1, 1, 1)
+    dynamic_smem: int = 0
+
+    def __post_init__(self):
+        _check(bool(self.entry), "launch.entry must be non-empty")
+        self.grid = _dim3(self.grid, f"launch {self.entry}: grid")
+        self.block = _dim3(self.block, f"launch {self.entry}: block")
+        self.cluster = _dim3(self.cluster, f"launch {self.entry}: cluster")
+        _check(self.block[0] * self.block[1] * self.block[2] <= 1024,
+               f"launch {self.entry}: block {self.block} has more than 1024 threads")
+        _check(int(self.dynamic_smem) >= 0, f"launch {self.entry}: dynamic_smem must be >= 0")
+        self.dynamic_smem = int(self.dynamic_smem)
+        self.args = [Arg(**a) if isinstance(a, dict) else a for a in self.args]
+
+
+@dataclass
+class Resources:
+    """What ptxas reports for one entry."""
+    entry: str
+    registers: int = 0
+    shared_static: int = 0
+    spill_stores: int = 0
+    spill_loads: int = 0
+    stack: int = 0
+    constant: int = 0
+
+
+@dataclass
+class KernelRecord:
+    """One row of the ``kernels`` config: a PTX program plus everything needed to run it.
+
+    ``build_key`` identifies the work item before compilation (source, group, variant,
+    arch), so a resumed build skips what it already wrote. The verifier's fields are None
+    until ``ptxds verify`` fills them.
+    """
+    group_id: str
+    source: str
+    variant: dict
+    name: str
+    arch: str
+    ptx: str
+    launches: list
+    problem: Problem
+    build_key: str = ""
+    kernel_id: str = ""
+    ptx_hash: str = ""
+    scratch: list = field(default_factory=list)
+    resources: list = field(default_factory=list)
+    features: list = field(default_factory=list)
+    toolchain: dict = field(default_factory=dict)
+    provenance: dict = field(default_factory=dict)
+    status: str = "built"
+    status_message: str = ""
+    sass: str = ""
+    # verifier's columns
+    max_abs_err: Optional[float] = None
+    max_rel_err: Optional[float] = None
+    atol: Optional[float] = None
+    rtol: Optional[float] = None
+    trials: Optional[int] = None
+    deterministic: Optional[bool] = None
+    time_us_median: Optional[float] = None
+    time_us_iqr: Optional[float] = None
+    time_us_min: Optional[float] = None
+    time_samples: Optional[int] = None
+    gpu_name: Optional[str] = None
+    sm_clock_mhz: Optional[int] = None
+    driver_version: Optional[str] = None
+
+    def __post_init__(self):
+        if isinstance(self.problem, dict):
+            self.problem = Problem(**self.problem)
+        elif isinstance(self.problem, str):
+            self.problem = Problem.from_json(self.problem)
+        self.launches = [Launch(**l) if isinstance(l, dict) else l for l in self.launches]
+        self.scratch = [Buffer(**b) if isinstance(b, dict) else b for b in self.scratch]
+        self.resources = [Resources(**r) if isinstance(r, dict) else r for r in self.resources]
+        _check(self.status in BUILD_STATUSES + VERIFY_STATUSES,
+               f"kernel {self.name}: status {self.status!r} is unknown")
+        for b in self.scratch:
+            _check(b.role == "scratch", f"kernel {self.name}: scratch buffer {b.name} must have role scratch")
+        if not self.build_key:
+            self.build_key = make_build_key(self.source, self.group_id, self.variant, self.arch, self.name)
+
+    def buffers(self) -> list:
+        """The problem's buffers followed by this row's scratch buffers."""
+        return list(self.problem.buffers) + list(self.scratch)
+
+    def to_json(self) -> str:
+        return json.dumps(to_plain(self), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> "KernelRecord":
+        return cls(**json.loads(text))
+
+
+@dataclass
+class Pair:
+    """One row of the ``pairs`` config."""
+    kernel_a: str
+    kernel_b: str
+    equivalent: bool
+    label_source: str  # "verified" or "constructed"
+    group_a: str = ""
+    group_b: str = ""
+
+
+def make_build_key(source: str, group_id: str, variant: dict, arch: str, name: str = "") -> str:
+    text = json.dumps([source, group_id, variant, arch, name], sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:24]
+
+
+def make_kernel_id(ptx_hash: str, launches: list, problem: Problem) -> str:
+    """Hash of normalised PTX + launch sequence + problem: two rows with the same id run
+    the same code the same way on the same function."""
+    text = json.dumps([ptx_hash, to_plain(launches), problem.digest()], sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:24]
+
+
+def to_plain(obj: Any) -> Any:
+    """Dataclasses/tuples/bytes -> JSON-ready values (bytes as base64)."""
+    if dataclasses.is_dataclass(obj):
+        return {f.name: to_plain(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, (list, tuple)):
+        return [to_plain(v) for v in obj]
+    if isinstance(obj, dict):
+        return {str(k): to_plain(v) for k, v in obj.items()}
+    if isinstance(obj, (bytes, bytearray)):
+        return base64.b64encode(bytes(obj)).decode()
+    return obj

@@ -1,0 +1,114 @@
+"""Arrow schemas of the ``kernels`` and ``pairs`` configs, and row <-> record conversion.
+
+Launches are nested structs (not JSON) so a dataset user sees entry, grid, block and every
+argument as columns; knobs that differ per source (variant, toolchain, provenance) and the
+problem are JSON strings, which every Parquet reader can open.
+"""
+from __future__ import annotations
+
+import json
+
+import pyarrow as pa
+
+from .model import SCHEMA_VERSION, Buffer, KernelRecord, Pair, Problem, Resources, to_plain
+
+DIM3 = pa.list_(pa.int64())
+PATCH = pa.struct([("offset", pa.int64()), ("buffer", pa.string()), ("addend", pa.int64())])
+ARG = pa.struct([
+    ("kind", pa.string()), ("buffer", pa.string()), ("dtype", pa.string()),
+    ("value", pa.string()), ("blob", pa.binary()), ("patches", pa.list_(PATCH)),
+])
+LAUNCH = pa.struct([
+    ("entry", pa.string()), ("grid", DIM3), ("block", DIM3), ("cluster", DIM3),
+    ("dynamic_smem", pa.int64()), ("args", pa.list_(ARG)),
+])
+RESOURCES = pa.struct([
+    ("entry", pa.string()), ("registers", pa.int64()), ("shared_static", pa.int64()),
+    ("spill_stores", pa.int64()), ("spill_loads", pa.int64()), ("stack", pa.int64()),
+    ("constant", pa.int64()),
+])
+
+KERNELS_SCHEMA = pa.schema([
+    ("schema_version", pa.int32()),
+    ("kernel_id", pa.string()), ("build_key", pa.string()), ("group_id", pa.string()),
+    ("source", pa.string()), ("name", pa.string()), ("arch", pa.string()),
+    ("op", pa.string()), ("problem_id", pa.string()),
+    ("variant", pa.string()), ("problem", pa.string()),
+    ("ptx", pa.large_string()), ("ptx_hash", pa.string()),
+    ("launches", pa.list_(LAUNCH)), ("scratch", pa.string()),
+    ("resources", pa.list_(RESOURCES)), ("features", pa.list_(pa.string())),
+    ("toolchain", pa.string()), ("provenance", pa.string()),
+    ("status", pa.string()), ("status_message", pa.string()), ("sass", pa.large_string()),
+    ("max_abs_err", pa.float64()), ("max_rel_err", pa.float64()),
+    ("atol", pa.float64()), ("rtol", pa.float64()), ("trials", pa.int32()),
+    ("deterministic", pa.bool_()),
+    ("time_us_median", pa.float64()), ("time_us_iqr", pa.float64()),
+    ("time_us_min", pa.float64()), ("time_samples", pa.int32()),
+    ("gpu_name", pa.string()), ("sm_clock_mhz", pa.int32()), ("driver_version", pa.string()),
+], metadata={"ptxds.schema_version": str(SCHEMA_VERSION), "ptxds.config": "kernels"})
+
+PAIRS_SCHEMA = pa.schema([
+    ("schema_version", pa.int32()),
+    ("kernel_a", pa.string()), ("kernel_b", pa.string()),
+    ("group_a", pa.string()), ("group_b", pa.string()),
+    ("equivalent", pa.bool_()), ("label_source", pa.string()),
+], metadata={"ptxds.schema_version": str(SCHEMA_VERSION), "ptxds.config": "pairs"})
+
+SCHEMAS = {"kernels": KERNELS_SCHEMA, "pairs": PAIRS_SCHEMA}
+
+_JSON_COLUMNS = ("variant", "toolchain", "provenance")
+_VERIFIER_COLUMNS = (
+    "max_abs_err", "max_rel_err", "atol", "rtol", "trials", "deterministic", "time_us_median",
+    "time_us_iqr", "time_us_min", "time_samples", "gpu_name", "sm_clock_mhz", "driver_version",
+)
+
+
+def record_to_row(record: KernelRecord) -> dict:
+    plain = to_plain(record)
+    row = {name: plain[name] for name in (
+        "kernel_id", "build_key", "group_id", "source", "name", "arch", "ptx", "ptx_hash",
+        "features", "status", "status_message", "sass") + _VERIFIER_COLUMNS}
+    row["schema_version"] = SCHEMA_VERSION
+    row["op"] = record.problem.op
+    row["problem_id"] = record.problem.problem_id
+    row["problem"] = record.problem.to_json()
+    for name in _JSON_COLUMNS:
+        row[name] = json.dumps(plain[name], sort_keys=True)
+    row["scratch"] = json.dumps(plain["scratch"], sort_keys=True)
+    row["resources"] = plain["resources"]
+    row["launches"] = [
+        {**launch, "args": [{**arg, "blob": raw.blob} for arg, raw in zip(launch["args"], source.args)]}
+        for launch, source in zip(plain["launches"], record.launches)
+    ]
+    return row
+
+
+def row_to_record(row: dict) -> KernelRecord:
+    fields = {name: row.get(name) for name in (
+        "kernel_id", "build_key", "group_id", "source", "name", "arch", "ptx", "ptx_hash",
+        "status", "status_message") + _VERIFIER_COLUMNS}
+    fields["sass"] = row.get("sass") or ""
+    fields["status_message"] = fields["status_message"] or ""
+    fields["features"] = list(row.get("features") or [])
+    for name in _JSON_COLUMNS:
+        fields[name] = json.loads(row[name]) if row.get(name) else {}
+    fields["problem"] = Problem.from_json(row["problem"])
+    fields["scratch"] = [Buffer(**b) for b in json.loads(row.get("scratch") or "[]")]
+    fields["resources"] = [Resources(**r) for r in (row.get("resources") or [])]
+    launches = []
+    for launch in row.get("launches") or []:
+        args = [{k: v for k, v in arg.items() if v is not None or k == "patches"}
+                for arg in launch["args"]]
+        for arg in args:
+            arg["patches"] = arg.get("patches") or []
+        launches.append({**launch, "args": args})
+    fields["launches"] = launches
+    return KernelRecord(**fields)
+
+
+def pair_to_row(pair: Pair) -> dict:
+    return {"schema_version": SCHEMA_VERSION, **to_plain(pair)}
+
+
+def rows_to_table(rows: list, config: str) -> pa.Table:
+    return pa.Table.from_pylist(rows, schema=SCHEMAS[config])

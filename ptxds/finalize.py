@@ -1,0 +1,64 @@
+"""Turn a builder's raw row into a dataset row: normalise and parse the PTX, check every
+Launch against its entry's parameter list, assemble with ptxas for the row's arch, tag
+features and set the content ids. Any failure becomes ``status=build_failed`` with the
+reason; the row is kept."""
+from __future__ import annotations
+
+from dataset_spec.model import KernelRecord, make_kernel_id
+from ptx_tools import (AssemblyError, PtxError, assemble, feature_tags, normalize_ptx,
+                       parse_ptx, ptx_hash)
+
+
+class LaunchMismatch(ValueError):
+    """A Launch does not fit its PTX entry."""
+
+
+def check_launches(record: KernelRecord, module) -> None:
+    """Each launch names an entry of the module and fills its params one-to-one by size;
+    the block matches .reqntid when the entry declares one."""
+    entries = {f.name: f for f in module.entries}
+    for i, launch in enumerate(record.launches):
+        entry = entries.get(launch.entry)
+        if entry is None:
+            raise LaunchMismatch(f"launches[{i}].entry {launch.entry!r} is not an entry of the PTX "
+                                 f"(entries: {', '.join(entries) or 'none'})")
+        if len(launch.args) != len(entry.params):
+            raise LaunchMismatch(f"launches[{i}] ({launch.entry}) has {len(launch.args)} args, "
+                                 f"the entry takes {len(entry.params)} params")
+        for j, (arg, param) in enumerate(zip(launch.args, entry.params)):
+            if arg.size != param.size:
+                raise LaunchMismatch(f"launches[{i}].args[{j}] is {arg.size} bytes ({arg.kind}), "
+                                     f"param {param.name} is {param.size} bytes")
+        reqntid = getattr(entry, "reqntid", None)
+        if reqntid:
+            want = tuple(reqntid) + (1,) * (3 - len(reqntid))
+            if tuple(launch.block) != want:
+                raise LaunchMismatch(f"launches[{i}].block {launch.block} differs from the entry's "
+                                     f".reqntid {want}")
+
+
+def finalize_record(record: KernelRecord, sass: bool = False) -> KernelRecord:
+    if record.status != "built" or not record.ptx:
+        if record.ptx:
+            record.ptx_hash = ptx_hash(record.ptx)
+        if record.status == "built":
+            record.status, record.status_message = "build_failed", "the builder produced no PTX"
+        record.kernel_id = record.kernel_id or f"unbuilt-{record.build_key}"
+        return record
+    try:
+        record.ptx = normalize_ptx(record.ptx)
+        module = parse_ptx(record.ptx)
+        check_launches(record, module)
+        assembly = assemble(record.ptx, record.arch, sass=sass)
+    except (PtxError, LaunchMismatch, AssemblyError) as exc:
+        record.status = "build_failed"
+        record.status_message = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+        record.ptx_hash = ptx_hash(record.ptx)
+        record.kernel_id = f"unbuilt-{record.build_key}"
+        return record
+    record.resources = assembly.resources
+    record.sass = (assembly.sass or "") if sass else ""
+    record.features = feature_tags(record.ptx)
+    record.ptx_hash = ptx_hash(record.ptx)
+    record.kernel_id = make_kernel_id(record.ptx_hash, record.launches, record.problem)
+    return record

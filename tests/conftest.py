@@ -1,0 +1,32 @@
+"""Shared pytest setup: GPU tests skip cleanly (one line saying why) without a CUDA driver."""
+import functools
+
+import pytest
+
+
+@functools.lru_cache(maxsize=1)
+def gpu_unavailable_reason():
+    """None when a CUDA driver with a device is usable, else why not."""
+    try:
+        from cuda.bindings import driver
+    except ImportError:
+        return "cuda-bindings is not installed"
+    try:
+        (err,) = driver.cuInit(0)
+    except Exception as exc:  # the driver library itself is missing
+        return f"no CUDA driver: {exc}"
+    if err != driver.CUresult.CUDA_SUCCESS:
+        return f"no usable CUDA driver/device ({err.name})"
+    err, count = driver.cuDeviceGetCount()
+    if err != driver.CUresult.CUDA_SUCCESS or count == 0:
+        return "no CUDA device"
+    return None
+
+
+def pytest_collection_modifyitems(config, items):
+    reason = None
+    for item in items:
+        if "gpu" in item.keywords:
+            reason = reason or gpu_unavailable_reason()
+            if reason:
+                item.add_marker(pytest.mark.skip(reason=reason))

@@ -1,0 +1,162 @@
+"""Data model validation, JSON and Arrow round trips, shards, splits, registry, card."""
+import json
+import os
+
+import numpy as np
+import pytest
+
+from dataset_spec.card import write_card
+from dataset_spec.model import (Arg, Buffer, Distribution, KernelRecord, Launch, Pair, Patch,
+                                Problem, SpecError)
+from dataset_spec.problems import default_tolerance, get_op
+from dataset_spec.shards import (ShardWriter, done_keys, part_files, read_pairs, read_records,
+                                 split_of)
+
+
+def vector_add_problem(n=1024):
+    return Problem("vadd_f32", "vector_add", [
+        Buffer("x", "float32", [n]), Buffer("y", "float32", [n]),
+        Buffer("out", "float32", [n], "out")])
+
+
+def make_record(group="g0", name="k0", arch="sm_80", blob=True):
+    args = [Arg.buf("x"), Arg.buf("y"), Arg.buf("out"), Arg.scalar("s32", 1024), Arg.null()]
+    if blob:
+        args.append(Arg("blob", blob=bytes(range(32)), patches=[Patch(8, "x"), Patch(16, "out", 4)]))
+    return KernelRecord(group_id=group, source="test", variant={"BLOCK": 128, "warps": 4},
+                        name=name, arch=arch, ptx=".version 8.7", problem=vector_add_problem(),
+                        launches=[Launch("k0", (8, 1, 1), 128, args, dynamic_smem=1024)],
+                        scratch=[Buffer("ws", "int32", [4], "scratch", Distribution("zeros"))])
+
+
+@pytest.mark.parametrize("bad, message", [
+    (lambda: Buffer("x", "float13", [4]), "dtype must be one of"),
+    (lambda: Buffer("x", "float32", [0]), "shape must be positive"),
+    (lambda: Buffer("1x", "float32", [4]), "identifier"),
+    (lambda: Launch("k", (0, 1), 32, []), "grid must be 1 to 3 positive ints"),
+    (lambda: Launch("k", 1, 2048, []), "more than 1024 threads"),
+    (lambda: Arg("scalar", dtype="q32", value=1), "dtype must be one of"),
+    (lambda: Arg("blob", blob=b"\0" * 8, patches=[Patch(4, "x")]), "outside the 8-byte blob"),
+    (lambda: Problem("p", "gemm", [Buffer("A", "float32", [2, 2])]), "role out or inout"),
+    (lambda: Distribution("gaussian"), "distribution.kind"),
+])
+def test_invalid_values_name_the_field(bad, message):
+    with pytest.raises(SpecError, match=message):
+        bad()
+
+
+def test_record_json_round_trip_keeps_blob_and_patches():
+    record = make_record()
+    again = KernelRecord.from_json(record.to_json())
+    assert again == record
+    assert again.launches[0].args[5].blob == bytes(range(32))
+    assert again.launches[0].grid == (8, 1, 1) and again.launches[0].block == (128, 1, 1)
+
+
+def test_arg_sizes():
+    assert Arg.buf("x").size == 8 and Arg.null().size == 8
+    assert Arg.scalar("s32", 3).size == 4 and Arg.scalar("f16", 1.0).size == 2
+    assert Arg("blob", blob=b"\0" * 368).size == 368
+
+
+def test_shards_round_trip_and_resume_keys(tmp_path):
+    records = [make_record(group=f"g{i % 5}", name=f"k{i}") for i in range(20)]
+    written = ShardWriter(tmp_path).write(records)
+    assert written == 20
+    back = {r.build_key: r for r in read_records(tmp_path)}
+    assert set(back) == {r.build_key for r in records}
+    for record in records:
+        assert back[record.build_key] == record
+    assert done_keys(tmp_path) == set(back)
+    # every part file is whole: no temp files left behind, each split by group hash
+    assert not [p for p in (tmp_path / "kernels").rglob(".*")]
+    for path in part_files(tmp_path):
+        assert path.parent.name in ("train", "validation", "test")
+
+
+def test_split_is_a_pure_function_of_group():
+    splits = {split_of(f"group{i}") for i in range(200)}
+    assert splits == {"train", "validation", "test"}
+    assert split_of("cutlass/gemm/x") == split_of("cutlass/gemm/x")
+
+
+def test_pairs_round_trip(tmp_path):
+    pairs = [Pair("a", "b", True, "verified", "g", "g"), Pair("a", "c", False, "constructed", "g", "h")]
+    ShardWriter(tmp_path, "pairs").write(pairs)
+    assert sorted(read_pairs(tmp_path), key=lambda p: p.kernel_b) == pairs
+
+
+def test_gemm_reference_honours_layouts():
+    rng = np.random.default_rng(0)
+    a, b, c = rng.normal(size=(3, 5)), rng.normal(size=(5, 4)), rng.normal(size=(3, 4))
+    for la in ("row", "col"):
+        for lb in ("row", "col"):
+            problem = Problem("g", "gemm", [
+                Buffer("A", "float32", a.shape if la == "row" else a.T.shape),
+                Buffer("B", "float32", b.shape if lb == "row" else b.T.shape),
+                Buffer("C", "float32", c.shape), Buffer("D", "float32", c.shape, "out")],
+                params={"layout_a": la, "layout_b": lb, "alpha": 2.0, "beta": 0.5})
+            inputs = {"A": a if la == "row" else a.T.copy(), "B": b if lb == "row" else b.T.copy(), "C": c}
+            out = get_op("gemm").reference(inputs, problem)["D"]
+            np.testing.assert_allclose(out, 2.0 * a @ b + 0.5 * c)
+            assert get_op("gemm").reduction_length(problem) == 5
+
+
+def test_softmax_and_norm_references():
+    x = np.random.default_rng(1).normal(size=(4, 7))
+    prob = Problem("s", "softmax", [Buffer("x", "float32", x.shape), Buffer("out", "float32", x.shape, "out")])
+    out = get_op("softmax").reference({"x": x}, prob)["out"]
+    np.testing.assert_allclose(out.sum(axis=1), 1.0)
+    w = np.ones(7)
+    prob = Problem("r", "rmsnorm", [Buffer("x", "float32", x.shape), Buffer("w", "float32", [7]),
+                                    Buffer("out", "float32", x.shape, "out")], params={"eps": 0.0})
+    out = get_op("rmsnorm").reference({"x": x, "w": w}, prob)["out"]
+    np.testing.assert_allclose((out ** 2).mean(axis=1), 1.0)
+
+
+def test_tolerance_grows_with_reduction_and_precision():
+    a16, r16 = default_tolerance("bfloat16", 4096)
+    a32, r32 = default_tolerance("float32", 4096)
+    assert r16 > r32 > 0
+    assert default_tolerance("float32", 4096)[1] > default_tolerance("float32", 16)[1]
+    assert default_tolerance("int32", 100) == (0.0, 0.0)
+    problem = vector_add_problem()
+    problem.tolerance = {"atol": 1e-3, "rtol": 1e-2}
+    assert get_op("vector_add").tolerance(problem, "float32") == (1e-3, 1e-2)
+
+
+def test_unknown_op_lists_known_ones():
+    with pytest.raises(SpecError, match="known ops: .*gemm"):
+        get_op("matmul2")
+
+
+def test_custom_reference_is_imported(tmp_path):
+    (tmp_path / "myref.py").write_text("def double(inputs, problem):\n    return {'out': 2 * inputs['x']}\n")
+    problem = Problem("c", "custom", [Buffer("x", "float32", [3]), Buffer("out", "float32", [3], "out")],
+                      params={"reference": "myref:double", "reference_path": str(tmp_path)})
+    out = get_op("custom").reference({"x": np.arange(3.0)}, problem)["out"]
+    np.testing.assert_array_equal(out, [0.0, 2.0, 4.0])
+
+
+def test_card_and_load_dataset_round_trip(tmp_path, monkeypatch):
+    datasets = pytest.importorskip("datasets")
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    records = [make_record(group=f"group{i}", name=f"k{i}") for i in range(30)]
+    ShardWriter(tmp_path / "ds").write(records)
+    card = write_card(tmp_path / "ds").read_text()
+    assert "config_name: kernels" in card and "path: kernels/train/*.parquet" in card
+    loaded = datasets.load_dataset(str(tmp_path / "ds"), "kernels")
+    total = sum(len(loaded[s]) for s in loaded)
+    assert total == 30
+    row = loaded["train"][0]
+    assert row["launches"][0]["args"][5]["blob"] == bytes(range(32))
+    assert row["launches"][0]["args"][5]["patches"][1] == {"offset": 16, "buffer": "out", "addend": 4}
+    assert row["launches"][0]["args"][3] == {"kind": "scalar", "buffer": None, "dtype": "s32",
+                                             "value": "1024", "blob": None, "patches": []}
+    assert json.loads(row["variant"]) == {"BLOCK": 128, "warps": 4}
+    groups_by_split = {s: set(loaded[s]["group_id"]) for s in loaded}
+    names = list(groups_by_split)
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            assert not groups_by_split[a] & groups_by_split[b]
