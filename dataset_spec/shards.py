@@ -79,6 +79,14 @@ class ShardWriter:
         return written
 
 
+def remove_stale_temp_files(root) -> int:
+    """Temp files of a writer that was killed mid-write; only whole parts count."""
+    stale = list(Path(root).glob("*/*/.part-*.tmp"))
+    for path in stale:
+        path.unlink(missing_ok=True)
+    return len(stale)
+
+
 def part_files(root, config: str = "kernels") -> list:
     base = Path(root) / config
     if not base.is_dir():

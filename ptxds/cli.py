@@ -63,9 +63,10 @@ def cli():
               help="cutlass: SM count persistent schedulers size their grid by")
 @click.option("--sass/--no-sass", default=False, help="store each row's SASS text")
 @click.option("--silent", is_flag=True, help="no progress bar")
+@click.option("--flush-rows", type=int, default=64, hidden=True, help="rows per part file")
 @library_errors
 def build(source, out_dir, arch, limit, sample_seed, jobs, from_dump, problem_file, manifest,
-          family, sm_count, sass, silent):
+          family, sm_count, sass, silent, flush_rows):
     """Build a source's equivalence groups into a dataset folder (safe to rerun: resumes).
 
     Example:
@@ -84,7 +85,8 @@ def build(source, out_dir, arch, limit, sample_seed, jobs, from_dump, problem_fi
     if source == "triton-dump" and not from_dump:
         raise click.UsageError("--source triton-dump needs --from-dump DIR")
     options = BuildOptions(archs=_parse_archs(arch), limit=limit, sample_seed=sample_seed, extra=extra)
-    summary = run_build(source, out_dir, options, jobs=jobs, sass=sass, progress=not silent)
+    summary = run_build(source, out_dir, options, jobs=jobs, sass=sass, progress=not silent,
+                        flush_rows=flush_rows)
     _print_build_summary(summary)
     if summary.interrupted:
         raise click.ClickException("interrupted; run the same command again to resume")
@@ -157,6 +159,7 @@ def verify(dataset, out_dir, groups, trials, no_timing, workers, kernel_timeout,
         ptxds verify data/triton --out data/triton-verified
     """
     from verify import verify_dataset
+    from .pairs import write_pairs
     from dataset_spec.card import write_card
     out_dir = out_dir or str(Path(dataset).resolve()) + "-verified"
     if Path(out_dir).resolve() == Path(dataset).resolve():
@@ -164,6 +167,7 @@ def verify(dataset, out_dir, groups, trials, no_timing, workers, kernel_timeout,
     summary = verify_dataset(dataset, out_dir, groups=groups, trials=trials, timing=not no_timing,
                              workers=workers or None, kernel_timeout=kernel_timeout,
                              progress=not silent)
+    write_pairs(out_dir)
     write_card(out_dir)
     click.echo(summary.format_table() if hasattr(summary, "format_table") else str(summary))
 

@@ -14,7 +14,8 @@ from pathlib import Path
 from builders import load_builder
 from builders.base import BuildOptions, WorkItem
 from dataset_spec.card import write_card
-from dataset_spec.shards import ShardWriter, done_keys
+from dataset_spec.shards import ShardWriter, done_keys, remove_stale_temp_files
+from ptx_tools import find_tool
 
 from .finalize import finalize_record
 
@@ -75,14 +76,16 @@ def _run_item(item: WorkItem, sass: bool) -> list:
 
 
 def run_build(source: str, out_dir, options: BuildOptions, jobs: int = 0, sass: bool = False,
-              progress: bool = True, on_progress=None) -> BuildSummary:
+              progress: bool = True, flush_rows: int = FLUSH_ROWS) -> BuildSummary:
     """Build ``source`` into ``out_dir`` and (re)write its card. Safe to rerun."""
     start = time.time()
+    find_tool("ptxas")  # a missing toolchain is one clear error before any work
     builder_cls = load_builder(source)
     builder = builder_cls(options)
     items = select_items(builder.work_items(), options.limit, options.sample_seed)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    remove_stale_temp_files(out)
     finished = {item_of_key(k) for k in done_keys(out)}
     todo = [item for item in items if item.key not in finished]
     summary = BuildSummary(source, str(out), items_total=len(items),
@@ -104,7 +107,7 @@ def run_build(source: str, out_dir, options: BuildOptions, jobs: int = 0, sass: 
             summary.by_arch[record.arch] += 1
             summary.groups.add(record.group_id)
         pending.extend(records)
-        if len(pending) >= FLUSH_ROWS or time.time() - last_flush > FLUSH_SECONDS:
+        if len(pending) >= flush_rows or time.time() - last_flush > FLUSH_SECONDS:
             flush()
 
     bar = _progress_bar(len(todo), source, progress)

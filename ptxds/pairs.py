@@ -1,0 +1,77 @@
+"""The ``pairs`` config, derived from verified rows.
+
+Positives: two members of one group that both passed (``label_source="verified"``).
+Negatives: a passing member and a member of the same group the verifier proved wrong
+(``wrong_result``, ``verified``); and passing members of two groups whose buffers have the
+same signature (names, dtypes, shapes) but whose problems compute different functions,
+e.g. GEMM ``nt`` against ``tn`` over the same buffers (``constructed``).
+"""
+from __future__ import annotations
+
+import itertools
+import json
+import random
+from collections import defaultdict
+
+from dataset_spec.model import Pair
+from dataset_spec.shards import ShardWriter, part_files, read_records
+
+MAX_PAIRS_PER_GROUP = 2000
+MAX_CROSS_PAIRS = 200
+
+
+def _signature(record) -> str:
+    return json.dumps(sorted((b.name, b.dtype, list(b.shape)) for b in record.problem.buffers))
+
+
+def _function(record) -> str:
+    p = record.problem
+    return json.dumps([p.op, p.params], sort_keys=True)
+
+
+def _capped(pairs: list, limit: int, seed: str) -> list:
+    if len(pairs) <= limit:
+        return pairs
+    return random.Random(seed).sample(pairs, limit)
+
+
+def make_pairs(records: list) -> list:
+    by_group = defaultdict(list)
+    for record in records:
+        if record.kernel_id and not record.kernel_id.startswith("unbuilt-"):
+            by_group[record.group_id].append(record)
+    pairs = []
+    passing_by_group = {}
+    for group, members in sorted(by_group.items()):
+        members.sort(key=lambda r: r.kernel_id)
+        passing = [m for m in members if m.status == "passed"]
+        wrong = [m for m in members if m.status == "wrong_result"]
+        passing_by_group[group] = passing
+        group_pairs = [Pair(a.kernel_id, b.kernel_id, True, "verified", group, group)
+                       for a, b in itertools.combinations(passing, 2)]
+        group_pairs += [Pair(a.kernel_id, b.kernel_id, False, "verified", group, group)
+                        for a in passing for b in wrong]
+        pairs += _capped(group_pairs, MAX_PAIRS_PER_GROUP, group)
+    by_signature = defaultdict(list)
+    for group, passing in passing_by_group.items():
+        if passing:
+            by_signature[_signature(passing[0])].append(passing)
+    for signature, groups in sorted(by_signature.items()):
+        cross = []
+        for left, right in itertools.combinations(groups, 2):
+            if _function(left[0]) == _function(right[0]):
+                continue
+            cross += [Pair(a.kernel_id, b.kernel_id, False, "constructed", a.group_id, b.group_id)
+                      for a, b in itertools.product(left, right)]
+        pairs += _capped(cross, MAX_CROSS_PAIRS, signature)
+    return pairs
+
+
+def write_pairs(root) -> int:
+    """Regenerate DIR/pairs from DIR/kernels (pairs are derived, so they are replaced)."""
+    stale = part_files(root, "pairs")
+    pairs = make_pairs(read_records(root))
+    written = ShardWriter(root, "pairs").write(pairs) if pairs else 0
+    for path in stale:
+        path.unlink(missing_ok=True)
+    return written

@@ -1,0 +1,103 @@
+"""The ptxds command line, run for real: help, errors, build -> info -> load_dataset, and a
+build killed with SIGKILL mid-way that resumes without duplicates."""
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from dataset_spec.shards import part_files, read_records, read_table
+from ptxds.cli import cli
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run_cli(*args):
+    result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
+    return result
+
+
+@pytest.mark.parametrize("command", ["build", "info", "verify"])
+def test_every_command_has_help_with_an_example(command):
+    result = run_cli(command, "--help")
+    assert result.exit_code == 0
+    assert "Example:" in result.output
+
+
+def test_unknown_source_lists_known_ones(tmp_path):
+    result = run_cli("build", "--source", "nope", "--out", str(tmp_path / "d"))
+    assert result.exit_code == 1
+    assert result.output.strip() == \
+        "Error: unknown source 'nope'; known sources: cutlass, ptx, triton, triton-dump"
+
+
+def test_unknown_arch_is_rejected(tmp_path):
+    result = run_cli("build", "--source", "triton", "--out", str(tmp_path / "d"), "--arch", "sm_99")
+    assert result.exit_code == 2
+    assert "unknown arch 'sm_99'" in result.output
+
+
+def test_info_on_empty_folder_says_what_to_do(tmp_path):
+    result = run_cli("info", str(tmp_path))
+    assert result.exit_code == 1
+    assert "holds no kernel rows; build one with ptxds build" in result.output
+
+
+def test_verify_refuses_to_write_in_place(tmp_path):
+    result = run_cli("verify", str(tmp_path), "--out", str(tmp_path))
+    assert result.exit_code == 2
+    assert "never changed in place" in result.output
+
+
+def _build_cmd(out, *extra):
+    return [sys.executable, "-m", "ptxds", "build", "--source", "triton", "--out", str(out),
+            "--silent", *extra]
+
+
+@pytest.fixture(scope="module")
+def small_triton_build(tmp_path_factory):
+    out = tmp_path_factory.mktemp("triton") / "ds"
+    subprocess.run(_build_cmd(out, "--limit", "8", "--arch", "sm_80,sm_90a"), check=True, cwd=ROOT)
+    return out
+
+
+def test_build_info_and_load_dataset(small_triton_build, tmp_path, monkeypatch):
+    result = run_cli("info", str(small_triton_build), "--json")
+    assert result.exit_code == 0, result.output
+    assert '"rows": 8' in result.output
+    datasets = pytest.importorskip("datasets")
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    loaded = datasets.load_dataset(str(small_triton_build), "kernels")
+    rows = [row for split in loaded for row in loaded[split]]
+    assert len(rows) == 8
+    for row in rows:
+        assert row["status"] == "built", row["status_message"]
+        assert row["launches"] and row["launches"][0]["args"]
+        assert row["variant"].startswith("{")
+
+
+def test_killed_build_resumes_without_duplicates(small_triton_build, tmp_path):
+    out = tmp_path / "ds"
+    cmd = _build_cmd(out, "--limit", "8", "--jobs", "1", "--flush-rows", "1")
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 300
+    while time.time() < deadline and len(part_files(out)) < 2 and proc.poll() is None:
+        time.sleep(0.2)
+    assert proc.poll() is None, "the build finished before it could be killed"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    partial = read_table(out, "kernels").num_rows
+    assert 1 <= partial < 8
+    subprocess.run(cmd, check=True, cwd=ROOT)
+    keys = read_table(out, "kernels", columns=["build_key"]).column("build_key").to_pylist()
+    assert len(keys) == len(set(keys)) == 8
+    expected = {(r.build_key, r.ptx_hash) for r in read_records(small_triton_build)}
+    assert {(r.build_key, r.ptx_hash) for r in read_records(out)} == expected
+    # a third run finds nothing to do
+    again = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=True)
+    assert "0 rows written (8 of 8 work items already done)" in again.stdout
