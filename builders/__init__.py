@@ -12,7 +12,7 @@ BUILDERS = {
     "cutlass": "builders.cutlass:CutlassBuilder",
 }
 
-EXTRAS = {"triton": "triton", "triton-dump": "triton", "cutlass": "cutlass", "ptx": "cuda"}
+EXTRAS = {"triton": "triton", "triton-dump": "triton", "cutlass": "cutlass"}
 
 
 class UnknownSourceError(ValueError):

@@ -53,6 +53,9 @@ def test_verify_refuses_to_write_in_place(tmp_path):
     assert "never changed in place" in result.output
 
 
+LIMIT = 24
+
+
 def _build_cmd(out, *extra):
     return [sys.executable, "-m", "ptxds", "build", "--source", "triton", "--out", str(out),
             "--silent", *extra]
@@ -61,20 +64,20 @@ def _build_cmd(out, *extra):
 @pytest.fixture(scope="module")
 def small_triton_build(tmp_path_factory):
     out = tmp_path_factory.mktemp("triton") / "ds"
-    subprocess.run(_build_cmd(out, "--limit", "8", "--arch", "sm_80,sm_90a"), check=True, cwd=ROOT)
+    subprocess.run(_build_cmd(out, "--limit", str(LIMIT), "--arch", "sm_80,sm_90a"), check=True, cwd=ROOT)
     return out
 
 
 def test_build_info_and_load_dataset(small_triton_build, tmp_path, monkeypatch):
     result = run_cli("info", str(small_triton_build), "--json")
     assert result.exit_code == 0, result.output
-    assert '"rows": 8' in result.output
+    assert f'"rows": {LIMIT}' in result.output
     datasets = pytest.importorskip("datasets")
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
     loaded = datasets.load_dataset(str(small_triton_build), "kernels")
     rows = [row for split in loaded for row in loaded[split]]
-    assert len(rows) == 8
+    assert len(rows) == LIMIT
     for row in rows:
         assert row["status"] == "built", row["status_message"]
         assert row["launches"] and row["launches"][0]["args"]
@@ -83,21 +86,36 @@ def test_build_info_and_load_dataset(small_triton_build, tmp_path, monkeypatch):
 
 def test_killed_build_resumes_without_duplicates(small_triton_build, tmp_path):
     out = tmp_path / "ds"
-    cmd = _build_cmd(out, "--limit", "8", "--jobs", "1", "--flush-rows", "1")
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    cmd = _build_cmd(out, "--limit", str(LIMIT), "--jobs", "1", "--flush-rows", "1")
+    cold_cache = dict(os.environ, TRITON_CACHE_DIR=str(tmp_path / "triton-cache"))
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=cold_cache, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
     deadline = time.time() + 300
-    while time.time() < deadline and len(part_files(out)) < 2 and proc.poll() is None:
-        time.sleep(0.2)
+    while time.time() < deadline and not part_files(out) and proc.poll() is None:
+        time.sleep(0.02)
     assert proc.poll() is None, "the build finished before it could be killed"
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     partial = read_table(out, "kernels").num_rows
-    assert 1 <= partial < 8
-    subprocess.run(cmd, check=True, cwd=ROOT)
+    assert 1 <= partial < LIMIT
+    subprocess.run(cmd, check=True, cwd=ROOT, env=cold_cache)
     keys = read_table(out, "kernels", columns=["build_key"]).column("build_key").to_pylist()
-    assert len(keys) == len(set(keys)) == 8
+    assert len(keys) == len(set(keys)) == LIMIT
     expected = {(r.build_key, r.ptx_hash) for r in read_records(small_triton_build)}
     assert {(r.build_key, r.ptx_hash) for r in read_records(out)} == expected
     # a third run finds nothing to do
     again = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=True)
-    assert "0 rows written (8 of 8 work items already done)" in again.stdout
+    assert f"0 rows written ({LIMIT} of {LIMIT} work items already done)" in again.stdout
+
+
+def test_missing_toolchain_is_one_clear_error(tmp_path):
+    env = dict(os.environ, PTXDS_CUDA_HOME=str(tmp_path / "no-cuda"))
+    (tmp_path / "no-cuda").mkdir()
+    result = subprocess.run(_build_cmd(tmp_path / "d", "--limit", "1"), cwd=ROOT, env=env,
+                            capture_output=True, text=True)
+    assert result.returncode == 1
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1
+    assert lines[0].startswith(f"Error: ptxas not found in {tmp_path / 'no-cuda'}/bin; install the "
+                               "pinned CUDA wheels: pip install nvidia-cuda-nvcc==13.0.88")
+    assert not (tmp_path / "d" / "kernels").exists()

@@ -1,0 +1,46 @@
+"""The builder interface: options, work items, and the ``Builder`` base class.
+
+A builder lists cheap, deterministic, picklable ``WorkItem``s; the pipeline sends each one
+to ``build`` in a worker process, which returns ``KernelRecord`` rows (a compile failure is
+a row with status ``build_failed``, never an exception).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+from dataset_spec.model import KernelRecord
+
+
+@dataclass
+class BuildOptions:
+    """What the user asked for: target archs, an item limit, a sampling seed, and
+    source-specific settings in ``extra`` (e.g. ``from_dump``, ``problem_file``)."""
+    archs: list = field(default_factory=lambda: ["sm_80", "sm_90a"])
+    limit: Optional[int] = None
+    sample_seed: int = 0
+    extra: dict = field(default_factory=dict)
+
+
+@dataclass
+class WorkItem:
+    """One unit of build work. ``key`` is unique within the builder; ``payload`` is
+    picklable and holds whatever ``build`` needs."""
+    key: str
+    group_id: str
+    label: str
+    payload: dict = field(default_factory=dict)
+
+
+class Builder:
+    """Base class: subclasses set ``name`` and implement ``work_items`` and ``build``."""
+    name = "base"
+
+    def __init__(self, options: Optional[BuildOptions] = None):
+        self.options = options or BuildOptions()
+
+    def work_items(self) -> list:
+        raise NotImplementedError
+
+    def build(self, item: WorkItem) -> list[KernelRecord]:
+        raise NotImplementedError

@@ -1,0 +1,624 @@
+"""Triton builders: compile the built-in @triton.jit suite for explicit targets (no GPU needed),
+and ingest existing Triton cache / kernel-dump directories.
+
+``TritonBuilder`` ("triton") lists one work item per (group, config, arch). A group is one
+function at one problem size (e.g. ``triton/softmax/float32/M1823xN781``); its members are
+the configs (block sizes, num_warps, num_stages). ``build`` compiles with
+``triton.compile(ASTSource(...), target=GPUTarget("cuda", cc, 32))`` pinned to PTX ISA 8.7,
+and turns PTX + metadata into a runnable Launch: block = 32 x num_warps (the PTX carries
+``.reqntid``), cluster = num_ctas, dynamic shared memory = ``metadata.shared``, and the two
+trailing ``.u64`` scratch pointers Triton 3.x appends (global scratch, profile scratch):
+null when their size is 0, otherwise a scratch buffer of size x programs bytes.
+
+Specialisation follows Triton's JIT: pointer and integer arguments that are multiples of 16
+get ``tt.divisibility = 16`` (recorded in ``variant["specialization"]``), and integer
+arguments equal to 1 become constexprs (they are then not kernel parameters).
+
+``TritonDumpBuilder`` ("triton-dump") reads a ``TRITON_CACHE_DIR`` or ``TRITON_KERNEL_DUMP``
+tree (documented in ``docs/triton-dump.md``): variants of one kernel name and signature
+form a group, mapped to a Problem through the problem spec file below, or kept as
+``no_problem`` rows that say why.
+
+Problem spec file (``extra["problem_file"]``, JSON or YAML): a list of entries
+    {"kernel": "add_kernel",                      # Triton kernel name
+     "signature": "*fp32,*fp32,*fp32,i32",        # optional: runtime param types, in order
+     "problem": {...Problem fields...},
+     "vars": {"n": 98432},                         # optional named numbers for expressions
+     "args": ["x", "y", "out", "n"],               # one per runtime param
+     "grid": ["cdiv(n, max_range)", 1, 1],
+     "grid_by_hash": {"<hash prefix>": [..]}}      # optional per-variant grid
+An ``args`` string naming a problem buffer is that buffer's pointer; ``null`` is a null
+pointer; anything else is an expression giving a scalar (its type comes from the signature).
+Expressions see ``vars``, numeric problem params, ``num_warps``, ``num_stages``,
+``num_ctas``, ``ranges`` (distinct ``tt.make_range`` sizes of the kernel, ascending),
+``max_range``, ``min_range`` and the functions ``cdiv``, ``min``, ``max``, ``next_pow2``.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from pathlib import Path
+from typing import Any, Optional
+
+from builders.base import Builder, BuildOptions, WorkItem
+from dataset_spec.model import Arg, Buffer, KernelRecord, Launch, Problem, SpecError
+
+PTX_ISA = 87
+ARCH_CC = {"sm_80": 80, "sm_90a": 90, "sm_90": 90}
+TRITON_DTYPES = {"float16": "fp16", "bfloat16": "bf16", "float32": "fp32"}
+SCALAR_TYPES = {"i32": "s32", "i64": "s64", "u32": "u32", "u64": "u64", "fp32": "f32",
+                "f32": "f32", "fp64": "f64", "i16": "s16", "i8": "s8", "i1": "b8"}
+MAX_DYNAMIC_SMEM = {"sm_80": 163 * 1024, "sm_90a": 227 * 1024, "sm_90": 227 * 1024}
+SCRATCH_PARAMS = (("global_scratch", "global_scratch_size"), ("profile_scratch", "profile_scratch_size"))
+NO_PROBLEM_HINT = ("map it with a problem spec file (--problem FILE, see docs/triton-dump.md): "
+                   "an entry with kernel, problem, args and grid")
+
+
+# --------------------------------------------------------------------------- suite
+
+def cdiv(a: int, b: int) -> int:
+    return -(-int(a) // int(b))
+
+
+def next_pow2(n: int) -> int:
+    return 1 << (int(n) - 1).bit_length()
+
+
+def ptr(name: str, buffer: str, dtype: str) -> dict:
+    return {"name": name, "kind": "ptr", "buffer": buffer, "dtype": dtype}
+
+
+def num(name: str, value, dtype: str = "i32") -> dict:
+    return {"name": name, "kind": "scalar", "dtype": dtype, "value": value}
+
+
+def buf(name: str, dtype: str, shape, role: str = "in") -> dict:
+    return {"name": name, "dtype": dtype, "shape": list(shape), "role": role}
+
+
+def elementwise_group(op: str, dtype: str, n: int, hint: bool) -> dict:
+    """vector_add (x + y) or square (x * x) over n elements."""
+    ins = ["x", "y"] if op == "vector_add" else ["x"]
+    kernel = "add_kernel" if op == "vector_add" else "square_kernel"
+    buffers = [buf(b, dtype, (n,)) for b in ins] + [buf("out", dtype, (n,), "out")]
+    params = [ptr(f"{b}_ptr", b, dtype) for b in ins] + [ptr("output_ptr", "out", dtype),
+                                                         num("n_elements", n)]
+    configs = [{"BLOCK_SIZE": bs, "num_warps": w, "num_stages": s}
+               for bs, w, s in ((256, 2, 1), (512, 4, 1), (1024, 4, 2), (1024, 8, 3),
+                                (2048, 8, 2), (4096, 16, 1))]
+    return {"op": op, "kernel": kernel, "dtype": dtype, "size": f"n{n}", "hint": hint,
+            "buffers": buffers, "params": params, "op_params": {}, "configs": configs,
+            "grid": lambda cfg: (cdiv(n, cfg["BLOCK_SIZE"]),)}
+
+
+def softmax_group(m: int, n: int) -> dict:
+    """Row softmax (tutorial 02); persistent programs, so the program count is a knob."""
+    buffers = [buf("x", "float32", (m, n)), buf("out", "float32", (m, n), "out")]
+    params = [ptr("output_ptr", "out", "float32"), ptr("input_ptr", "x", "float32"),
+              num("input_row_stride", n), num("output_row_stride", n),
+              num("n_rows", m), num("n_cols", n)]
+    block = next_pow2(n)
+    configs = [{"BLOCK_SIZE": block, "num_warps": w, "num_stages": s, "programs": p}
+               for w, s, p in ((4, 1, m), (8, 1, m), (16, 1, m), (4, 2, 264),
+                               (8, 2, 528), (8, 4, 132), (16, 3, 264))]
+    return {"op": "softmax", "kernel": "softmax_kernel", "dtype": "float32",
+            "size": f"M{m}xN{n}", "hint": True, "buffers": buffers, "params": params,
+            "op_params": {}, "configs": configs,
+            "constexpr_from_config": {"num_stages": "num_stages"},
+            "grid": lambda cfg: (min(cfg["programs"], m),)}
+
+
+def gemm_group(dtype: str, m: int, n: int, k: int) -> dict:
+    """C = A @ B, row-major A (M,K), B (K,N), C (M,N) (tutorial 03)."""
+    buffers = [buf("A", dtype, (m, k)), buf("B", dtype, (k, n)), buf("C", dtype, (m, n), "out")]
+    params = [ptr("a_ptr", "A", dtype), ptr("b_ptr", "B", dtype), ptr("c_ptr", "C", dtype),
+              num("M", m), num("N", n), num("K", k),
+              num("stride_am", k), num("stride_ak", 1), num("stride_bk", n),
+              num("stride_bn", 1), num("stride_cm", n), num("stride_cn", 1)]
+    tiles = ((128, 128, 64, 8, 3), (128, 128, 32, 4, 4), (64, 128, 64, 4, 3), (128, 64, 32, 4, 4),
+             (64, 64, 64, 4, 2), (64, 64, 32, 4, 4), (128, 128, 64, 4, 2), (64, 128, 32, 8, 3))
+    configs = [{"BLOCK_SIZE_M": bm, "BLOCK_SIZE_N": bn, "BLOCK_SIZE_K": bk, "GROUP_SIZE_M": 8,
+                "num_warps": w, "num_stages": s} for bm, bn, bk, w, s in tiles]
+    return {"op": "gemm", "kernel": "matmul_kernel", "dtype": dtype, "size": f"M{m}xN{n}xK{k}",
+            "hint": True, "buffers": buffers, "params": params,
+            "op_params": {"layout_a": "row", "layout_b": "row", "alpha": 1.0, "beta": 0.0},
+            "configs": configs,
+            "grid": lambda cfg: (cdiv(m, cfg["BLOCK_SIZE_M"]) * cdiv(n, cfg["BLOCK_SIZE_N"]),)}
+
+
+def norm_group(op: str, dtype: str, m: int, n: int, hint: bool) -> dict:
+    """rmsnorm (x, w) or layernorm (x, w, b) over rows of x (tutorial 05 style)."""
+    eps = 1e-6 if op == "rmsnorm" else 1e-5
+    rows = [buf("x", dtype, (m, n)), buf("w", dtype, (n,))]
+    if op == "rmsnorm":
+        buffers = rows + [buf("out", dtype, (m, n), "out")]
+        params = [ptr("X", "x", dtype), ptr("W", "w", dtype), ptr("Y", "out", dtype)]
+        kernel = "rmsnorm_kernel"
+    else:
+        buffers = rows + [buf("b", dtype, (n,)), buf("out", dtype, (m, n), "out")]
+        params = [ptr("X", "x", dtype), ptr("Y", "out", dtype), ptr("W", "w", dtype),
+                  ptr("B", "b", dtype), ptr("Mean", "mean", "float32"), ptr("Rstd", "rstd", "float32")]
+        kernel = "layer_norm_fwd_kernel"
+    params += [num("stride", n), num("N", n), num("eps", eps, "fp32")]
+    configs = [{"BLOCK_SIZE": bs, "num_warps": w, "num_stages": 1}
+               for bs, w in ((256, 2), (512, 4), (1024, 4), (1024, 8), (2048, 8), (4096, 16))]
+    group = {"op": op, "kernel": kernel, "dtype": dtype, "size": f"M{m}xN{n}", "hint": hint,
+             "buffers": buffers, "params": params, "op_params": {"eps": eps},
+             "configs": configs, "grid": lambda cfg: (m,)}
+    if op == "layernorm":
+        group["scratch"] = [buf("mean", "float32", (m,), "scratch"),
+                            buf("rstd", "float32", (m,), "scratch")]
+    return group
+
+
+def suite_groups() -> list[dict]:
+    """The built-in suite, in a fixed order."""
+    return [
+        elementwise_group("vector_add", "float32", 1 << 20, hint=True),
+        elementwise_group("vector_add", "float32", 1_000_003, hint=False),
+        elementwise_group("vector_add", "float16", 1 << 20, hint=True),
+        elementwise_group("square", "float32", 1 << 20, hint=True),
+        softmax_group(1823, 781),
+        gemm_group("float16", 512, 512, 512),
+        gemm_group("bfloat16", 768, 512, 384),
+        norm_group("rmsnorm", "float16", 2048, 1024, hint=True),
+        norm_group("layernorm", "float32", 1151, 1000, hint=False),
+    ]
+
+
+def group_id_of(group: dict) -> str:
+    return f"triton/{group['op']}/{group['dtype']}/{group['size']}"
+
+
+def config_label(config: dict) -> str:
+    return "_".join(f"{k}{v}" for k, v in config.items())
+
+
+# --------------------------------------------------------------------------- compile plan
+
+def specialize(params: list, hint: bool) -> tuple[list, dict]:
+    """Mirror Triton's JIT: ints equal to 1 become constexprs; pointers (if ``hint``) and
+    ints that are multiples of 16 get tt.divisibility=16. Returns (params with a ``role``
+    of runtime/constexpr and a ``divisible`` flag, the specialisation summary)."""
+    planned, divisible, ones = [], [], []
+    for p in params:
+        p = dict(p)
+        is_int = p["kind"] == "scalar" and p["dtype"].startswith("i")
+        p["constexpr"] = is_int and int(p["value"]) == 1
+        p["divisible"] = hint and not p["constexpr"] and (
+            p["kind"] == "ptr" or (is_int and int(p["value"]) % 16 == 0))
+        if p["constexpr"]:
+            ones.append(p["name"])
+        if p["divisible"]:
+            divisible.append(p["name"])
+        planned.append(p)
+    return planned, {"divisibility_16": divisible, "equal_to_1": ones}
+
+
+def suite_payload(group: dict, config: dict, arch: str) -> dict:
+    """Everything ``build`` needs, as plain picklable values."""
+    params, spec = specialize(group["params"], group["hint"])
+    for param_name, key in group.get("constexpr_from_config", {}).items():
+        params.append({"name": param_name, "kind": "config", "value": config[key], "constexpr": True})
+    problem = {"problem_id": group_id_of(group), "op": group["op"], "buffers": group["buffers"],
+               "params": group["op_params"]}
+    return {"kernel": group["kernel"], "arch": arch, "config": config, "params": params,
+            "specialization": spec, "problem": problem, "grid": list(group["grid"](config)),
+            "scratch": group.get("scratch", []), "group_id": group_id_of(group)}
+
+
+def triton_signature(params: list, kernel_arg_names: list, config: dict):
+    """(signature, constexprs, attrs) for ASTSource, in the kernel's argument order."""
+    by_name = {p["name"]: p for p in params}
+    signature, constexprs, attrs = {}, {}, {}
+    for index, arg in enumerate(kernel_arg_names):
+        p = by_name.get(arg)
+        if p is None:  # a tl.constexpr taken from the config (BLOCK_SIZE, ...)
+            signature[arg] = "constexpr"
+            constexprs[arg] = config[arg]
+        elif p["constexpr"]:
+            signature[arg] = "constexpr"
+            constexprs[arg] = p["value"]
+        else:
+            signature[arg] = "*" + TRITON_DTYPES[p["dtype"]] if p["kind"] == "ptr" else p["dtype"]
+            if p["divisible"]:
+                attrs[(index,)] = [["tt.divisibility", 16]]
+    return signature, constexprs, attrs
+
+
+def compile_options(config: dict) -> dict:
+    return {"num_warps": config["num_warps"], "num_stages": config["num_stages"],
+            "num_ctas": config.get("num_ctas", 1), "ptx_version": PTX_ISA}
+
+
+def compile_kernel(kernel_name: str, params: list, config: dict, arch: str):
+    """Compile one suite kernel for ``arch``; returns triton's CompiledKernel."""
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    from builders import triton_kernels
+
+    fn = getattr(triton_kernels, kernel_name)
+    signature, constexprs, attrs = triton_signature(params, kernel_arg_names(kernel_name), config)
+    source = ASTSource(fn, signature, constexprs, attrs)
+    return triton.compile(source, target=GPUTarget("cuda", ARCH_CC[arch], 32),
+                          options=compile_options(config))
+
+
+# --------------------------------------------------------------------------- launches
+
+def scratch_args(metadata: dict, programs: int, num_ctas: int) -> tuple[list, list]:
+    """Args and scratch buffers for Triton's trailing global/profile scratch pointers."""
+    args, buffers = [], []
+    for name, size_key in SCRATCH_PARAMS:
+        size = int(metadata.get(size_key) or 0)
+        if size == 0:
+            args.append(Arg.null())
+            continue
+        buffers.append(Buffer(name, "uint8", (size * programs * num_ctas,), "scratch"))
+        args.append(Arg.buf(name))
+    return args, buffers
+
+
+def kernel_arg_names(kernel_name: str) -> list:
+    from builders import triton_kernels
+    return list(getattr(triton_kernels, kernel_name).arg_names)
+
+
+def runtime_args(params: list, arg_names: list) -> list:
+    """Launch args for the runtime (non-constexpr) params, in the kernel's argument order."""
+    by_name, args = {p["name"]: p for p in params}, []
+    for p in (by_name[n] for n in arg_names if n in by_name):
+        if p["constexpr"]:
+            continue
+        if p["kind"] == "ptr":
+            args.append(Arg.buf(p["buffer"]))
+        else:
+            args.append(Arg.scalar(SCALAR_TYPES[p["dtype"]], p["value"]))
+    return args
+
+
+def make_launch(name: str, metadata: dict, grid: list, user_args: list) -> tuple[Launch, list]:
+    """A Launch (and scratch buffers) from triton's metadata and the problem's grid."""
+    num_ctas = int(metadata.get("num_ctas") or 1)
+    grid = list(grid) + [1] * (3 - len(grid))
+    programs = grid[0] * grid[1] * grid[2]
+    extra_args, scratch = scratch_args(metadata, programs, num_ctas)
+    launch = Launch(entry=name, grid=(grid[0] * num_ctas, grid[1], grid[2]),
+                    block=(32 * int(metadata["num_warps"]), 1, 1), cluster=(num_ctas, 1, 1),
+                    dynamic_smem=int(metadata.get("shared") or 0), args=user_args + extra_args)
+    return launch, scratch
+
+
+def metadata_dict(metadata: Any) -> dict:
+    if isinstance(metadata, dict):
+        return metadata
+    return metadata._asdict() if hasattr(metadata, "_asdict") else dict(vars(metadata))
+
+
+def one_line(exc: BaseException) -> str:
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    text = lines[-1] if lines else ""
+    return f"{type(exc).__name__}: {text}"[:500]
+
+
+def triton_version() -> str:
+    import triton
+    return triton.__version__
+
+
+def toolchain() -> dict:
+    return {"triton": triton_version(), "ptx_isa": f"{PTX_ISA // 10}.{PTX_ISA % 10}"}
+
+
+def provenance(kernel: str) -> dict:
+    return {"generator": "ptxds builders.triton", "kernel": f"builders.triton_kernels:{kernel}",
+            "triton_version": triton_version(), "licence": "MIT (Triton)"}
+
+
+class TritonBuilder(Builder):
+    """The built-in Triton suite: one item per (group, config, arch)."""
+    name = "triton"
+
+    def work_items(self) -> list:
+        if self.options.extra.get("from_dump"):
+            return TritonDumpBuilder(self.options).work_items()
+        items = []
+        for group in suite_groups():
+            for config in group["configs"]:
+                for arch in self.options.archs:
+                    label = f"{group_id_of(group)}/{config_label(config)}/{arch}"
+                    items.append(WorkItem(key=label, group_id=group_id_of(group), label=label,
+                                          payload=suite_payload(group, config, arch)))
+        return items
+
+    def build(self, item: WorkItem) -> list:
+        if item.payload.get("dump"):
+            return TritonDumpBuilder(self.options).build(item)
+        p = item.payload
+        variant = dict(p["config"], num_ctas=p["config"].get("num_ctas", 1),
+                       specialization=p["specialization"])
+        record = KernelRecord(group_id=p["group_id"], source="triton", variant=variant,
+                              name=p["kernel"], arch=p["arch"], ptx="", launches=[],
+                              problem=Problem(**p["problem"]), toolchain=toolchain(),
+                              provenance=provenance(p["kernel"]))
+        try:
+            compiled = compile_kernel(p["kernel"], p["params"], p["config"], p["arch"])
+            metadata = metadata_dict(compiled.metadata)
+            check_shared_memory(metadata, p["arch"])
+        except Exception as exc:  # a compile failure is a row, never an exception
+            record.status, record.status_message = "build_failed", one_line(exc)
+            return [record]
+        launch, scratch = make_launch(metadata["name"], metadata, p["grid"], runtime_args(p["params"], kernel_arg_names(p["kernel"])))
+        record.name, record.ptx, record.launches = metadata["name"], compiled.asm["ptx"], [launch]
+        record.scratch = [Buffer(**b) for b in p["scratch"]] + scratch
+        return [record]
+
+
+def check_shared_memory(metadata: dict, arch: str) -> None:
+    shared, limit = int(metadata.get("shared") or 0), MAX_DYNAMIC_SMEM.get(arch)
+    if limit and shared > limit:
+        raise RuntimeError(f"needs {shared} bytes of shared memory, {arch} allows {limit}")
+
+
+# --------------------------------------------------------------------------- dump ingestion
+
+TTIR_FUNC = re.compile(r"tt\.func\s+public\s+@([\w$.]+)\((.*?)\)\s*(?:attributes|\{)", re.S)
+TTIR_ARG = re.compile(r"%([\w$.]+)\s*:\s*(!tt\.ptr<\w+>|\w+)")
+MAKE_RANGE = re.compile(r"tt\.make_range\s*\{end\s*=\s*(\d+)\s*:\s*i32,\s*start\s*=\s*(\d+)")
+MODULE_ATTR = re.compile(r'"?ttg\.([\w-]+)"?\s*=\s*"?([\w:]+)"?')
+PTX_ENTRY = re.compile(r"\.entry\s+([\w$]+)\s*\(([^)]*)\)", re.S)
+PTX_TARGET = re.compile(r"^\s*\.target\s+(sm_\w+)", re.M)
+MLIR_TYPES = {"f32": "fp32", "f16": "fp16", "bf16": "bf16", "f64": "fp64"}
+
+
+def triton_type(mlir_type: str) -> str:
+    """'!tt.ptr<f32>' -> '*fp32', 'i32' -> 'i32', 'f32' -> 'fp32'."""
+    pointee = re.fullmatch(r"!tt\.ptr<(\w+)>", mlir_type)
+    if pointee:
+        return "*" + MLIR_TYPES.get(pointee.group(1), pointee.group(1))
+    return MLIR_TYPES.get(mlir_type, mlir_type)
+
+
+def ttir_params(ttir: str) -> list[tuple[str, str, bool]]:
+    """(name, triton type, divisible by 16) for each runtime parameter of the kernel."""
+    match = TTIR_FUNC.search(ttir)
+    if not match:
+        return []
+    params = []
+    for piece in split_top_level(match.group(2)):
+        arg = TTIR_ARG.search(piece)
+        if arg:
+            params.append((arg.group(1), triton_type(arg.group(2)), "tt.divisibility = 16" in piece))
+    return params
+
+
+def split_top_level(text: str) -> list[str]:
+    """Split an MLIR argument list at commas outside brackets and quotes."""
+    parts, depth, quoted, start = [], 0, False, 0
+    for i, ch in enumerate(text):
+        if ch == '"':
+            quoted = not quoted
+        elif not quoted and ch in "({<[":
+            depth += 1
+        elif not quoted and ch in ")}>]":
+            depth -= 1
+        elif not quoted and ch == "," and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    return parts
+
+
+def ttir_ranges(ttir: str) -> list[int]:
+    return sorted({int(end) - int(start) for end, start in MAKE_RANGE.findall(ttir)})
+
+
+def ttgir_metadata(ttgir: str) -> dict:
+    """num_warps, num_ctas and target capability from a TTGIR module's attributes."""
+    header = next((line for line in ttgir.splitlines() if line.startswith("module attributes")), "")
+    attrs = dict(MODULE_ATTR.findall(header))
+    meta = {}
+    if "num-warps" in attrs:
+        meta["num_warps"] = int(attrs["num-warps"])
+    if "num-ctas" in attrs:
+        meta["num_ctas"] = int(attrs["num-ctas"])
+    if attrs.get("target", "").startswith("cuda:"):
+        meta["target"] = {"backend": "cuda", "arch": int(attrs["target"].split(":")[1])}
+    return meta
+
+
+def ptx_uses_dynamic_shared(ptx: str) -> bool:
+    return re.search(r"\.extern\s+\.shared", ptx) is not None
+
+
+def arch_of(ptx: str, metadata: dict) -> str:
+    target = PTX_TARGET.search(ptx)
+    if target:
+        return target.group(1)
+    cc = (metadata.get("target") or {}).get("arch")
+    return f"sm_{cc}{'a' if cc and int(cc) >= 90 else ''}" if cc else "unknown"
+
+
+def read_text(path: Path) -> str:
+    return path.read_text(errors="replace") if path.exists() else ""
+
+
+def find_variants(root: Path) -> list[Path]:
+    """Every ``<hash>/<name>.ptx`` under root, in sorted order."""
+    return sorted(p for p in root.rglob("*.ptx") if p.is_file())
+
+
+def load_variant(ptx_path: Path) -> dict:
+    """Read one dumped/cached variant: ptx, metadata (json, or recovered from TTGIR), params."""
+    folder, stem = ptx_path.parent, ptx_path.stem
+    ptx = read_text(ptx_path)
+    metadata_path = folder / f"{stem}.json"
+    metadata = json.loads(metadata_path.read_text()) if metadata_path.exists() else {}
+    has_json = bool(metadata)
+    if not has_json:
+        metadata = ttgir_metadata(read_text(folder / f"{stem}.ttgir"))
+        if not ptx_uses_dynamic_shared(ptx):
+            metadata["shared"] = 0
+    ttir = read_text(folder / f"{stem}.ttir") or read_text(folder / f"{stem}.source")
+    params = ttir_params(ttir)
+    return {"path": str(ptx_path), "folder": folder.name, "name": metadata.get("name", stem),
+            "metadata": metadata, "has_json": has_json, "params": params,
+            "ranges": ttir_ranges(ttir), "arch": arch_of(ptx, metadata),
+            "signature": ",".join(t for _, t, _ in params)}
+
+
+def dump_group_id(name: str, signature: str) -> str:
+    digest = hashlib.sha256(signature.encode()).hexdigest()[:8]
+    return f"triton-dump/{name}/{digest}"
+
+
+def load_problem_specs(path: Optional[str]) -> list[dict]:
+    """The user's problem spec file (JSON or YAML list), or [] when none is given."""
+    if not path:
+        return []
+    text = Path(path).read_text()
+    if Path(path).suffix.lower() in (".yaml", ".yml"):
+        import yaml
+        specs = yaml.safe_load(text)
+    else:
+        specs = json.loads(text)
+    if not isinstance(specs, list):
+        raise SpecError(f"{path}: a problem spec file holds a list of entries, got {type(specs).__name__}")
+    return specs
+
+
+def find_spec(specs: list, name: str, signature: str) -> Optional[dict]:
+    """The first entry for this kernel whose signature (if given) matches."""
+    for spec in specs:
+        wanted = spec.get("signature")
+        if spec.get("kernel") == name and (not wanted or wanted.replace(" ", "") == signature):
+            return spec
+    return None
+
+
+def expression_scope(spec: dict, problem: Problem, variant: dict) -> dict:
+    meta, ranges = variant["metadata"], variant["ranges"] or [1]
+    scope = {k: v for k, v in problem.params.items() if isinstance(v, (int, float))}
+    scope.update(spec.get("vars", {}))
+    scope.update(num_warps=int(meta.get("num_warps", 4)), num_stages=int(meta.get("num_stages", 0)),
+                 num_ctas=int(meta.get("num_ctas", 1)), ranges=ranges,
+                 max_range=max(ranges), min_range=min(ranges),
+                 cdiv=cdiv, min=min, max=max, next_pow2=next_pow2)
+    return scope
+
+
+def evaluate(expr, scope: dict):
+    if isinstance(expr, (int, float)):
+        return expr
+    return eval(str(expr), {"__builtins__": {}}, scope)  # the user's own spec file
+
+
+def spec_args(spec: dict, problem: Problem, variant: dict, scope: dict) -> list:
+    """Launch args for the runtime params from the spec's ``args`` list."""
+    names = {b.name for b in problem.buffers}
+    params, wanted = variant["params"], spec.get("args", [])
+    if len(wanted) != len(params):
+        raise SpecError(f"spec gives {len(wanted)} args, kernel {variant['name']} has "
+                        f"{len(params)} runtime params ({variant['signature']})")
+    args = []
+    for value, (pname, ptype, _) in zip(wanted, params):
+        if ptype.startswith("*"):
+            if value is None or value == "null":
+                args.append(Arg.null())
+            elif value in names:
+                args.append(Arg.buf(value))
+            else:
+                raise SpecError(f"param {pname} is a pointer; {value!r} names no problem buffer")
+        else:
+            args.append(Arg.scalar(SCALAR_TYPES.get(ptype, "s32"), evaluate(value, scope)))
+    return args
+
+
+def spec_grid(spec: dict, variant: dict, scope: dict) -> list:
+    by_hash = spec.get("grid_by_hash", {})
+    grid = next((g for h, g in by_hash.items() if variant["folder"].lower().startswith(h.lower())),
+                spec.get("grid"))
+    if not grid:
+        raise SpecError("spec has no grid")
+    return [int(evaluate(g, scope)) for g in grid]
+
+
+def placeholder_problem(name: str) -> Problem:
+    return Problem(problem_id=f"unknown/{name}", op="unknown",
+                   buffers=[Buffer("out", "float32", (1,), "out")])
+
+
+def dump_variant_knobs(variant: dict) -> dict:
+    meta = variant["metadata"]
+    knobs = {k: meta[k] for k in ("num_warps", "num_stages", "num_ctas", "shared") if k in meta}
+    knobs.update(hash=variant["folder"], ranges=variant["ranges"],
+                 specialization={"divisibility_16": [n for n, _, d in variant["params"] if d]})
+    return knobs
+
+
+class TritonDumpBuilder(Builder):
+    """Rows from an existing Triton cache or kernel-dump directory (``extra["from_dump"]``)."""
+    name = "triton-dump"
+
+    def dump_dir(self) -> Path:
+        folder = self.options.extra.get("from_dump") or self.options.extra.get("dump_dir")
+        if not folder or not Path(folder).is_dir():
+            raise SpecError(f"triton-dump needs extra['from_dump'] = an existing directory, got {folder!r}")
+        return Path(folder)
+
+    def work_items(self) -> list:
+        items = []
+        for ptx_path in find_variants(self.dump_dir()):
+            variant = load_variant(ptx_path)
+            group = dump_group_id(variant["name"], variant["signature"])
+            label = f"{group}/{variant['folder']}/{variant['name']}"
+            items.append(WorkItem(key=label, group_id=group, label=label,
+                                  payload={"dump": True, "ptx_path": str(ptx_path)}))
+        return items
+
+    def build(self, item: WorkItem) -> list:
+        variant = load_variant(Path(item.payload["ptx_path"]))
+        specs = load_problem_specs(self.options.extra.get("problem_file"))
+        record = KernelRecord(group_id=item.group_id, source="triton", variant=dump_variant_knobs(variant),
+                              name=variant["name"], arch=variant["arch"], ptx=read_text(Path(variant["path"])),
+                              launches=[], problem=placeholder_problem(variant["name"]),
+                              toolchain={"triton": variant["metadata"].get("triton_version", "unknown"),
+                                         "ptx_isa": ptx_version_of(read_text(Path(variant["path"])))},
+                              provenance={"generator": "ptxds builders.triton (dump)",
+                                          "dump_path": variant["path"], "licence": "MIT (Triton)"})
+        spec = find_spec(specs, variant["name"], variant["signature"])
+        reason = self.unmapped_reason(spec, variant, specs)
+        if reason:
+            record.status, record.status_message = "no_problem", f"{reason}; {NO_PROBLEM_HINT}"
+            return [record]
+        try:
+            record.problem = Problem(**spec["problem"])
+            scope = expression_scope(spec, record.problem, variant)
+            launch, scratch = make_launch(variant["name"], variant["metadata"],
+                                          spec_grid(spec, variant, scope),
+                                          spec_args(spec, record.problem, variant, scope))
+        except (SpecError, TypeError, ValueError, NameError, SyntaxError, KeyError) as exc:
+            record.status = "no_problem"
+            record.status_message = f"problem spec for {variant['name']} does not apply: {one_line(exc)}"
+            return [record]
+        record.launches, record.scratch = [launch], scratch
+        return [record]
+
+    @staticmethod
+    def unmapped_reason(spec: Optional[dict], variant: dict, specs: list) -> str:
+        if not specs:
+            return f"kernel {variant['name']} ({variant['signature']}) has no problem: no problem spec file given"
+        if spec is None:
+            return f"no entry for kernel {variant['name']} with signature {variant['signature']} in the problem spec file"
+        if "shared" not in variant["metadata"] or "num_warps" not in variant["metadata"]:
+            return (f"{variant['folder']} has no {variant['name']}.json metadata and its dynamic shared "
+                    f"memory size is unknown; ingest the TRITON_CACHE_DIR instead of the dump dir")
+        return ""
+
+
+def ptx_version_of(ptx: str) -> str:
+    match = re.search(r"^\s*\.version\s+(\d+\.\d+)", ptx, re.M)
+    return match.group(1) if match else "unknown"
