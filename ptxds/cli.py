@@ -165,11 +165,11 @@ def verify(dataset, out_dir, groups, trials, no_timing, workers, kernel_timeout,
     if Path(out_dir).resolve() == Path(dataset).resolve():
         raise click.UsageError("--out must differ from DATASET: the input is never changed in place")
     summary = verify_dataset(dataset, out_dir, groups=groups, trials=trials, timing=not no_timing,
-                             workers=workers or None, kernel_timeout=kernel_timeout,
+                             workers=workers, kernel_timeout=kernel_timeout,
                              progress=not silent)
     write_pairs(out_dir)
     write_card(out_dir)
-    click.echo(summary.format_table() if hasattr(summary, "format_table") else str(summary))
+    click.echo(summary.format())
 
 
 def main():

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# One GPU session: GPU tests, `ptxds verify` on the carried datasets, the verify
+# throughput/timing benchmark, then a short table. Datasets are built on a CPU machine
+# beforehand into .gpu/ (see docs/gpu-results.md for the exact commands).
+# Usage: benchmarks/gpu_run.sh OUTDIR
+set -uo pipefail
+out=${1:?usage: gpu_run.sh OUTDIR}
+mkdir -p "$out"
+export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
+# GPU tests compile small CUDA C kernels; a machine without the pinned wheels can point
+# ptx_tools at its own CUDA 13.0 toolkit.
+if ! python3 -c "import ptx_tools; ptx_tools.find_tool('nvcc')" 2>/dev/null && command -v nvcc >/dev/null; then
+  export PTXDS_CUDA_HOME=$(dirname "$(dirname "$(command -v nvcc)")")
+fi
+work=/tmp/ptxds-gpu; rm -rf "$work"; mkdir -p "$work"
+nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
+git rev-parse --short HEAD 2>/dev/null || true
+python3 -m pytest -m gpu -q -rs -p no:cacheprovider tests 2>&1 | tail -n 40 | tee "$out/pytest-gpu.log"
+for ds in .gpu/*/; do
+  name=$(basename "$ds")
+  [ "$name" = bench ] && continue
+  echo "== ptxds verify $name"
+  python3 -m ptxds verify "$ds" --out "$work/$name-verified" --silent 2>&1 | tee "$out/verify-$name.log"
+done
+if [ -d .gpu/triton ] && [ -z "${SKIP_BENCH:-}" ]; then
+  echo "== benchmark"
+  python3 benchmarks/verify_throughput.py .gpu/triton --work "$work/bench" 2>&1 | tee "$out/bench.log"
+fi
+tar -czf "$out/verified.tar.gz" -C "$work" $(cd "$work" && ls -d *-verified 2>/dev/null)

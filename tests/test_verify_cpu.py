@@ -1,0 +1,383 @@
+"""CPU tests of the verifier: arg packing, dtype conversion, poisoning, tolerance,
+trivial references, outcome classification, timing statistics, and a GPU-free dry path."""
+import math
+import struct
+
+import numpy as np
+import pytest
+
+from dataset_spec.model import Arg, Buffer, Distribution, KernelRecord, Launch, Patch, Problem
+from verify.args import ArgError, entry_params, pack_args, scalar_bytes
+from verify.assembly_pool import assemble_for_gpu, runnable_reason, target_arch
+from verify.compare import agreement, error_stats, trivial_reason
+from verify.inputs import (bf16_bits, bf16_to_float, draw, float_to_bits, from_storage, make_trial_inputs,
+                           poison_array, trial_seed, unwritten_count)
+from verify.outcome import CheckResult, OutputSpec, TrialRun, classify, inputs_changed
+from verify.runner import apply_verdict, prepare_problem, select_groups
+from verify.timing import batch_size, median_rse, should_stop, summarise
+
+PTX = """
+.version 8.0
+.target sm_80
+.address_size 64
+.visible .entry k(
+	.param .u64 .ptr .global .align 4 k_param_0,
+	.param .u32 k_param_1,
+	.param .align 16 .b8 k_param_2[48],
+	.param .u16 k_param_3,
+	.param .b32 k_param_4[3]
+)
+{ ret; }
+.visible .entry other() { ret; }
+"""
+
+ADDR = {"a": 0x7F0000001000, "b": 0x7F0000002000}
+
+
+# ---- args ---------------------------------------------------------------------------
+
+def test_entry_params_sizes_and_alignment():
+    params = entry_params(PTX, "k")
+    assert [(p.size, p.align) for p in params] == [(8, 8), (4, 4), (48, 16), (2, 2), (12, 4)]
+    assert entry_params(PTX, "other") == []
+    assert entry_params(PTX, "missing") is None
+
+
+def test_pack_args_alignment_and_blob_patching():
+    blob = bytes(range(48))
+    launch = Launch("k", 1, 32, [
+        Arg.buf("a"), Arg.scalar("u32", 7),
+        Arg("blob", blob=blob, patches=[Patch(0, "b"), Patch(16, "a", addend=256)]),
+        Arg.scalar("u16", 65535), Arg("blob", blob=b"\x01" * 12)])
+    packed = pack_args(launch, ADDR, entry_params(PTX, "k"))
+    assert packed.offsets == [0, 8, 16, 64, 68]
+    buf = packed.buffer
+    assert struct.unpack_from("<Q", buf, 0)[0] == ADDR["a"]
+    assert struct.unpack_from("<I", buf, 8)[0] == 7
+    assert struct.unpack_from("<Q", buf, 16)[0] == ADDR["b"]
+    assert struct.unpack_from("<Q", buf, 32)[0] == ADDR["a"] + 256
+    assert buf[16 + 8:16 + 16] == blob[8:16]          # unpatched bytes kept
+    assert struct.unpack_from("<H", buf, 64)[0] == 65535
+    assert len(buf) == 80
+
+
+def test_pack_args_checks_against_declaration():
+    launch = Launch("k", 1, 32, [Arg.buf("a"), Arg.scalar("u64", 1)])
+    with pytest.raises(ArgError, match="declares 5 params"):
+        pack_args(launch, ADDR, entry_params(PTX, "k"))
+    launch = Launch("k", 1, 32, [Arg.buf("a"), Arg.scalar("u64", 1), Arg("blob", blob=bytes(48)),
+                                 Arg.scalar("u16", 1), Arg("blob", blob=bytes(12))])
+    with pytest.raises(ArgError, match="param 1"):
+        pack_args(launch, ADDR, entry_params(PTX, "k"))
+    with pytest.raises(ArgError, match="buffer 'zz'"):
+        pack_args(Launch("other", 1, 1, [Arg.buf("zz")]), ADDR)
+
+
+def test_pack_args_without_declaration_uses_natural_alignment():
+    launch = Launch("x", 1, 1, [Arg.scalar("u8", 1), Arg.null(), Arg.scalar("f16", 1.5), Arg.scalar("f64", 2.0)])
+    packed = pack_args(launch, ADDR)
+    assert packed.offsets == [0, 8, 16, 24]
+    assert packed.buffer[8:16] == bytes(8)
+    assert np.frombuffer(packed.buffer[16:18], "<f2")[0] == 1.5
+
+
+def test_scalar_bytes():
+    assert scalar_bytes("s32", "-1") == b"\xff\xff\xff\xff"
+    assert scalar_bytes("u64", str(2 ** 64 - 1)) == b"\xff" * 8
+    assert scalar_bytes("u32", "0x10") == b"\x10\x00\x00\x00"
+    assert scalar_bytes("f32", "0.5") == struct.pack("<f", 0.5)
+    assert scalar_bytes("bf16", "1.0") == b"\x80\x3f"
+    with pytest.raises(ArgError):
+        scalar_bytes("u8", "256")
+
+
+# ---- inputs ---------------------------------------------------------------------------
+
+def test_bf16_round_trip_and_rounding():
+    exact = np.array([0.0, 1.0, -2.5, 0.15625, 3.0e38, -1.0e-30])
+    exact = bf16_to_float(bf16_bits(exact))  # representable values
+    assert np.array_equal(bf16_to_float(bf16_bits(exact)), exact)
+    one = 1.0
+    assert bf16_to_float(bf16_bits([one + 2 ** -8]))[0] == 1.0                 # tie -> even
+    assert bf16_to_float(bf16_bits([one + 3 * 2 ** -8]))[0] == 1.0 + 2 ** -6   # tie -> even (up)
+    assert bf16_to_float(bf16_bits([one + 2 ** -8 + 2 ** -12]))[0] == 1.0 + 2 ** -7
+    assert math.isnan(bf16_to_float(bf16_bits([float("nan")]))[0])
+    assert bf16_bits([1.0]).dtype == np.dtype("<u2") and bf16_bits([1.0])[0] == 0x3F80
+
+
+def test_float16_and_int_conversion():
+    values = np.array([0.1, -3.3, 65504.0, 1e-5])
+    f16 = float_to_bits(values, "float16")
+    assert f16.dtype == np.float16
+    assert np.array_equal(from_storage(f16, "float16"), f16.astype(np.float64))
+    ints = float_to_bits(np.array([1.5, 2.5, -1e12, 300.0]), "int8")
+    assert ints.tolist() == [2, 2, -128, 127]
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "float64", "int32", "uint8"])
+def test_poison_detection(dtype):
+    out = poison_array(dtype, (4, 5))
+    assert unwritten_count(out, dtype) == 20
+    if dtype in ("float16", "float32", "float64"):
+        assert np.isnan(out.astype(np.float64)).all()
+    if dtype == "bfloat16":
+        assert np.isnan(bf16_to_float(out)).all()
+    written = out.copy()
+    written.reshape(-1)[:7] = float_to_bits(np.arange(7.0), dtype)
+    assert unwritten_count(written, dtype) == 13
+    # a kernel writing a different NaN has written the element
+    if dtype == "float32":
+        assert unwritten_count(np.full(3, np.nan, np.float32), dtype) == 0
+
+
+def test_trial_inputs_are_seeded_and_alternate_kinds():
+    problem = Problem("p", "vector_add", [Buffer("x", "float32", (64,)), Buffer("y", "float32", (64,)),
+                                          Buffer("out", "float32", (64,), role="out")],
+                      trial_kinds=["normal", "uniform", "large"])
+    t0, t0b = make_trial_inputs(problem, "g", 0), make_trial_inputs(problem, "g", 0)
+    t1, t2 = make_trial_inputs(problem, "g", 1), make_trial_inputs(problem, "g", 2)
+    assert np.array_equal(t0.storage["x"], t0b.storage["x"]) and t0.seed == t0b.seed
+    assert not np.array_equal(t0.storage["x"], t1.storage["x"])
+    assert (t0.kind, t1.kind, t2.kind) == ("normal", "uniform", "large")
+    assert np.abs(t1.values["x"]).max() <= math.sqrt(3) + 1e-6        # uniform with the normal's spread
+    assert np.abs(t1.values["x"] - np.round(t1.values["x"])).max() > 0  # non-integer
+    assert np.abs(t2.values["x"]).max() > 20                            # large magnitude
+    assert set(t0.storage) == {"x", "y"}
+    assert trial_seed("g", "d", 0) != trial_seed("g", "d", 1)
+
+
+def test_draw_keeps_integer_distributions():
+    rng = np.random.default_rng(0)
+    values = draw(Distribution("randint", {"low": 0, "high": 4}), (100,), rng, kind="large")
+    assert set(np.unique(values)) <= {0, 1, 2, 3}
+
+
+# ---- compare ---------------------------------------------------------------------------
+
+def test_error_stats_tolerance_and_nonfinite():
+    ref = np.array([1.0, -2.0, 0.0, 100.0])
+    ok = error_stats(ref + np.array([1e-3, 0, 1e-3, 0.05]), ref, atol=1e-3, rtol=1e-3)
+    assert ok.ok and ok.max_abs_err == pytest.approx(0.05)
+    bad = error_stats(ref + np.array([0, 0, 0, 0.2]), ref, atol=1e-3, rtol=1e-3)
+    assert bad.n_bad == 1 and bad.worst_index == (3,)
+    nan_out = error_stats(np.array([1.0, np.nan, 0.0, 100.0]), ref, 1e-3, 1e-3)
+    assert nan_out.n_bad == 1 and math.isinf(nan_out.max_abs_err)
+    inf_ref = np.array([np.inf, 1.0])
+    assert error_stats(np.array([np.inf, 1.0]), inf_ref, 0, 0).ok
+    assert not error_stats(np.array([-np.inf, 1.0]), inf_ref, 0, 0).ok
+    # relative error is floored at atol, not divided by ~0
+    assert error_stats(np.array([1e-9]), np.array([0.0]), 1e-6, 0).max_rel_err == pytest.approx(1e-3)
+
+
+def test_trivial_reference_refused():
+    assert "within atol" in trivial_reason(np.zeros(10), 1e-5, 1e-5)
+    assert "near-constant" in trivial_reason(np.full(10, 3.0), 1e-5, 1e-5)
+    assert trivial_reason(np.array([3.0]), 1e-5, 1e-5) == ""      # a full reduction
+    assert trivial_reason(np.linspace(-1, 1, 10), 1e-5, 1e-5) == ""
+    assert "no finite" in trivial_reason(np.array([np.nan]), 1e-5, 1e-5)
+
+
+def test_agreement_uses_twice_the_tolerance():
+    a = np.array([1.0, 2.0])
+    assert agreement(a + 1.5e-3, a, 1e-3, 0).ok
+    assert not agreement(a + 2.5e-3, a, 1e-3, 0).ok
+
+
+# ---- outcome classification ------------------------------------------------------------
+
+SPECS = [OutputSpec("out", "float32", 1e-5, 1e-5)]
+
+
+def _refs(n=2):
+    return [{"out": np.linspace(-1, 1, 8) * (t + 1)} for t in range(n)]
+
+
+def _runs(refs, mutate=None, **kwargs):
+    runs = []
+    for t, ref in enumerate(refs):
+        out = float_to_bits(ref["out"], "float32")
+        if mutate:
+            out = mutate(t, out.copy())
+        runs.append(TrialRun(t, {"out": out}, **kwargs))
+    return runs
+
+
+def test_classify_passed_and_wrong_result():
+    refs = _refs()
+    v = classify(CheckResult(_runs(refs)), SPECS, refs)
+    assert v.status == "passed" and v.deterministic is True and v.trials == 2
+    assert v.max_abs_err < 1e-6 and v.atol == 1e-5
+
+    def corrupt(t, out):
+        out[3] += 0.5
+        return out
+    v = classify(CheckResult(_runs(refs, corrupt)), SPECS, refs)
+    assert v.status == "wrong_result" and "1 of 8" in v.message and v.max_abs_err == pytest.approx(0.5, rel=1e-3)
+
+
+def test_classify_unwritten_and_modified_input():
+    refs = _refs()
+
+    def half(t, out):
+        out[4:] = poison_array("float32", (4,))
+        return out
+    v = classify(CheckResult(_runs(refs, half)), SPECS, refs)
+    assert v.status == "unwritten_output" and "4 of 8" in v.message
+    v = classify(CheckResult(_runs(refs, modified_inputs=["x"])), SPECS, refs)
+    assert v.status == "modified_input" and "x" in v.message
+
+
+@pytest.mark.parametrize("error,status", [("jit_failed", "jit_failed"), ("launch_failed", "launch_failed"),
+                                          ("crashed", "crashed"), ("timeout", "timeout"), ("died", "crashed"),
+                                          ("arg_error", "launch_failed")])
+def test_classify_worker_errors(error, status):
+    v = classify(CheckResult(error=error, message="boom", fatal=True), SPECS, _refs())
+    assert v.status == status and v.message == "boom"
+
+
+def test_classify_nondeterministic_and_disagreement():
+    refs = _refs()
+    runs = _runs(refs)
+    runs[0].rerun_outputs = {"out": float_to_bits(refs[0]["out"] + 1e-6, "float32")}
+    v = classify(CheckResult(runs), SPECS, refs)
+    assert v.status == "passed" and v.deterministic is False
+    runs[1].rerun_outputs = {"out": float_to_bits(refs[1]["out"] + 1.0, "float32")}
+    assert classify(CheckResult(runs), SPECS, refs).status == "wrong_result"
+    # a member within tolerance of the reference but beyond twice it from the baseline
+    baseline = [{"out": r["out"] + 7e-5} for r in refs]  # synthetic: beyond 2 x 3e-5
+    v = classify(CheckResult(_runs(refs)), [OutputSpec("out", "float32", 3e-5, 0)], refs, baseline)
+    assert v.status == "disagrees"
+    assert classify(CheckResult(_runs(refs)[:1]), SPECS, refs).status == "crashed"
+
+
+def test_inputs_changed():
+    a = {"x": np.arange(3.0), "y": np.ones(2)}
+    b = {"x": np.arange(3.0), "y": np.array([1.0, 2.0])}
+    assert inputs_changed(a, b) == ["y"]
+
+
+# ---- timing statistics -----------------------------------------------------------------
+
+def test_timing_statistics():
+    steady = np.full(50, 10.0) + np.random.default_rng(0).normal(0, 0.01, 50)
+    stats = summarise(steady)
+    assert stats.samples == 50 and stats.converged and abs(stats.median_us - 10) < 0.01
+    assert median_rse([1.0]) == math.inf
+    assert not should_stop(list(steady[:5]), 10.0, 1.0)           # min samples first
+    assert should_stop(list(steady), 0.0, 1.0)                    # converged
+    noisy = list(np.random.default_rng(1).uniform(5, 15, 20))
+    assert not should_stop(noisy, 0.1, 1.0) and should_stop(noisy, 1.1, 1.0)
+    assert should_stop([1.0] * 2000, 0.0, 1.0)
+    assert batch_size(1e-5, 1000) == 200 and batch_size(0.1, 5) == 1
+
+
+# ---- arch / assembly --------------------------------------------------------------------
+
+def test_runnable_arch():
+    assert runnable_reason("sm_80", (9, 0)) == ""
+    assert "only on compute capability 9.0" in runnable_reason("sm_90a", (8, 0))
+    assert runnable_reason("sm_90a", (9, 0)) == ""
+    assert "or newer" in runnable_reason("sm_90", (8, 6))
+    assert runnable_reason("sm_100f", (10, 3)) == "" and runnable_reason("sm_100f", (12, 0))
+    assert target_arch("sm_80", (9, 0)) == "sm_90" and target_arch("sm_90a", (9, 0)) == "sm_90a"
+
+
+VECTOR_ADD = r"""
+extern "C" __global__ void vadd(const float* x, const float* y, float* out, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = x[i] + y[i];
+}
+"""
+
+
+def _compile(source, arch="sm_80"):
+    ptx_tools = pytest.importorskip("ptx_tools")
+    try:
+        return ptx_tools.compile_cuda(source, arch)
+    except ptx_tools.ToolchainError as exc:
+        pytest.skip(f"no nvcc: {exc}")
+
+
+def test_assemble_for_gpu_cpu_paths():
+    ptx = _compile(VECTOR_ADD)
+    result = assemble_for_gpu(ptx, "sm_90")
+    assert result.path in ("nvjitlink", "ptxas") and result.cubin[:4] == b"\x7fELF"
+    broken = assemble_for_gpu(ptx.replace("add.f32", "bogus.f32"), "sm_90")
+    assert broken.cubin is None and broken.path == "driver_jit" and "ptxas" in broken.message
+
+
+# ---- dry path: everything but the driver -------------------------------------------------
+
+def _vector_add_record(ptx, n=1000, name="vadd", variant=None):
+    problem = Problem("vadd_1000", "vector_add", [
+        Buffer("x", "float32", (n,)), Buffer("y", "float32", (n,)), Buffer("out", "float32", (n,), role="out")])
+    launch = Launch("vadd", ((n + 255) // 256,), (256,),
+                    [Arg.buf("x"), Arg.buf("y"), Arg.buf("out"), Arg.scalar("s32", n)])
+    return KernelRecord("vadd_1000", "test", variant or {"v": 0}, name, "sm_80", ptx, [launch], problem)
+
+
+def test_dry_path_vector_add():
+    ptx = _compile(VECTOR_ADD)
+    record = KernelRecord.from_json(_vector_add_record(ptx).to_json())  # what a worker receives
+    prepared = prepare_problem(record.problem, record.group_id, 3)
+    assert prepared.refusal == "" and len(prepared.references) == 3
+    addresses = {b.name: 0x10000 * (i + 1) for i, b in enumerate(record.buffers())}
+    for launch in record.launches:
+        packed = pack_args(launch, addresses, entry_params(record.ptx, launch.entry))
+        assert packed.offsets == [0, 8, 16, 24]
+    # a correct kernel would write the float32 sum of the float32 inputs
+    runs = [TrialRun(t.trial, {"out": (t.storage["x"] + t.storage["y"]).astype(np.float32)})
+            for t in prepared.trials]
+    verdict = classify(CheckResult(runs, load_path="ptxas"), prepared.specs, prepared.references)
+    assert verdict.status == "passed", verdict.message
+    row = apply_verdict(record, verdict, prepared, {"name": "cpu", "driver_version": "0"}, "ptxas")
+    assert row.status == "passed" and row.trials == 3 and len(row.provenance["verify"]["seeds"]) == 3
+    assert record.status == "built"  # the input row is not changed
+
+
+def test_verified_row_round_trips_through_shards(tmp_path):
+    from dataset_spec.shards import ShardWriter, done_keys, read_records
+    ptx = _compile(VECTOR_ADD)
+    record = _vector_add_record(ptx)
+    prepared = prepare_problem(record.problem, record.group_id, 2)
+    runs = [TrialRun(t.trial, {"out": (t.storage["x"] + t.storage["y"]).astype(np.float32)},
+                     rerun_outputs={"out": (t.storage["x"] + t.storage["y"]).astype(np.float32)})
+            for t in prepared.trials]
+    verdict = classify(CheckResult(runs), prepared.specs, prepared.references)
+    row = apply_verdict(record, verdict, prepared, {"name": "gpu", "driver_version": "13.0"}, "nvjitlink")
+    row.time_us_median, row.time_samples = 9.5, 120
+    ShardWriter(tmp_path).write([row])
+    back = read_records(tmp_path)[0]
+    assert back.status == "passed" and back.deterministic is False and back.time_samples == 120
+    assert back.provenance["verify"]["load"] == "nvjitlink"
+    assert done_keys(tmp_path) == {record.build_key}
+
+
+def test_trivial_problem_refused_by_prepare():
+    problem = Problem("z", "vector_add", [
+        Buffer("x", "float32", (16,), init=Distribution("zeros")), Buffer("y", "float32", (16,), init=Distribution("zeros")),
+        Buffer("out", "float32", (16,), role="out")])
+    prepared = prepare_problem(problem, "g", 2)
+    assert prepared.refusal_status == "trivial_reference" and "out" in prepared.refusal
+
+
+def test_select_groups_pattern_and_order():
+    ptx = "// none"
+    rows = [_vector_add_record(ptx, variant={"v": i}) for i in range(2)]
+    other = _vector_add_record(ptx, variant={"v": 9})
+    other.group_id = "gemm_x"
+    groups = select_groups(rows + [other], "vadd*")
+    assert [g for g, _ in groups] == ["vadd_1000"] and len(groups[0][1]) == 2
+
+
+def test_verify_dataset_without_driver_is_one_clear_error(tmp_path):
+    from conftest import gpu_unavailable_reason
+    if gpu_unavailable_reason() is None:
+        pytest.skip("a CUDA driver is present")
+    from dataset_spec.shards import ShardWriter
+    from verify import NoDriverError, verify_dataset
+    ShardWriter(tmp_path / "in").write([_vector_add_record("// ptx")])
+    with pytest.raises(NoDriverError) as info:
+        verify_dataset(tmp_path / "in", tmp_path / "out", progress=False)
+    assert "\n" not in str(info.value)
+    assert not (tmp_path / "out").exists()

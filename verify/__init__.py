@@ -1,0 +1,9 @@
+"""The GPU side of ptxds: run every group's members, prove equivalence, time them.
+
+``verify_dataset`` is the entry point; the submodules (driver, args, inputs, compare,
+outcome, worker, timing, assembly_pool) are usable on their own.
+"""
+from .driver import DriverError, NoDriverError
+from .runner import GroupSummary, VerifySummary, verify_dataset
+
+__all__ = ["verify_dataset", "VerifySummary", "GroupSummary", "DriverError", "NoDriverError"]

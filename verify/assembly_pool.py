@@ -1,0 +1,149 @@
+"""Assemble rows' PTX to cubin for the verifying GPU in a process pool, ahead of the GPU.
+
+The driver's JIT runs on the GPU worker's thread and would serialise the GPU behind the
+CPU (0.4 s for a large CUTLASS PTX), so PTX is assembled across CPU cores while the GPU
+runs earlier rows. Path per row: nvJitLink (in-process) if it loads, else ptxas
+(ptx_tools.assemble), else none and the worker falls back to the driver's JIT.
+"""
+from __future__ import annotations
+
+import multiprocessing as mp
+import re
+from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import dataclass
+from typing import Optional
+
+_ARCH_RE = re.compile(r"^sm_(\d+)(\d)([af]?)$")
+
+
+@dataclass
+class Assembled:
+    cubin: Optional[bytes]
+    path: str          # "nvjitlink", "ptxas" or "driver_jit" (nothing assembled here)
+    message: str = ""  # why the earlier paths were not used
+
+
+def parse_arch(arch: str) -> tuple:
+    """'sm_90a' -> (9, 0, 'a'); raises ValueError for anything else."""
+    m = _ARCH_RE.match(arch.strip())
+    if not m:
+        raise ValueError(f"arch {arch!r} is not of the form sm_XY, sm_XYa or sm_XYf")
+    return int(m.group(1)), int(m.group(2)), m.group(3)
+
+
+def runnable_reason(row_arch: str, cc: tuple) -> str:
+    """'' when PTX built for ``row_arch`` runs on a GPU of compute capability ``cc``,
+    otherwise why not. Plain PTX runs on the same or a newer GPU (JIT); 'a' PTX only on
+    exactly its GPU; 'f' PTX on its family (same major, same or newer minor)."""
+    try:
+        major, minor, suffix = parse_arch(row_arch)
+    except ValueError as exc:
+        return str(exc)
+    gpu = (int(cc[0]), int(cc[1]))
+    if suffix == "a" and gpu != (major, minor):
+        return f"{row_arch} code runs only on compute capability {major}.{minor}; this GPU is {gpu[0]}.{gpu[1]}"
+    if suffix == "f" and (gpu[0] != major or gpu[1] < minor):
+        return f"{row_arch} code runs only on the {major}.x family from {major}.{minor}; this GPU is {gpu[0]}.{gpu[1]}"
+    if gpu < (major, minor):
+        return f"{row_arch} code needs compute capability {major}.{minor} or newer; this GPU is {gpu[0]}.{gpu[1]}"
+    return ""
+
+
+def target_arch(row_arch: str, cc: tuple) -> str:
+    """The arch to assemble for on this GPU: the GPU's own, keeping an a/f suffix."""
+    _, _, suffix = parse_arch(row_arch)
+    return f"sm_{cc[0]}{cc[1]}{suffix}"
+
+
+_nvjitlink = None
+
+
+def _load_nvjitlink():
+    """The nvjitlink module if its library loads, else None (checked once per process)."""
+    global _nvjitlink
+    if _nvjitlink is None:
+        try:
+            from cuda.bindings import nvjitlink
+            nvjitlink.version()  # raises when libnvJitLink cannot be loaded
+            _nvjitlink = nvjitlink
+        except Exception:
+            _nvjitlink = False
+    return _nvjitlink or None
+
+
+def nvjitlink_assemble(ptx: str, arch: str) -> bytes:
+    nvjitlink = _load_nvjitlink()
+    if nvjitlink is None:
+        raise RuntimeError("nvJitLink is not available")
+    handle = nvjitlink.create(1, [f"-arch={arch}"])
+    try:
+        data = ptx.encode() + b"\0"
+        try:
+            nvjitlink.add_data(handle, nvjitlink.InputType.PTX, data, len(data), "row.ptx")
+            nvjitlink.complete(handle)
+        except nvjitlink.nvJitLinkError as exc:
+            size = nvjitlink.get_error_log_size(handle)
+            log = bytearray(size)
+            if size:
+                nvjitlink.get_error_log(handle, log)
+            text = bytes(log).rstrip(b"\0").decode(errors="replace")
+            raise RuntimeError(f"nvJitLink: {exc}: {text}") from None
+        cubin = bytearray(nvjitlink.get_linked_cubin_size(handle))
+        nvjitlink.get_linked_cubin(handle, cubin)
+        return bytes(cubin)
+    finally:
+        nvjitlink.destroy(handle)
+
+
+def assemble_for_gpu(ptx: str, arch: str, use_nvjitlink: bool = True) -> Assembled:
+    """Assemble ``ptx`` for ``arch``; never raises (a failure means the driver JIT decides)."""
+    notes = []
+    if use_nvjitlink:
+        try:
+            return Assembled(nvjitlink_assemble(ptx, arch), "nvjitlink")
+        except Exception as exc:
+            notes.append(f"nvjitlink: {str(exc)[:500]}")
+    try:
+        import ptx_tools
+        return Assembled(ptx_tools.assemble(ptx, arch).cubin, "ptxas", "; ".join(notes))
+    except Exception as exc:
+        notes.append(f"ptxas: {type(exc).__name__}: {str(exc)[:500]}")
+    return Assembled(None, "driver_jit", "; ".join(notes))
+
+
+class AssemblyPool:
+    """Submits rows for assembly and hands back cubins. ``jobs=0`` assembles nothing (every
+    row goes to the driver JIT); ``jobs=None`` uses every CPU core."""
+
+    def __init__(self, cc: tuple, jobs: Optional[int] = None):
+        self.cc = tuple(cc)
+        self.jobs = jobs
+        self._futures: dict = {}
+        self._executor = None
+        if jobs != 0:
+            # spawn: the parent may hold threads (progress bar, worker watchdogs); fork would copy them.
+            self._executor = ProcessPoolExecutor(max_workers=jobs, mp_context=mp.get_context("spawn"))
+
+    def submit(self, record) -> None:
+        if self._executor is None or record.build_key in self._futures:
+            return
+        if runnable_reason(record.arch, self.cc):
+            return
+        self._futures[record.build_key] = self._executor.submit(
+            assemble_for_gpu, record.ptx, target_arch(record.arch, self.cc))
+
+    def result(self, record, timeout: float = 600.0) -> Assembled:
+        future: Optional[Future] = self._futures.pop(record.build_key, None)
+        if future is None:
+            return Assembled(None, "driver_jit", "not assembled ahead")
+        try:
+            return future.result(timeout=timeout)
+        except Exception as exc:  # a dead pool process costs this row's cubin, not the run
+            return Assembled(None, "driver_jit", f"assembly pool: {type(exc).__name__}: {exc}")
+
+    def close(self) -> None:
+        if self._executor is not None:
+            for future in self._futures.values():
+                future.cancel()
+            self._executor.shutdown(wait=False, cancel_futures=True)
+            self._executor = None

@@ -1,0 +1,368 @@
+"""Thin wrapper over the CUDA driver API (cuda.bindings): context, modules, launches, memory.
+
+Every driver call goes through ``check`` so a failure raises ``DriverError`` carrying the
+CUresult name, the driver's message and a hint. ``NoDriverError`` means there is no usable
+driver or device at all; callers report it in one line instead of a traceback.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
+import numpy as np
+
+try:
+    from cuda.bindings import driver as cu
+except ImportError:  # the package itself is missing: same outcome as no driver
+    cu = None
+
+# Errors after which the CUDA context is unusable: the process must exit.
+STICKY_ERRORS = frozenset({
+    "CUDA_ERROR_ILLEGAL_ADDRESS", "CUDA_ERROR_ASSERT", "CUDA_ERROR_HARDWARE_STACK_ERROR",
+    "CUDA_ERROR_ILLEGAL_INSTRUCTION", "CUDA_ERROR_MISALIGNED_ADDRESS",
+    "CUDA_ERROR_INVALID_ADDRESS_SPACE", "CUDA_ERROR_INVALID_PC", "CUDA_ERROR_LAUNCH_FAILED",
+    "CUDA_ERROR_LAUNCH_TIMEOUT", "CUDA_ERROR_ECC_UNCORRECTABLE", "CUDA_ERROR_CONTEXT_IS_DESTROYED",
+    "CUDA_ERROR_TENSOR_MEMORY_LEAK", "CUDA_ERROR_UNKNOWN",
+})
+
+_HINTS = {
+    "CUDA_ERROR_NO_DEVICE": "no CUDA device is visible (check CUDA_VISIBLE_DEVICES and nvidia-smi)",
+    "CUDA_ERROR_INSUFFICIENT_DRIVER": "the driver is older than the CUDA version these bindings need; update the driver",
+    "CUDA_ERROR_UNSUPPORTED_PTX_VERSION": "the PTX ISA version is newer than this driver's JIT; assemble to cubin or update the driver",
+    "CUDA_ERROR_INVALID_PTX": "the driver's JIT rejected the PTX; see the JIT log",
+    "CUDA_ERROR_NO_BINARY_FOR_GPU": "the code was built for another architecture than this GPU",
+    "CUDA_ERROR_NOT_FOUND": "the entry name is not in the module (check Launch.entry against the PTX)",
+    "CUDA_ERROR_INVALID_VALUE": "a launch parameter is out of range (grid, block, shared memory, cluster)",
+    "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES": "too many registers or threads per block for this GPU",
+    "CUDA_ERROR_OUT_OF_MEMORY": "device memory exhausted; the problem's buffers are too large",
+    "CUDA_ERROR_ILLEGAL_ADDRESS": "the kernel accessed memory outside its buffers; the context is dead",
+    "CUDA_ERROR_MISALIGNED_ADDRESS": "the kernel made a misaligned access; the context is dead",
+    "CUDA_ERROR_LAUNCH_FAILED": "the kernel trapped or failed; the context is dead",
+    "CUDA_ERROR_CLUSTER_OUT_OF_RESOURCES": "the cluster shape cannot be scheduled with this shared memory / block size",
+}
+
+
+class DriverError(RuntimeError):
+    """A driver call failed. ``name`` is the CUresult name (e.g. CUDA_ERROR_ILLEGAL_ADDRESS)."""
+
+    def __init__(self, name: str, message: str, call: str = "", hint: str = "", log: str = ""):
+        self.name, self.message, self.call, self.hint, self.log = name, message, call, hint, log
+        text = f"{call + ': ' if call else ''}{name}: {message}"
+        if hint:
+            text += f" ({hint})"
+        if log:
+            text += f"\n{log.strip()}"
+        super().__init__(text)
+
+    @property
+    def sticky(self) -> bool:
+        """True when the context cannot be used any more after this error."""
+        return self.name in STICKY_ERRORS
+
+    def __reduce__(self):
+        return (DriverError, (self.name, self.message, self.call, self.hint, self.log))
+
+
+class NoDriverError(RuntimeError):
+    """No CUDA driver can be loaded or no device is present."""
+
+
+def _error_text(err) -> tuple[str, str]:
+    name = getattr(err, "name", str(err))
+    try:
+        rc, text = cu.cuGetErrorString(err)
+        message = text.decode() if rc == cu.CUresult.CUDA_SUCCESS and text else ""
+    except Exception:  # a dead driver may not even answer this
+        message = ""
+    return name, message or "unknown error"
+
+
+def check(result, call: str = "", log: str = ""):
+    """Unwrap a cuda.bindings result tuple ``(CUresult, *values)``; raise DriverError on failure.
+
+    Returns None, the single value, or a tuple of values, like cuda-python's handle_return.
+    """
+    err, values = result[0], result[1:]
+    if err != cu.CUresult.CUDA_SUCCESS:
+        name, message = _error_text(err)
+        raise DriverError(name, message, call, _HINTS.get(name, ""), log)
+    if not values:
+        return None
+    return values[0] if len(values) == 1 else values
+
+
+_initialised = False
+
+
+def init() -> None:
+    """cuInit once per process; NoDriverError when libcuda or a device is missing."""
+    global _initialised
+    if _initialised:
+        return
+    if cu is None:
+        raise NoDriverError("no CUDA driver: the cuda-bindings package is not installed")
+    try:
+        err, = cu.cuInit(0)
+    except RuntimeError as exc:  # cuda.bindings raises this when libcuda.so cannot be opened
+        raise NoDriverError(f"no CUDA driver: {exc}") from None
+    if err != cu.CUresult.CUDA_SUCCESS:
+        name, message = _error_text(err)
+        raise NoDriverError(f"no CUDA device: cuInit failed with {name}: {message}")
+    count = check(cu.cuDeviceGetCount(), "cuDeviceGetCount")
+    if count < 1:
+        raise NoDriverError("no CUDA device: the driver reports 0 devices")
+    _initialised = True
+
+
+def device_count() -> int:
+    init()
+    return check(cu.cuDeviceGetCount(), "cuDeviceGetCount")
+
+
+def driver_version() -> str:
+    """Driver's CUDA version as 'major.minor' (e.g. '13.0')."""
+    init()
+    v = check(cu.cuDriverGetVersion(), "cuDriverGetVersion")
+    return f"{v // 1000}.{(v % 1000) // 10}"
+
+
+@dataclass
+class DeviceInfo:
+    ordinal: int
+    name: str
+    cc: tuple  # (major, minor)
+    sm_count: int
+    l2_bytes: int
+    max_clock_mhz: int
+    pci_bus_id: str
+    driver_version: str
+    device_count: int
+
+    @property
+    def arch(self) -> str:
+        return f"sm_{self.cc[0]}{self.cc[1]}"
+
+
+def _attr(dev, name: str) -> int:
+    attr = getattr(cu.CUdevice_attribute, name, None)
+    if attr is None:  # removed in a newer driver API
+        return 0
+    try:
+        return check(cu.cuDeviceGetAttribute(attr, dev), f"cuDeviceGetAttribute({name})")
+    except DriverError:
+        return 0
+
+
+def device_info(ordinal: int = 0) -> DeviceInfo:
+    init()
+    dev = check(cu.cuDeviceGet(ordinal), "cuDeviceGet")
+    name = check(cu.cuDeviceGetName(256, dev), "cuDeviceGetName")
+    bus = check(cu.cuDeviceGetPCIBusId(64, dev), "cuDeviceGetPCIBusId")
+    return DeviceInfo(
+        ordinal=ordinal,
+        name=name.split(b"\0", 1)[0].decode(),
+        cc=(_attr(dev, "CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR"),
+            _attr(dev, "CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR")),
+        sm_count=_attr(dev, "CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT"),
+        l2_bytes=_attr(dev, "CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE"),
+        max_clock_mhz=_attr(dev, "CU_DEVICE_ATTRIBUTE_CLOCK_RATE") // 1000,
+        pci_bus_id=bus.split(b"\0", 1)[0].decode(),
+        driver_version=driver_version(),
+        device_count=device_count(),
+    )
+
+
+class Context:
+    """The primary context of one device, made current on this thread."""
+
+    def __init__(self, ordinal: int = 0):
+        init()
+        self.device = check(cu.cuDeviceGet(ordinal), "cuDeviceGet")
+        self.ctx = check(cu.cuDevicePrimaryCtxRetain(self.device), "cuDevicePrimaryCtxRetain")
+        check(cu.cuCtxSetCurrent(self.ctx), "cuCtxSetCurrent")
+        # A blocking stream: the synchronous copies and memsets (legacy default stream) used
+        # to prepare buffers are then ordered before every launch on it.
+        self.stream = check(cu.cuStreamCreate(cu.CUstream_flags.CU_STREAM_DEFAULT.value), "cuStreamCreate")
+        self.info = device_info(ordinal)
+
+    def synchronize(self) -> None:
+        check(cu.cuStreamSynchronize(self.stream), "cuStreamSynchronize")
+
+
+class Module:
+    """A loaded module: from PTX (driver JIT, error log captured) or from cubin bytes."""
+
+    LOG_SIZE = 1 << 16
+
+    def __init__(self, image: bytes, is_ptx: bool):
+        if is_ptx and not image.endswith(b"\0"):
+            image = image + b"\0"  # the driver reads PTX as a C string
+        error_log = bytearray(self.LOG_SIZE)
+        info_log = bytearray(self.LOG_SIZE)
+        options = [cu.CUjit_option.CU_JIT_ERROR_LOG_BUFFER, cu.CUjit_option.CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+                   cu.CUjit_option.CU_JIT_INFO_LOG_BUFFER, cu.CUjit_option.CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES]
+        values = [error_log, self.LOG_SIZE, info_log, self.LOG_SIZE]
+        result = cu.cuModuleLoadDataEx(image, len(options), options, values)
+        log = bytes(error_log).split(b"\0", 1)[0].decode(errors="replace")
+        self.handle = check(result, "cuModuleLoadDataEx", log=log)
+        self.info_log = bytes(info_log).split(b"\0", 1)[0].decode(errors="replace")
+        self._functions: dict = {}
+
+    @classmethod
+    def from_ptx(cls, ptx: str) -> "Module":
+        return cls(ptx.encode(), is_ptx=True)
+
+    @classmethod
+    def from_cubin(cls, cubin: bytes) -> "Module":
+        return cls(bytes(cubin), is_ptx=False)
+
+    def function(self, entry: str):
+        if entry not in self._functions:
+            self._functions[entry] = check(cu.cuModuleGetFunction(self.handle, entry.encode()),
+                                           f"cuModuleGetFunction({entry})")
+        return self._functions[entry]
+
+    def unload(self) -> None:
+        if self.handle is not None:
+            check(cu.cuModuleUnload(self.handle), "cuModuleUnload")
+            self.handle = None
+
+
+DEFAULT_SMEM_LIMIT = 48 * 1024
+
+
+class PreparedLaunch:
+    """One kernel launch with its parameter buffer and launch config built once, so that
+    enqueueing it again (timing loops) costs one driver call."""
+
+    def __init__(self, function, grid: Sequence[int], block: Sequence[int], param_buffer: bytes,
+                 param_offsets: Sequence[int], stream, cluster=(1, 1, 1), dynamic_smem: int = 0):
+        self.function = function
+        if dynamic_smem > DEFAULT_SMEM_LIMIT:
+            check(cu.cuFuncSetAttribute(
+                function, cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                int(dynamic_smem)), "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)")
+        cluster = tuple(int(c) for c in cluster)
+        if cluster[0] * cluster[1] * cluster[2] > 8:  # 8 is the portable cluster size limit
+            check(cu.cuFuncSetAttribute(
+                function, cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1),
+                "cuFuncSetAttribute(NON_PORTABLE_CLUSTER_SIZE_ALLOWED)")
+        # One packed buffer holds every parameter; the driver gets a pointer to each one.
+        # Both arrays are kept on self so their memory outlives every launch.
+        self._params = np.frombuffer(bytearray(param_buffer) or bytearray(8), dtype=np.uint8)
+        base = self._params.ctypes.data
+        self._pointers = np.array([base + o for o in param_offsets] or [0], dtype=np.uint64)
+        self.kernel_params = self._pointers.ctypes.data if param_offsets else 0
+        config = cu.CUlaunchConfig()
+        config.gridDimX, config.gridDimY, config.gridDimZ = (int(g) for g in grid)
+        config.blockDimX, config.blockDimY, config.blockDimZ = (int(b) for b in block)
+        config.sharedMemBytes = int(dynamic_smem)
+        config.hStream = stream
+        if cluster != (1, 1, 1):
+            attr = cu.CUlaunchAttribute()
+            attr.id = cu.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+            attr.value.clusterDim.x, attr.value.clusterDim.y, attr.value.clusterDim.z = cluster
+            config.attrs = [attr]
+            config.numAttrs = 1
+        else:
+            config.numAttrs = 0
+        self.config = config
+
+    def enqueue(self) -> None:
+        check(cu.cuLaunchKernelEx(self.config, self.function, self.kernel_params, 0), "cuLaunchKernelEx")
+
+
+class DeviceBuffer:
+    """A device allocation of ``nbytes`` (at least 1 byte, so empty buffers still get an address)."""
+
+    def __init__(self, nbytes: int):
+        self.nbytes = int(nbytes)
+        self.ptr = check(cu.cuMemAlloc(max(self.nbytes, 1)), "cuMemAlloc")
+
+    @property
+    def address(self) -> int:
+        return int(self.ptr)
+
+    def upload(self, host: np.ndarray) -> None:
+        host = np.ascontiguousarray(host)
+        if host.nbytes != self.nbytes:
+            raise ValueError(f"upload of {host.nbytes} bytes into a {self.nbytes}-byte buffer")
+        if self.nbytes:
+            check(cu.cuMemcpyHtoD(self.ptr, host.ctypes.data, self.nbytes), "cuMemcpyHtoD")
+
+    def download(self, dtype, shape) -> np.ndarray:
+        host = np.empty(shape, dtype=dtype)
+        if host.nbytes != self.nbytes:
+            raise ValueError(f"download of {self.nbytes} bytes into {host.nbytes}")
+        if self.nbytes:
+            check(cu.cuMemcpyDtoH(host.ctypes.data, self.ptr, self.nbytes), "cuMemcpyDtoH")
+        return host
+
+    def fill_bytes(self, value: int, stream=None) -> None:
+        if not self.nbytes:
+            return
+        if stream is None:
+            check(cu.cuMemsetD8(self.ptr, value & 0xFF, self.nbytes), "cuMemsetD8")
+        else:
+            check(cu.cuMemsetD8Async(self.ptr, value & 0xFF, self.nbytes, stream), "cuMemsetD8Async")
+
+    def fill_word(self, width: int, value: int) -> None:
+        """Fill with a repeated 1-, 2- or 4-byte word (poison patterns)."""
+        if not self.nbytes:
+            return
+        if width == 1 or self.nbytes % width:
+            check(cu.cuMemsetD8(self.ptr, value & 0xFF, self.nbytes), "cuMemsetD8")
+        elif width == 2:
+            check(cu.cuMemsetD16(self.ptr, value & 0xFFFF, self.nbytes // 2), "cuMemsetD16")
+        elif width == 4:
+            check(cu.cuMemsetD32(self.ptr, value & 0xFFFFFFFF, self.nbytes // 4), "cuMemsetD32")
+        else:
+            raise ValueError(f"fill width {width} is not 1, 2 or 4")
+
+    def upload_async(self, host: np.ndarray, stream) -> None:
+        """Asynchronous copy; ``host`` must stay alive until the stream passes this point."""
+        if self.nbytes:
+            check(cu.cuMemcpyHtoDAsync(self.ptr, host.ctypes.data, self.nbytes, stream), "cuMemcpyHtoDAsync")
+
+    def free(self) -> None:
+        if self.ptr is not None:
+            check(cu.cuMemFree(self.ptr), "cuMemFree")
+            self.ptr = None
+
+
+class Event:
+    def __init__(self):
+        self.handle = check(cu.cuEventCreate(cu.CUevent_flags.CU_EVENT_DEFAULT.value), "cuEventCreate")
+
+    def record(self, stream) -> None:
+        check(cu.cuEventRecord(self.handle, stream), "cuEventRecord")
+
+    def elapsed_ms(self, start: "Event") -> float:
+        return float(check(cu.cuEventElapsedTime(start.handle, self.handle), "cuEventElapsedTime"))
+
+    def destroy(self) -> None:
+        check(cu.cuEventDestroy(self.handle), "cuEventDestroy")
+
+
+def sm_clock_mhz(info: Optional[DeviceInfo]) -> int:
+    """Current SM clock via NVML (matched by PCI bus id) when pynvml imports, else the max clock."""
+    try:
+        import pynvml
+        pynvml.nvmlInit()
+        try:
+            handle = None
+            # nvidia-ml-py versions differ on bytes vs str here; CUDA and NVML ordinals can
+            # differ (CUDA_VISIBLE_DEVICES), so the bus id is tried before the index.
+            for bus_id in (info.pci_bus_id.encode(), info.pci_bus_id):
+                try:
+                    handle = pynvml.nvmlDeviceGetHandleByPciBusId(bus_id)
+                    break
+                except Exception:
+                    continue
+            if handle is None:
+                handle = pynvml.nvmlDeviceGetHandleByIndex(info.ordinal)
+            return int(pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM))
+        finally:
+            pynvml.nvmlShutdown()
+    except Exception:  # NVML absent or refuses: the driver's max clock is the best we have
+        return int(info.max_clock_mhz) if info else 0

@@ -1,0 +1,184 @@
+"""Input drawing, storage-dtype conversion and output poisoning for the verifier.
+
+Inputs are drawn in float64 from each Buffer's Distribution with a recorded seed, then
+rounded to the buffer's storage dtype; the reference is computed from the *rounded* values
+(``from_storage``), so storage rounding never counts as kernel error.
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+import numpy as np
+
+from dataset_spec.model import DTYPES, Buffer, Distribution, Problem
+
+# numpy dtype holding each storage dtype's bits (bfloat16 has no numpy type: uint16 bits).
+STORAGE_NUMPY = {
+    "float16": np.dtype("<f2"), "bfloat16": np.dtype("<u2"), "float32": np.dtype("<f4"),
+    "float64": np.dtype("<f8"), "int8": np.dtype("i1"), "uint8": np.dtype("u1"),
+    "int16": np.dtype("<i2"), "int32": np.dtype("<i4"), "uint32": np.dtype("<u4"),
+    "int64": np.dtype("<i8"), "uint64": np.dtype("<u8"),
+}
+BITS_NUMPY = {1: np.dtype("u1"), 2: np.dtype("<u2"), 4: np.dtype("<u4"), 8: np.dtype("<u8")}
+
+# Poison words: quiet NaNs with a recognisable DA payload for floats, all ones for ints.
+# f32/f64 share one 32-bit word so a 32-bit memset poisons both (0x7FFADADA7FFADADA is a
+# quiet f64 NaN too).
+POISON_WORD = {
+    "float16": (2, 0x7E5A), "bfloat16": (2, 0x7FDA),
+    "float32": (4, 0x7FFADADA), "float64": (4, 0x7FFADADA),
+}
+FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64")
+FLOAT_KINDS = ("normal", "uniform")
+TRIAL_KINDS = ("normal", "uniform", "small", "large")
+MAGNITUDE = {"small": 1e-2, "large": 1e2}
+
+
+def is_float(dtype: str) -> bool:
+    return DTYPES[dtype][1] == "f"
+
+
+def poison_word(dtype: str) -> tuple:
+    """(width in bytes, value) for a memset that fills a buffer of ``dtype`` with poison."""
+    if dtype in POISON_WORD:
+        return POISON_WORD[dtype]
+    return (1, 0xFF)
+
+
+def poison_array(dtype: str, shape) -> np.ndarray:
+    """A host array of poison bits in the storage numpy dtype."""
+    width, value = poison_word(dtype)
+    n = int(np.prod(shape, dtype=np.int64)) * DTYPES[dtype][0]
+    words = np.full(n // width, value, dtype=BITS_NUMPY[width])
+    return words.view(np.uint8).view(STORAGE_NUMPY[dtype]).reshape(shape)
+
+
+def unwritten_count(output: np.ndarray, dtype: str) -> int:
+    """How many elements still hold the poison bits (compared as bits, since NaN != NaN)."""
+    size = DTYPES[dtype][0]
+    bits = np.ascontiguousarray(output).view(BITS_NUMPY[size])
+    poison = poison_array(dtype, (1,)).view(BITS_NUMPY[size])[0]
+    return int(np.count_nonzero(bits == poison))
+
+
+def bf16_bits(values) -> np.ndarray:
+    """float -> bfloat16 bits (uint16), round to nearest even from float32; NaN stays NaN."""
+    f32 = np.asarray(values, dtype=np.float64).astype(np.float32)
+    bits = f32.view(np.uint32).astype(np.uint64)
+    rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
+    return np.where(np.isnan(f32), np.uint16(0x7FC0), rounded).astype("<u2")
+
+
+def bf16_to_float(bits: np.ndarray) -> np.ndarray:
+    return (np.asarray(bits, dtype=np.uint32) << 16).astype(np.uint32).view(np.float32).astype(np.float64)
+
+
+def float_to_bits(values, dtype: str) -> np.ndarray:
+    """float64 values -> storage array of ``dtype`` (ints round half to even and saturate)."""
+    values = np.asarray(values, dtype=np.float64)
+    if dtype == "bfloat16":
+        return bf16_bits(values)
+    target = STORAGE_NUMPY[dtype]
+    if is_float(dtype):
+        with np.errstate(over="ignore"):
+            return values.astype(target)
+    info = np.iinfo(target)
+    return np.clip(np.rint(values), info.min, info.max).astype(target)
+
+
+to_storage = float_to_bits
+
+
+def from_storage(array: np.ndarray, dtype: str) -> np.ndarray:
+    """Storage array -> float64 values."""
+    if dtype == "bfloat16":
+        return bf16_to_float(array)
+    return np.asarray(array).astype(np.float64)
+
+
+def trial_seed(group_id: str, problem_digest: str, trial: int) -> int:
+    """A stable 63-bit seed for one trial of one group (the same on every machine)."""
+    text = f"{group_id}\0{problem_digest}\0{trial}".encode()
+    return int.from_bytes(hashlib.sha256(text).digest()[:8], "little") >> 1
+
+
+def trial_kind(problem: Problem, trial: int) -> str:
+    kinds = [k for k in (problem.trial_kinds or ["normal"]) if k in TRIAL_KINDS] or ["normal"]
+    return kinds[trial % len(kinds)]
+
+
+def _moments(dist: Distribution) -> tuple:
+    p = dist.params
+    if dist.kind == "uniform":
+        low, high = float(p.get("low", -1.0)), float(p.get("high", 1.0))
+        return (low + high) / 2, (high - low) / np.sqrt(12)
+    return float(p.get("mean", 0.0)), float(p.get("std", 1.0))
+
+
+def draw(dist: Distribution, shape, rng: np.random.Generator, kind: str = "") -> np.ndarray:
+    """Draw float64 values of ``shape``. ``kind`` (a trial kind) swaps a float distribution
+    for another with the same mean and spread, or scales it (small/large magnitude)."""
+    shape = tuple(shape)
+    n = int(np.prod(shape, dtype=np.int64))
+    p = dist.params
+    base = dist.kind
+    if kind and base in FLOAT_KINDS:
+        mean, std = _moments(dist)
+        if kind in ("normal", "uniform") and kind != base:
+            base = kind
+            p = {"mean": mean, "std": std} if kind == "normal" else {
+                "low": mean - std * np.sqrt(3), "high": mean + std * np.sqrt(3)}
+    if base == "normal":
+        out = rng.normal(float(p.get("mean", 0.0)), float(p.get("std", 1.0)), shape)
+    elif base == "uniform":
+        out = rng.uniform(float(p.get("low", -1.0)), float(p.get("high", 1.0)), shape)
+    elif base == "randint":
+        out = rng.integers(int(p.get("low", 0)), int(p.get("high", 2)), shape).astype(np.float64)
+    elif base == "zeros":
+        out = np.zeros(shape)
+    elif base == "ones":
+        out = np.ones(shape)
+    elif base == "arange":
+        start, step = float(p.get("start", 0.0)), float(p.get("step", 1.0))
+        out = (start + step * np.arange(n, dtype=np.float64)).reshape(shape)
+    elif base == "constant":
+        out = np.full(shape, float(p.get("value", 0.0)))
+    else:
+        raise ValueError(f"unknown distribution kind {base!r}")
+    if kind in MAGNITUDE and dist.kind in FLOAT_KINDS:
+        out = out * MAGNITUDE[kind]
+    return out
+
+
+@dataclass
+class TrialInputs:
+    """One trial's inputs: storage arrays (what the GPU gets) and their float64 values."""
+    trial: int
+    seed: int
+    kind: str
+    storage: dict  # name -> storage ndarray
+    values: dict   # name -> float64 ndarray of the rounded values
+
+
+def make_trial_inputs(problem: Problem, group_id: str, trial: int) -> TrialInputs:
+    """Draw every in/inout buffer of ``problem`` for ``trial`` (seeded, reproducible)."""
+    seed = trial_seed(group_id, problem.digest(), trial)
+    kind = trial_kind(problem, trial)
+    storage, values = {}, {}
+    for index, buf in enumerate(problem.buffers):
+        if buf.role not in ("in", "inout"):
+            continue
+        # One stream per buffer index so adding a buffer does not reshuffle the others.
+        rng = np.random.default_rng([seed, index])
+        use_kind = kind if is_float(buf.dtype) else ""
+        bits = float_to_bits(draw(buf.init, buf.shape, rng, use_kind), buf.dtype)
+        storage[buf.name] = bits
+        values[buf.name] = from_storage(bits, buf.dtype)
+    return TrialInputs(trial, seed, kind, storage, values)
+
+
+def init_array(buf: Buffer, seed: int = 0) -> np.ndarray:
+    """Storage contents for a scratch/out buffer with an ``init`` distribution (e.g. zeros)."""
+    rng = np.random.default_rng([seed, 0x5C])
+    return float_to_bits(draw(buf.init, buf.shape, rng), buf.dtype)
