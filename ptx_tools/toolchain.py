@@ -64,10 +64,26 @@ def find_tool(name: str, cuda_home: Optional[os.PathLike] = None) -> Path:
     return path
 
 
+MEMORY_LIMIT_ENV = "PTXDS_COMPILER_MEMORY_GB"
+DEFAULT_MEMORY_LIMIT_GB = 16
+
+
+def _limit_memory() -> None:
+    """Runs in the child before exec: a runaway compiler fails alone instead of taking
+    the machine (and every other worker) down with it."""
+    import resource
+    gigabytes = float(os.environ.get(MEMORY_LIMIT_ENV, DEFAULT_MEMORY_LIMIT_GB))
+    if gigabytes > 0:
+        limit = int(gigabytes * (1 << 30))
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+
 def run_tool(args: Sequence, timeout: float, cwd=None) -> subprocess.CompletedProcess:
-    """Run a tool with a time limit; stdout and stderr merged into ``.stdout``."""
+    """Run a tool with a time and address-space limit; stdout and stderr merged into
+    ``.stdout``."""
     return subprocess.run([str(a) for a in args], cwd=cwd, stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, text=True, errors="replace", timeout=timeout)
+                          stderr=subprocess.STDOUT, text=True, errors="replace", timeout=timeout,
+                          preexec_fn=_limit_memory)
 
 
 @functools.lru_cache(maxsize=8)

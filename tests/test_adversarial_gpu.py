@@ -31,3 +31,9 @@ def test_adversarial_members_are_classified(tmp_path):
         if row.status == "passed":
             assert row.time_us_median and row.time_samples >= 10
     assert sum(r.status == "passed" for r in rows) == 5
+    # a second run over the same output resumes: nothing left to do, nothing written twice
+    again = verify_dataset(built, tmp_path / "verified", progress=False)
+    assert again.skipped_groups == 1 and not again.groups
+    assert len(read_records(tmp_path / "verified")) == 13
+    from dataset_spec.shards import read_table
+    assert read_table(tmp_path / "verified", "kernels").num_rows == 13

@@ -1,0 +1,181 @@
+"""Enumerate CUTLASS GEMM kernels with ``cutlass_library`` and parse their knobs.
+
+The manifest is filled the way the CUTLASS profiler's ``generator.py`` fills it
+(``GenerateSM80`` / ``GenerateSM90`` with ``--kernels all``); we keep the dense, real-valued,
+non-grouped universal GEMMs and describe each by a plain ``KernelSpec``.
+"""
+from __future__ import annotations
+
+import fnmatch
+import functools
+import random
+import re
+from dataclasses import dataclass, field
+
+# Families built when the user names none: the seed family, f16, tf32, one SM90 3.x family.
+DEFAULT_FAMILIES = (
+    "cutlass_tensorop_bf16_s16816gemm_bf16_*",
+    "cutlass_tensorop_f16_s16816gemm_f16_*",
+    "cutlass_tensorop_s1688gemm_tf32_*",
+    # cp.async-fed wgmma kernels: their Params hold no TMA descriptor (which only a CUDA
+    # driver can encode), so a row can carry every byte of them.
+    "cutlass3x_sm90_tensorop_gemm_bf16_bf16_f32_bf16_bf16_*_cpasync_warpspecialized*",
+)
+
+DTYPE_NAMES = {  # cutlass_library DataTypeNames -> dataset dtype names
+    "bf16": "bfloat16", "f16": "float16", "f32": "float32", "tf32": "float32",
+    "s8": "int8", "u8": "uint8", "s32": "int32", "f64": "float64",
+}
+
+NAME_2X = re.compile(
+    r"^cutlass_(?P<opcode_class>tensorop|simt|wmma_tensorop)_(?P<extended>.+)_"
+    r"(?P<tile_m>\d+)x(?P<tile_n>\d+)_(?P<tile_k>\d+)x(?P<stages>\d+)_"
+    r"(?P<layouts>[nt]{2})_align(?P<alignment>\d+)$")
+NAME_3X = re.compile(
+    r"^cutlass3x_sm(?P<sm>\d+)_(?P<opcode_class>tensorop|simt)_(?P<extended>.+?)_"
+    r"(?P<tile_m>\d+)x(?P<tile_n>\d+)x(?P<tile_k>\d+)_(?P<cluster_m>\d+)x(?P<cluster_n>\d+)x(?P<cluster_k>\d+)_"
+    r"(?P<stages>\d+)_(?P<layouts>[nt]{3})_align(?P<alignment>\d+)(?P<suffix>.*)$")
+
+
+class CatalogError(ValueError):
+    """A kernel name does not parse, or no kernel matches the request."""
+
+
+@dataclass
+class KernelSpec:
+    """One CUTLASS kernel: its procedural name, CUTLASS generation (2 or 3), SM arch and
+    every knob (``knobs``), plus the element types and layouts in library (BLAS) terms."""
+    name: str
+    generation: int
+    sm: int
+    knobs: dict = field(default_factory=dict)
+
+    @property
+    def family_key(self) -> str:
+        """Element types, accumulator and epilogue: kernels that may share a group."""
+        k = self.knobs
+        return "_".join([k["element_a"], k["element_b"], k["element_accumulator"], k["element_d"]])
+
+
+def parse_name(name: str) -> dict:
+    """The knobs a procedural name spells out (tile, stages, layouts, alignment, ...)."""
+    m = NAME_3X.match(name) or NAME_2X.match(name)
+    if not m:
+        raise CatalogError(f"not a CUTLASS GEMM procedural name: {name!r}")
+    g = m.groupdict()
+    knobs = {
+        "opcode_class": g["opcode_class"],
+        "extended_name": g["extended"],
+        "threadblock_tile": [int(g["tile_m"]), int(g["tile_n"]), int(g["tile_k"])],
+        "stages": int(g["stages"]),
+        "library_layouts": g["layouts"],
+        "alignment": int(g["alignment"]),
+    }
+    if "cluster_m" in g:
+        knobs["cluster_shape"] = [int(g["cluster_m"]), int(g["cluster_n"]), int(g["cluster_k"])]
+        suffix = g["suffix"]
+        knobs["schedule_suffix"] = suffix
+    return knobs
+
+
+def _enum_name(value) -> str:
+    return str(value).split(".")[-1]
+
+
+def describe_operation(op) -> KernelSpec:
+    """A KernelSpec from a ``cutlass_library`` GemmOperation; the name's knobs must agree
+    with the operation's own description."""
+    from cutlass_library.library import DataTypeNames, ShortLayoutTypeNames, SwizzlingFunctorTag
+
+    name = op.procedural_name()
+    knobs = parse_name(name)
+    td = op.tile_description
+    mi = td.math_instruction
+    tile = list(td.threadblock_shape)
+    if knobs["threadblock_tile"] != tile and not op.is_3x:
+        raise CatalogError(f"{name}: name tile {knobs['threadblock_tile']} != operation tile {tile}")
+    warp_count = list(td.warp_count)
+    knobs.update({
+        "element_a": DataTypeNames[op.A.element],
+        "element_b": DataTypeNames[op.B.element],
+        "element_c": DataTypeNames[op.C.element],
+        "element_d": DataTypeNames[op.D.element],
+        "element_accumulator": DataTypeNames[op.accumulator_type()],
+        "element_epilogue": DataTypeNames[op.element_epilogue],
+        "math_element_a": DataTypeNames[mi.element_a],
+        "instruction_shape": list(mi.instruction_shape),
+        "math_operation": _enum_name(mi.math_operation),
+        "warp_count": warp_count,
+        "warp_shape": [tile[i] // max(warp_count[i], 1) for i in range(3)] if not op.is_3x else None,
+        "layout_a": ShortLayoutTypeNames[op.A.layout],
+        "layout_b": ShortLayoutTypeNames[op.B.layout],
+        "layout_c": ShortLayoutTypeNames[op.C.layout],
+        "alignment_a": op.A.alignment,
+        "alignment_b": op.B.alignment,
+        "alignment_c": op.C.alignment,
+        "swizzle": SwizzlingFunctorTag[op.swizzling_functor] if not op.is_3x else None,
+        "epilogue": _enum_name(op.epilogue_functor),
+        "kernel_schedule": _enum_name(op.kernel_schedule),
+        "epilogue_schedule": _enum_name(op.epilogue_schedule),
+        "tile_scheduler": _enum_name(op.tile_scheduler),
+        "gemm_kind": _enum_name(op.gemm_kind),
+    })
+    if op.is_3x:
+        knobs["cluster_shape"] = list(td.cluster_shape)
+    return KernelSpec(name=name, generation=3 if op.is_3x else 2, sm=int(op.arch), knobs=knobs)
+
+
+def _is_plain_gemm(op) -> bool:
+    from cutlass_library.library import GemmKind, LayoutType
+    plain_layouts = (LayoutType.RowMajor, LayoutType.ColumnMajor)
+    if op.gemm_kind not in (GemmKind.Universal, GemmKind.Universal3x):
+        return False
+    if op.is_complex() or getattr(op, "mixed_input_mode", None) is not None:
+        return False
+    if op.A.element != op.B.element:
+        return False  # mixed-input GEMMs convert in the mainloop; not a plain family
+    if any(t.layout not in plain_layouts for t in (op.A, op.B, op.C)):
+        return False
+    if op.is_3x and op.tile_description.cluster_shape[0] <= 0:
+        return False  # dynamic cluster shapes need a runtime choice
+    return True
+
+
+@functools.lru_cache(maxsize=4)
+def load_manifest_operations(sm: int, cuda_version: str = "13.0") -> dict:
+    """name -> GemmOperation for every plain GEMM the generator emits for ``sm`` (80 or 90)."""
+    from cutlass_library import generator
+    from cutlass_library.manifest import Manifest
+
+    arch = "90a" if sm == 90 else str(sm)
+    args = generator.define_parser().parse_args([
+        "--operations", "gemm", "--architectures", arch, "--kernels", "all",
+        "--cuda-version", cuda_version, "--log-level", "error"])
+    manifest = Manifest(args)
+    if sm == 80:
+        generator.GenerateSM80(manifest, args.cuda_version)
+    elif sm == 90:
+        generator.GenerateSM90(manifest, args.cuda_version)
+    else:
+        raise CatalogError(f"unsupported SM {sm}; choose 80 or 90")
+    return {name: op for name, op in manifest.operations_by_name.items()
+            if int(op.arch) == sm and _is_plain_gemm(op)}
+
+
+def enumerate_kernels(families=DEFAULT_FAMILIES, archs=("sm_80", "sm_90a")) -> list[KernelSpec]:
+    """Every kernel whose name matches one of the ``families`` globs, for the given archs."""
+    sms = sorted({90 if a.startswith("sm_90") else int(a.removeprefix("sm_")) for a in archs})
+    specs = []
+    for sm in sms:
+        for name, op in sorted(load_manifest_operations(sm).items()):
+            if any(fnmatch.fnmatchcase(name, f) for f in families):
+                specs.append(describe_operation(op))
+    return specs
+
+
+def sample_kernels(specs: list, limit, seed: int) -> list:
+    """At most ``limit`` kernels, drawn deterministically with ``seed``, in name order."""
+    if limit is None or limit >= len(specs):
+        return list(specs)
+    chosen = random.Random(seed).sample(sorted(specs, key=lambda s: s.name), limit)
+    return sorted(chosen, key=lambda s: s.name)

@@ -1,0 +1,194 @@
+// Host-only CUTLASS Params packer: builds a kernel's by-value Params from Arguments on a
+// CPU (no device queries), and prints its bytes with the launch shape as one JSON line.
+//
+// Usage: packer KERNEL M N K ALPHA BETA SM_COUNT PTR_A PTR_B PTR_C PTR_D PTR_WORKSPACE
+// (pointers in hex). M, N, K and layouts are in the kernel's own terms.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+struct PackRequest {
+  int m, n, k;
+  double alpha, beta;
+  int sm_count;
+  void *a, *b, *c, *d, *workspace;
+};
+
+struct PackResult {
+  const unsigned char *bytes;
+  size_t size;
+  unsigned grid[3], block[3], cluster[3];
+  size_t smem;
+  size_t workspace_bytes;
+  // Independent computations of the same launch shape (the device adapter's formulas).
+  unsigned check_grid[3], check_block;
+  size_t check_smem;
+};
+
+typedef void (*PackFn)(PackRequest const &, PackResult &);
+
+struct PackEntry {
+  const char *name;
+  PackFn fn;
+};
+
+// Storage for Params, pre-filled with zeros so padding bytes are deterministic.
+alignas(128) static unsigned char g_params_storage[1 << 16];
+
+// Params built by value (3.x to_underlying_arguments) are copied through the stack, and
+// their padding bytes carry whatever was there: zero the stack first so they are zero.
+__attribute__((noinline)) static void scrub_stack() {
+  volatile unsigned char area[1 << 16];
+  for (size_t i = 0; i < sizeof(area); ++i) area[i] = 0;
+}
+
+template <typename Layout>
+typename Layout::Stride packed_stride(int rows, int cols) {
+  return Layout::packed(cutlass::MatrixCoord(rows, cols)).stride();
+}
+
+// CUTLASS 2.x GemmUniversal: Params(Arguments, device_sms, sm_occupancy).
+template <typename Kernel>
+void pack_2x(PackRequest const &req, PackResult &out) {
+  using Params = typename Kernel::Params;
+  using Arguments = typename Kernel::Arguments;
+  using EpilogueParams = typename Kernel::EpilogueOutputOp::Params;
+  using Element = typename Kernel::EpilogueOutputOp::ElementCompute;
+  static_assert(sizeof(Params) <= sizeof(g_params_storage), "Params too large");
+
+  cutlass::gemm::GemmCoord problem(req.m, req.n, req.k);
+  Arguments args(
+      cutlass::gemm::GemmUniversalMode::kGemm, problem, /*batch_count=*/1,
+      EpilogueParams(Element(req.alpha), Element(req.beta)),
+      req.a, req.b, req.c, req.d,
+      /*batch strides*/ 0, 0, 0, 0,
+      packed_stride<typename Kernel::LayoutA>(req.m, req.k).at(0),
+      packed_stride<typename Kernel::LayoutB>(req.k, req.n).at(0),
+      packed_stride<typename Kernel::LayoutC>(req.m, req.n).at(0),
+      packed_stride<typename Kernel::LayoutC>(req.m, req.n).at(0));
+
+  std::memset(g_params_storage, 0, sizeof(g_params_storage));
+  Params *params = new (g_params_storage) Params(args, req.sm_count, /*sm_occupancy=*/1);
+  // init_workspace() would cudaMemset the semaphore; the row's scratch buffer is zeroed
+  // by the verifier instead, so only the pointer is stored.
+  if (params->get_workspace_size() > 0) params->semaphore = static_cast<int *>(req.workspace);
+
+  dim3 grid = params->get_grid_dims();
+  out.bytes = g_params_storage;
+  out.size = sizeof(Params);
+  out.grid[0] = grid.x; out.grid[1] = grid.y; out.grid[2] = grid.z;
+  out.block[0] = Kernel::kThreadCount; out.block[1] = 1; out.block[2] = 1;
+  out.cluster[0] = out.cluster[1] = out.cluster[2] = 1;
+  out.smem = sizeof(typename Kernel::SharedStorage);
+  out.workspace_bytes = params->get_workspace_size();
+
+  // The swizzle's own grid, computed from the problem rather than from Params.
+  using Swizzle = typename Kernel::ThreadblockSwizzle;
+  using Tile = typename Kernel::ThreadblockShape;
+  Swizzle swizzle;
+  cutlass::gemm::GemmCoord tiled = swizzle.get_tiled_shape(
+      problem, {Tile::kM, Tile::kN, Tile::kK}, 1);
+  dim3 check = swizzle.get_grid_shape(tiled);
+  out.check_grid[0] = check.x; out.check_grid[1] = check.y; out.check_grid[2] = check.z;
+  out.check_block = cutlass::gemm::device::GemmUniversalAdapter<Kernel>::GemmKernel::kThreadCount;
+  out.check_smem = cutlass::gemm::device::GemmUniversalBase<Kernel>::kSharedStorageSize;
+}
+
+#ifdef CUTLASS_PACK_3X
+// CUTLASS 3.x GemmUniversal: Params = to_underlying_arguments(Arguments, workspace) with the
+// SM count given (never queried).
+template <typename Kernel>
+void pack_3x(PackRequest const &req, PackResult &out) {
+  using Params = typename Kernel::Params;
+  using Arguments = typename Kernel::Arguments;
+  static_assert(sizeof(Params) <= sizeof(g_params_storage), "Params too large");
+  using StrideA = typename Kernel::StrideA;
+  using StrideB = typename Kernel::StrideB;
+  using StrideC = typename Kernel::StrideC;
+  using StrideD = typename Kernel::StrideD;
+
+  Arguments args{};
+  args.mode = cutlass::gemm::GemmUniversalMode::kGemm;
+  args.problem_shape = {req.m, req.n, req.k, 1};
+  args.mainloop.ptr_A = static_cast<typename Kernel::ElementA const *>(req.a);
+  args.mainloop.dA = cutlass::make_cute_packed_stride(StrideA{}, cute::make_shape(req.m, req.k, 1));
+  args.mainloop.ptr_B = static_cast<typename Kernel::ElementB const *>(req.b);
+  args.mainloop.dB = cutlass::make_cute_packed_stride(StrideB{}, cute::make_shape(req.n, req.k, 1));
+  args.epilogue.thread.alpha = req.alpha;
+  args.epilogue.thread.beta = req.beta;
+  args.epilogue.ptr_C = static_cast<typename Kernel::ElementC const *>(req.c);
+  args.epilogue.dC = cutlass::make_cute_packed_stride(StrideC{}, cute::make_shape(req.m, req.n, 1));
+  args.epilogue.ptr_D = static_cast<typename Kernel::ElementD *>(req.d);
+  args.epilogue.dD = cutlass::make_cute_packed_stride(StrideD{}, cute::make_shape(req.m, req.n, 1));
+  args.hw_info.device_id = 0;
+  args.hw_info.sm_count = req.sm_count;
+
+  std::memset(g_params_storage, 0, sizeof(g_params_storage));
+  Params *params = new (g_params_storage) Params(Kernel::to_underlying_arguments(args, req.workspace));
+  dim3 grid = Kernel::get_grid_shape(*params);
+  dim3 block = Kernel::get_block_shape();
+  using Cluster = typename Kernel::DispatchPolicy::ClusterShape;
+  out.bytes = g_params_storage;
+  out.size = sizeof(Params);
+  out.grid[0] = grid.x; out.grid[1] = grid.y; out.grid[2] = grid.z;
+  out.block[0] = block.x; out.block[1] = block.y; out.block[2] = block.z;
+  out.cluster[0] = cute::size<0>(Cluster{});
+  out.cluster[1] = cute::size<1>(Cluster{});
+  out.cluster[2] = cute::size<2>(Cluster{});
+  out.smem = Kernel::SharedStorageSize;
+  out.workspace_bytes = Kernel::get_workspace_size(args);
+  out.check_grid[0] = grid.x; out.check_grid[1] = grid.y; out.check_grid[2] = grid.z;
+  out.check_block = Kernel::MaxThreadsPerBlock;
+  out.check_smem = sizeof(typename Kernel::SharedStorage);
+}
+#endif
+
+static void print_result(const char *name, PackResult const &r) {
+  std::printf("{\"kernel\": \"%s\", \"params_hex\": \"", name);
+  for (size_t i = 0; i < r.size; ++i) std::printf("%02x", r.bytes[i]);
+  std::printf("\", \"grid\": [%u, %u, %u], \"block\": [%u, %u, %u], \"cluster\": [%u, %u, %u], "
+              "\"dynamic_smem\": %zu, \"workspace_bytes\": %zu, "
+              "\"check_grid\": [%u, %u, %u], \"check_block\": %u, \"check_smem\": %zu}\n",
+              r.grid[0], r.grid[1], r.grid[2], r.block[0], r.block[1], r.block[2],
+              r.cluster[0], r.cluster[1], r.cluster[2], r.smem, r.workspace_bytes,
+              r.check_grid[0], r.check_grid[1], r.check_grid[2], r.check_block, r.check_smem);
+}
+
+static void *parse_pointer(const char *text) {
+  return reinterpret_cast<void *>(std::strtoull(text, nullptr, 16));
+}
+
+// Reads requests, one per line: KERNEL M N K ALPHA BETA SM_COUNT A B C D WORKSPACE.
+static int packer_main(PackEntry const *entries, size_t count, int, char **) {
+  char line[4096];
+  while (std::fgets(line, sizeof(line), stdin)) {
+    char name[1024], pa[32], pb[32], pc[32], pd[32], pw[32];
+    PackRequest req;
+    scrub_stack();
+    if (std::sscanf(line, "%1023s %d %d %d %lf %lf %d %31s %31s %31s %31s %31s", name, &req.m,
+                    &req.n, &req.k, &req.alpha, &req.beta, &req.sm_count, pa, pb, pc, pd, pw) != 12) {
+      std::printf("{\"error\": \"bad request line\"}\n");
+      continue;
+    }
+    req.a = parse_pointer(pa); req.b = parse_pointer(pb); req.c = parse_pointer(pc);
+    req.d = parse_pointer(pd); req.workspace = parse_pointer(pw);
+    bool found = false;
+    for (size_t i = 0; i < count; ++i) {
+      if (std::strcmp(entries[i].name, name) == 0) {
+        PackResult result{};
+        scrub_stack();
+        entries[i].fn(req, result);
+        print_result(name, result);
+        found = true;
+        break;
+      }
+    }
+    if (!found) std::printf("{\"kernel\": \"%s\", \"error\": \"unknown kernel\"}\n", name);
+    std::fflush(stdout);
+  }
+  return 0;
+}

@@ -1,0 +1,102 @@
+"""The GEMM a CUTLASS kernel computes, stated in the kernel's own terms, and its group.
+
+CUTLASS 2.x library instances with column-major C are emitted as the transposed problem
+(A and B swapped, M and N swapped, every layout transposed), so the kernel always writes a
+row-major D. We describe each row by what its PTX does: the kernel's M, N, K, its A/B/C
+layouts, and buffers A, B, (C,) D stored as row-major arrays of the storage shape.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from dataset_spec.model import Buffer, Distribution, Problem
+from builders.cutlass_catalog import DTYPE_NAMES, KernelSpec
+
+DEFAULT_PROBLEM = (512, 768, 520)  # M, N, K: 520 exercises a partial K tile
+LAYOUT_WORDS = {"n": "col", "t": "row"}
+TRANSPOSED = {"col": "row", "row": "col"}
+
+
+@dataclass
+class KernelGemm:
+    """Element types and layouts of the GEMM as the kernel sees it."""
+    element_a: str
+    element_b: str
+    element_c: str
+    element_d: str
+    element_accumulator: str
+    layout_a: str
+    layout_b: str
+    layout_c: str
+    alignment_a: int
+    alignment_b: int
+    alignment_c: int
+    swapped: bool  # True when the library problem was transposed into this kernel
+
+
+def kernel_gemm(spec: KernelSpec) -> KernelGemm:
+    k = spec.knobs
+    la, lb, lc = (LAYOUT_WORDS[k["layout_a"]], LAYOUT_WORDS[k["layout_b"]], LAYOUT_WORDS[k["layout_c"]])
+    if spec.generation == 2:  # EmitGemmUniversalInstance: "transposed B/A operand"
+        return KernelGemm(k["element_b"], k["element_a"], k["element_c"], k["element_d"],
+                          k["element_accumulator"], TRANSPOSED[lb], TRANSPOSED[la], TRANSPOSED[lc],
+                          k["alignment_b"], k["alignment_a"], k["alignment_c"], True)
+    return KernelGemm(k["element_a"], k["element_b"], k["element_c"], k["element_d"],
+                      k["element_accumulator"], la, lb, lc,
+                      k["alignment_a"], k["alignment_b"], k["alignment_c"], False)
+
+
+def storage_shape(layout: str, rows: int, cols: int) -> tuple:
+    return (rows, cols) if layout == "row" else (cols, rows)
+
+
+def group_id(spec: KernelSpec, m: int, n: int, k: int, alpha: float, beta: float) -> str:
+    g = kernel_gemm(spec)
+    types = "_".join([g.element_a, g.element_b, g.element_accumulator, g.element_d])
+    layouts = "".join(x[0] for x in (g.layout_a, g.layout_b, g.layout_c))  # r/c, kernel terms
+    return f"cutlass/gemm/{types}/{layouts}/a{alpha:g}b{beta:g}/M{m}N{n}K{k}"
+
+
+def check_alignment(spec: KernelSpec, m: int, n: int, k: int) -> None:
+    """Raise ValueError when a leading dimension is not a multiple of an alignment."""
+    g = kernel_gemm(spec)
+    contiguous = {
+        "A": (k if g.layout_a == "row" else m, g.alignment_a),
+        "B": (n if g.layout_b == "row" else k, g.alignment_b),
+        "C": (n if g.layout_c == "row" else m, g.alignment_c),
+    }
+    for name, (extent, align) in contiguous.items():
+        if extent % align:
+            raise ValueError(f"{spec.name}: {name}'s contiguous extent {extent} is not a multiple "
+                             f"of its alignment {align}")
+
+
+def tolerance_override(spec: KernelSpec, k: int) -> dict:
+    """tf32 inputs round to 10 mantissa bits: wider than the float32 policy."""
+    if spec.knobs.get("math_element_a") == "tf32" or spec.knobs.get("element_a") == "tf32":
+        return {"atol": round(8 * math.sqrt(k) * 2.0 ** -10, 6), "rtol": 5e-3}
+    return {}
+
+
+def make_problem(spec: KernelSpec, m: int, n: int, k: int, alpha: float = 1.0, beta: float = 0.0) -> Problem:
+    g = kernel_gemm(spec)
+    buffers = [
+        Buffer("A", DTYPE_NAMES[g.element_a], storage_shape(g.layout_a, m, k), "in"),
+        Buffer("B", DTYPE_NAMES[g.element_b], storage_shape(g.layout_b, k, n), "in"),
+    ]
+    if beta != 0:
+        buffers.append(Buffer("C", DTYPE_NAMES[g.element_c], storage_shape(g.layout_c, m, n), "in"))
+    buffers.append(Buffer("D", DTYPE_NAMES[g.element_d], storage_shape(g.layout_c, m, n), "out"))
+    params = {
+        "M": m, "N": n, "K": k, "layout_a": g.layout_a, "layout_b": g.layout_b,
+        "layout_c": g.layout_c, "alpha": alpha, "beta": beta,
+        "accumulator": DTYPE_NAMES[g.element_accumulator],
+        "math_input": spec.knobs.get("math_element_a"),
+    }
+    return Problem(problem_id=group_id(spec, m, n, k, alpha, beta), op="gemm", buffers=buffers,
+                   params=params, tolerance=tolerance_override(spec, k))
+
+
+def scratch_init() -> Distribution:
+    return Distribution("zeros")

@@ -1,0 +1,74 @@
+"""Write the minimal CUDA translation units for a batch of CUTLASS kernels.
+
+Each unit holds the generator's own instance declarations (``EmitGemmUniversalInstance`` /
+``EmitGemmUniversal3xInstance``), one explicit instantiation of the kernel entry per
+instance (``cutlass::Kernel2<Op>`` for 2.x, ``cutlass::device_kernel<Op>`` for 3.x), and,
+for the packer, the host-side ``Params`` packing code. No profiler boilerplate.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from builders.cutlass_catalog import load_manifest_operations
+
+PACKER_CPP = Path(__file__).with_name("cutlass_host") / "packer.h"
+
+INCLUDES_2X = [
+    "cutlass/cutlass.h", "cutlass/numeric_types.h", "cutlass/arch/arch.h", "cutlass/arch/mma.h",
+    "cutlass/layout/matrix.h", "cutlass/gemm/device/gemm_universal_adapter.h",
+    "cutlass/gemm/kernel/default_gemm_universal.h",
+]
+INCLUDES_3X = [
+    "cutlass/cutlass.h", "cutlass/gemm/gemm.h", "cutlass/numeric_types.h",
+    "cutlass/gemm/kernel/gemm_universal.hpp", "cutlass/gemm/collective/collective_builder.hpp",
+    "cutlass/epilogue/collective/collective_builder.hpp", "cutlass/util/packed_stride.hpp",
+]
+
+
+def _operation(spec):
+    return load_manifest_operations(spec.sm)[spec.name]
+
+
+def instance_declaration(spec) -> str:
+    """The generator's C++ declaration of ``struct <name>`` (the kernel type)."""
+    from cutlass_library.gemm_operation import EmitGemmUniversal3xInstance, EmitGemmUniversalInstance
+    emitter = EmitGemmUniversal3xInstance() if spec.generation == 3 else EmitGemmUniversalInstance()
+    return emitter.emit(_operation(spec))
+
+
+def entry_instantiation(spec) -> str:
+    """An explicit instantiation of the kernel's ``__global__`` entry."""
+    if spec.generation == 3:
+        return (f"template __global__ void cutlass::device_kernel<{spec.name}>("
+                f"CUTLASS_GRID_CONSTANT {spec.name}::Params const);\n")
+    return f"template __global__ void cutlass::Kernel2<{spec.name}>({spec.name}::Params);\n"
+
+
+def kernel_source(specs) -> str:
+    """A translation unit that instantiates exactly the given kernels."""
+    includes = INCLUDES_3X if any(s.generation == 3 for s in specs) else INCLUDES_2X
+    parts = [f"// CUTLASS kernel instantiations: {len(specs)} kernel(s)\n"]
+    parts += [f'#include "{h}"\n' for h in includes]
+    parts.append('#include "cutlass/device_kernel.h"\n')
+    for spec in specs:
+        parts.append(instance_declaration(spec))
+        parts.append(entry_instantiation(spec))
+    return "".join(parts)
+
+
+def packer_source(specs) -> str:
+    """A host program that packs ``Params`` for the given kernels (see cutlass_host/packer.h)."""
+    includes = INCLUDES_3X if any(s.generation == 3 for s in specs) else INCLUDES_2X
+    parts = ["// CUTLASS Params packer\n"]
+    parts += [f'#include "{h}"\n' for h in includes]
+    parts.append('#include "cutlass/gemm/device/gemm_universal_adapter.h"\n')
+    parts.append(f'#include "{PACKER_CPP.name}"\n')
+    for spec in specs:
+        parts.append(instance_declaration(spec))
+    parts.append("\nstatic const PackEntry kPackers[] = {\n")
+    for spec in specs:
+        fn = "pack_3x" if spec.generation == 3 else "pack_2x"
+        parts.append(f'  {{"{spec.name}", &{fn}<{spec.name}>}},\n')
+    parts.append("};\n\nint main(int argc, char **argv) { return packer_main(kPackers, "
+                 "sizeof(kPackers) / sizeof(kPackers[0]), argc, argv); }\n")
+    return "".join(parts)

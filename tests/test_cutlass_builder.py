@@ -1,0 +1,148 @@
+"""CPU tests of the CUTLASS builder: enumeration, knobs, compiled rows, packed launches.
+
+Compiles a handful of kernels (cached under ~/.cache/ptxds/cutlass, or
+$PTXDS_CUTLASS_CACHE); skipped when nvidia-cutlass or the CUDA compiler wheels are absent.
+"""
+from __future__ import annotations
+
+import re
+import subprocess
+
+import pytest
+
+pytest.importorskip("cutlass_library", reason="nvidia-cutlass is not installed (pip install 'ptxds[cutlass]')")
+
+from builders.base import BuildOptions  # noqa: E402
+from builders import cutlass_catalog as catalog  # noqa: E402
+from builders.cutlass import CutlassBuilder  # noqa: E402
+from builders.cutlass_compile import CutlassCompileError, find_nvcc  # noqa: E402
+from builders.cutlass_ptx import entry_params  # noqa: E402
+
+SEED_FAMILY = "cutlass_tensorop_bf16_s16816gemm_bf16_*"
+
+
+def _have_nvcc() -> bool:
+    try:
+        return find_nvcc().exists()
+    except CutlassCompileError:
+        return False
+
+
+needs_nvcc = pytest.mark.skipif(not _have_nvcc(), reason="nvcc from the CUDA wheels is not installed")
+
+
+def test_seed_family_enumeration():
+    specs = catalog.enumerate_kernels((SEED_FAMILY,), ("sm_80",))
+    assert len(specs) >= 200
+    assert {s.knobs["library_layouts"] for s in specs} == {"nn", "nt", "tn", "tt"}
+    assert {s.knobs["alignment"] for s in specs} == {2, 4, 8}
+    assert len({(tuple(s.knobs["threadblock_tile"]), s.knobs["stages"]) for s in specs}) > 10
+    names = {s.name for s in specs}
+    assert "cutlass_tensorop_bf16_s16816gemm_bf16_128x128_64x3_nt_align2" in names
+
+
+def test_knobs_of_a_known_kernel():
+    ops = catalog.load_manifest_operations(80)
+    spec = catalog.describe_operation(ops["cutlass_tensorop_bf16_s16816gemm_bf16_128x128_64x3_nt_align8"])
+    k = spec.knobs
+    assert k["threadblock_tile"] == [128, 128, 64] and k["stages"] == 3
+    assert k["instruction_shape"] == [16, 8, 16] and k["warp_count"] == [2, 2, 1]
+    assert k["warp_shape"] == [64, 64, 64]
+    assert (k["element_a"], k["element_accumulator"], k["element_d"]) == ("bf16", "f32", "bf16")
+    assert (k["layout_a"], k["layout_b"], k["layout_c"]) == ("n", "t", "n")
+    assert k["alignment"] == 8 and k["opcode_class"] == "tensorop"
+    assert "Swizzle" in k["swizzle"] and k["epilogue"] == "LinearCombination"
+
+
+def test_sm90_names_parse_cluster_and_schedule():
+    name = ("cutlass3x_sm90_tensorop_gemm_bf16_bf16_f32_bf16_bf16_128x128x64_2x1x1_0_tnn_align8"
+            "_warpspecialized_cooperative_epi_tma")
+    knobs = catalog.parse_name(name)
+    assert knobs["cluster_shape"] == [2, 1, 1] and knobs["library_layouts"] == "tnn"
+    assert knobs["schedule_suffix"] == "_warpspecialized_cooperative_epi_tma"
+
+
+def test_sampling_is_deterministic():
+    specs = catalog.enumerate_kernels((SEED_FAMILY,), ("sm_80",))
+    first = [s.name for s in catalog.sample_kernels(specs, 5, seed=7)]
+    again = [s.name for s in catalog.sample_kernels(specs, 5, seed=7)]
+    other = [s.name for s in catalog.sample_kernels(specs, 5, seed=8)]
+    assert first == again and len(first) == 5 and first != other
+
+
+@pytest.fixture(scope="module")
+def built_rows():
+    if not _have_nvcc():
+        pytest.skip("nvcc from the CUDA wheels is not installed")
+    builder = CutlassBuilder(BuildOptions(archs=["sm_80"], limit=2, sample_seed=1,
+                                          extra={"family": "cutlass_tensorop_bf16_s16816gemm_bf16_*_tn_align*"}))
+    rows = []
+    for item in builder.work_items():
+        rows += builder.build(item)
+    return rows
+
+
+@needs_nvcc
+def test_rows_are_built_with_one_blob_param(built_rows):
+    assert len(built_rows) == 2
+    for row in built_rows:
+        assert row.status == "built", row.status_message
+        (launch,) = row.launches
+        params = entry_params(row.ptx, launch.entry)
+        assert len(params) == 1 and params[0].size == len(launch.args[0].blob)
+        assert row.name in launch.entry
+        assert row.provenance["sample_seed"] == 1 and row.provenance["sm_count"] == 132
+        assert row.provenance["licence"] == "BSD-3-Clause (CUTLASS)"
+        assert row.group_id == "cutlass/gemm/bf16_bf16_f32_bf16/rcr/a1b0/M512N768K520"
+
+
+@needs_nvcc
+def test_patch_offsets_cover_a_b_d(built_rows):
+    for row in built_rows:
+        patches = row.launches[0].args[0].patches
+        assert {"A", "B", "D"} <= {p.buffer for p in patches}
+        assert all(p.offset % 8 == 0 for p in patches)
+
+
+@needs_nvcc
+def test_launch_shape_matches_cutlass_device_values(built_rows):
+    for row in built_rows:
+        launch = row.launches[0]
+        k = row.variant
+        tm, tn, tk = k["threadblock_tile"]
+        assert launch.block == (32 * k["warp_count"][0] * k["warp_count"][1] * k["warp_count"][2], 1, 1)
+        # GemmIdentityThreadblockSwizzle<8>: grid x = tiles_m << log_tile, y = tiles_n >> log_tile
+        tiles_m, tiles_n = -(-512 // tm), -(-768 // tn)
+        log_tile = 3 if tiles_n >= 6 else 2 if tiles_n >= 3 else 1 if tiles_n >= 2 else 0
+        assert launch.grid == (tiles_m << log_tile, -(-tiles_n // (1 << log_tile)), 1)
+        stage_bytes = (tm * tk + tk * tn) * 2
+        assert launch.dynamic_smem >= k["stages"] * stage_bytes
+
+
+@needs_nvcc
+def test_rows_assemble_with_ptxas(built_rows, tmp_path):
+    ptxas = find_nvcc().parent / "ptxas"
+    for i, row in enumerate(built_rows):
+        path = tmp_path / f"k{i}.ptx"
+        path.write_text(row.ptx)
+        proc = subprocess.run([str(ptxas), "-arch=sm_80", str(path), "-o", str(tmp_path / f"k{i}.cubin")],
+                              capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr
+        assert re.search(r"mma\.sync\.aligned\.m16n8k16", row.ptx)
+
+
+@needs_nvcc
+def test_sm90a_rows_contain_wgmma_and_workspace_scratch():
+    family = "cutlass3x_sm90_tensorop_gemm_bf16_bf16_f32_bf16_bf16_128x128x64_1x1x1_0_tnn_align4_*"
+    builder = CutlassBuilder(BuildOptions(archs=["sm_90a"], extra={"family": family}))
+    rows = [row for item in builder.work_items() for row in builder.build(item)]
+    assert len(rows) == 3
+    for row in rows:
+        assert row.status == "built", row.status_message
+        assert row.arch == "sm_90a" and "wgmma.mma_async" in row.ptx
+        (launch,) = row.launches
+        assert launch.block == (384, 1, 1)
+        assert {"A", "B", "D"} <= {p.buffer for p in launch.args[0].patches}
+    stream_k = [r for r in rows if "stream_k" in r.name]
+    assert stream_k and stream_k[0].scratch[0].init.kind == "zeros"
+    assert stream_k[0].launches[0].grid == (132, 1, 1)  # persistent grid sized by --sm-count
