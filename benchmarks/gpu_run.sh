@@ -24,6 +24,6 @@ for ds in .gpu/*/; do
 done
 if [ -d .gpu/triton ] && [ -z "${SKIP_BENCH:-}" ]; then
   echo "== benchmark"
-  python3 benchmarks/verify_throughput.py .gpu/triton --work "$work/bench" 2>&1 | tee "$out/bench.log"
+  python3 benchmarks/verify_throughput.py .gpu/triton $( [ -d .gpu/cutlass ] && echo .gpu/cutlass ) --work "$work/bench" --csv "$out/timing.csv" 2>&1 | tee "$out/bench.log"
 fi
 tar -czf "$out/verified.tar.gz" -C "$work" $(cd "$work" && ls -d *-verified 2>/dev/null)

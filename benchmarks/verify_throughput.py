@@ -1,17 +1,21 @@
 """Verify throughput and timing quality on a GPU.
 
-    python benchmarks/verify_throughput.py DATASET --work DIR [--do-bench 24]
+    python benchmarks/verify_throughput.py DATASET [DATASET ...] --work DIR [--csv FILE]
 
+Per dataset:
 1. Throughput: kernels verified (3 trials) and timed per GPU-minute, with the driver's JIT
    only (no assembly pool) and with PTX assembled ahead in a process pool.
-2. Repeatability: the same dataset verified twice; median |delta| of per-row median times.
-3. Agreement with ``triton.testing.do_bench`` (when triton and torch are importable) on the
-   same kernels, launched the same way from the rows.
-Prints one table at the end.
+2. Repeatability: the dataset verified again in a new process; |delta| of per-row median
+   times, split at 10 us.
+Then, over the passing rows of all datasets, agreement with ``triton.testing.do_bench``
+(when triton and torch are importable), the rows launched exactly as the verifier does,
+with our timing measured again beside it under a few flush/warm-up variants.
+Prints one table at the end; ``--csv`` keeps the per-row numbers.
 """
 from __future__ import annotations
 
 import argparse
+import csv
 import shutil
 import statistics
 import sys
@@ -24,6 +28,8 @@ sys.path.insert(0, str(ROOT))
 from dataset_spec.shards import read_records  # noqa: E402
 from verify import verify_dataset  # noqa: E402
 
+SMALL_US = 10.0
+
 
 def timed_verify(dataset, out: Path, **kwargs) -> tuple:
     shutil.rmtree(out, ignore_errors=True)
@@ -34,96 +40,107 @@ def timed_verify(dataset, out: Path, **kwargs) -> tuple:
     return seconds, rows, summary
 
 
-def relative_deltas(first: list, second: list) -> list:
+def relative_deltas(first: list, second: list) -> dict:
+    """build_key -> (median time of the first run, relative |delta| to the second)."""
     times = {r.build_key: r.time_us_median for r in first if r.status == "passed" and r.time_us_median}
-    return [abs(r.time_us_median - times[r.build_key]) / times[r.build_key]
-            for r in second if r.build_key in times and r.time_us_median]
+    return {r.build_key: (times[r.build_key], abs(r.time_us_median - times[r.build_key]) / times[r.build_key])
+            for r in second if r.build_key in times and r.time_us_median}
 
 
-def do_bench_times(rows: list, limit: int) -> dict:
-    """build_key -> do_bench median (us) for up to ``limit`` passing rows."""
+class ZeroFlush:
+    """do_bench's L2 flush: zero a 256 MB buffer before each sample."""
+
+    def __init__(self, buffer):
+        self.buffer = buffer
+
+    def fill_bytes(self, value, stream=None):
+        self.buffer.fill_bytes(0, stream)
+
+
+def timing_comparison(rows: list) -> list:
+    """Per passing row: do_bench median and our timing (as in verify, with a long warm-up,
+    and with do_bench's flush), all in one process on the same loaded row."""
     try:
         import torch
         from triton.testing import do_bench
     except ImportError as exc:
         print(f"do_bench comparison skipped: {exc}")
-        return {}
-    from verify.args import entry_params, pack_args
-    from verify.driver import Context, DeviceBuffer, Module, PreparedLaunch
-    from verify.inputs import init_array, make_trial_inputs, poison_array
+        return []
+    from verify.driver import Context, DeviceBuffer
+    from verify.inputs import make_trial_inputs
+    from verify.row import load_row
+    from verify.timing import time_launches
+    from verify.worker import FLUSH_MIN_BYTES
 
     ctx = Context(0)
     torch.cuda.init()
     stream = torch.cuda.ExternalStream(int(ctx.stream))
-    result = {}
-    for row in [r for r in rows if r.status == "passed"][:limit]:
-        module = Module.from_ptx(row.ptx)
-        trial = make_trial_inputs(row.problem, row.group_id, 0)
-        buffers = {}
-        for buf in row.buffers():
-            device = buffers[buf.name] = DeviceBuffer(buf.nbytes)
-            if buf.name in trial.storage:
-                device.upload(trial.storage[buf.name])
-            elif buf.init is not None:
-                device.upload(init_array(buf))
-            else:
-                device.upload(poison_array(buf.dtype, buf.shape))
-        addresses = {name: b.address for name, b in buffers.items()}
-        launches = []
-        for launch in row.launches:
-            packed = pack_args(launch, addresses, entry_params(row.ptx, launch.entry))
-            launches.append(PreparedLaunch(module.function(launch.entry), launch.grid, launch.block,
-                                           packed.buffer, packed.offsets, ctx.stream,
-                                           launch.cluster, launch.dynamic_smem))
-
-        def run():
-            for launch in launches:
-                launch.enqueue()
-
+    flush = DeviceBuffer(max(2 * ctx.info.l2_bytes, FLUSH_MIN_BYTES))
+    zero_flush = ZeroFlush(DeviceBuffer(256 << 20))
+    results = []
+    for row in rows:
+        loaded = load_row(row, ctx.stream)
+        loaded.prepare(make_trial_inputs(row.problem, row.group_id, 0).storage)
         with torch.cuda.stream(stream):
-            result[row.build_key] = 1000.0 * do_bench(run, warmup=25, rep=200, return_mode="median")
+            bench_us = 1000.0 * do_bench(loaded.enqueue, warmup=25, rep=200, return_mode="median")
+        ours = time_launches(ctx.stream, loaded.launches, flush)
+        ours_warm = time_launches(ctx.stream, loaded.launches, flush, warmup=300)
+        ours_zero = time_launches(ctx.stream, loaded.launches, zero_flush, warmup=300)
         ctx.synchronize()
-        for b in buffers.values():
-            b.free()
-        module.unload()
-    return result
+        loaded.free()
+        results.append({"name": row.name, "group": row.group_id, "verify_us": row.time_us_median,
+                        "do_bench_us": bench_us, "ours_us": ours.median_us,
+                        "ours_warm_us": ours_warm.median_us, "ours_zero256_us": ours_zero.median_us,
+                        "samples": ours.samples})
+    return results
+
+
+def _median_pct(values: list) -> str:
+    return f"{100 * statistics.median(values):.2f}% (max {100 * max(values):.2f}%, n={len(values)})" if values else "-"
+
+
+def _ratio(values: list) -> str:
+    if not values:
+        return "-"
+    return f"{statistics.median(values):.3f} (range {min(values):.3f}-{max(values):.3f}, n={len(values)})"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("dataset")
+    parser.add_argument("datasets", nargs="+")
     parser.add_argument("--work", required=True, help="scratch folder for the verified copies")
-    parser.add_argument("--do-bench", type=int, default=24, help="rows to compare with do_bench")
-    parser.add_argument("--groups", default=None)
+    parser.add_argument("--compare", type=int, default=16, help="rows per dataset compared with do_bench")
+    parser.add_argument("--csv", default=None)
     args = parser.parse_args()
     work = Path(args.work)
-    common = dict(groups=args.groups, trials=3, timing=True)
-
-    jit_s, jit_rows, _ = timed_verify(args.dataset, work / "jit", assemble_jobs=0, **common)
-    pool_s, pool_rows, summary = timed_verify(args.dataset, work / "pool", **common)
-    again_s, again_rows, _ = timed_verify(args.dataset, work / "again", **common)
-    deltas = relative_deltas(pool_rows, again_rows)
-    bench = do_bench_times(pool_rows, args.do_bench)
-    ours = {r.build_key: r for r in pool_rows}
-    ratios = [ours[k].time_us_median / v for k, v in bench.items() if ours[k].time_us_median]
-    big = [ours[k].time_us_median / v for k, v in bench.items() if v >= 10.0]
-
-    print(summary.format())
-    print("\n| measure | value |\n|---|---|")
-    print(f"| GPU | {summary.gpu_name} |")
-    print(f"| rows verified + timed | {len(pool_rows)} |")
-    print(f"| kernels / GPU-minute, driver JIT only | {len(jit_rows) / jit_s * 60:.1f} ({jit_s:.1f} s) |")
-    print(f"| kernels / GPU-minute, assembly pool | {len(pool_rows) / pool_s * 60:.1f} ({pool_s:.1f} s) |")
-    print(f"| kernels / GPU-minute, assembly pool, 2nd run | {len(again_rows) / again_s * 60:.1f} |")
-    if deltas:
-        print(f"| run-to-run median abs delta of median time | {100 * statistics.median(deltas):.2f}% "
-              f"(max {100 * max(deltas):.2f}%, {len(deltas)} rows) |")
-    if ratios:
-        print(f"| ours / do_bench, median ratio (all {len(ratios)}) | {statistics.median(ratios):.3f} "
-              f"(range {min(ratios):.3f}-{max(ratios):.3f}) |")
-    if big:
-        print(f"| ours / do_bench, kernels >= 10 us ({len(big)}) | median {statistics.median(big):.3f}, "
-              f"worst {max(big, key=lambda x: abs(x - 1)):.3f} |")
+    table, compared, gpu = [], [], ""
+    for dataset in args.datasets:
+        name = Path(dataset).name
+        jit_s, jit_rows, _ = timed_verify(dataset, work / f"{name}-jit", assemble_jobs=0)
+        pool_s, pool_rows, summary = timed_verify(dataset, work / f"{name}-pool")
+        _, again_rows, _ = timed_verify(dataset, work / f"{name}-again")
+        gpu = summary.gpu_name
+        deltas = relative_deltas(pool_rows, again_rows)
+        table.append((f"{name}: kernels / GPU-minute, driver JIT only", f"{len(jit_rows) / jit_s * 60:.1f} ({len(jit_rows)} rows, {jit_s:.1f} s)"))
+        table.append((f"{name}: kernels / GPU-minute, assembly pool", f"{len(pool_rows) / pool_s * 60:.1f} ({len(pool_rows)} rows, {pool_s:.1f} s)"))
+        table.append((f"{name}: run-to-run median abs delta, rows >= {SMALL_US:g} us", _median_pct([d for t, d in deltas.values() if t >= SMALL_US])))
+        table.append((f"{name}: run-to-run median abs delta, rows < {SMALL_US:g} us", _median_pct([d for t, d in deltas.values() if t < SMALL_US])))
+        passing = sorted((r for r in pool_rows if r.status == "passed"), key=lambda r: -r.time_us_median)
+        compared += timing_comparison(passing[:args.compare])
+    for label, key in (("verify run", "verify_us"), ("same process", "ours_us"),
+                       ("long warm-up", "ours_warm_us"), ("long warm-up + 256 MB zero flush", "ours_zero256_us")):
+        for size, test in ((f">= {SMALL_US:g} us", lambda r: r["do_bench_us"] >= SMALL_US),
+                           (f"< {SMALL_US:g} us", lambda r: r["do_bench_us"] < SMALL_US)):
+            ratios = [r[key] / r["do_bench_us"] for r in compared if test(r)]
+            table.append((f"ours / do_bench ({label}), kernels {size}", _ratio(ratios)))
+    if args.csv and compared:
+        with open(args.csv, "w", newline="") as handle:
+            writer = csv.DictWriter(handle, fieldnames=list(compared[0]))
+            writer.writeheader()
+            writer.writerows(compared)
+    print(f"\n| measure ({gpu}) | value |\n|---|---|")
+    for label, value in table:
+        print(f"| {label} | {value} |")
 
 
 if __name__ == "__main__":

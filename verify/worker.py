@@ -12,7 +12,7 @@ import dataclasses
 import multiprocessing as mp
 import os
 import time
-from dataclasses import dataclass, field
+
 from typing import Optional
 
 import numpy as np
@@ -35,83 +35,28 @@ class WorkerDied(RuntimeError):
 # Worker side (runs in the child process)
 # --------------------------------------------------------------------------------------
 
-@dataclass
-class _RowState:
-    """The row currently loaded in the worker: kept so a timing job can reuse it."""
-    build_key: str
-    module: object
-    buffers: dict                        # name -> DeviceBuffer
-    specs: dict                          # name -> Buffer (dataset_spec.model)
-    launches: list                       # PreparedLaunch
-    init_host: dict = field(default_factory=dict)  # name -> host array kept alive for async re-init
-
-    def free(self) -> None:
-        for buf in self.buffers.values():
-            buf.free()
-        self.module.unload()
-
-
 class _Worker:
     def __init__(self, conn, ordinal: int):
         from .driver import Context, DeviceBuffer, sm_clock_mhz
         self.conn = conn
         self.ctx = Context(ordinal)
         self.flush = DeviceBuffer(max(2 * self.ctx.info.l2_bytes, FLUSH_MIN_BYTES))
-        self.row: Optional[_RowState] = None
+        self.row = None  # the loaded row (row.LoadedRow), kept for its timing job
         self.inputs: dict = {}
         self.inputs_group = None
         self.sm_clock = sm_clock_mhz
 
     # ---- row set-up -------------------------------------------------------------------
-    def _load_row(self, record, cubin: Optional[bytes]):
-        from .args import entry_params, pack_args
-        from .driver import DeviceBuffer, Module, PreparedLaunch
+    def _load_row(self, record, cubin: Optional[bytes]) -> str:
+        from .row import load_row
         if self.row is not None:
             self.row.free()
             self.row = None
-        load_path = "driver_jit"
-        module = None
-        if cubin:
-            try:
-                module = Module.from_cubin(cubin)
-                load_path = "cubin"
-            except Exception as exc:  # a bad cubin still leaves the driver JIT to try
-                if getattr(exc, "sticky", False):
-                    raise
-                module = None
-        if module is None:
-            module = Module.from_ptx(record.ptx)
-        buffers, specs = {}, {}
-        try:
-            for buf in record.buffers():
-                buffers[buf.name] = DeviceBuffer(buf.nbytes)
-                specs[buf.name] = buf
-            addresses = {name: b.address for name, b in buffers.items()}
-            launches = []
-            for launch in record.launches:
-                function = module.function(launch.entry)
-                packed = pack_args(launch, addresses, entry_params(record.ptx, launch.entry))
-                launches.append(PreparedLaunch(function, launch.grid, launch.block, packed.buffer, packed.offsets,
-                                               self.ctx.stream, launch.cluster, launch.dynamic_smem))
-        except BaseException:
-            for b in buffers.values():
-                b.free()
-            module.unload()
-            raise
-        self.row = _RowState(record.build_key, module, buffers, specs, launches)
-        return load_path
+        self.row = load_row(record, self.ctx.stream, cubin)
+        return self.row.load_path
 
     def _prepare(self, inputs: dict, seed: int) -> None:
-        """Inputs uploaded; outputs and scratch poisoned, or set to their init values."""
-        from .inputs import init_array, poison_word
-        for name, buf in self.row.buffers.items():
-            spec = self.row.specs[name]
-            if spec.role in ("in", "inout"):
-                buf.upload(inputs[name])
-            elif spec.init is not None:
-                buf.upload(init_array(spec, seed))
-            else:
-                buf.fill_word(*poison_word(spec.dtype))
+        self.row.prepare(inputs, seed)
 
     def _run_once(self) -> None:
         from .driver import check, cu
