@@ -112,3 +112,25 @@ def test_timing_is_repeatable(ptx, tmp_path):
         medians.append(row.time_us_median)
     # a tiny kernel: loose bound, the lead's benchmark measures the real repeatability
     assert abs(medians[0] - medians[1]) / medians[0] < 0.25, medians
+
+
+def test_stream_hold_keeps_the_batch_waiting_until_released():
+    from verify.driver import Context, Event, check, cu
+    from verify.hold import StreamHold
+    ctx = Context(0)
+    hold = StreamHold(ctx.stream, timeout_s=5.0)
+    try:
+        done = Event()
+        hold.hold()
+        done.record(ctx.stream)
+        import time
+        time.sleep(0.05)
+        (status,) = cu.cuEventQuery(done.handle)
+        assert status == cu.CUresult.CUDA_ERROR_NOT_READY  # the GPU is still held
+        hold.release()
+        check(cu.cuEventSynchronize(done.handle), "cuEventSynchronize")
+        (status,) = cu.cuEventQuery(done.handle)
+        assert status == cu.CUresult.CUDA_SUCCESS
+        done.destroy()
+    finally:
+        hold.close()

@@ -15,11 +15,14 @@ from typing import Callable, Optional, Sequence
 
 import numpy as np
 
+from .hold import MAX_HELD_COMMANDS
+
 TARGET_RSE = 0.005
 MIN_SAMPLES = 10
 MAX_SAMPLES = 2000
 BATCH_SECONDS = 0.05  # wall time one enqueued batch should cover
 MAX_BATCH = 200
+WARMUP_SECONDS = 0.025  # as do_bench: long enough for clocks to ramp up after idling
 
 
 @dataclass
@@ -71,12 +74,16 @@ def batch_size(sample_wall_s: float, remaining: int) -> int:
 
 def time_launches(stream, launches: Sequence, flush, before: Optional[Callable[[], None]] = None,
                   budget_s: float = 1.0, min_samples: int = MIN_SAMPLES, max_samples: int = MAX_SAMPLES,
-                  target_rse: float = TARGET_RSE, warmup: int = 3) -> TimingStats:
+                  target_rse: float = TARGET_RSE, warmup: int = 3, warmup_s: float = WARMUP_SECONDS,
+                  hold=None) -> TimingStats:
     """Time a launch sequence (``PreparedLaunch`` objects) on ``stream``.
 
     ``flush``: a DeviceBuffer of at least twice the L2 size, overwritten before each sample.
     ``before``: enqueues work that must precede every sample outside the timed region
-    (re-initialising zero-init scratch such as semaphores).
+    (re-initialising zero-init scratch such as semaphores). ``hold``: a ``hold.StreamHold``
+    that keeps the GPU waiting while each batch is enqueued. Warm-up runs for at least
+    ``warmup`` sequences and ``warmup_s`` seconds, so clocks have ramped up after the idle
+    time of the correctness checks.
     """
     from .driver import Event, check, cu
 
@@ -85,12 +92,18 @@ def time_launches(stream, launches: Sequence, flush, before: Optional[Callable[[
         if before is not None:
             before()
 
-    for i in range(warmup):
+    warm_start, i = time.perf_counter(), 0
+    while i < warmup or time.perf_counter() - warm_start < warmup_s:
         enqueue_prologue(i)
         for launch in launches:
             launch.enqueue()
+        i += 1
+        if i % 16 == 0:
+            check(cu.cuStreamSynchronize(stream), "cuStreamSynchronize")
     check(cu.cuStreamSynchronize(stream), "cuStreamSynchronize")
 
+    commands_per_sample = 3 + len(launches) + (1 if before is not None else 0)
+    held_batch = max(1, MAX_HELD_COMMANDS // commands_per_sample) if hold is not None else MAX_BATCH
     events = [(Event(), Event()) for _ in range(MAX_BATCH)]
     samples: list = []
     start_wall = time.perf_counter()
@@ -98,14 +111,21 @@ def time_launches(stream, launches: Sequence, flush, before: Optional[Callable[[
     try:
         while not should_stop(samples, time.perf_counter() - start_wall, budget_s, min_samples, max_samples, target_rse):
             k = batch_size(sample_wall, max_samples - len(samples)) if sample_wall else min(5, max_samples - len(samples))
+            k = min(k, held_batch)
             t0 = time.perf_counter()
-            for j in range(k):
-                enqueue_prologue(len(samples) + j)
-                start, end = events[j]
-                start.record(stream)
-                for launch in launches:
-                    launch.enqueue()
-                end.record(stream)
+            if hold is not None:
+                hold.hold()
+            try:
+                for j in range(k):
+                    enqueue_prologue(len(samples) + j)
+                    start, end = events[j]
+                    start.record(stream)
+                    for launch in launches:
+                        launch.enqueue()
+                    end.record(stream)
+            finally:
+                if hold is not None:
+                    hold.release()
             check(cu.cuEventSynchronize(events[k - 1][1].handle), "cuEventSynchronize")
             sample_wall = (time.perf_counter() - t0) / k
             samples.extend(end.elapsed_ms(start) * 1000.0 for start, end in events[:k])

@@ -45,6 +45,7 @@ class _Worker:
         self.inputs: dict = {}
         self.inputs_group = None
         self.sm_clock = sm_clock_mhz
+        self.hold = None  # hold.StreamHold, made on the first timing job
 
     # ---- row set-up -------------------------------------------------------------------
     def _load_row(self, record, cubin: Optional[bytes]) -> str:
@@ -130,7 +131,13 @@ class _Worker:
                 else:
                     buf.upload_async(host, stream)
 
-        stats = time_launches(stream, self.row.launches, self.flush, before if reinit else None,
+        if self.hold is None:
+            from .hold import StreamHold
+            self.hold = StreamHold(stream)
+        # A copy from pageable host memory may wait for the stream, which a held stream
+        # never frees: such rows are enqueued ahead without the hold.
+        hold = self.hold if all(zero for _, _, zero in reinit) else None
+        stats = time_launches(stream, self.row.launches, self.flush, before if reinit else None, hold=hold,
                               budget_s=job.get("budget_s", 1.0), max_samples=job.get("max_samples", 2000))
         check(cu.cuStreamSynchronize(stream), "cuStreamSynchronize")
         return {"stats": dataclasses.asdict(stats), "sm_clock_mhz": self.sm_clock(self.ctx.info)}
