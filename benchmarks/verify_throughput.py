@@ -83,7 +83,8 @@ def timing_comparison(rows: list) -> list:
     results = []
     for row in rows:
         loaded = load_row(row, ctx.stream)
-        loaded.prepare(make_trial_inputs(row.problem, row.group_id, 0).storage)
+        # the inputs verify timed the row with: those of its last trial
+        loaded.prepare(make_trial_inputs(row.problem, row.group_id, (row.trials or 1) - 1).storage)
         with torch.cuda.stream(stream):
             bench_us = 1000.0 * do_bench(loaded.enqueue, warmup=25, rep=200, return_mode="median")
         ours = time_launches(ctx.stream, loaded.launches, flush, hold=hold)

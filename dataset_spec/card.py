@@ -22,7 +22,7 @@ reference is within the dtype- and reduction-length-based tolerance (`atol`, `rt
 members. Crashes, traps, JIT failures and hangs affect only their row (`status`).
 Passing rows are timed with CUDA events around the launch sequence, the L2 cache flushed
 between samples, samples enqueued ahead of the GPU, until the relative standard error is
-at most 0.5% or the time budget ends (`time_us_median`, `time_us_iqr`, `time_us_min`,
+at most 0.25% or the time budget ends (`time_us_median`, `time_us_iqr`, `time_us_min`,
 `time_samples`, `gpu_name`, `sm_clock_mhz`, `driver_version`).
 """
 

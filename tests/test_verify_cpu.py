@@ -265,7 +265,7 @@ def test_timing_statistics():
     assert median_rse([1.0]) == math.inf
     assert not should_stop(list(steady[:5]), 10.0, 1.0)           # min samples first
     assert should_stop(list(steady), 0.0, 1.0)                    # converged
-    noisy = list(np.random.default_rng(1).uniform(5, 15, 20))
+    noisy = list(np.random.default_rng(1).uniform(5, 15, 60))  # past MIN_SAMPLES, far from converged
     assert not should_stop(noisy, 0.1, 1.0) and should_stop(noisy, 1.1, 1.0)
     assert should_stop([1.0] * 2000, 0.0, 1.0)
     assert batch_size(1e-5, 1000) == 200 and batch_size(0.1, 5) == 1
@@ -381,3 +381,47 @@ def test_verify_dataset_without_driver_is_one_clear_error(tmp_path):
         verify_dataset(tmp_path / "in", tmp_path / "out", progress=False)
     assert "\n" not in str(info.value)
     assert not (tmp_path / "out").exists()
+
+
+TMA_PTX = """
+.version 8.7
+.target sm_90a
+.address_size 64
+.visible .entry tma(
+	.param .align 64 .b8 tma_param_0[320]
+)
+{ ret; }
+"""
+
+
+def fake_tensormap_encoder(calls):
+    """Stands in for the driver: 128 bytes spelling the address and the box, and a log."""
+    def encode(params, address):
+        calls.append((params, address))
+        return struct.pack("<QQ", address, params["box_dim"][0]) + bytes(112)
+    return encode
+
+
+def test_pack_args_encodes_tensormap_patches_at_their_offsets():
+    from dataset_spec.model import TENSORMAP_KEYS
+    params = {key: 0 for key in TENSORMAP_KEYS}
+    params.update(rank=2, global_dim=[64, 32], global_strides=[128], box_dim=[64, 8], element_strides=[1, 1])
+    blob = bytes(range(256)) + bytes(64)
+    launch = Launch("tma", 1, 384, [Arg("blob", blob=blob, patches=[
+        Patch(0, "a", kind="tensormap", tensormap=params), Patch(128, "b"),
+        Patch(192, "b", addend=64, kind="tensormap", tensormap=dict(params, box_dim=[32, 8]))])])
+    decl = entry_params(TMA_PTX, "tma")
+    assert [(p.size, p.align) for p in decl] == [(320, 64)]
+    calls = []
+    packed = pack_args(launch, ADDR, decl, encode_tensormap=fake_tensormap_encoder(calls))
+    buf = packed.buffer
+    assert len(buf) == 320 and packed.offsets == [0]
+    assert struct.unpack_from("<QQ", buf, 0) == (ADDR["a"], 64) and buf[16:128] == bytes(112)
+    assert struct.unpack_from("<Q", buf, 128)[0] == ADDR["b"]
+    assert buf[136:192] == blob[136:192]                       # bytes between patches kept
+    assert struct.unpack_from("<QQ", buf, 192) == (ADDR["b"] + 64, 32)
+    assert [address for _, address in calls] == [ADDR["a"], ADDR["b"] + 64]
+    with pytest.raises(ArgError, match="tensor map encoder"):
+        pack_args(launch, ADDR, decl)
+    with pytest.raises(ArgError, match="returned 8 bytes"):
+        pack_args(launch, ADDR, decl, encode_tensormap=lambda params, address: bytes(8))

@@ -1,19 +1,26 @@
 """Kernel parameter packing: a Launch's args + device addresses -> one packed parameter buffer.
 
 The layout follows PTX's parameter space: each parameter is aligned to its natural size
-(scalars, pointers) or to its declared ``.align`` (by-value blobs). The packed buffer plus
-each parameter's offset feed either the driver's kernelParams array or its extra buffer.
+(scalars, pointers) or to its declared ``.align`` (by-value blobs: a ``__grid_constant__``
+CUTLASS ``Params`` holding ``CUtensorMap`` descriptors is ``.align 64``). The packed buffer
+plus each parameter's offset feed either the driver's kernelParams array or its extra buffer.
+
+Blob patches write buffer addresses, or ``CUtensorMap`` descriptors that only a CUDA driver
+can encode: the caller passes ``encode_tensormap(params, address) -> 128 bytes``
+(``verify.driver.encode_tensor_map`` on a GPU; any function in tests).
 """
 from __future__ import annotations
 
 import re
 import struct
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Callable, Optional
 
 import numpy as np
 
-from dataset_spec.model import SCALAR_DTYPES, Arg, Launch
+from dataset_spec.model import SCALAR_DTYPES, TENSORMAP_BYTES, Arg, Launch
+
+TensorMapEncoder = Callable[[dict, int], bytes]
 
 
 class ArgError(ValueError):
@@ -107,8 +114,9 @@ def scalar_bytes(dtype: str, value: str) -> bytes:
     return (number & ((1 << bits) - 1)).to_bytes(size, "little")
 
 
-def arg_bytes(arg: Arg, addresses: dict) -> bytes:
-    """One argument's bytes. ``addresses`` maps buffer name -> device address."""
+def arg_bytes(arg: Arg, addresses: dict, encode_tensormap: Optional[TensorMapEncoder] = None) -> bytes:
+    """One argument's bytes. ``addresses`` maps buffer name -> device address;
+    ``encode_tensormap`` is needed only for blobs with tensormap patches."""
     if arg.kind == "buffer":
         if arg.buffer not in addresses:
             raise ArgError(f"arg refers to buffer {arg.buffer!r}, which is not among {sorted(addresses)}")
@@ -122,8 +130,21 @@ def arg_bytes(arg: Arg, addresses: dict) -> bytes:
         if patch.buffer not in addresses:
             raise ArgError(f"blob patch refers to buffer {patch.buffer!r}, which is not among {sorted(addresses)}")
         value = (int(addresses[patch.buffer]) + int(patch.addend)) & ((1 << 64) - 1)
-        blob[patch.offset:patch.offset + 8] = value.to_bytes(8, "little")
+        if patch.kind == "tensormap":
+            blob[patch.offset:patch.offset + TENSORMAP_BYTES] = _tensormap_bytes(patch, value, encode_tensormap)
+        else:
+            blob[patch.offset:patch.offset + 8] = value.to_bytes(8, "little")
     return bytes(blob)
+
+
+def _tensormap_bytes(patch, address: int, encode_tensormap: Optional[TensorMapEncoder]) -> bytes:
+    if encode_tensormap is None:
+        raise ArgError(f"blob patch at {patch.offset} is a CUtensorMap: packing it needs a tensor "
+                       f"map encoder (a CUDA driver)")
+    data = bytes(encode_tensormap(patch.tensormap, address))
+    if len(data) != TENSORMAP_BYTES:
+        raise ArgError(f"tensor map encoder returned {len(data)} bytes, not {TENSORMAP_BYTES}")
+    return data
 
 
 def default_align(arg: Arg) -> int:
@@ -134,9 +155,11 @@ def default_align(arg: Arg) -> int:
     return arg.size
 
 
-def pack_args(launch: Launch, addresses: dict, params: Optional[list] = None) -> PackedParams:
+def pack_args(launch: Launch, addresses: dict, params: Optional[list] = None,
+              encode_tensormap: Optional[TensorMapEncoder] = None) -> PackedParams:
     """Pack ``launch.args`` into one buffer. With ``params`` (from ``entry_params``) the
-    count, each size and each alignment are checked against the kernel's declaration."""
+    count, each size and each alignment are checked against the kernel's declaration.
+    ``encode_tensormap`` encodes the CUtensorMap patches of blobs (see the module doc)."""
     if params is not None:
         if len(params) != len(launch.args):
             raise ArgError(f"entry {launch.entry} declares {len(params)} params, the launch gives {len(launch.args)} args")
@@ -150,7 +173,7 @@ def pack_args(launch: Launch, addresses: dict, params: Optional[list] = None) ->
         align = params[i].align if params is not None else default_align(arg)
         offset = _align_up(len(buffer), max(align, 1))
         buffer.extend(bytes(offset - len(buffer)))
-        data = arg_bytes(arg, addresses)
+        data = arg_bytes(arg, addresses, encode_tensormap)
         offsets.append(offset)
         sizes.append(len(data))
         buffer.extend(data)

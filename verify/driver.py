@@ -330,6 +330,24 @@ class DeviceBuffer:
             self.ptr = None
 
 
+def encode_tensor_map(params: dict, address: int) -> bytes:
+    """The 128-byte ``CUtensorMap`` that ``cuTensorMapEncodeTiled`` encodes for ``address``
+    and the recorded arguments of a tensormap patch (see ``dataset_spec.model.Patch``)."""
+    init()
+    rank = int(params["rank"])
+    tensor_map = check(cu.cuTensorMapEncodeTiled(
+        cu.CUtensorMapDataType(int(params["data_type"])), rank, int(address),
+        [cu.cuuint64_t(int(v)) for v in params["global_dim"]],
+        [cu.cuuint64_t(int(v)) for v in params["global_strides"]],
+        [cu.cuuint32_t(int(v)) for v in params["box_dim"]],
+        [cu.cuuint32_t(int(v)) for v in params["element_strides"]],
+        cu.CUtensorMapInterleave(int(params["interleave"])),
+        cu.CUtensorMapSwizzle(int(params["swizzle"])),
+        cu.CUtensorMapL2promotion(int(params["l2_promotion"])),
+        cu.CUtensorMapFloatOOBfill(int(params["oob_fill"]))), "cuTensorMapEncodeTiled")
+    return b"".join(int(word).to_bytes(8, "little") for word in tensor_map.opaque)
+
+
 class Event:
     def __init__(self):
         self.handle = check(cu.cuEventCreate(cu.CUevent_flags.CU_EVENT_DEFAULT.value), "cuEventCreate")

@@ -45,7 +45,7 @@ def load_row(record, stream, cubin: Optional[bytes] = None) -> LoadedRow:
     """Load ``record`` in the current context: from ``cubin`` when given and loadable,
     else through the driver's JIT from its PTX; allocate its buffers; pack its launches."""
     from .args import entry_params, pack_args
-    from .driver import DeviceBuffer, Module, PreparedLaunch
+    from .driver import DeviceBuffer, Module, PreparedLaunch, encode_tensor_map
     load_path = "driver_jit"
     module = None
     if cubin:
@@ -67,7 +67,7 @@ def load_row(record, stream, cubin: Optional[bytes] = None) -> LoadedRow:
         launches = []
         for launch in record.launches:
             function = module.function(launch.entry)
-            packed = pack_args(launch, addresses, entry_params(record.ptx, launch.entry))
+            packed = pack_args(launch, addresses, entry_params(record.ptx, launch.entry), encode_tensor_map)
             launches.append(PreparedLaunch(function, launch.grid, launch.block, packed.buffer, packed.offsets,
                                            stream, launch.cluster, launch.dynamic_smem))
     except BaseException:

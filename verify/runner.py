@@ -23,6 +23,7 @@ from dataset_spec.shards import ShardWriter, done_keys, read_records
 from .assembly_pool import AssemblyPool, runnable_reason
 from .compare import trivial_reason
 from .inputs import make_trial_inputs
+from .timing import TARGET_RSE
 from .outcome import OutputSpec, Verdict, classify
 
 PASS_THROUGH = ("build_failed", "no_problem")
@@ -230,7 +231,7 @@ class _Run:
         row.time_us_min, row.time_samples = stats["min_us"], stats["samples"]
         row.sm_clock_mhz = reply.get("sm_clock_mhz") or None
         if not stats["converged"]:
-            note = f"timing did not reach 0.5% RSE (median RSE {stats['rse'] * 100:.2f}%)"
+            note = f"timing did not reach {TARGET_RSE:.2%} RSE (median RSE {stats['rse'] * 100:.2f}%)"
             row.status_message = f"{row.status_message}; {note}" if row.status_message else note
 
     def summarise(self, group_id: str, rows: list, results: dict) -> GroupSummary:
