@@ -149,9 +149,11 @@ def info(dataset, as_json):
 @click.option("--workers", type=int, default=0, help="GPU worker processes (default: one per GPU)")
 @click.option("--kernel-timeout", type=float, default=20.0, show_default=True,
               help="seconds before a member counts as hung")
+@click.option("--reference", type=click.Choice(["auto", "numpy", "torch"]), default="auto", show_default=True,
+              help="where float64 references run (auto: torch on the GPU for large GEMMs when installed)")
 @click.option("--silent", is_flag=True, help="no progress bar")
 @library_errors
-def verify(dataset, out_dir, groups, trials, no_timing, workers, kernel_timeout, silent):
+def verify(dataset, out_dir, groups, trials, no_timing, workers, kernel_timeout, reference, silent):
     """Run every group on the GPU, check equivalence, time every member; writes new shards.
 
     Example:
@@ -166,7 +168,7 @@ def verify(dataset, out_dir, groups, trials, no_timing, workers, kernel_timeout,
         raise click.UsageError("--out must differ from DATASET: the input is never changed in place")
     summary = verify_dataset(dataset, out_dir, groups=groups, trials=trials, timing=not no_timing,
                              workers=workers, kernel_timeout=kernel_timeout,
-                             progress=not silent)
+                             progress=not silent, reference=reference)
     write_pairs(out_dir)
     write_card(out_dir)
     click.echo(summary.format())

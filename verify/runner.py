@@ -23,6 +23,7 @@ from dataset_spec.shards import ShardWriter, done_keys, read_records
 from .assembly_pool import AssemblyPool, runnable_reason
 from .compare import trivial_reason
 from .inputs import make_trial_inputs
+from .reference import reference_outputs
 from .timing import TARGET_RSE
 from .outcome import OutputSpec, Verdict, classify
 
@@ -80,8 +81,10 @@ class _ProblemTrials:
     refusal_status: str = ""
 
 
-def prepare_problem(problem: Problem, group_id: str, n_trials: int) -> _ProblemTrials:
-    """Draw inputs, compute references and tolerances for every trial; refuse trivial ones."""
+def prepare_problem(problem: Problem, group_id: str, n_trials: int,
+                    reference: str = "auto") -> _ProblemTrials:
+    """Draw inputs, compute references and tolerances for every trial; refuse trivial ones.
+    ``reference``: where the float64 reference runs (see reference.py)."""
     op = get_op(problem.op)
     trials = [make_trial_inputs(problem, group_id, t) for t in range(n_trials)]
     specs = []
@@ -92,7 +95,7 @@ def prepare_problem(problem: Problem, group_id: str, n_trials: int) -> _ProblemT
     prepared = _ProblemTrials(problem, trials, [], specs)
     for trial in trials:
         try:
-            ref = op.reference(dict(trial.values), problem)
+            ref = reference_outputs(op, dict(trial.values), problem, reference)
         except Exception as exc:
             prepared.refusal = f"reference failed: {type(exc).__name__}: {exc}"
             return prepared
@@ -139,9 +142,11 @@ class _Run:
     """One verify_dataset call: shared state of the group threads."""
 
     def __init__(self, groups: list, out_dir: Path, trials: int, timing: bool, kernel_timeout: float,
-                 time_budget: float, pool: Optional[AssemblyPool], gpu_cc: tuple, progress_bar):
+                 time_budget: float, pool: Optional[AssemblyPool], gpu_cc: tuple, progress_bar,
+                 reference: str = "auto"):
         self.groups = groups
         self.trials = trials
+        self.reference = reference
         self.timing = timing
         self.kernel_timeout = kernel_timeout
         self.time_budget = time_budget
@@ -190,7 +195,7 @@ class _Run:
                 continue
             digest = row.problem.digest()
             if digest not in prepared_by_digest:
-                prepared_by_digest[digest] = prepare_problem(row.problem, group_id, self.trials)
+                prepared_by_digest[digest] = prepare_problem(row.problem, group_id, self.trials, self.reference)
             prepared = prepared_by_digest[digest]
             if prepared.refusal:
                 status = prepared.refusal_status or "trivial_reference"
@@ -284,14 +289,16 @@ def select_groups(records: list, pattern: Optional[str]) -> list:
 
 def verify_dataset(in_dir, out_dir, *, groups: Optional[str] = None, trials: int = 3, timing: bool = True,
                    workers: Optional[int] = None, kernel_timeout: float = 20.0, assemble_jobs: Optional[int] = None,
-                   progress: bool = True, time_budget: float = 1.0) -> VerifySummary:
+                   progress: bool = True, time_budget: float = 1.0, reference: str = "auto") -> VerifySummary:
     """Verify (and time) every group of the dataset in ``in_dir``; write rows to ``out_dir``.
 
     ``groups``: fnmatch pattern on group_id. ``workers``: GPU worker processes, spread over
     the visible GPUs (None or 0: one per GPU). ``kernel_timeout``: seconds one row may take (JIT, all trials) before
     its worker is killed (status timeout). ``assemble_jobs``: processes assembling PTX ahead
     of the GPU (None: all cores, 0: none, the driver JIT does it). ``time_budget``: seconds
-    of timing per passing row. Raises NoDriverError when no GPU can be used.
+    of timing per passing row. ``reference``: auto (torch on the GPU for large array-API
+    ops when torch is importable, else numpy), numpy, or torch. Raises NoDriverError when
+    no GPU can be used.
     """
     from .worker import GpuWorker
     in_path, out_path = Path(in_dir).resolve(), Path(out_dir).resolve()
@@ -323,7 +330,7 @@ def verify_dataset(in_dir, out_dir, *, groups: Optional[str] = None, trials: int
                 bar = tqdm(total=len(todo), unit="group", desc="verify")
             except ImportError:
                 bar = None
-        run = _Run(todo, out_path, trials, timing, kernel_timeout, time_budget, pool, cc, bar)
+        run = _Run(todo, out_path, trials, timing, kernel_timeout, time_budget, pool, cc, bar, reference)
         threads = [threading.Thread(target=run.serve, args=(w,), name=f"verify-gpu{w.ordinal}", daemon=True)
                    for w in gpu_workers]
         for t in threads:

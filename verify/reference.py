@@ -1,0 +1,51 @@
+"""Where float64 references are computed: numpy, or torch on the GPU for the ops whose
+reference functions are written against the array API both share (matrix products are the
+slow part of a big GEMM group's verification). torch stays optional."""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+# Reference functions that use only operators and methods numpy and torch share.
+ARRAY_API_OPS = frozenset({"gemm", "vector_add", "square"})
+BACKENDS = ("auto", "numpy", "torch")
+# Below this many multiply-adds the copy to the GPU costs more than numpy's float64 work.
+MIN_GPU_WORK = 1 << 24
+
+
+@functools.lru_cache(maxsize=1)
+def _torch_cuda():
+    try:
+        import torch
+    except ImportError:
+        return None
+    return torch if torch.cuda.is_available() else None
+
+
+def _work(problem) -> int:
+    outputs = sum(b.numel for b in problem.buffers if b.role in ("out", "inout"))
+    return outputs * int(problem.params.get("K", 1))
+
+
+def choose_backend(op_name: str, problem, backend: str = "auto") -> str:
+    if backend not in BACKENDS:
+        raise ValueError(f"reference backend must be one of {BACKENDS}, got {backend!r}")
+    if backend == "numpy" or op_name not in ARRAY_API_OPS:
+        return "numpy"
+    if _torch_cuda() is None:
+        if backend == "torch":
+            raise ValueError("reference backend torch needs torch with a CUDA device; use --reference numpy")
+        return "numpy"
+    if backend == "auto" and _work(problem) < MIN_GPU_WORK:
+        return "numpy"
+    return "torch"
+
+
+def reference_outputs(op, values: dict, problem, backend: str = "auto") -> dict:
+    """op.reference on float64 inputs, returned as float64 numpy arrays."""
+    if choose_backend(op.name, problem, backend) == "numpy":
+        return {k: np.asarray(v, dtype=np.float64) for k, v in op.reference(values, problem).items()}
+    torch = _torch_cuda()
+    tensors = {k: torch.from_numpy(np.ascontiguousarray(v, dtype=np.float64)).cuda() for k, v in values.items()}
+    return {k: v.double().cpu().numpy() for k, v in op.reference(tensors, problem).items()}
