@@ -119,3 +119,14 @@ def test_missing_toolchain_is_one_clear_error(tmp_path):
     assert lines[0].startswith(f"Error: ptxas not found in {tmp_path / 'no-cuda'}/bin; install the "
                                "pinned CUDA wheels: pip install nvidia-cuda-nvcc==13.0.88")
     assert not (tmp_path / "d" / "kernels").exists()
+
+
+def test_verify_without_a_gpu_is_one_clear_error(small_triton_build, tmp_path):
+    from conftest import gpu_unavailable_reason
+    if gpu_unavailable_reason() is None:
+        pytest.skip("a GPU is present here")
+    result = run_cli("verify", str(small_triton_build), "--out", str(tmp_path / "v"))
+    assert result.exit_code == 1
+    assert result.output.startswith("Error: no CUDA")
+    assert result.output.strip().endswith("needs a machine with an NVIDIA GPU and its driver (build and info do not)")
+    assert len(result.output.strip().splitlines()) == 1

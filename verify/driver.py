@@ -63,6 +63,9 @@ class DriverError(RuntimeError):
         return (DriverError, (self.name, self.message, self.call, self.hint, self.log))
 
 
+NO_GPU_FIX = "; ptxds verify needs a machine with an NVIDIA GPU and its driver (build and info do not)"
+
+
 class NoDriverError(RuntimeError):
     """No CUDA driver can be loaded or no device is present."""
 
@@ -104,13 +107,13 @@ def init() -> None:
     try:
         err, = cu.cuInit(0)
     except RuntimeError as exc:  # cuda.bindings raises this when libcuda.so cannot be opened
-        raise NoDriverError(f"no CUDA driver: {exc}") from None
+        raise NoDriverError(f"no CUDA driver ({exc}){NO_GPU_FIX}") from None
     if err != cu.CUresult.CUDA_SUCCESS:
         name, message = _error_text(err)
-        raise NoDriverError(f"no CUDA device: cuInit failed with {name}: {message}")
+        raise NoDriverError(f"no CUDA device (cuInit failed with {name}: {message}){NO_GPU_FIX}")
     count = check(cu.cuDeviceGetCount(), "cuDeviceGetCount")
     if count < 1:
-        raise NoDriverError("no CUDA device: the driver reports 0 devices")
+        raise NoDriverError(f"no CUDA device (the driver reports 0 devices){NO_GPU_FIX}")
     _initialised = True
 
 
