@@ -2,9 +2,10 @@
 
 Enumerates kernels with ``cutlass_library`` (builders/cutlass_catalog.py), compiles only
 their instantiations, several per nvcc call (cutlass_source.py, cutlass_compile.py), splits
-the module per entry (cutlass_ptx.py), and packs each kernel's by-value ``Params`` on the
-CPU with a host packer to get the blob, pointer patch offsets, grid, block and dynamic
-shared memory (cutlass_packer.py). Groups are one function each (cutlass_problem.py).
+the module per entry (``ptx_tools.split_module``), and packs each kernel's by-value
+``Params`` on the CPU with a host packer to get the blob, pointer and CUtensorMap patches,
+grid, block, cluster and dynamic shared memory (cutlass_packer.py). Groups are one function
+each (cutlass_problem.py).
 
 Options (``BuildOptions.extra``): ``family`` (glob or list of globs over procedural names),
 ``sm_count`` (default 132), ``problem`` ((M, N, K), default 512x768x520), ``alpha``,
@@ -17,13 +18,13 @@ import sys
 from collections import defaultdict
 
 from dataset_spec.model import Arg, Buffer, Distribution, KernelRecord, Launch
+from ptx_tools import parse_ptx, split_module
 from builders.base import Builder, BuildOptions, WorkItem
 from builders import cutlass_catalog as catalog
 from builders.cutlass_compile import (BASE_FLAGS, CutlassCompileError, build_packer, compile_to_ptx,
-                                      cutlass_version, nvcc_version_cached)
+                                      cutlass_version, nvcc_version)
 from builders.cutlass_packer import PackError, pack_launch
 from builders.cutlass_problem import DEFAULT_PROBLEM, check_alignment, group_id, kernel_gemm, make_problem
-from builders.cutlass_ptx import entry_params, split_entries
 from builders.cutlass_source import kernel_source, packer_source
 
 LICENCE = "BSD-3-Clause (CUTLASS)"
@@ -33,6 +34,16 @@ DEFAULT_BATCH = 8
 
 def arch_of(spec) -> str:
     return "sm_90a" if spec.sm == 90 else f"sm_{spec.sm}"
+
+
+def uses_tma(spec) -> bool:
+    """3.x kernels load through TMA unless their mainloop is the cp.async one."""
+    return spec.generation == 3 and "cpasync" not in spec.name.lower()
+
+
+def entry_params(ptx: str, entry: str) -> list:
+    """The entry's ``.param`` declarations (``.size``, ``.align``) as ptx_tools parses them."""
+    return parse_ptx(ptx).function(entry).params
 
 
 def _families(extra: dict) -> tuple:
@@ -129,7 +140,7 @@ class CutlassBuilder(Builder):
 
     def _compile_batch(self, specs, arch):
         result = compile_to_ptx(kernel_source(specs), arch)
-        modules = split_entries(result.ptx)
+        modules = split_module(result.ptx)
         found = {}
         for spec in specs:
             token = f"{len(spec.name)}{spec.name}E"
@@ -139,20 +150,28 @@ class CutlassBuilder(Builder):
             ptx = modules[entries[0]]
             if arch == "sm_90a" and "wgmma" not in ptx:
                 raise CutlassCompileError(f"{spec.name}: no wgmma in sm_90a PTX (kernel body compiled out)")
+            if uses_tma(spec) and "cp.async.bulk.tensor" not in ptx:
+                raise CutlassCompileError(f"{spec.name}: a TMA kernel without cp.async.bulk.tensor in its PTX")
             found[spec.name] = (entries[0], ptx)
         return found
 
     def _launch(self, spec, packer, entry, ptx, p):
         m, n, k = p["problem"]
         use_c = p["beta"] != 0
-        packed = pack_launch(packer, spec.name, m, n, k, p["alpha"], p["beta"], p["sm_count"], use_c)
+        packed = pack_launch(packer, spec.name, m, n, k, p["alpha"], p["beta"], p["sm_count"], use_c,
+                             alias_c_to_d=spec.generation == 3)
         params = entry_params(ptx, entry)
         if len(params) != 1 or params[0].size != len(packed.blob):
             raise PackError(f"entry params {[(q.name, q.size) for q in params]} do not match the "
                             f"{len(packed.blob)}-byte Params blob")
+        tensormaps = [q for q in packed.patches if q.kind == "tensormap"]
+        if uses_tma(spec) and not tensormaps:
+            raise PackError(f"{spec.name}: a TMA kernel whose Params hold no CUtensorMap")
+        if tensormaps and params[0].align < 64:
+            raise PackError(f"Params hold CUtensorMaps but the entry param is only .align {params[0].align}")
         blob = bytearray(packed.blob)
-        for patch in packed.patches:  # addresses are written by whoever launches the row
-            blob[patch.offset:patch.offset + 8] = bytes(8)
+        for patch in packed.patches:  # addresses and descriptors are written at launch time
+            blob[patch.offset:patch.offset + patch.size] = bytes(patch.size)
         scratch = []
         if packed.workspace_bytes:
             scratch.append(Buffer("workspace", "uint8", (packed.workspace_bytes,), "scratch",
@@ -173,12 +192,13 @@ class CutlassBuilder(Builder):
             group_id=item.group_id, source="cutlass", variant=variant, name=spec.name,
             arch=p["arch"], ptx=ptx, launches=launches,
             problem=make_problem(spec, m, n, k, p["alpha"], p["beta"]), scratch=scratch,
-            toolchain={"nvcc": nvcc_version_cached(), "nvcc_flags": BASE_FLAGS + [f"-arch={p['arch']}", "-ptx"],
+            toolchain={"nvcc": nvcc_version(), "nvcc_flags": BASE_FLAGS + [f"-arch={p['arch']}", "-ptx"],
                        "cutlass": cutlass_version()},
             provenance={"generator": "cutlass_library (GenerateSM%d)" % spec.sm,
                         "package": f"nvidia-cutlass=={cutlass_version()}",
                         "cutlass_version": cutlass_version(), "licence": LICENCE,
                         "families": p["families"], "limit": p["limit"], "sample_seed": p["sample_seed"],
                         "sm_count": p["sm_count"], "batch": p["names"],
+                        "c_aliases_d": spec.generation == 3 and p["beta"] == 0,
                         "command": " ".join(shlex.quote(a) for a in sys.argv)},
             status=status, status_message=message[-8000:] if message else "")

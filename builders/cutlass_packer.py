@@ -5,6 +5,11 @@ different sentinel pointers per buffer. A little-endian u64 that always equals a
 sentinel plus the same constant is a pointer field (``Patch(offset, buffer, addend)``);
 every other byte must be identical across packs, or the Params cannot be patched and we
 refuse the kernel.
+
+CUtensorMap descriptors (3.x TMA kernels) are encoded by the packer's stand-in for
+``cuTensorMapEncodeTiled`` as a marker plus a record of the encode arguments. Each marker
+found in the Params becomes a ``Patch(kind="tensormap")`` whose buffer and addend come from
+the recorded global address, matched against the sentinels like any pointer field.
 """
 from __future__ import annotations
 
@@ -14,11 +19,12 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from dataset_spec.model import Patch
+from dataset_spec.model import TENSORMAP_ALIGN, TENSORMAP_BYTES, Patch
 
 BUFFER_SLOTS = ("A", "B", "C", "D", "workspace")
 SENTINEL_RUNS = 3
 MAX_ADDEND = 1 << 32
+TENSORMAP_MAGIC = b"PTXDSTMA"  # written by cutlass_host/tensormap_recorder.h
 
 
 class PackError(RuntimeError):
@@ -90,17 +96,78 @@ def find_patches(blobs: list[bytes], pointer_sets: list[dict]) -> list[Patch]:
     return patches
 
 
+def _buffer_of(addresses: list[int], pointer_sets: list[dict]):
+    """(buffer, addend) when ``addresses`` (one per pack) is one buffer's sentinel plus a
+    constant, else None."""
+    for name in BUFFER_SLOTS:
+        ptrs = [ps.get(name) for ps in pointer_sets]
+        if not ptrs[0]:
+            continue
+        addends = {a - p for a, p in zip(addresses, ptrs)}
+        if len(addends) == 1 and abs(next(iter(addends))) < MAX_ADDEND:
+            return name, addends.pop()
+    return None
+
+
+def _marker_offsets(blob: bytes) -> list[int]:
+    offsets, start = [], blob.find(TENSORMAP_MAGIC)
+    while start >= 0:
+        offsets.append(start)
+        start = blob.find(TENSORMAP_MAGIC, start + 1)
+    return offsets
+
+
+def find_tensormap_patches(blobs: list[bytes], records: list[list], pointer_sets: list[dict]) -> list[Patch]:
+    """One tensormap patch per descriptor marker in the Params; every pack must place the
+    same markers, and each must encode a sentinel buffer address with the same arguments."""
+    offsets = _marker_offsets(blobs[0])
+    if any(_marker_offsets(b) != offsets for b in blobs[1:]):
+        raise PackError("tensor map descriptors moved between packs")
+    patches = []
+    for offset in offsets:
+        if offset % TENSORMAP_ALIGN or offset + TENSORMAP_BYTES > len(blobs[0]):
+            raise PackError(f"tensor map descriptor at Params byte {offset} is not a 64-byte aligned CUtensorMap")
+        index = struct.unpack_from("<Q", blobs[0], offset + 8)[0]
+        if index >= len(records[0]):
+            raise PackError(f"tensor map marker {index} at byte {offset} has no recorded encode call")
+        per_pack = [r[index] for r in records]
+        params = [{key: value for key, value in rec.items() if key != "global_address"} for rec in per_pack]
+        if any(p != params[0] for p in params[1:]):
+            raise PackError(f"tensor map at byte {offset}: encode arguments depend on the pointers")
+        found = _buffer_of([int(rec["global_address"], 16) for rec in per_pack], pointer_sets)
+        if found is None:
+            raise PackError(f"tensor map at byte {offset} does not address a known buffer")
+        buffer, addend = found
+        patches.append(Patch(offset=offset, buffer=buffer, addend=addend, kind="tensormap", tensormap=params[0]))
+    return patches
+
+
+def _without_ranges(blob: bytes, patches: list[Patch]) -> bytes:
+    data = bytearray(blob)
+    for p in patches:
+        data[p.offset:p.offset + p.size] = bytes(p.size)
+    return bytes(data)
+
+
 def pack_launch(packer: Path, kernel: str, m: int, n: int, k: int, alpha: float, beta: float,
-                sm_count: int, use_c: bool) -> PackedLaunch:
-    """Params, patches and launch shape for one kernel and problem."""
+                sm_count: int, use_c: bool, alias_c_to_d: bool = False) -> PackedLaunch:
+    """Params, patches and launch shape for one kernel and problem. With ``alias_c_to_d``
+    and no C, C is given D's address: 3.x TMA epilogues encode a descriptor for C even
+    when beta = 0 (C is then never read), and a driver may refuse to encode a null one."""
     probe = run_packer(packer, [_request(kernel, m, n, k, alpha, beta, sm_count, {})])[0]
     slots = ["A", "B", "D"] + (["C"] if use_c else []) + (["workspace"] if probe["workspace_bytes"] else [])
     pointer_sets = [{name: sentinel(BUFFER_SLOTS.index(name), run) for name in slots}
                     for run in range(SENTINEL_RUNS)]
-    results = run_packer(packer, [_request(kernel, m, n, k, alpha, beta, sm_count, ps)
-                                  for ps in pointer_sets])
+    requests = []
+    for ps in pointer_sets:
+        given = dict(ps, C=ps["D"]) if alias_c_to_d and not use_c else ps
+        requests.append(_request(kernel, m, n, k, alpha, beta, sm_count, given))
+    results = run_packer(packer, requests)
     blobs = [bytes.fromhex(r["params_hex"]) for r in results]
-    patches = find_patches(blobs, pointer_sets)
+    tensormap_patches = find_tensormap_patches(blobs, [r.get("tensormaps", []) for r in results], pointer_sets)
+    # Markers are constant across packs; blank them so pointer fields are searched elsewhere.
+    patches = tensormap_patches + find_patches([_without_ranges(b, tensormap_patches) for b in blobs],
+                                               pointer_sets)
     first = results[0]
     for r in results[1:]:
         if (r["grid"], r["block"], r["dynamic_smem"]) != (first["grid"], first["block"], first["dynamic_smem"]):
@@ -110,6 +177,7 @@ def pack_launch(packer: Path, kernel: str, m: int, n: int, k: int, alpha: float,
         raise PackError(f"packer launch shape {first['grid']}/{first['block']}/{first['dynamic_smem']} "
                         f"differs from CUTLASS's device-level values {first['check_grid']}/"
                         f"{first['check_block']}/{first['check_smem']}")
+    patches.sort(key=lambda p: p.offset)
     missing = {"A", "B", "D"} - {p.buffer for p in patches}
     if missing:
         raise PackError(f"no pointer field found for {sorted(missing)}")

@@ -153,13 +153,54 @@ class Problem:
         return hashlib.sha256(self.to_json().encode()).hexdigest()[:16]
 
 
+PATCH_KINDS = ("address", "tensormap")
+TENSORMAP_BYTES = 128  # sizeof(CUtensorMap)
+TENSORMAP_ALIGN = 64   # CUtensorMap is alignas(64), also inside a by-value struct
+TENSORMAP_KEYS = ("data_type", "rank", "global_dim", "global_strides", "box_dim",
+                  "element_strides", "interleave", "swizzle", "l2_promotion", "oob_fill")
+
+
 @dataclass
 class Patch:
-    """Inside a blob, write the device address of ``buffer`` (+ ``addend`` bytes) as a
-    little-endian u64 at byte ``offset``."""
+    """Inside a blob, at byte ``offset``, write either (``kind="address"``) the device
+    address of ``buffer`` (+ ``addend`` bytes) as a little-endian u64, or
+    (``kind="tensormap"``) the 128-byte ``CUtensorMap`` that the driver's
+    ``cuTensorMapEncodeTiled`` encodes from ``tensormap`` (its arguments other than the
+    address: ``data_type``, ``rank``, ``global_dim``, ``global_strides`` (bytes, rank - 1 of
+    them), ``box_dim``, ``element_strides``, ``interleave``, ``swizzle``, ``l2_promotion``,
+    ``oob_fill``, enum values as ints) with the address of ``buffer`` (+ ``addend``)."""
     offset: int
     buffer: str
     addend: int = 0
+    kind: str = "address"
+    tensormap: Optional[dict] = None
+
+    def __post_init__(self):
+        self.kind = self.kind or "address"  # rows written before patches had kinds
+        _check(self.kind in PATCH_KINDS, f"patch.kind must be one of {PATCH_KINDS}, got {self.kind!r}")
+        self.offset, self.addend = int(self.offset), int(self.addend)
+        if self.kind == "address":
+            _check(self.tensormap is None, "an address patch takes no tensormap")
+            return
+        if isinstance(self.tensormap, str):  # as stored in Arrow / Parquet
+            self.tensormap = json.loads(self.tensormap)
+        tm = self.tensormap
+        _check(isinstance(tm, dict), "a tensormap patch needs patch.tensormap (the encode arguments)")
+        missing = [k for k in TENSORMAP_KEYS if k not in tm]
+        _check(not missing, f"patch.tensormap lacks {missing}")
+        rank = tm["rank"]
+        _check(isinstance(rank, int) and 1 <= rank <= 5, f"patch.tensormap.rank must be 1..5, got {rank!r}")
+        for key, length in (("global_dim", rank), ("global_strides", rank - 1), ("box_dim", rank),
+                            ("element_strides", rank)):
+            _check(isinstance(tm[key], list) and len(tm[key]) == length,
+                   f"patch.tensormap.{key} must list {length} ints, got {tm[key]!r}")
+        _check(self.offset % TENSORMAP_ALIGN == 0,
+               f"tensormap patch offset {self.offset} is not {TENSORMAP_ALIGN}-byte aligned")
+
+    @property
+    def size(self) -> int:
+        """Bytes the patch writes."""
+        return TENSORMAP_BYTES if self.kind == "tensormap" else 8
 
 
 @dataclass
@@ -191,8 +232,9 @@ class Arg:
             self.blob = bytes(self.blob)
             self.patches = [Patch(**p) if isinstance(p, dict) else p for p in self.patches]
             for p in self.patches:
-                _check(0 <= p.offset <= len(self.blob) - 8,
-                       f"blob patch offset {p.offset} outside the {len(self.blob)}-byte blob")
+                _check(0 <= p.offset <= len(self.blob) - p.size,
+                       f"blob patch offset {p.offset} (+{p.size} bytes) outside the "
+                       f"{len(self.blob)}-byte blob")
 
     @property
     def size(self) -> int:

@@ -13,7 +13,9 @@ import pyarrow as pa
 from .model import SCHEMA_VERSION, Buffer, KernelRecord, Pair, Problem, Resources, to_plain
 
 DIM3 = pa.list_(pa.int64())
-PATCH = pa.struct([("offset", pa.int64()), ("buffer", pa.string()), ("addend", pa.int64())])
+# ``tensormap`` (the encode arguments of a CUtensorMap patch) is JSON text; null for addresses.
+PATCH = pa.struct([("offset", pa.int64()), ("buffer", pa.string()), ("addend", pa.int64()),
+                   ("kind", pa.string()), ("tensormap", pa.string())])
 ARG = pa.struct([
     ("kind", pa.string()), ("buffer", pa.string()), ("dtype", pa.string()),
     ("value", pa.string()), ("blob", pa.binary()), ("patches", pa.list_(PATCH)),
@@ -77,10 +79,16 @@ def record_to_row(record: KernelRecord) -> dict:
     row["scratch"] = json.dumps(plain["scratch"], sort_keys=True)
     row["resources"] = plain["resources"]
     row["launches"] = [
-        {**launch, "args": [{**arg, "blob": raw.blob} for arg, raw in zip(launch["args"], source.args)]}
+        {**launch, "args": [{**arg, "blob": raw.blob, "patches": [_patch_row(p) for p in arg["patches"]]}
+                            for arg, raw in zip(launch["args"], source.args)]}
         for launch, source in zip(plain["launches"], record.launches)
     ]
     return row
+
+
+def _patch_row(patch: dict) -> dict:
+    tensormap = patch.get("tensormap")
+    return {**patch, "tensormap": None if tensormap is None else json.dumps(tensormap, sort_keys=True)}
 
 
 def row_to_record(row: dict) -> KernelRecord:

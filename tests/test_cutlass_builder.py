@@ -14,17 +14,16 @@ pytest.importorskip("cutlass_library", reason="nvidia-cutlass is not installed (
 
 from builders.base import BuildOptions  # noqa: E402
 from builders import cutlass_catalog as catalog  # noqa: E402
-from builders.cutlass import CutlassBuilder  # noqa: E402
-from builders.cutlass_compile import CutlassCompileError, find_nvcc  # noqa: E402
-from builders.cutlass_ptx import entry_params  # noqa: E402
+from builders.cutlass import CutlassBuilder, entry_params  # noqa: E402
+from ptx_tools import ToolchainError, find_tool  # noqa: E402
 
 SEED_FAMILY = "cutlass_tensorop_bf16_s16816gemm_bf16_*"
 
 
 def _have_nvcc() -> bool:
     try:
-        return find_nvcc().exists()
-    except CutlassCompileError:
+        return find_tool("nvcc").exists()
+    except ToolchainError:
         return False
 
 
@@ -121,7 +120,7 @@ def test_launch_shape_matches_cutlass_device_values(built_rows):
 
 @needs_nvcc
 def test_rows_assemble_with_ptxas(built_rows, tmp_path):
-    ptxas = find_nvcc().parent / "ptxas"
+    ptxas = find_tool("ptxas")
     for i, row in enumerate(built_rows):
         path = tmp_path / f"k{i}.ptx"
         path.write_text(row.ptx)
@@ -146,3 +145,67 @@ def test_sm90a_rows_contain_wgmma_and_workspace_scratch():
     stream_k = [r for r in rows if "stream_k" in r.name]
     assert stream_k and stream_k[0].scratch[0].init.kind == "zeros"
     assert stream_k[0].launches[0].grid == (132, 1, 1)  # persistent grid sized by --sm-count
+
+
+def _marked_params(run: int) -> tuple[bytes, list]:
+    """Params as the packer prints them: a CUtensorMap marker at 128 (recorded index 0,
+    encoding A's sentinel) and D's pointer at 8; plus the packer's encode records."""
+    from builders.cutlass_packer import TENSORMAP_MAGIC, sentinel
+    blob = bytearray(384)
+    blob[8:16] = (sentinel(3, run) + 64).to_bytes(8, "little")
+    blob[128:136] = TENSORMAP_MAGIC
+    record = {"data_type": 1, "rank": 3, "global_address": f"{sentinel(0, run):x}",
+              "global_dim": [520, 512, 1], "global_strides": [1040, 0], "box_dim": [64, 128, 1],
+              "element_strides": [1, 1, 1], "interleave": 0, "swizzle": 3, "l2_promotion": 2, "oob_fill": 0}
+    return bytes(blob), [record]
+
+
+def test_tensormap_markers_become_tensormap_patches():
+    from builders.cutlass_packer import (BUFFER_SLOTS, PackError, find_patches, find_tensormap_patches,
+                                         sentinel)
+    pointer_sets = [{name: sentinel(BUFFER_SLOTS.index(name), run) for name in ("A", "B", "D")}
+                    for run in range(3)]
+    blobs, records = zip(*(_marked_params(run) for run in range(3)))
+    (tma,) = find_tensormap_patches(list(blobs), list(records), pointer_sets)
+    assert (tma.kind, tma.offset, tma.buffer, tma.addend, tma.size) == ("tensormap", 128, "A", 0, 128)
+    assert tma.tensormap["box_dim"] == [64, 128, 1] and "global_address" not in tma.tensormap
+    (ptr,) = find_patches(list(blobs), pointer_sets)
+    assert (ptr.kind, ptr.offset, ptr.buffer, ptr.addend) == ("address", 8, "D", 64)
+    moved = [dict(records[1][0], box_dim=[64, 64, 1])]
+    with pytest.raises(PackError, match="depend on the pointers"):
+        find_tensormap_patches(list(blobs), [records[0], moved, records[2]], pointer_sets)
+
+
+TMA_KERNEL = ("cutlass3x_sm90_tensorop_gemm_bf16_bf16_f32_bf16_bf16_128x128x64_2x1x1_0_tnn_align8"
+              "_warpspecialized_cooperative_epi_tma")
+
+
+@needs_nvcc
+def test_sm90a_tma_row_carries_tensormap_patches_and_cluster():
+    builder = CutlassBuilder(BuildOptions(archs=["sm_90a"], extra={"family": TMA_KERNEL}))
+    (row,) = [row for item in builder.work_items() for row in builder.build(item)]
+    assert row.status == "built", row.status_message
+    assert "wgmma.mma_async" in row.ptx and "cp.async.bulk.tensor" in row.ptx
+    (launch,) = row.launches
+    (param,) = entry_params(row.ptx, launch.entry)
+    assert param.align >= 64 and param.size == len(launch.args[0].blob)  # .align 128 here
+    assert launch.cluster == (2, 1, 1) and launch.block == (384, 1, 1)
+    assert launch.grid == (24, 1, 1)  # 4 x 6 tiles of 128x128, fewer than 132 SMs
+    tensormaps = [p for p in launch.args[0].patches if p.kind == "tensormap"]
+    assert {p.buffer for p in tensormaps} == {"A", "B", "D"}  # C aliases D when beta = 0
+    assert all(p.offset % 64 == 0 and p.addend == 0 for p in tensormaps)
+    a = next(p for p in tensormaps if p.buffer == "A")
+    assert a.tensormap["global_dim"][:2] == [520, 512] and a.tensormap["box_dim"][:2] == [64, 128]
+    for p in tensormaps:  # descriptors are left blank: the verifier encodes them
+        assert launch.args[0].blob[p.offset:p.offset + 128] == bytes(128)
+
+
+@needs_nvcc
+def test_entry_ptx_hash_is_the_same_batched_and_alone(built_rows):
+    from ptx_tools import ptx_hash
+    from builders.cutlass import CutlassBuilder as Builder
+    builder = Builder(BuildOptions(archs=["sm_80"]))
+    for row in built_rows:
+        spec = catalog.describe_operation(catalog.load_manifest_operations(80)[row.name])
+        ((_, alone),) = builder._compile_batch([spec], "sm_80").values()
+        assert ptx_hash(alone) == ptx_hash(row.ptx)

@@ -146,12 +146,15 @@ def test_card_and_load_dataset_round_trip(tmp_path, monkeypatch):
     ShardWriter(tmp_path / "ds").write(records)
     card = write_card(tmp_path / "ds").read_text()
     assert "config_name: kernels" in card and "path: kernels/train/*.parquet" in card
-    loaded = datasets.load_dataset(str(tmp_path / "ds"), "kernels")
+    # cache_dir: HF_HOME is read when datasets is imported, and a stale cache of an older
+    # schema would otherwise answer instead of the files just written.
+    loaded = datasets.load_dataset(str(tmp_path / "ds"), "kernels", cache_dir=str(tmp_path / "hf"))
     total = sum(len(loaded[s]) for s in loaded)
     assert total == 30
     row = loaded["train"][0]
     assert row["launches"][0]["args"][5]["blob"] == bytes(range(32))
-    assert row["launches"][0]["args"][5]["patches"][1] == {"offset": 16, "buffer": "out", "addend": 4}
+    assert row["launches"][0]["args"][5]["patches"][1] == {"offset": 16, "buffer": "out", "addend": 4,
+                                                                 "kind": "address", "tensormap": None}
     assert row["launches"][0]["args"][3] == {"kind": "scalar", "buffer": None, "dtype": "s32",
                                              "value": "1024", "blob": None, "patches": []}
     assert json.loads(row["variant"]) == {"BLOCK": 128, "warps": 4}
@@ -160,3 +163,42 @@ def test_card_and_load_dataset_round_trip(tmp_path, monkeypatch):
     for i, a in enumerate(names):
         for b in names[i + 1:]:
             assert not groups_by_split[a] & groups_by_split[b]
+
+
+TENSORMAP = {"data_type": 9, "rank": 3, "global_dim": [520, 512, 1], "global_strides": [1040, 532480],
+             "box_dim": [64, 64, 1], "element_strides": [1, 1, 1], "interleave": 0, "swizzle": 3,
+             "l2_promotion": 2, "oob_fill": 0}
+
+
+def tensormap_record():
+    blob = bytes(range(256)) * 2  # 512 bytes: descriptors at 64 and 192, a pointer at 8
+    patches = [Patch(8, "x"), Patch(64, "x", kind="tensormap", tensormap=TENSORMAP),
+               Patch(192, "out", 16, kind="tensormap", tensormap=dict(TENSORMAP, swizzle=2))]
+    return KernelRecord(group_id="g", source="test", variant={}, name="tma", arch="sm_90a",
+                        ptx=".version 8.7", problem=vector_add_problem(),
+                        launches=[Launch("k0", (8, 1, 1), 384, [Arg("blob", blob=blob, patches=patches)],
+                                         cluster=(2, 1, 1))])
+
+
+def test_tensormap_patches_round_trip_json_and_arrow(tmp_path):
+    record = tensormap_record()
+    assert KernelRecord.from_json(record.to_json()) == record
+    ShardWriter(tmp_path).write([record])
+    (back,) = read_records(tmp_path)
+    assert back == record
+    patches = back.launches[0].args[0].patches
+    assert [p.kind for p in patches] == ["address", "tensormap", "tensormap"]
+    assert patches[2].tensormap["swizzle"] == 2 and patches[2].addend == 16 and patches[2].size == 128
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda: Patch(96, "x", kind="tensormap", tensormap=TENSORMAP), "not 64-byte aligned"),
+    (lambda: Patch(64, "x", kind="tensormap"), "needs patch.tensormap"),
+    (lambda: Patch(64, "x", kind="tensormap", tensormap=dict(TENSORMAP, box_dim=[64])), "box_dim"),
+    (lambda: Patch(0, "x", kind="descriptor"), "patch.kind"),
+    (lambda: Arg("blob", blob=bytes(160), patches=[Patch(64, "x", kind="tensormap", tensormap=TENSORMAP)]),
+     "outside the 160-byte blob"),
+])
+def test_tensormap_patch_validation(make, message):
+    with pytest.raises(SpecError, match=message):
+        make()

@@ -2,7 +2,8 @@
 // CPU (no device queries), and prints its bytes with the launch shape as one JSON line.
 //
 // Usage: packer KERNEL M N K ALPHA BETA SM_COUNT PTR_A PTR_B PTR_C PTR_D PTR_WORKSPACE
-// (pointers in hex). M, N, K and layouts are in the kernel's own terms.
+// (pointers in hex). M, N, K and layouts are in the kernel's own terms. CUtensorMap
+// descriptors (3.x TMA kernels) come back as markers plus their recorded encode arguments.
 #pragma once
 
 #include <cstdint>
@@ -10,6 +11,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+
+#ifdef CUTLASS_PACK_3X
+#include "tensormap_recorder.h"
+#endif
 
 struct PackRequest {
   int m, n, k;
@@ -42,7 +47,7 @@ alignas(128) static unsigned char g_params_storage[1 << 16];
 // Params built by value (3.x to_underlying_arguments) are copied through the stack, and
 // their padding bytes carry whatever was there: zero the stack first so they are zero.
 __attribute__((noinline)) static void scrub_stack() {
-  volatile unsigned char area[1 << 16];
+  volatile unsigned char area[1 << 20];  // 3.x host code builds large temporaries
   for (size_t i = 0; i < sizeof(area); ++i) area[i] = 0;
 }
 
@@ -128,6 +133,7 @@ void pack_3x(PackRequest const &req, PackResult &out) {
   args.hw_info.sm_count = req.sm_count;
 
   std::memset(g_params_storage, 0, sizeof(g_params_storage));
+  reset_tensormap_records();
   Params *params = new (g_params_storage) Params(Kernel::to_underlying_arguments(args, req.workspace));
   dim3 grid = Kernel::get_grid_shape(*params);
   dim3 block = Kernel::get_block_shape();
@@ -147,16 +153,29 @@ void pack_3x(PackRequest const &req, PackResult &out) {
 }
 #endif
 
+// The tensor maps encoded while packing, or an empty list (2.x kernels have none).
+static void print_tensormaps() {
+#ifdef CUTLASS_PACK_3X
+  print_tensormap_records();
+#else
+  std::printf("[]");
+#endif
+}
+
 static void print_result(const char *name, PackResult const &r) {
   std::printf("{\"kernel\": \"%s\", \"params_hex\": \"", name);
   for (size_t i = 0; i < r.size; ++i) std::printf("%02x", r.bytes[i]);
   std::printf("\", \"grid\": [%u, %u, %u], \"block\": [%u, %u, %u], \"cluster\": [%u, %u, %u], "
               "\"dynamic_smem\": %zu, \"workspace_bytes\": %zu, "
-              "\"check_grid\": [%u, %u, %u], \"check_block\": %u, \"check_smem\": %zu}\n",
+              "\"check_grid\": [%u, %u, %u], \"check_block\": %u, \"check_smem\": %zu, "
+              "\"tensormaps\": ",
               r.grid[0], r.grid[1], r.grid[2], r.block[0], r.block[1], r.block[2],
               r.cluster[0], r.cluster[1], r.cluster[2], r.smem, r.workspace_bytes,
               r.check_grid[0], r.check_grid[1], r.check_grid[2], r.check_block, r.check_smem);
+  print_tensormaps();
+  std::printf("}\n");
 }
+
 
 static void *parse_pointer(const char *text) {
   return reinterpret_cast<void *>(std::strtoull(text, nullptr, 16));
@@ -180,8 +199,14 @@ static int packer_main(PackEntry const *entries, size_t count, int, char **) {
     for (size_t i = 0; i < count; ++i) {
       if (std::strcmp(entries[i].name, name) == 0) {
         PackResult result{};
-        scrub_stack();
-        entries[i].fn(req, result);
+        // Packed twice, the second kept: on a process's first pack, some 3.x Params bytes
+        // that CUTLASS never writes (TMA copy atoms' padding) show stale memory from the
+        // top of the stack (environment strings) that scrubbing below main cannot reach.
+        // The second pack finds them as the first left them, the same in every process.
+        for (int pass = 0; pass < 2; ++pass) {
+          scrub_stack();
+          entries[i].fn(req, result);
+        }
         print_result(name, result);
         found = true;
         break;
