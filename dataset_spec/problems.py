@@ -1,59 +1,109 @@
-"""The problem registry: float64 reference functions and tolerance policies per op.
+"""The problem registry: per op, the float64 reference, the error model and the input domain.
 
 Each op maps the group's float64 inputs to the float64 value every out/inout buffer must
-hold. Tolerance grows with the storage dtype's precision and the reduction length (the
-number of terms summed per output element), so a K=4096 bf16 GEMM is judged fairly
-against a 1M-element fp32 vector add. ``problem.tolerance`` (atol/rtol) overrides both.
+hold (``reference``), gives the float64 magnitude scale ``S`` of the terms that produced
+each output element (``error_scale``; ``numerics.BoundTerms`` turns it into a per-element
+bound), the reduction length, and the magnitudes its inputs may take without overflow or
+harmful underflow (``input_range``, used by the ``wide`` and ``edge`` trial kinds).
+``problem.tolerance`` (atol/rtol) replaces the bound with ``atol + rtol * |ref|``;
+``problem.params["input_range"]`` ({buffer: [lo, hi]}) narrows or widens the domain.
 """
 from __future__ import annotations
 
 import importlib
 import math
 import sys
+import types
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Optional
 
 import numpy as np
 
 from .model import Problem, SpecError
-
-# Unit roundoff of each storage dtype (half an ulp at 1.0).
-UNIT_ROUNDOFF = {
-    "float16": 2.0 ** -11, "bfloat16": 2.0 ** -8, "float32": 2.0 ** -24, "float64": 2.0 ** -53,
-}
+from .numerics import FORMATS, BoundTerms, bound_terms
 
 
 @dataclass(frozen=True)
 class OpSpec:
-    """How the verifier judges one op."""
+    """How the verifier judges one op.
+
+    ``error_scale(inputs, problem) -> {out name: float64 array}``: the magnitude scale S of
+    each output element (None: ``|reference|``, a purely relative error model).
+    ``input_range(problem, buffer) -> (lo, hi)``: smallest and largest magnitude the
+    ``wide``/``edge`` trials may give a float input buffer (None: DEFAULT_INPUT_RANGE).
+    ``scale_text``: S as a formula, for the docs and the dataset card.
+    """
     name: str
     reference: Callable  # (inputs: dict[str, ndarray float64], problem) -> dict[str, ndarray]
     reduction_length: Callable  # (problem) -> int
     description: str = ""
+    error_scale: Optional[Callable] = None
+    input_range: Optional[Callable] = None
+    scale_text: str = "|ref|"
 
-    def tolerance(self, problem: Problem, dtype: str) -> tuple:
-        """(atol, rtol) for an output of ``dtype``; problem.tolerance overrides."""
+    def bound_terms(self, problem: Problem, dtype: str) -> BoundTerms:
+        p = problem.params
+        return bound_terms(dtype, self.reduction_length(problem), str(p.get("accumulator") or ""),
+                           str(p.get("math_input") or ""), int(p.get("output_roundings", 1)))
+
+    def tolerance(self, problem: Problem, dtype: str) -> Optional[tuple]:
+        """(atol, rtol) when the problem overrides the bound with a fixed tolerance, else None."""
         override = problem.tolerance or {}
-        if "atol" in override and "rtol" in override:
-            return float(override["atol"]), float(override["rtol"])
-        atol, rtol = default_tolerance(dtype, self.reduction_length(problem))
-        return float(override.get("atol", atol)), float(override.get("rtol", rtol))
+        if "atol" not in override and "rtol" not in override:
+            return None
+        return float(override.get("atol", 0.0)), float(override.get("rtol", 0.0))
+
+    def scales(self, inputs: dict, problem: Problem, reference: dict) -> dict:
+        """{out name: S} in float64, shaped like each output."""
+        if self.error_scale is None:
+            return {k: np.abs(np.asarray(v, dtype=np.float64)) for k, v in reference.items()}
+        return {k: np.abs(np.asarray(v, dtype=np.float64)).reshape(np.shape(reference[k]))
+                for k, v in self.error_scale(inputs, problem).items()}
+
+    def bounds(self, inputs: dict, problem: Problem, reference: dict) -> dict:
+        """{out name: per-element error bound} for one trial (float64 arrays)."""
+        scales = None
+        out = {}
+        for name, ref in reference.items():
+            dtype = problem.buffer(name).dtype
+            fixed = self.tolerance(problem, dtype)
+            ref = np.asarray(ref, dtype=np.float64)
+            if fixed is not None:
+                out[name] = fixed[0] + fixed[1] * np.abs(np.where(np.isfinite(ref), ref, 0.0))
+                continue
+            if scales is None:
+                scales = self.scales(inputs, problem, reference)
+            out[name] = self.bound_terms(problem, dtype).bound(ref, scales[name])
+        return out
+
+    def domain(self, problem: Problem, buffer_name: str) -> tuple:
+        """(lo, hi) magnitudes for a float input buffer under wide/edge trials."""
+        override = (problem.params.get("input_range") or {}).get(buffer_name)
+        if override is not None:
+            lo, hi = (float(v) for v in override)
+        elif self.input_range is not None:
+            lo, hi = self.input_range(problem, problem.buffer(buffer_name))
+        else:
+            lo, hi = DEFAULT_INPUT_RANGE
+        fmt = FORMATS.get(problem.buffer(buffer_name).dtype)
+        if fmt is not None:
+            hi = min(hi, fmt.max_finite / 2)
+            lo = max(lo, fmt.subnormal_min)
+        if not 0 < lo <= hi:
+            raise SpecError(f"problem {problem.problem_id}: input range of {buffer_name} is empty ({lo}, {hi})")
+        return lo, hi
 
 
-def default_tolerance(dtype: str, reduction_length: int) -> tuple:
-    """Output rounding (a few ulps of the dtype) plus accumulation error that grows like
-    sqrt(reduction length) ulps of the accumulator (fp32 for the low-precision types)."""
-    if dtype not in UNIT_ROUNDOFF:  # integer outputs must match exactly
-        return 0.0, 0.0
-    u_out = UNIT_ROUNDOFF[dtype]
-    u_acc = UNIT_ROUNDOFF["float32"] if dtype != "float64" else UNIT_ROUNDOFF["float64"]
-    growth = math.sqrt(max(1, reduction_length))
-    rtol = 4 * u_out + 8 * growth * u_acc
-    if dtype in ("float16", "bfloat16"):
-        # inputs were rounded to the dtype too; sum of rounded products drifts by ~u*sqrt(K)
-        rtol += 2 * growth * u_out
-    atol = rtol * (1.0 if reduction_length <= 1 else 0.5 * growth)
-    return atol, rtol
+# Ops that declare no domain (custom references) get 20 binades around 1.
+DEFAULT_INPUT_RANGE = (2.0 ** -10, 2.0 ** 10)
+
+
+def _fmt(dtype: str):
+    return FORMATS.get(dtype, FORMATS["float32"])
+
+
+def _out_dtype(problem: Problem) -> str:
+    return problem.buffer(_out_name(problem)).dtype
 
 
 def _inputs_of(problem: Problem, inputs: dict, *names: str) -> list:
@@ -149,36 +199,166 @@ def _last_dim(problem: Problem) -> int:
     return int(problem.buffer("x").shape[-1]) if any(b.name == "x" for b in problem.buffers) else 1
 
 
-def ref_custom(inputs, problem):
-    """A user reference given as ``module:function`` in problem.params["reference"];
-    ``problem.params["reference_path"]`` (a folder) is put on sys.path first."""
+# ---- error scales S (float64 magnitudes of the terms behind each output element) ----------
+
+def scale_vector_add(inputs, problem):
+    x, y = _inputs_of(problem, inputs, "x", "y")
+    return {_out_name(problem): np.abs(x) + np.abs(y)}
+
+
+def scale_softmax(inputs, problem):
+    """exp's argument carries a roundoff relative to |x_i - max|, which exp turns into a
+    relative error of out_i; the normaliser sums such errors of every term."""
+    (x,) = _inputs_of(problem, inputs, "x")
+    x = x.reshape(-1, x.shape[-1])
+    dist = x.max(axis=-1, keepdims=True) - x
+    with np.errstate(over="ignore", invalid="ignore"):
+        e = np.exp(-dist)
+        out = e / e.sum(axis=-1, keepdims=True)
+        spread = np.where(out > 0, out * dist, 0.0)
+        scale = out * (1.0 + dist + spread.sum(axis=-1, keepdims=True))
+    return {_out_name(problem): _shaped(problem, _out_name(problem), np.nan_to_num(scale, posinf=np.inf))}
+
+
+def scale_layernorm(inputs, problem):
+    """The mean's error is absolute in |x| (it shifts x_i - mean); the variance's error is
+    relative; both are divided by the row's standard deviation."""
+    x, w, b = _inputs_of(problem, inputs, "x", "w", "b")
+    eps = float(problem.params.get("eps", 1e-5))
+    x2 = _rows(x, problem)
+    mean = x2.mean(axis=-1, keepdims=True)
+    std = np.sqrt(((x2 - mean) ** 2).mean(axis=-1, keepdims=True) + eps)
+    centred = np.abs(x2 - mean) / std
+    shift = (np.abs(x2) + np.abs(x2).mean(axis=-1, keepdims=True)) / std
+    scale = (centred + shift) * np.abs(w.reshape(1, -1)) + np.abs(b.reshape(1, -1))
+    return {_out_name(problem): _shaped(problem, _out_name(problem), scale)}
+
+
+def scale_gemm(inputs, problem):
+    p = problem.params
+    abs_inputs = {k: np.abs(v) for k, v in inputs.items()}
+    abs_problem = Problem(problem.problem_id, problem.op, problem.buffers,
+                          {**p, "alpha": abs(float(p.get("alpha", 1.0))), "beta": abs(float(p.get("beta", 0.0)))})
+    return ref_gemm(abs_inputs, abs_problem)
+
+
+# ---- input domains (lo, hi) for wide and edge trials ------------------------------------
+
+def range_vector_add(problem, buffer):
+    return _fmt(buffer.dtype).tiny, _fmt(_out_dtype(problem)).max_finite / 2
+
+
+def range_square(problem, buffer):
+    out = _fmt(_out_dtype(problem))
+    return math.sqrt(out.tiny), math.sqrt(out.max_finite) / 2
+
+
+def range_softmax(problem, buffer):
+    # x - max(x) must stay finite in float32, where kernels compute it
+    return _fmt(buffer.dtype).tiny, min(_fmt(buffer.dtype).max_finite, FORMATS["float32"].max_finite) / 4
+
+
+def range_norm(problem, buffer):
+    """x: the float32 sum of squares of a row must not overflow, and squares stay normal;
+    w, b: the output (up to sqrt(N) * |w|) must fit the output dtype."""
+    n = _last_dim(problem)
+    f32 = FORMATS["float32"]
+    if buffer.name == "x":
+        return max(_fmt(buffer.dtype).tiny, math.sqrt(f32.tiny)), math.sqrt(f32.max_finite / n) / 2
+    return _fmt(buffer.dtype).tiny, _fmt(_out_dtype(problem)).max_finite / (4 * math.sqrt(n))
+
+
+def range_gemm(problem, buffer):
+    """A, B: products must neither overflow K-fold in the accumulator and output nor
+    underflow the accumulator; C: beta * C must fit the output."""
+    p = problem.params
+    out, acc = _fmt(_out_dtype(problem)), _fmt(str(p.get("accumulator") or "float32"))
+    k = gemm_reduction_length(problem)
+    if buffer.name == "C":
+        return _fmt(buffer.dtype).tiny, out.max_finite / (4 * max(1.0, abs(float(p.get("beta", 1.0)))))
+    limit = min(out.max_finite, acc.max_finite) / (4 * k * max(1.0, abs(float(p.get("alpha", 1.0)))))
+    return max(_fmt(buffer.dtype).tiny, math.sqrt(acc.tiny)), math.sqrt(limit)
+
+
+# ---- user references -------------------------------------------------------------------
+
+def _load_custom(problem: Problem, attribute: str, required: bool = True):
+    """A function from the user's reference module: from ``params.reference_source`` (the
+    module's text, shipped inside the dataset) when present, else imported by name with
+    ``params.reference_path`` (a folder) on sys.path."""
     target = problem.params.get("reference")
     if not target or ":" not in str(target):
         raise SpecError(f"problem {problem.problem_id}: op custom needs params.reference "
                         f"= 'module:function', got {target!r}")
-    folder = problem.params.get("reference_path")
-    if folder and folder not in sys.path:
-        sys.path.insert(0, folder)
     module_name, func_name = str(target).split(":", 1)
+    source = problem.params.get("reference_source")
     try:
-        func = getattr(importlib.import_module(module_name), func_name)
-    except (ImportError, AttributeError) as exc:
-        raise SpecError(f"problem {problem.problem_id}: cannot import reference {target!r}: {exc}") from None
+        if source:
+            module = _module_from_source(module_name, source)
+        else:
+            folder = problem.params.get("reference_path")
+            if folder and folder not in sys.path:
+                sys.path.insert(0, folder)
+            module = importlib.import_module(module_name)
+    except Exception as exc:
+        raise SpecError(f"problem {problem.problem_id}: cannot load reference module {module_name!r}: "
+                        f"{type(exc).__name__}: {exc}") from None
+    name = func_name if attribute == "reference" else f"{func_name}_{attribute}"
+    func = getattr(module, name, None)
+    if func is None and required:
+        raise SpecError(f"problem {problem.problem_id}: reference module {module_name!r} has no {name!r}")
+    return func
+
+
+_SOURCE_MODULES: dict = {}
+
+
+def _module_from_source(module_name: str, source: str):
+    key = (module_name, source)
+    if key not in _SOURCE_MODULES:
+        module = types.ModuleType(module_name)
+        exec(compile(source, f"<reference {module_name}>", "exec"), module.__dict__)
+        _SOURCE_MODULES[key] = module
+    return _SOURCE_MODULES[key]
+
+
+def ref_custom(inputs, problem):
+    """A user reference ``module:function`` (params.reference). An optional
+    ``function_error_scale(inputs, problem)`` in the same module gives S."""
+    return _load_custom(problem, "reference")(inputs, problem)
+
+
+def scale_custom(inputs, problem):
+    func = _load_custom(problem, "error_scale", required=False)
+    if func is None:
+        return {k: np.abs(v) for k, v in ref_custom(inputs, problem).items()}
     return func(inputs, problem)
 
 
 OPS = {
     spec.name: spec for spec in [
-        OpSpec("vector_add", ref_vector_add, lambda p: 1, "out = x + y"),
-        OpSpec("square", ref_square, lambda p: 1, "out = x * x"),
-        OpSpec("softmax", ref_softmax, _last_dim, "row softmax over the last dim of x"),
-        OpSpec("rmsnorm", ref_rmsnorm, _last_dim, "x / rms(x) * w per row"),
-        OpSpec("layernorm", ref_layernorm, _last_dim, "(x - mean) / std * w + b per row"),
-        OpSpec("gemm", ref_gemm, gemm_reduction_length, "D = alpha A@B + beta C with layouts"),
-        OpSpec("custom", ref_custom,
-               lambda p: int(p.params.get("reduction_length", 1)), "user reference module:function"),
+        OpSpec("vector_add", ref_vector_add, lambda p: 1, "out = x + y", scale_vector_add, range_vector_add,
+               "|x| + |y|"),
+        OpSpec("square", ref_square, lambda p: 1, "out = x * x", None, range_square, "x * x"),
+        OpSpec("softmax", ref_softmax, _last_dim, "row softmax over the last dim of x", scale_softmax,
+               range_softmax, "out_i * (1 + |x_i - max x| + sum_j out_j |x_j - max x|), n = row length"),
+        OpSpec("rmsnorm", ref_rmsnorm, _last_dim, "x / rms(x) * w per row", None, range_norm,
+               "|out_i| (every error is relative), n = row length"),
+        OpSpec("layernorm", ref_layernorm, _last_dim, "(x - mean) / std * w + b per row", scale_layernorm,
+               range_norm, "(|x_i - mean| + |x_i| + mean|x|) / std * |w_i| + |b_i|, n = row length"),
+        OpSpec("gemm", ref_gemm, gemm_reduction_length, "D = alpha A@B + beta C with layouts", scale_gemm,
+               range_gemm, "|alpha| |A| @ |B| + |beta| |C|, n = K"),
+        OpSpec("custom", ref_custom, lambda p: int(p.params.get("reduction_length", 1)),
+               "user reference module:function", scale_custom, None,
+               "the module's <function>_error_scale, else |out|; n = params.reduction_length"),
     ]
 }
+
+
+# Ops of the LLM-operator sources (attention, fused norms, MLPs) live in their own module.
+from .llm_ops import LLM_OPS  # noqa: E402  (needs OpSpec and the helpers above)
+
+OPS.update({spec.name: spec for spec in LLM_OPS})
 
 
 def get_op(name: str) -> OpSpec:
