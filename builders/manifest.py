@@ -252,12 +252,14 @@ def _read_init(value: Any, path: str) -> dict:
 
 
 def _resolve_reference(params: dict, folder: Path) -> dict:
-    """Check ``params.reference`` = "module:function" and record where the module lives.
+    """Check ``params.reference`` = "module:function" and make the module reachable at
+    verify time, on any machine.
 
-    The registry's ``custom`` op puts ``params.reference_path`` on sys.path before importing
-    the module, so a module next to the manifest is found at verify time: we store that
-    folder as an absolute path. A module already importable (installed, or on PYTHONPATH)
-    needs no path.
+    A single-file module next to the manifest is shipped inside every row
+    (``params.reference_source``, its text), so the dataset needs no file outside itself.
+    A package next to the manifest is found through ``params.reference_path`` (an absolute
+    folder: only the machine that built it has it). A module already importable
+    (installed, or on PYTHONPATH) needs neither.
     """
     reference = params.get("reference")
     if not isinstance(reference, str) or not re.fullmatch(r"[\w.]+:\w+", reference):
@@ -270,7 +272,11 @@ def _resolve_reference(params: dict, folder: Path) -> dict:
     candidates = [search / relative.with_suffix(".py"), search / relative / "__init__.py"]
     module_file = next((c for c in candidates if c.is_file()), None)
     if module_file is not None:
-        params["reference_path"] = str(search)
+        if module_file.name == "__init__.py":
+            params["reference_path"] = str(search)
+        else:
+            params.pop("reference_path", None)
+            params["reference_source"] = module_file.read_text()
         module_spec = importlib.util.spec_from_file_location(module_name, module_file)
     else:
         params.pop("reference_path", None)

@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 DTYPES = {
     # name: (bytes per element, kind)
@@ -30,8 +30,11 @@ ARG_KINDS = ("buffer", "scalar", "null", "blob")
 BUILD_STATUSES = ("built", "build_failed", "no_problem")
 VERIFY_STATUSES = (
     "passed", "wrong_result", "unwritten_output", "modified_input", "jit_failed",
-    "launch_failed", "crashed", "timeout", "disagrees", "trivial_reference",
+    "launch_failed", "crashed", "timeout", "disagrees", "trivial_reference", "out_of_bounds_write",
 )
+# The float input kinds trials cycle through by default (see verify/inputs.py):
+# normal and non-integer uniform draws, wide magnitudes with random sign, and edge values.
+DEFAULT_TRIAL_KINDS = ("normal", "uniform", "wide", "edge")
 DISTRIBUTION_KINDS = ("normal", "uniform", "randint", "zeros", "ones", "arange", "constant")
 
 
@@ -116,16 +119,17 @@ class Problem:
     """The function one group computes: the op (key into the reference registry), its
     buffers, op parameters (layouts, alpha, beta, eps, ...), and tolerance overrides.
 
-    ``trial_kinds`` lists the float input distributions the verifier cycles through across
-    trials (the op decides which are meaningful). ``tolerance`` may hold ``atol``/``rtol``
-    to override the registry's dtype- and reduction-length-based policy.
+    ``trial_kinds`` lists the float input kinds the verifier cycles through across trials
+    (default: all of DEFAULT_TRIAL_KINDS; a problem that narrows the set records it here).
+    ``tolerance`` may hold ``atol``/``rtol`` to replace the registry's per-element error
+    bound with ``atol + rtol * |ref|``.
     """
     problem_id: str
     op: str
     buffers: list
     params: dict = field(default_factory=dict)
     tolerance: dict = field(default_factory=dict)
-    trial_kinds: list = field(default_factory=lambda: ["normal", "uniform"])
+    trial_kinds: list = field(default_factory=lambda: list(DEFAULT_TRIAL_KINDS))
 
     def __post_init__(self):
         _check(bool(self.problem_id), "problem.problem_id must be non-empty")
@@ -326,10 +330,18 @@ class KernelRecord:
     rtol: Optional[float] = None
     trials: Optional[int] = None
     deterministic: Optional[bool] = None
+    max_err_ratio: Optional[float] = None     # max over elements and trials of |err| / bound
+    catches_rel_err: Optional[float] = None   # smallest uniform relative error the bound catches
+    output_hash: Optional[str] = None         # hash of the output bits of every trial
+    max_disagreement: Optional[float] = None  # max |out - consensus member| / agreement bound
+    sanitizer: Optional[str] = None           # compute-sanitizer findings (JSON), when run
     time_us_median: Optional[float] = None
     time_us_iqr: Optional[float] = None
     time_us_min: Optional[float] = None
     time_samples: Optional[int] = None
+    time_method: Optional[str] = None         # "cupti" (kernel durations) or "events"
+    time_us_events_median: Optional[float] = None
+    time_us_events_iqr: Optional[float] = None
     gpu_name: Optional[str] = None
     sm_clock_mhz: Optional[int] = None
     driver_version: Optional[str] = None
@@ -377,10 +389,10 @@ def make_build_key(source: str, group_id: str, variant: dict, arch: str, name: s
     return hashlib.sha256(text.encode()).hexdigest()[:24]
 
 
-def make_kernel_id(ptx_hash: str, launches: list, problem: Problem) -> str:
-    """Hash of normalised PTX + launch sequence + problem: two rows with the same id run
-    the same code the same way on the same function."""
-    text = json.dumps([ptx_hash, to_plain(launches), problem.digest()], sort_keys=True)
+def make_kernel_id(ptx_hash: str, launches: list, problem: Problem, arch: str) -> str:
+    """Hash of normalised PTX + launch sequence + problem + target arch: two rows with the
+    same id run the same code the same way on the same function for the same target."""
+    text = json.dumps([ptx_hash, to_plain(launches), problem.digest(), arch], sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:24]
 
 

@@ -44,8 +44,12 @@ KERNELS_SCHEMA = pa.schema([
     ("max_abs_err", pa.float64()), ("max_rel_err", pa.float64()),
     ("atol", pa.float64()), ("rtol", pa.float64()), ("trials", pa.int32()),
     ("deterministic", pa.bool_()),
+    ("max_err_ratio", pa.float64()), ("catches_rel_err", pa.float64()),
+    ("output_hash", pa.string()), ("max_disagreement", pa.float64()), ("sanitizer", pa.string()),
     ("time_us_median", pa.float64()), ("time_us_iqr", pa.float64()),
     ("time_us_min", pa.float64()), ("time_samples", pa.int32()),
+    ("time_method", pa.string()), ("time_us_events_median", pa.float64()),
+    ("time_us_events_iqr", pa.float64()),
     ("gpu_name", pa.string()), ("sm_clock_mhz", pa.int32()), ("driver_version", pa.string()),
 ], metadata={"ptxds.schema_version": str(SCHEMA_VERSION), "ptxds.config": "kernels"})
 
@@ -60,8 +64,10 @@ SCHEMAS = {"kernels": KERNELS_SCHEMA, "pairs": PAIRS_SCHEMA}
 
 _JSON_COLUMNS = ("variant", "toolchain", "provenance")
 _VERIFIER_COLUMNS = (
-    "max_abs_err", "max_rel_err", "atol", "rtol", "trials", "deterministic", "time_us_median",
-    "time_us_iqr", "time_us_min", "time_samples", "gpu_name", "sm_clock_mhz", "driver_version",
+    "max_abs_err", "max_rel_err", "atol", "rtol", "trials", "deterministic", "max_err_ratio",
+    "catches_rel_err", "output_hash", "max_disagreement", "sanitizer", "time_us_median",
+    "time_us_iqr", "time_us_min", "time_samples", "time_method", "time_us_events_median",
+    "time_us_events_iqr", "gpu_name", "sm_clock_mhz", "driver_version",
 )
 
 

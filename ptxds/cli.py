@@ -26,7 +26,7 @@ def library_errors(func):
                 FileNotFoundError) as exc:
             raise click.ClickException(str(exc).splitlines()[0]) from None
         except Exception as exc:
-            if type(exc).__name__ in ("ManifestError", "NoDriverError", "DriverError"):
+            if type(exc).__name__ in ("ManifestError", "NoDriverError", "DriverError", "SanitizerMissing"):
                 raise click.ClickException(str(exc).splitlines()[0]) from None
             raise
     return wrapper
@@ -144,16 +144,19 @@ def info(dataset, as_json):
 @click.option("--out", "out_dir", default=None, type=click.Path(file_okay=False),
               help="output folder (default: DATASET-verified)")
 @click.option("--groups", "groups", default=None, help="only groups matching this glob")
-@click.option("--trials", type=int, default=3, show_default=True)
+@click.option("--trials", type=int, default=None,
+              help="trials per group (default: one per trial kind: normal, uniform, wide, edge)")
 @click.option("--no-timing", is_flag=True, help="check equivalence only")
 @click.option("--workers", type=int, default=0, help="GPU worker processes (default: one per GPU)")
 @click.option("--kernel-timeout", type=float, default=20.0, show_default=True,
               help="seconds before a member counts as hung")
 @click.option("--reference", type=click.Choice(["auto", "numpy", "torch"]), default="auto", show_default=True,
               help="where float64 references run (auto: torch on the GPU for large GEMMs when installed)")
+@click.option("--sanitize", is_flag=True,
+              help="also run every member under compute-sanitizer (memcheck, racecheck); slow")
 @click.option("--silent", is_flag=True, help="no progress bar")
 @library_errors
-def verify(dataset, out_dir, groups, trials, no_timing, workers, kernel_timeout, reference, silent):
+def verify(dataset, out_dir, groups, trials, no_timing, workers, kernel_timeout, reference, sanitize, silent):
     """Run every group on the GPU, check equivalence, time every member; writes new shards.
 
     Example:
@@ -168,7 +171,7 @@ def verify(dataset, out_dir, groups, trials, no_timing, workers, kernel_timeout,
         raise click.UsageError("--out must differ from DATASET: the input is never changed in place")
     summary = verify_dataset(dataset, out_dir, groups=groups, trials=trials, timing=not no_timing,
                              workers=workers, kernel_timeout=kernel_timeout,
-                             progress=not silent, reference=reference)
+                             progress=not silent, reference=reference, sanitize=sanitize)
     write_pairs(out_dir)
     write_card(out_dir)
     click.echo(summary.format())

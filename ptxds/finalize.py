@@ -60,5 +60,5 @@ def finalize_record(record: KernelRecord, sass: bool = False) -> KernelRecord:
     record.sass = (assembly.sass or "") if sass else ""
     record.features = feature_tags(record.ptx)
     record.ptx_hash = ptx_hash(record.ptx)
-    record.kernel_id = make_kernel_id(record.ptx_hash, record.launches, record.problem)
+    record.kernel_id = make_kernel_id(record.ptx_hash, record.launches, record.problem, record.arch)
     return record

@@ -2,13 +2,15 @@
 import json
 import os
 
+import sys
+
 import numpy as np
 import pytest
 
 from dataset_spec.card import write_card
 from dataset_spec.model import (Arg, Buffer, Distribution, KernelRecord, Launch, Pair, Patch,
                                 Problem, SpecError)
-from dataset_spec.problems import default_tolerance, get_op
+from dataset_spec.problems import get_op
 from dataset_spec.shards import (ShardWriter, done_keys, part_files, read_pairs, read_records,
                                  split_of)
 
@@ -114,15 +116,33 @@ def test_softmax_and_norm_references():
     np.testing.assert_allclose((out ** 2).mean(axis=1), 1.0)
 
 
-def test_tolerance_grows_with_reduction_and_precision():
-    a16, r16 = default_tolerance("bfloat16", 4096)
-    a32, r32 = default_tolerance("float32", 4096)
-    assert r16 > r32 > 0
-    assert default_tolerance("float32", 4096)[1] > default_tolerance("float32", 16)[1]
-    assert default_tolerance("int32", 100) == (0.0, 0.0)
+def test_bound_grows_with_reduction_and_precision():
+    from dataset_spec.numerics import bound_terms
+    b16, b32 = bound_terms("bfloat16", 4096), bound_terms("float32", 4096)
+    assert b16.u_out > b32.u_out > 0
+    assert bound_terms("float32", 4096).scale_coefficient > bound_terms("float32", 16).scale_coefficient
+    assert bound_terms("float32", 16, math_input="tf32").scale_coefficient > 2 ** -10
+    zero = bound_terms("int32", 100)
+    assert zero.bound(np.array([5.0]), np.array([5.0]))[0] == 0.0  # integers match exactly
     problem = vector_add_problem()
+    assert get_op("vector_add").tolerance(problem, "float32") is None
     problem.tolerance = {"atol": 1e-3, "rtol": 1e-2}
     assert get_op("vector_add").tolerance(problem, "float32") == (1e-3, 1e-2)
+    bounds = get_op("vector_add").bounds({"x": np.ones(4), "y": np.ones(4)}, problem, {"out": np.full(4, 2.0)})
+    np.testing.assert_allclose(bounds["out"], 1e-3 + 1e-2 * 2.0)
+
+
+def test_custom_reference_from_shipped_source():
+    source = ("import numpy as np\n"
+              "def triple(inputs, problem):\n    return {'out': 3 * inputs['x']}\n"
+              "def triple_error_scale(inputs, problem):\n    return {'out': 3 * np.abs(inputs['x']) + 1}\n")
+    problem = Problem("c", "custom", [Buffer("x", "float32", [3]), Buffer("out", "float32", [3], "out")],
+                      params={"reference": "shipped_ref_mod:triple", "reference_source": source})
+    op = get_op("custom")
+    out = op.reference({"x": np.arange(3.0)}, problem)["out"]
+    np.testing.assert_array_equal(out, [0.0, 3.0, 6.0])
+    np.testing.assert_array_equal(op.scales({"x": np.arange(3.0)}, problem, {"out": out})["out"], [1.0, 4.0, 7.0])
+    assert "shipped_ref_mod" not in sys.modules
 
 
 def test_unknown_op_lists_known_ones():

@@ -128,7 +128,7 @@ BAD_MANIFESTS = {
     "two_sources.yaml": "two_sources.yaml: members[0]: needs exactly one of ptx or cuda (a file path), got ptx and cuda",
     "bad_expect.yaml": "bad_expect.yaml: members[0].expect: must be one of passed, wrong_result, "
                        "unwritten_output, modified_input, jit_failed, launch_failed, crashed, timeout, "
-                       "disagrees, trivial_reference, passed_nondeterministic, got 'pass'",
+                       "disagrees, trivial_reference, out_of_bounds_write, passed_nondeterministic, got 'pass'",
     "ambiguous_entry.yaml": "ambiguous_entry.yaml: members[0].launches[0].entry: is required: two_entries.ptx "
                             "has 2 entries (sum_to_scratch, copy_scratch)",
     "scalar_overflow.yaml": "scalar_overflow.yaml: members[0].launches[0].args[3].value: -1 does not fit u32",
@@ -180,9 +180,12 @@ def test_compile_failure_is_a_build_failed_row():
 
 
 def test_custom_reference_imports_at_verify_time(monkeypatch):
-    """The verifier knows only the row's problem: reference_path must lead it to the module."""
+    """The verifier knows only the row's problem: the module's source travels inside it,
+    with no path of the building machine."""
     problem = load_manifest(MANIFESTS / "ok_custom.yaml").problem
-    assert problem.params["reference_path"] == str(MANIFESTS.resolve())
+    assert "reference_path" not in problem.params
+    assert problem.params["reference_source"] == (MANIFESTS / "my_reference.py").read_text()
+    assert str(MANIFESTS) not in problem.to_json()
     assert problem.buffer("x").init.params == {"low": -1, "high": 1}
     monkeypatch.chdir("/")  # the verifier runs elsewhere
     monkeypatch.setattr(sys, "path", list(sys.path))

@@ -9,7 +9,7 @@ import pytest
 from dataset_spec.model import Arg, Buffer, Distribution, KernelRecord, Launch, Patch, Problem
 from verify.args import ArgError, entry_params, pack_args, scalar_bytes
 from verify.assembly_pool import assemble_for_gpu, runnable_reason, target_arch
-from verify.compare import agreement, error_stats, trivial_reason
+from verify.compare import agreement, agreement_bound, error_stats, trivial_reason
 from verify.inputs import (bf16_bits, bf16_to_float, draw, float_to_bits, from_storage, make_trial_inputs,
                            poison_array, trial_seed, unwritten_count)
 from verify.outcome import CheckResult, OutputSpec, TrialRun, classify, inputs_changed
@@ -154,38 +154,49 @@ def test_draw_keeps_integer_distributions():
 
 # ---- compare ---------------------------------------------------------------------------
 
-def test_error_stats_tolerance_and_nonfinite():
+def test_error_stats_bound_and_nonfinite():
     ref = np.array([1.0, -2.0, 0.0, 100.0])
-    ok = error_stats(ref + np.array([1e-3, 0, 1e-3, 0.05]), ref, atol=1e-3, rtol=1e-3)
-    assert ok.ok and ok.max_abs_err == pytest.approx(0.05)
-    bad = error_stats(ref + np.array([0, 0, 0, 0.2]), ref, atol=1e-3, rtol=1e-3)
-    assert bad.n_bad == 1 and bad.worst_index == (3,)
-    nan_out = error_stats(np.array([1.0, np.nan, 0.0, 100.0]), ref, 1e-3, 1e-3)
+    bound = np.array([1e-3, 1e-3, 1e-3, 0.1])
+    ok = error_stats(ref + np.array([1e-3, 0, 1e-3, 0.05]), ref, bound)
+    assert ok.ok and ok.max_abs_err == pytest.approx(0.05) and ok.max_err_ratio == pytest.approx(1.0)
+    bad = error_stats(ref + np.array([0, 0, 0, 0.2]), ref, bound)
+    assert bad.n_bad == 1 and bad.worst_index == (3,) and bad.max_err_ratio == pytest.approx(2.0)
+    nan_out = error_stats(np.array([1.0, np.nan, 0.0, 100.0]), ref, bound)
     assert nan_out.n_bad == 1 and math.isinf(nan_out.max_abs_err)
     inf_ref = np.array([np.inf, 1.0])
-    assert error_stats(np.array([np.inf, 1.0]), inf_ref, 0, 0).ok
-    assert not error_stats(np.array([-np.inf, 1.0]), inf_ref, 0, 0).ok
-    # relative error is floored at atol, not divided by ~0
-    assert error_stats(np.array([1e-9]), np.array([0.0]), 1e-6, 0).max_rel_err == pytest.approx(1e-3)
+    assert error_stats(np.array([np.inf, 1.0]), inf_ref, 0.0).ok
+    assert not error_stats(np.array([-np.inf, 1.0]), inf_ref, 0.0).ok
+    # relative error is floored at the bound, not divided by ~0
+    assert error_stats(np.array([1e-9]), np.array([0.0]), 1e-6).max_rel_err == pytest.approx(1e-3)
 
 
 def test_trivial_reference_refused():
-    assert "within atol" in trivial_reason(np.zeros(10), 1e-5, 1e-5)
-    assert "near-constant" in trivial_reason(np.full(10, 3.0), 1e-5, 1e-5)
-    assert trivial_reason(np.array([3.0]), 1e-5, 1e-5) == ""      # a full reduction
-    assert trivial_reason(np.linspace(-1, 1, 10), 1e-5, 1e-5) == ""
-    assert "no finite" in trivial_reason(np.array([np.nan]), 1e-5, 1e-5)
+    assert "within its error bound" in trivial_reason(np.zeros(10), 1e-5)
+    assert "near-constant" in trivial_reason(np.full(10, 3.0), 1e-5)
+    assert trivial_reason(np.array([3.0]), 1e-5) == ""      # a full reduction
+    assert trivial_reason(np.linspace(-1, 1, 10), 1e-5) == ""
+    assert "no finite" in trivial_reason(np.array([np.nan]), 1e-5)
 
 
-def test_agreement_uses_twice_the_tolerance():
-    a = np.array([1.0, 2.0])
-    assert agreement(a + 1.5e-3, a, 1e-3, 0).ok
-    assert not agreement(a + 2.5e-3, a, 1e-3, 0).ok
+def test_agreement_bound_allows_one_ulp_but_not_two_bounds():
+    from dataset_spec.numerics import bound_terms
+    terms = bound_terms("float32", 64)
+    ref = np.array([1.0, 3.0])
+    scale = np.array([10.0, 10.0])
+    bound = terms.bound(ref, scale)
+    limit = agreement_bound(ref, bound, terms)
+    # two members each within the reference bound, on opposite sides, are 2x apart:
+    # beyond the agreement bound, so the check can fire
+    assert np.all(limit < 2 * bound)
+    assert not agreement(ref + 0.9 * bound, ref - 0.9 * bound, limit).ok
+    ulp = np.spacing(ref.astype(np.float32)).astype(np.float64)
+    assert agreement(ref + ulp, ref, limit).ok
 
 
 # ---- outcome classification ------------------------------------------------------------
 
-SPECS = [OutputSpec("out", "float32", 1e-5, 1e-5)]
+def _specs(bound=1e-5, n=2):
+    return [OutputSpec("out", "float32", [np.full(8, bound)] * n, [np.full(8, bound)] * n)]
 
 
 def _refs(n=2):
@@ -204,50 +215,71 @@ def _runs(refs, mutate=None, **kwargs):
 
 def test_classify_passed_and_wrong_result():
     refs = _refs()
-    v = classify(CheckResult(_runs(refs)), SPECS, refs)
+    v = classify(CheckResult(_runs(refs)), _specs(), refs)
     assert v.status == "passed" and v.deterministic is True and v.trials == 2
-    assert v.max_abs_err < 1e-6 and v.atol == 1e-5
+    assert v.max_abs_err < 1e-6 and v.max_err_ratio < 0.1 and len(v.output_hash) == 16
 
     def corrupt(t, out):
         out[3] += 0.5
         return out
-    v = classify(CheckResult(_runs(refs, corrupt)), SPECS, refs)
+    v = classify(CheckResult(_runs(refs, corrupt)), _specs(), refs)
     assert v.status == "wrong_result" and "1 of 8" in v.message and v.max_abs_err == pytest.approx(0.5, rel=1e-3)
+    assert v.max_err_ratio > 1e4
 
 
-def test_classify_unwritten_and_modified_input():
+def test_classify_unwritten_modified_input_and_out_of_bounds():
     refs = _refs()
 
     def half(t, out):
         out[4:] = poison_array("float32", (4,))
         return out
-    v = classify(CheckResult(_runs(refs, half)), SPECS, refs)
+    v = classify(CheckResult(_runs(refs, half)), _specs(), refs)
     assert v.status == "unwritten_output" and "4 of 8" in v.message
-    v = classify(CheckResult(_runs(refs, modified_inputs=["x"])), SPECS, refs)
+    v = classify(CheckResult(_runs(refs, modified_inputs=["x"])), _specs(), refs)
     assert v.status == "modified_input" and "x" in v.message
+    hit = {"buffer": "out", "offset": 32, "bytes": 256, "size": 32}
+    v = classify(CheckResult(_runs(refs, modified_inputs=["x"], out_of_bounds=[hit])), _specs(), refs)
+    assert v.status == "out_of_bounds_write" and "buffer out at byte 32" in v.message
+    before = {"buffer": "y", "offset": -16, "bytes": 4, "size": 32}
+    v = classify(CheckResult(_runs(refs, out_of_bounds=[before])), _specs(), refs)
+    assert "16 bytes before its start" in v.message
 
 
 @pytest.mark.parametrize("error,status", [("jit_failed", "jit_failed"), ("launch_failed", "launch_failed"),
                                           ("crashed", "crashed"), ("timeout", "timeout"), ("died", "crashed"),
                                           ("arg_error", "launch_failed")])
 def test_classify_worker_errors(error, status):
-    v = classify(CheckResult(error=error, message="boom", fatal=True), SPECS, _refs())
+    v = classify(CheckResult(error=error, message="boom", fatal=True), _specs(), _refs())
     assert v.status == status and v.message == "boom"
 
 
-def test_classify_nondeterministic_and_disagreement():
+def test_classify_nondeterministic():
     refs = _refs()
     runs = _runs(refs)
     runs[0].rerun_outputs = {"out": float_to_bits(refs[0]["out"] + 1e-6, "float32")}
-    v = classify(CheckResult(runs), SPECS, refs)
+    v = classify(CheckResult(runs), _specs(), refs)
     assert v.status == "passed" and v.deterministic is False
     runs[1].rerun_outputs = {"out": float_to_bits(refs[1]["out"] + 1.0, "float32")}
-    assert classify(CheckResult(runs), SPECS, refs).status == "wrong_result"
-    # a member within tolerance of the reference but beyond twice it from the baseline
-    baseline = [{"out": r["out"] + 7e-5} for r in refs]  # synthetic: beyond 2 x 3e-5
-    v = classify(CheckResult(_runs(refs)), [OutputSpec("out", "float32", 3e-5, 0)], refs, baseline)
-    assert v.status == "disagrees"
-    assert classify(CheckResult(_runs(refs)[:1]), SPECS, refs).status == "crashed"
+    assert classify(CheckResult(runs), _specs(), refs).status == "wrong_result"
+    assert classify(CheckResult(_runs(refs)[:1]), _specs(), refs).status == "crashed"
+
+
+def test_consensus_flags_the_odd_member_out():
+    from verify.outcome import Consensus
+    refs = _refs()
+    specs = _specs(bound=3e-5)
+    consensus = Consensus(specs)
+
+    def shifted(delta):
+        return [{"out": float_to_bits(r["out"] + delta, "float32")} for r in refs]
+    consensus.add("a", shifted(0.0))
+    consensus.add("odd", shifted(5e-5))   # 5e-5 from the others: beyond the 3e-5 agreement bound
+    consensus.add("b", shifted(1e-6))
+    consensus.add("c", shifted(-1e-6))
+    verdicts = consensus.verdicts()
+    assert [k for k, (agrees, _, _) in verdicts.items() if not agrees] == ["odd"]
+    assert verdicts["odd"][1] > 1 and verdicts["b"][1] < 1
+    assert "consensus" in verdicts["odd"][2]
 
 
 def test_inputs_changed():
@@ -332,6 +364,7 @@ def test_dry_path_vector_add():
     assert verdict.status == "passed", verdict.message
     row = apply_verdict(record, verdict, prepared, {"name": "cpu", "driver_version": "0"}, "ptxas")
     assert row.status == "passed" and row.trials == 3 and len(row.provenance["verify"]["seeds"]) == 3
+    assert row.max_err_ratio <= 1 and row.catches_rel_err < 1e-5 and row.atol is None
     assert record.status == "built"  # the input row is not changed
 
 

@@ -333,6 +333,48 @@ class DeviceBuffer:
             self.ptr = None
 
 
+# 64 KiB each side: a multiple of every alignment a buffer needs (256 B for the allocator,
+# 16 B for TMA), and far past the few vectors an off-by-one loop writes.
+GUARD_BYTES = 1 << 16
+GUARD_PATTERN = 0xA5
+
+
+class GuardedBuffer(DeviceBuffer):
+    """A buffer of ``nbytes`` between two guard regions of one allocation. ``arm`` fills the
+    guards with GUARD_PATTERN; ``hits`` finds the guard bytes a kernel changed since."""
+
+    def __init__(self, nbytes: int, guard: int = GUARD_BYTES):
+        self.raw = DeviceBuffer(int(nbytes) + 2 * guard)
+        self.guard = guard
+        self.nbytes = int(nbytes)
+        self.ptr = cu.CUdeviceptr(int(self.raw.ptr) + guard)
+
+    def _guard_starts(self) -> tuple:
+        base = int(self.raw.ptr)
+        return ((-self.guard, base), (self.nbytes, base + self.guard + self.nbytes))
+
+    def arm(self) -> None:
+        for _, start in self._guard_starts():
+            check(cu.cuMemsetD8(cu.CUdeviceptr(start), GUARD_PATTERN, self.guard), "cuMemsetD8(guard)")
+
+    def hits(self) -> list:
+        """[(offset of the first changed byte from the buffer's start, changed bytes)] per
+        guard that was written."""
+        found = []
+        for side, start in self._guard_starts():
+            host = np.empty(self.guard, dtype=np.uint8)
+            check(cu.cuMemcpyDtoH(host.ctypes.data, cu.CUdeviceptr(start), self.guard), "cuMemcpyDtoH(guard)")
+            changed = np.flatnonzero(host != GUARD_PATTERN)
+            if changed.size:
+                found.append((side + int(changed[0]), int(changed.size)))
+        return found
+
+    def free(self) -> None:
+        if self.ptr is not None:
+            self.raw.free()
+            self.ptr = None
+
+
 def encode_tensor_map(params: dict, address: int) -> bytes:
     """The 128-byte ``CUtensorMap`` that ``cuTensorMapEncodeTiled`` encodes for ``address``
     and the recorded arguments of a tensormap patch (see ``dataset_spec.model.Patch``)."""

@@ -3,6 +3,13 @@
 Inputs are drawn in float64 from each Buffer's Distribution with a recorded seed, then
 rounded to the buffer's storage dtype; the reference is computed from the *rounded* values
 (``from_storage``), so storage rounding never counts as kernel error.
+
+Trial kinds (``Problem.trial_kinds``) change how float buffers are drawn: ``normal`` and
+``uniform`` keep the buffer's mean and spread; ``wide`` gives random signs and magnitudes
+log-uniform over the op's whole safe domain (``OpSpec.domain``: many binades, up to what
+cannot overflow); ``edge`` mixes special values into normal data: exact zeros, -0.0, the
+domain's largest magnitude, subnormals where the domain reaches them, and values at and
+beside rounding boundaries. ``small``/``large`` scale the buffer's distribution.
 """
 from __future__ import annotations
 
@@ -31,8 +38,9 @@ POISON_WORD = {
 }
 FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64")
 FLOAT_KINDS = ("normal", "uniform")
-TRIAL_KINDS = ("normal", "uniform", "small", "large")
+TRIAL_KINDS = ("normal", "uniform", "wide", "edge", "small", "large")
 MAGNITUDE = {"small": 1e-2, "large": 1e2}
+EDGE_FRACTION = 0.25  # share of elements an edge trial replaces with special values
 
 
 def is_float(dtype: str) -> bool:
@@ -64,7 +72,8 @@ def unwritten_count(output: np.ndarray, dtype: str) -> int:
 
 def bf16_bits(values) -> np.ndarray:
     """float -> bfloat16 bits (uint16), round to nearest even from float32; NaN stays NaN."""
-    f32 = np.asarray(values, dtype=np.float64).astype(np.float32)
+    with np.errstate(over="ignore"):
+        f32 = np.asarray(values, dtype=np.float64).astype(np.float32)
     bits = f32.view(np.uint32).astype(np.uint64)
     rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
     return np.where(np.isnan(f32), np.uint16(0x7FC0), rounded).astype("<u2")
@@ -116,13 +125,58 @@ def _moments(dist: Distribution) -> tuple:
     return float(p.get("mean", 0.0)), float(p.get("std", 1.0))
 
 
-def draw(dist: Distribution, shape, rng: np.random.Generator, kind: str = "") -> np.ndarray:
+def draw_wide(shape, rng: np.random.Generator, domain: tuple) -> np.ndarray:
+    """Random sign, magnitude log-uniform over [lo, hi]."""
+    lo, hi = domain
+    magnitude = np.exp(rng.uniform(np.log(lo), np.log(hi), shape))
+    return np.where(rng.random(shape) < 0.5, -magnitude, magnitude)
+
+
+def edge_values(dtype: str, domain: tuple) -> np.ndarray:
+    """Special values of ``dtype`` inside ``domain`` (lo, hi): +-0, +-hi and just below it,
+    +-lo, subnormals when the domain reaches down to them, 1 and its neighbours, and half
+    an ulp of 1 (+-1/4 of it), which puts a sum just either side of a rounding tie."""
+    from dataset_spec.numerics import FORMATS
+    fmt = FORMATS[dtype]
+    lo, hi = domain
+    u = fmt.unit_roundoff
+    top = float(from_storage(float_to_bits([hi], dtype), dtype)[0])
+    if top > hi:  # hi itself is not representable: the representable value below it
+        top = float(np.nextafter(np.float32(top), np.float32(0))) if dtype != "float64" else np.nextafter(top, 0)
+    below_top = top * (1 - 2 * u)
+    candidates = [top, below_top, lo, 1.0, 1.0 + 2 * u, 1.0 - u, u * 1.25, u * 0.75, 2.0 ** -3 * (1 + 2 * u)]
+    values = [v for v in candidates if lo <= v <= hi]
+    if lo <= fmt.tiny:  # smallest subnormal, one in the middle, and the largest
+        values += [fmt.subnormal_min, fmt.tiny / 2, fmt.tiny - fmt.subnormal_min]
+    values = from_storage(float_to_bits(values, dtype), dtype)
+    values = np.unique(values[(values >= lo * (1 - 2 * u)) | (values < fmt.tiny)])
+    return np.concatenate([[0.0, -0.0], values, -values])
+
+
+def draw_edge(dist: Distribution, shape, rng: np.random.Generator, dtype: str, domain: tuple) -> np.ndarray:
+    """Normal data (the buffer's mean and spread, clipped to the domain) with EDGE_FRACTION
+    of the elements replaced by ``edge_values`` at random positions."""
+    mean, std = _moments(dist)
+    base = np.clip(rng.normal(mean, std, shape), -domain[1], domain[1])
+    specials = edge_values(dtype, domain)
+    replace = rng.random(shape) < EDGE_FRACTION
+    picks = specials[rng.integers(0, specials.size, shape)]
+    return np.where(replace, picks, base)
+
+
+def draw(dist: Distribution, shape, rng: np.random.Generator, kind: str = "", dtype: str = "float32",
+         domain: tuple = (2.0 ** -10, 2.0 ** 10)) -> np.ndarray:
     """Draw float64 values of ``shape``. ``kind`` (a trial kind) swaps a float distribution
-    for another with the same mean and spread, or scales it (small/large magnitude)."""
+    for another with the same mean and spread, scales it (small/large magnitude), or draws
+    wide or edge values over ``domain`` (lo, hi) for storage ``dtype``."""
     shape = tuple(shape)
     n = int(np.prod(shape, dtype=np.int64))
     p = dist.params
     base = dist.kind
+    if kind == "wide" and base in FLOAT_KINDS:
+        return draw_wide(shape, rng, domain)
+    if kind == "edge" and base in FLOAT_KINDS:
+        return draw_edge(dist, shape, rng, dtype, domain)
     if kind and base in FLOAT_KINDS:
         mean, std = _moments(dist)
         if kind in ("normal", "uniform") and kind != base:
@@ -161,10 +215,17 @@ class TrialInputs:
     values: dict   # name -> float64 ndarray of the rounded values
 
 
+def trial_count(problem: Problem) -> int:
+    """Trials that run each of the problem's kinds once."""
+    return len([k for k in (problem.trial_kinds or ["normal"]) if k in TRIAL_KINDS]) or 1
+
+
 def make_trial_inputs(problem: Problem, group_id: str, trial: int) -> TrialInputs:
     """Draw every in/inout buffer of ``problem`` for ``trial`` (seeded, reproducible)."""
+    from dataset_spec.problems import get_op
     seed = trial_seed(group_id, problem.digest(), trial)
     kind = trial_kind(problem, trial)
+    op = get_op(problem.op) if kind in ("wide", "edge") else None
     storage, values = {}, {}
     for index, buf in enumerate(problem.buffers):
         if buf.role not in ("in", "inout"):
@@ -172,7 +233,8 @@ def make_trial_inputs(problem: Problem, group_id: str, trial: int) -> TrialInput
         # One stream per buffer index so adding a buffer does not reshuffle the others.
         rng = np.random.default_rng([seed, index])
         use_kind = kind if is_float(buf.dtype) else ""
-        bits = float_to_bits(draw(buf.init, buf.shape, rng, use_kind), buf.dtype)
+        domain = op.domain(problem, buf.name) if op is not None and use_kind else (2.0 ** -10, 2.0 ** 10)
+        bits = float_to_bits(draw(buf.init, buf.shape, rng, use_kind, buf.dtype, domain), buf.dtype)
         storage[buf.name] = bits
         values[buf.name] = from_storage(bits, buf.dtype)
     return TrialInputs(trial, seed, kind, storage, values)

@@ -1,10 +1,12 @@
 """What a worker reports for one row, and how the parent turns it into a verifier status.
 
-The worker only runs kernels and moves bits; every judgement (written? within tolerance?
-agrees with the others?) happens here in the parent, so it is testable without a GPU.
+The worker only runs kernels and moves bits; every judgement (in bounds? written? within
+the error bound? agrees with the others?) happens here in the parent, so it is testable
+without a GPU.
 """
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -27,11 +29,13 @@ ERROR_STATUS = {
 @dataclass
 class TrialRun:
     """One trial as the worker ran it: outputs of the first run (storage bits), outputs of
-    the rerun only when their bits differ, and the inputs the kernel changed."""
+    the rerun only when their bits differ, the inputs the kernel changed, and writes found
+    in the guard regions around buffers (dicts: buffer, offset, bytes)."""
     trial: int
     outputs: dict
     rerun_outputs: Optional[dict] = None
     modified_inputs: list = field(default_factory=list)
+    out_of_bounds: list = field(default_factory=list)
 
 
 @dataclass
@@ -46,11 +50,12 @@ class CheckResult:
 
 @dataclass
 class OutputSpec:
-    """What the parent knows about one checked buffer: dtype, reference per trial, tolerance."""
+    """What the parent knows about one checked buffer: its dtype and, per trial, the
+    error bound and the agreement bound (float64 arrays shaped like the output)."""
     name: str
     dtype: str
-    atol: float
-    rtol: float
+    bounds: list = field(default_factory=list)
+    agreement_bounds: list = field(default_factory=list)
 
 
 @dataclass
@@ -59,33 +64,51 @@ class Verdict:
     message: str = ""
     max_abs_err: Optional[float] = None
     max_rel_err: Optional[float] = None
-    atol: Optional[float] = None
-    rtol: Optional[float] = None
+    max_err_ratio: Optional[float] = None
     trials: int = 0
     deterministic: Optional[bool] = None
-    outputs: Optional[list] = None  # per trial: name -> float64 output (for agreement)
+    output_hash: Optional[str] = None
+    outputs: Optional[list] = None  # per trial: name -> storage bits (for agreement)
 
 
-def classify(result: CheckResult, specs: list, references: list, baseline: Optional[list] = None) -> Verdict:
-    """Status of one member from its worker result.
+def describe_out_of_bounds(hit: dict) -> str:
+    offset, name, size = hit["offset"], hit["buffer"], hit.get("size", 0)
+    where = f"{-offset} bytes before its start" if offset < 0 else f"byte {offset} (it has {size} bytes)"
+    return f"wrote {hit['bytes']} guard byte(s) of buffer {name} at {where}"
 
-    ``specs``: OutputSpec per out/inout buffer. ``references``: per trial, name -> float64.
-    ``baseline``: per trial, name -> float64 output of the group's first passing member.
-    Order of checks: worker error, modified input, unwritten output, wrong result,
-    disagreement. Non-determinism alone is not a failure (deterministic=False).
+
+def output_hash(runs: list, specs: list) -> str:
+    """Hash of every trial's output bits (first runs): equal hashes, bit-identical members."""
+    digest = hashlib.sha256()
+    for run in runs:
+        for spec in specs:
+            digest.update(np.ascontiguousarray(run.outputs[spec.name]).tobytes())
+    return digest.hexdigest()[:16]
+
+
+def classify(result: CheckResult, specs: list, references: list) -> Verdict:
+    """Status of one member from its worker result, judged against the reference.
+
+    ``specs``: OutputSpec per out/inout buffer (with per-trial bounds). ``references``: per
+    trial, name -> float64. Order of checks: worker error, out-of-bounds write, modified
+    input, unwritten output, error bound. Non-determinism alone is not a failure
+    (deterministic=False). Agreement between members is judged per group afterwards
+    (``Consensus``).
     """
-    atol = max((s.atol for s in specs), default=None)
-    rtol = max((s.rtol for s in specs), default=None)
     if result.error:
         status = ERROR_STATUS.get(result.error, "crashed")
-        return Verdict(status, result.message, atol=atol, rtol=rtol, trials=len(result.runs))
+        return Verdict(status, result.message, trials=len(result.runs))
     if len(result.runs) != len(references):
-        return Verdict("crashed", f"worker returned {len(result.runs)} trials, expected {len(references)}",
-                       atol=atol, rtol=rtol)
+        return Verdict("crashed", f"worker returned {len(result.runs)} trials, expected {len(references)}")
+    trials = len(result.runs)
+    for run in result.runs:
+        if run.out_of_bounds:
+            hits = "; ".join(describe_out_of_bounds(h) for h in run.out_of_bounds[:3])
+            return Verdict("out_of_bounds_write", f"trial {run.trial}: {hits}", trials=trials)
     for run in result.runs:
         if run.modified_inputs:
             return Verdict("modified_input", f"trial {run.trial}: input buffer(s) {', '.join(run.modified_inputs)} "
-                           "changed by the kernel", atol=atol, rtol=rtol, trials=len(result.runs))
+                           "changed by the kernel", trials=trials)
     for run in result.runs:
         for spec in specs:
             if spec.name not in run.outputs:
@@ -94,13 +117,11 @@ def classify(result: CheckResult, specs: list, references: list, baseline: Optio
             if n:
                 size = run.outputs[spec.name].size
                 return Verdict("unwritten_output", f"trial {run.trial}: {n} of {size} elements of {spec.name} "
-                               "never written (still poison)", atol=atol, rtol=rtol, trials=len(result.runs))
-    max_abs, max_rel = 0.0, 0.0
+                               "never written (still poison)", trials=trials)
+    max_abs, max_rel, max_ratio = 0.0, 0.0, 0.0
     deterministic = True
     failure = ""
-    values_per_trial = []
-    for run, ref in zip(result.runs, references):
-        values = {}
+    for index, (run, ref) in enumerate(zip(result.runs, references)):
         runs_to_check = [("", run.outputs)]
         if run.rerun_outputs is not None:
             deterministic = False
@@ -108,29 +129,94 @@ def classify(result: CheckResult, specs: list, references: list, baseline: Optio
         for label, outputs in runs_to_check:
             for spec in specs:
                 out = from_storage(outputs[spec.name], spec.dtype)
-                if not label:
-                    values[spec.name] = out
-                stats = error_stats(out, ref[spec.name], spec.atol, spec.rtol)
+                stats = error_stats(out, ref[spec.name], spec.bounds[index])
                 max_abs, max_rel = max(max_abs, stats.max_abs_err), max(max_rel, stats.max_rel_err)
+                max_ratio = max(max_ratio, stats.max_err_ratio)
                 if not stats.ok and not failure:
                     failure = (f"trial {run.trial}{label}: {spec.name} has {stats.n_bad} of {stats.n_total} elements "
-                               f"outside atol={spec.atol:.3g} rtol={spec.rtol:.3g} (max abs err {stats.max_abs_err:.3g} "
-                               f"at {stats.worst_index})")
-        values_per_trial.append(values)
-    common = dict(max_abs_err=max_abs, max_rel_err=max_rel, atol=atol, rtol=rtol, trials=len(result.runs),
-                  deterministic=deterministic)
+                               f"outside the error bound (max |err|/bound {stats.max_err_ratio:.3g} at "
+                               f"{stats.worst_index}; max abs err {stats.max_abs_err:.3g})")
+    common = dict(max_abs_err=max_abs, max_rel_err=max_rel, max_err_ratio=max_ratio, trials=trials,
+                  deterministic=deterministic, output_hash=output_hash(result.runs, specs))
     if failure:
         return Verdict("wrong_result", failure, **common)
-    if baseline is not None:
-        for trial_index, (values, base) in enumerate(zip(values_per_trial, baseline)):
-            for spec in specs:
-                stats = agreement(values[spec.name], base[spec.name], spec.atol, spec.rtol)
-                if not stats.ok:
-                    return Verdict("disagrees", f"trial {result.runs[trial_index].trial}: {spec.name} differs from the "
-                                   f"group's first passing member in {stats.n_bad} elements (max abs diff "
-                                   f"{stats.max_abs_err:.3g})", **common)
-    note = "" if deterministic else "reruns differ bitwise (within tolerance)"
-    return Verdict("passed", note, outputs=values_per_trial, **common)
+    note = "" if deterministic else "reruns differ bitwise (within the error bound)"
+    outputs = [{spec.name: run.outputs[spec.name] for spec in specs} for run in result.runs]
+    return Verdict("passed", note, outputs=outputs, **common)
+
+
+def disagreement(outputs: list, other: list, specs: list) -> tuple:
+    """(max |a - b| / agreement bound over trials and outputs, first failure message or '')."""
+    worst, message = 0.0, ""
+    for index, (mine, theirs) in enumerate(zip(outputs, other)):
+        for spec in specs:
+            stats = agreement(from_storage(mine[spec.name], spec.dtype), from_storage(theirs[spec.name], spec.dtype),
+                              spec.agreement_bounds[index])
+            worst = max(worst, stats.max_err_ratio)
+            if not stats.ok and not message:
+                message = (f"trial {index}: {spec.name} differs in {stats.n_bad} of {stats.n_total} elements by more "
+                           f"than the agreement bound (max ratio {stats.max_err_ratio:.3g} at {stats.worst_index})")
+    return worst, message
+
+
+MAX_CLUSTERS = 4  # outputs kept per group: one representative per cluster of agreeing members
+
+
+@dataclass
+class _Cluster:
+    representative: str          # build_key of the member whose outputs are kept
+    outputs: list
+    members: list = field(default_factory=list)
+
+
+class Consensus:
+    """Groups a group's passing members into clusters that agree under the agreement bound,
+    keeping one member's outputs per cluster (memory stays bounded). The largest cluster
+    (the earliest on a tie) is the consensus; members outside it disagree."""
+
+    def __init__(self, specs: list):
+        self.specs = specs
+        self.clusters: list = []
+        self.ratios: dict = {}    # build_key -> {cluster index: ratio}
+        self.messages: dict = {}  # build_key -> {cluster index: message}
+        self.home: dict = {}      # build_key -> cluster index, or -1 when no room was left
+
+    def add(self, key: str, outputs: list) -> None:
+        ratios, messages = {}, {}
+        for index, cluster in enumerate(self.clusters):
+            ratios[index], messages[index] = disagreement(outputs, cluster.outputs, self.specs)
+        self.ratios[key], self.messages[key] = ratios, messages
+        for index, cluster in enumerate(self.clusters):
+            if not messages[index]:
+                cluster.members.append(key)
+                self.home[key] = index
+                return
+        if len(self.clusters) < MAX_CLUSTERS:
+            self.clusters.append(_Cluster(key, outputs, [key]))
+            self.home[key] = len(self.clusters) - 1
+            self.ratios[key][self.home[key]] = 0.0
+        else:
+            self.home[key] = -1
+
+    def verdicts(self) -> dict:
+        """build_key -> (agrees, max_disagreement, message) against the consensus cluster."""
+        if not self.clusters:
+            return {}
+        best = max(range(len(self.clusters)), key=lambda i: (len(self.clusters[i].members), -i))
+        rep = self.clusters[best].representative
+        out = {}
+        for key, home in self.home.items():
+            ratio = self.ratios[key].get(best)
+            if ratio is None:  # joined an earlier cluster before the consensus one existed
+                ratio = self.ratios[self.clusters[home].representative].get(best) if home >= 0 else None
+            known = self.messages[key].get(best)
+            if home == best or known == "":
+                out[key] = (True, ratio, "")
+            else:
+                message = known or (
+                    f"agrees with another cluster of members, not with the group's consensus (member {rep[:12]})")
+                out[key] = (False, ratio, f"disagrees with the group's consensus: {message}")
+        return out
 
 
 def inputs_changed(before: dict, after: dict) -> list:

@@ -1,5 +1,7 @@
 """One row loaded on the GPU: its module, device buffers and prepared launches.
 
+Every buffer sits between two guard regions filled with a known byte pattern before each
+run; ``guard_hits`` reports any guard byte a kernel changed (a write outside its buffer).
 Used by the isolated workers of ``ptxds verify`` and by anyone who wants to run or time a
 downloaded row by hand (the benchmarks do)."""
 from __future__ import annotations
@@ -20,9 +22,12 @@ class LoadedRow:
     init_host: dict = field(default_factory=dict)  # name -> host array kept alive for async re-init
 
     def prepare(self, inputs: dict, seed: int = 0) -> None:
-        """Inputs uploaded; outputs and scratch poisoned, or set to their init values."""
+        """Inputs uploaded; outputs and scratch poisoned, or set to their init values;
+        guard regions re-armed."""
         from .inputs import init_array, poison_word
         for name, buf in self.buffers.items():
+            if hasattr(buf, "arm"):
+                buf.arm()
             spec = self.specs[name]
             if spec.role in ("in", "inout"):
                 buf.upload(inputs[name])
@@ -35,17 +40,29 @@ class LoadedRow:
         for launch in self.launches:
             launch.enqueue()
 
+    def guard_hits(self) -> list:
+        """Writes found in guard regions since the last ``prepare``: dicts with the buffer,
+        the first changed byte's offset from the buffer's start, the changed byte count and
+        the buffer's size."""
+        hits = []
+        for name, buf in self.buffers.items():
+            for offset, count in (buf.hits() if hasattr(buf, "hits") else []):
+                hits.append({"buffer": name, "offset": offset, "bytes": count, "size": buf.nbytes})
+        return hits
+
     def free(self) -> None:
         for buf in self.buffers.values():
             buf.free()
         self.module.unload()
 
 
-def load_row(record, stream, cubin: Optional[bytes] = None) -> LoadedRow:
+def load_row(record, stream, cubin: Optional[bytes] = None, guards: bool = True) -> LoadedRow:
     """Load ``record`` in the current context: from ``cubin`` when given and loadable,
-    else through the driver's JIT from its PTX; allocate its buffers; pack its launches."""
+    else through the driver's JIT from its PTX; allocate its buffers (between guard regions
+    unless ``guards`` is False: a memory checker must see the allocations' true bounds);
+    pack its launches."""
     from .args import entry_params, pack_args
-    from .driver import DeviceBuffer, Module, PreparedLaunch, encode_tensor_map
+    from .driver import DeviceBuffer, GuardedBuffer, Module, PreparedLaunch, encode_tensor_map
     load_path = "driver_jit"
     module = None
     if cubin:
@@ -61,7 +78,7 @@ def load_row(record, stream, cubin: Optional[bytes] = None) -> LoadedRow:
     buffers, specs = {}, {}
     try:
         for buf in record.buffers():
-            buffers[buf.name] = DeviceBuffer(buf.nbytes)
+            buffers[buf.name] = GuardedBuffer(buf.nbytes) if guards else DeviceBuffer(buf.nbytes)
             specs[buf.name] = buf
         addresses = {name: b.address for name, b in buffers.items()}
         launches = []

@@ -1,31 +1,37 @@
 """verify_dataset: run every group of a dataset on the GPU, prove equivalence, time members.
 
-Per group: inputs drawn once per trial (recorded seeds), the float64 reference computed
-once per trial, every member run in an isolated GPU worker and judged against the
-reference and the group's first passing member, passing members timed, then the group's
-rows written to the output folder in one atomic part. A resumed run skips groups whose
-rows are already in the output folder. The input folder is only read.
+Per group: inputs drawn once per trial (recorded seeds and kinds), the float64 reference
+and the per-element error bound computed once per trial, every member run in an isolated
+GPU worker and judged against the reference, members that pass timed, then clustered by
+agreement with each other (members outside the largest cluster disagree), then the
+group's rows written to the output folder in one atomic part. A resumed run skips groups
+whose rows are already in the output folder. The input folder is only read.
 """
 from __future__ import annotations
 
 import dataclasses
 import fnmatch
+import json
 import threading
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
+import numpy as np
+
 from dataset_spec.model import KernelRecord, Problem
 from dataset_spec.problems import get_op
 from dataset_spec.shards import ShardWriter, done_keys, read_records
 
+from dataset_spec.numerics import smallest_caught_relative_error
+
 from .assembly_pool import AssemblyPool, runnable_reason
-from .compare import trivial_reason
-from .inputs import make_trial_inputs
+from .compare import agreement_bound, trivial_reason
+from .inputs import make_trial_inputs, trial_count
 from .reference import reference_outputs
 from .timing import TARGET_RSE
-from .outcome import OutputSpec, Verdict, classify
+from .outcome import Consensus, OutputSpec, Verdict, classify
 
 PASS_THROUGH = ("build_failed", "no_problem")
 PREFETCH_GROUPS = 4
@@ -36,11 +42,14 @@ MAX_TIMING_SAMPLES = 2000
 class GroupSummary:
     group_id: str
     members: int
-    statuses: dict
+    statuses: dict            # status -> rows, every row of the group (pass-through included)
     all_equivalent: bool      # every runnable member passed (and at least one ran)
     fastest: Optional[str] = None      # name of the fastest passing member
     fastest_us: Optional[float] = None
     slowest_us: Optional[float] = None
+    ran: int = 0              # members run on the GPU
+    not_runnable: int = 0     # members this GPU cannot run (kept unverified)
+    distinct_outputs: int = 0  # distinct output bit patterns among passing members
 
     @property
     def spread(self) -> Optional[float]:
@@ -48,6 +57,24 @@ class GroupSummary:
         if self.fastest_us and self.slowest_us:
             return self.slowest_us / self.fastest_us
         return None
+
+    def verdict_text(self) -> str:
+        """One phrase saying what happened to the group."""
+        build_side = {k: v for k, v in self.statuses.items() if k in PASS_THROUGH}
+        build_note = ", ".join(f"{v} {k}" for k, v in sorted(build_side.items()))
+        if not self.ran:
+            if self.not_runnable:
+                return f"not verified: {self.not_runnable} member(s) cannot run on this GPU" + (
+                    f"; {build_note}" if build_note else "")
+            return f"no runnable member ({build_note or 'empty group'})"
+        if self.all_equivalent:
+            text = f"all {self.ran} runnable members equivalent"
+            if self.distinct_outputs:
+                text += f" ({self.distinct_outputs} distinct output bit pattern(s))"
+            return text + (f"; not run: {build_note}" if build_note else "")
+        failed = {k: v for k, v in self.statuses.items() if k not in PASS_THROUGH + ("passed", "not_runnable")}
+        return ("NOT all equivalent: " + ", ".join(f"{v} {k}" for k, v in sorted(failed.items()))
+                + f" of {self.ran} run" + (f"; not run: {build_note}" if build_note else ""))
 
 
 @dataclass
@@ -65,8 +92,7 @@ class VerifySummary:
         for g in self.groups:
             spread = f", spread {g.spread:.2f}x" if g.spread else ""
             fastest = f", fastest {g.fastest} ({g.fastest_us:.2f} us)" if g.fastest else ""
-            lines.append(f"  {g.group_id}: {g.members} members, "
-                         f"{'all equivalent' if g.all_equivalent else 'NOT all equivalent'}{fastest}{spread}")
+            lines.append(f"  {g.group_id}: {g.members} members, {g.verdict_text()}{fastest}{spread}")
         return "\n".join(lines)
 
 
@@ -76,48 +102,70 @@ class _ProblemTrials:
     problem: Problem
     trials: list          # inputs.TrialInputs
     references: list      # per trial: name -> float64
-    specs: list           # OutputSpec per out/inout buffer
+    specs: list           # OutputSpec per out/inout buffer, with per-trial bounds
     refusal: str = ""     # why the group cannot be verified (trivial or failing reference)
     refusal_status: str = ""
+    catches_rel_err: Optional[float] = None  # smallest uniform relative error the bound catches
+    bound_note: str = ""  # the bound's coefficients per output, for provenance
 
 
-def prepare_problem(problem: Problem, group_id: str, n_trials: int,
+def prepare_problem(problem: Problem, group_id: str, n_trials: Optional[int] = None,
                     reference: str = "auto") -> _ProblemTrials:
-    """Draw inputs, compute references and tolerances for every trial; refuse trivial ones.
+    """Draw inputs, compute references and per-element error bounds for every trial (one
+    trial per trial kind when ``n_trials`` is None); refuse trivial references.
     ``reference``: where the float64 reference runs (see reference.py)."""
     op = get_op(problem.op)
+    n_trials = n_trials or trial_count(problem)
     trials = [make_trial_inputs(problem, group_id, t) for t in range(n_trials)]
-    specs = []
-    for buf in problem.buffers:
-        if buf.role in ("out", "inout"):
-            atol, rtol = op.tolerance(problem, buf.dtype)
-            specs.append(OutputSpec(buf.name, buf.dtype, atol, rtol))
+    specs = [OutputSpec(b.name, b.dtype) for b in problem.buffers if b.role in ("out", "inout")]
     prepared = _ProblemTrials(problem, trials, [], specs)
+    fixed = {s.name: op.tolerance(problem, s.dtype) for s in specs}
+    terms = {s.name: None if fixed[s.name] else op.bound_terms(problem, s.dtype) for s in specs}
+    prepared.bound_note = "; ".join(
+        f"{s.name}: " + (f"fixed atol={fixed[s.name][0]:.3g} rtol={fixed[s.name][1]:.3g}" if fixed[s.name]
+                         else terms[s.name].describe()) for s in specs)
+    catches = []
     for trial in trials:
         try:
             ref = reference_outputs(op, dict(trial.values), problem, reference)
+            shaped = {}
+            for spec in specs:
+                if spec.name not in ref:
+                    prepared.refusal = f"reference returned no value for output {spec.name}"
+                    return prepared
+                shaped[spec.name] = np.asarray(ref[spec.name], dtype=np.float64).reshape(
+                    problem.buffer(spec.name).shape)
+            bounds = op.bounds(dict(trial.values), problem, shaped)
         except Exception as exc:
             prepared.refusal = f"reference failed: {type(exc).__name__}: {exc}"
             return prepared
-        shaped = {}
         for spec in specs:
-            if spec.name not in ref:
-                prepared.refusal = f"reference returned no value for output {spec.name}"
-                return prepared
-            shaped[spec.name] = ref[spec.name].reshape(problem.buffer(spec.name).shape).astype("float64")
-            reason = trivial_reason(shaped[spec.name], spec.atol, spec.rtol)
+            bound = np.broadcast_to(bounds[spec.name], shaped[spec.name].shape)
+            reason = trivial_reason(shaped[spec.name], bound)
             if reason:
                 prepared.refusal = f"trial {trial.trial} ({trial.kind}): output {spec.name}: {reason}"
                 prepared.refusal_status = "trivial_reference"
                 return prepared
+            spec.bounds.append(bound)
+            spec.agreement_bounds.append(agreement_bound(shaped[spec.name], bound, terms[spec.name]))
+            if trial.kind in ("normal", "uniform"):
+                catches.append(smallest_caught_relative_error(shaped[spec.name], bound))
         prepared.references.append(shaped)
+    prepared.catches_rel_err = max(catches) if catches else None
     return prepared
+
+
+VERIFIER_FIELDS = (
+    "max_abs_err", "max_rel_err", "atol", "rtol", "trials", "deterministic", "max_err_ratio", "catches_rel_err",
+    "output_hash", "max_disagreement", "sanitizer", "time_us_median", "time_us_iqr", "time_us_min",
+    "time_samples", "time_method", "time_us_events_median", "time_us_events_iqr", "gpu_name", "sm_clock_mhz",
+    "driver_version",
+)
 
 
 def _clear_verifier_columns(row: KernelRecord) -> KernelRecord:
     row = dataclasses.replace(row, provenance=dict(row.provenance or {}))
-    for name in ("max_abs_err", "max_rel_err", "atol", "rtol", "trials", "deterministic", "time_us_median",
-                 "time_us_iqr", "time_us_min", "time_samples", "gpu_name", "sm_clock_mhz", "driver_version"):
+    for name in VERIFIER_FIELDS:
         setattr(row, name, None)
     return row
 
@@ -128,11 +176,17 @@ def apply_verdict(row: KernelRecord, verdict: Verdict, prepared: _ProblemTrials,
     row = _clear_verifier_columns(row)
     row.status, row.status_message = verdict.status, verdict.message
     row.max_abs_err, row.max_rel_err = verdict.max_abs_err, verdict.max_rel_err
-    row.atol, row.rtol = verdict.atol, verdict.rtol
+    row.max_err_ratio, row.output_hash = verdict.max_err_ratio, verdict.output_hash
+    row.catches_rel_err = prepared.catches_rel_err
+    op = get_op(prepared.problem.op) if prepared.specs else None
+    fixed = op.tolerance(prepared.problem, prepared.specs[0].dtype) if op else None
+    if fixed:
+        row.atol, row.rtol = fixed
     row.trials, row.deterministic = verdict.trials or None, verdict.deterministic
     row.gpu_name, row.driver_version = gpu.get("name"), gpu.get("driver_version")
     row.provenance["verify"] = {
         "seeds": [t.seed for t in prepared.trials], "trial_kinds": [t.kind for t in prepared.trials],
+        "error_bound": prepared.bound_note,
         "load": load_path, **({"load_note": load_note[:1000]} if load_note else {}),
     }
     return row
@@ -143,8 +197,10 @@ class _Run:
 
     def __init__(self, groups: list, out_dir: Path, trials: int, timing: bool, kernel_timeout: float,
                  time_budget: float, pool: Optional[AssemblyPool], gpu_cc: tuple, progress_bar,
-                 reference: str = "auto"):
+                 reference: str = "auto", sanitizer: Optional[str] = None):
         self.groups = groups
+        self.sanitizer = sanitizer
+        self.sanitize = sanitizer is not None
         self.trials = trials
         self.reference = reference
         self.timing = timing
@@ -180,7 +236,7 @@ class _Run:
         gpu = dict(worker.info)
         out_rows, results = [], {}
         prepared_by_digest: dict = {}
-        baseline_by_digest: dict = {}
+        consensus_by_digest: dict = {}
         for row in rows:
             if row.status in PASS_THROUGH:
                 out_rows.append(row)
@@ -196,6 +252,7 @@ class _Run:
             digest = row.problem.digest()
             if digest not in prepared_by_digest:
                 prepared_by_digest[digest] = prepare_problem(row.problem, group_id, self.trials, self.reference)
+                consensus_by_digest[digest] = Consensus(prepared_by_digest[digest].specs)
             prepared = prepared_by_digest[digest]
             if prepared.refusal:
                 status = prepared.refusal_status or "trivial_reference"
@@ -207,19 +264,46 @@ class _Run:
             cubin = assembled.cubin if assembled else None
             payload = [(t.trial, f"{digest}:{t.trial}", t.seed, t.storage) for t in prepared.trials]
             check = worker.check(row.to_json(), group_id, payload, cubin, self.kernel_timeout)
-            verdict = classify(check, prepared.specs, prepared.references, baseline_by_digest.get(digest))
+            verdict = classify(check, prepared.specs, prepared.references)
             load_path = check.load_path or ("driver_jit" if not cubin else "cubin")
             if load_path == "cubin" and assembled:
                 load_path = assembled.path
             new_row = apply_verdict(row, verdict, prepared, gpu, load_path,
                                     assembled.message if assembled else "")
             if verdict.status == "passed":
-                baseline_by_digest.setdefault(digest, verdict.outputs)
+                consensus_by_digest[digest].add(row.build_key, verdict.outputs)
                 if self.timing:
                     self._time(worker, new_row)
+            if self.sanitize and verdict.status not in ("jit_failed", "timeout"):
+                new_row.sanitizer = self._sanitize(row, prepared)
             out_rows.append(new_row)
             results[row.build_key] = new_row.status
+        self._apply_consensus(out_rows, results, consensus_by_digest)
         return out_rows, results
+
+    def _sanitize(self, row: KernelRecord, prepared: _ProblemTrials) -> str:
+        from .sanitize import run_sanitizer
+        try:
+            findings = run_sanitizer(row.to_json(), prepared.trials[0].storage, sanitizer=self.sanitizer)
+        except Exception as exc:  # the sanitizer is evidence on the side: never fail the row for it
+            findings = {"failed": f"{type(exc).__name__}: {exc}"[:300]}
+        return json.dumps(findings, sort_keys=True)
+
+    @staticmethod
+    def _apply_consensus(out_rows: list, results: dict, consensus_by_digest: dict) -> None:
+        """Members outside their problem's consensus cluster become ``disagrees``."""
+        verdicts = {}
+        for consensus in consensus_by_digest.values():
+            verdicts.update(consensus.verdicts())
+        for row in out_rows:
+            if row.build_key not in verdicts or row.status != "passed":
+                continue
+            agrees, ratio, message = verdicts[row.build_key]
+            row.max_disagreement = ratio
+            if not agrees:
+                row.status = "disagrees"
+                row.status_message = f"{message}; {row.status_message}" if row.status_message else message
+                results[row.build_key] = "disagrees"
 
     def _time(self, worker, row: KernelRecord) -> None:
         timeout = self.kernel_timeout + 3 * self.time_budget + 10.0
@@ -234,6 +318,12 @@ class _Run:
         stats = reply["stats"]
         row.time_us_median, row.time_us_iqr = stats["median_us"], stats["iqr_us"]
         row.time_us_min, row.time_samples = stats["min_us"], stats["samples"]
+        row.time_method = reply.get("method", "events")
+        events = reply.get("event_stats") or (stats if row.time_method == "events" else None)
+        if events:
+            row.time_us_events_median, row.time_us_events_iqr = events["median_us"], events["iqr_us"]
+        if reply.get("fallback_reason"):
+            row.provenance.setdefault("verify", {})["timing_fallback"] = reply["fallback_reason"][:500]
         row.sm_clock_mhz = reply.get("sm_clock_mhz") or None
         if not stats["converged"]:
             note = f"timing did not reach {TARGET_RSE:.2%} RSE (median RSE {stats['rse'] * 100:.2f}%)"
@@ -241,6 +331,7 @@ class _Run:
 
     def summarise(self, group_id: str, rows: list, results: dict) -> GroupSummary:
         statuses = Counter(results.values())
+        statuses.update(r.status for r in rows if r.status in PASS_THROUGH)
         ran = [r for r in rows if results.get(r.build_key) not in (None, "not_runnable")]
         timed = [r for r in ran if r.status == "passed" and r.time_us_median is not None]
         fastest = min(timed, key=lambda r: r.time_us_median) if timed else None
@@ -250,7 +341,9 @@ class _Run:
             all_equivalent=bool(ran) and all(r.status == "passed" for r in ran),
             fastest=fastest.name if fastest else None,
             fastest_us=fastest.time_us_median if fastest else None,
-            slowest_us=slowest.time_us_median if slowest else None)
+            slowest_us=slowest.time_us_median if slowest else None,
+            ran=len(ran), not_runnable=statuses.get("not_runnable", 0),
+            distinct_outputs=len({r.output_hash for r in ran if r.status == "passed" and r.output_hash}))
 
     def serve(self, worker) -> None:
         """A thread's loop: take groups, verify them on ``worker``, write them."""
@@ -287,16 +380,20 @@ def select_groups(records: list, pattern: Optional[str]) -> list:
     return list(groups.items())
 
 
-def verify_dataset(in_dir, out_dir, *, groups: Optional[str] = None, trials: int = 3, timing: bool = True,
+def verify_dataset(in_dir, out_dir, *, groups: Optional[str] = None, trials: Optional[int] = None,
+                   timing: bool = True,
                    workers: Optional[int] = None, kernel_timeout: float = 20.0, assemble_jobs: Optional[int] = None,
-                   progress: bool = True, time_budget: float = 1.0, reference: str = "auto") -> VerifySummary:
+                   progress: bool = True, time_budget: float = 1.0, reference: str = "auto",
+                   sanitize: bool = False) -> VerifySummary:
     """Verify (and time) every group of the dataset in ``in_dir``; write rows to ``out_dir``.
 
-    ``groups``: fnmatch pattern on group_id. ``workers``: GPU worker processes, spread over
+    ``groups``: fnmatch pattern on group_id. ``trials``: trials per problem (None: one per
+    trial kind of the problem, so every kind runs). ``workers``: GPU worker processes, spread over
     the visible GPUs (None or 0: one per GPU). ``kernel_timeout``: seconds one row may take (JIT, all trials) before
     its worker is killed (status timeout). ``assemble_jobs``: processes assembling PTX ahead
     of the GPU (None: all cores, 0: none, the driver JIT does it). ``time_budget``: seconds
-    of timing per passing row. ``reference``: auto (torch on the GPU for large array-API
+    of timing per passing row. ``sanitize``: also run each member under compute-sanitizer
+    (memcheck, racecheck; the ``sanitizer`` column). ``reference``: auto (torch on the GPU for large array-API
     ops when torch is importable, else numpy), numpy, or torch. Raises NoDriverError when
     no GPU can be used.
     """
@@ -304,8 +401,12 @@ def verify_dataset(in_dir, out_dir, *, groups: Optional[str] = None, trials: int
     in_path, out_path = Path(in_dir).resolve(), Path(out_dir).resolve()
     if in_path == out_path:
         raise ValueError("out_dir must differ from in_dir: the input dataset is never changed in place")
-    if trials < 1:
+    if trials is not None and trials < 1:
         raise ValueError(f"trials must be >= 1, got {trials}")
+    sanitizer = None
+    if sanitize:
+        from .sanitize import find_sanitizer
+        sanitizer = find_sanitizer()
     selected = select_groups(read_records(in_path), groups)
     done = done_keys(out_path) if out_path.exists() else set()
     todo = [(g, rows) for g, rows in selected if not all(r.build_key in done for r in rows)]
@@ -330,7 +431,7 @@ def verify_dataset(in_dir, out_dir, *, groups: Optional[str] = None, trials: int
                 bar = tqdm(total=len(todo), unit="group", desc="verify")
             except ImportError:
                 bar = None
-        run = _Run(todo, out_path, trials, timing, kernel_timeout, time_budget, pool, cc, bar, reference)
+        run = _Run(todo, out_path, trials, timing, kernel_timeout, time_budget, pool, cc, bar, reference, sanitizer)
         threads = [threading.Thread(target=run.serve, args=(w,), name=f"verify-gpu{w.ordinal}", daemon=True)
                    for w in gpu_workers]
         for t in threads:

@@ -93,7 +93,7 @@ class _Worker:
         runs = []
         for trial, key, seed in job["trials"]:
             inputs = self.inputs[key]
-            outputs = []
+            outputs, out_of_bounds = [], []
             for _ in range(2):  # the second run checks determinism
                 self._prepare(inputs, seed)
                 try:
@@ -104,9 +104,11 @@ class _Worker:
                                        message=f"trial {trial}: {exc}", fatal=exc.sticky, load_path=load_path)
                 outputs.append(self._download(("out", "inout")))
                 after = self._download(("in",))
+                out_of_bounds = out_of_bounds or self.row.guard_hits()
             before = {name: inputs[name] for name in after}
             same = not inputs_changed(outputs[0], outputs[1])
-            runs.append(TrialRun(trial, outputs[0], None if same else outputs[1], inputs_changed(before, after)))
+            runs.append(TrialRun(trial, outputs[0], None if same else outputs[1], inputs_changed(before, after),
+                                 out_of_bounds))
         return CheckResult(runs=runs, load_path=load_path)
 
     def time_job(self, job: dict) -> dict:
