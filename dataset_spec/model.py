@@ -29,8 +29,8 @@ ROLES = ("in", "out", "inout", "scratch")
 ARG_KINDS = ("buffer", "scalar", "null", "blob")
 BUILD_STATUSES = ("built", "build_failed", "no_problem")
 VERIFY_STATUSES = (
-    "passed", "wrong_result", "unwritten_output", "modified_input", "jit_failed",
-    "launch_failed", "crashed", "timeout", "disagrees", "trivial_reference",
+    "passed", "wrong_result", "unwritten_output", "modified_input", "out_of_bounds_write",
+    "jit_failed", "launch_failed", "crashed", "timeout", "disagrees", "trivial_reference",
 )
 DISTRIBUTION_KINDS = ("normal", "uniform", "randint", "zeros", "ones", "arange", "constant")
 
