@@ -4,7 +4,7 @@ The bound for output element i of a problem (documented in docs/verification.md)
 
     |out_i - ref_i| <= r * u_out * |ref_i|
                        + (2 * u_in + C_ACC * sqrt(n) * u_acc) * S_i * (1 + u_out)
-                       + tiny_out + n * tiny_acc
+                       + sub_out + n * tiny_acc
 
 ``u_out``: unit roundoff of the output's storage dtype, ``r`` the roundings to it (1: the
 store's round-to-nearest; params.output_roundings); ``u_in``:
@@ -13,8 +13,10 @@ as stored, 2^-10 for tf32 tensor-core inputs, which may truncate); ``u_acc``: ro
 the accumulation precision (float32 unless the problem says otherwise); ``n``: reduction
 length (terms per output element); ``S_i``: the op's float64 magnitude scale of the terms
 that produced element i (``|A| @ |B|`` for a GEMM, ``|x| + |y|`` for an add), so
-cancellation in ``ref_i`` never makes a correct kernel fail; ``tiny``: smallest normal
-numbers, covering flush-to-zero of subnormal results.
+cancellation in ``ref_i`` never makes a correct kernel fail; ``sub_out``: the output
+dtype's smallest subnormal (rounding in the subnormal range is absolute, not relative);
+``tiny_acc``: the accumulator's smallest normal, covering flush-to-zero of subnormal
+intermediates in float32 arithmetic (``.ftz``), once per reduction step.
 """
 from __future__ import annotations
 
@@ -59,8 +61,9 @@ class BoundTerms:
     u_in: float
     u_acc: float
     n: int
-    tiny_out: float
+    tiny_out: float   # smallest normal of the output dtype (the scale below which ulps stop shrinking)
     tiny_acc: float
+    sub_out: float = 0.0
 
     @property
     def scale_coefficient(self) -> float:
@@ -68,7 +71,7 @@ class BoundTerms:
 
     @property
     def floor(self) -> float:
-        return self.tiny_out + max(1, self.n) * self.tiny_acc
+        return self.sub_out + max(1, self.n) * self.tiny_acc
 
     def bound(self, reference: np.ndarray, scale: np.ndarray) -> np.ndarray:
         """Per-element bound (float64) for a float64 reference and magnitude scale."""
@@ -96,8 +99,8 @@ def bound_terms(out_dtype: str, reduction_length: int, accumulator: str = "", ma
     acc_name = accumulator if accumulator in FORMATS else ("float64" if out_dtype == "float64" else "float32")
     acc = FORMATS[acc_name]
     u_in = MATH_INPUT_ROUNDOFF.get(str(math_input or "").lower(), 0.0)
-    return BoundTerms(out.unit_roundoff * max(1, int(output_roundings)), u_in, acc.unit_roundoff, max(1, int(reduction_length)),
-                      out.tiny, acc.tiny)
+    return BoundTerms(out.unit_roundoff * max(1, int(output_roundings)), u_in, acc.unit_roundoff,
+                      max(1, int(reduction_length)), out.tiny, acc.tiny, out.subnormal_min)
 
 
 def smallest_caught_relative_error(reference: np.ndarray, bound: np.ndarray) -> float:

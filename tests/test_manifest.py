@@ -1,8 +1,9 @@
 """Tests of the manifest source (``ptxds build --source ptx``), on CPU with the pinned nvcc.
 
-The adversarial suite must build for sm_90a and sm_80 with launches that fit each entry's
-params; every bad manifest in tests/data/manifests must fail with its exact one-line error;
-a CUDA file that does not compile must give a ``build_failed`` row, not an exception.
+The adversarial suite (its vector-add and fp16 GEMM groups) must build and assemble for
+sm_90a and sm_80 with launches that fit each entry's params; every bad manifest in
+tests/data/manifests must fail with its exact one-line error; a CUDA file that does not
+compile must give a ``build_failed`` row, not an exception.
 """
 from __future__ import annotations
 
@@ -18,10 +19,13 @@ from builders.base import BuildOptions
 from builders.manifest import ManifestBuilder, ManifestError, _runs_on, load_manifest
 from dataset_spec.model import KernelRecord
 from dataset_spec.problems import get_op
+from dataset_spec.shards import read_records
 from ptx_tools import ToolchainError, find_tool, parse_ptx
+from ptxds.pipeline import run_build
 
 DATA = Path(__file__).parent / "data"
 ADVERSARIAL = DATA / "adversarial" / "manifest.yaml"
+ADVERSARIAL_GEMM = DATA / "adversarial" / "gemm_f16.yaml"
 MANIFESTS = DATA / "manifests"
 
 
@@ -46,6 +50,11 @@ def adversarial_rows():
     return build_all(ADVERSARIAL)
 
 
+@pytest.fixture(scope="module")
+def gemm_rows():
+    return build_all(ADVERSARIAL_GEMM)
+
+
 # The status the GPU verifier must give each member (documented in the manifest itself).
 EXPECTED_STATUSES = {
     "add_one_per_thread": "passed",
@@ -61,6 +70,18 @@ EXPECTED_STATUSES = {
     "reads_out_of_bounds": "crashed",
     "traps": "crashed",
     "spins_forever": "timeout",
+    "wrong_for_large": "wrong_result",
+    "wrong_for_negative": "wrong_result",
+    "wrong_for_zeros": "wrong_result",
+    "writes_past_end": "out_of_bounds_write",
+    "racy": "wrong_result",
+}
+# The same for the fp16 GEMM group; None: no expected status (the verifier's call).
+GEMM_EXPECTED_STATUSES = {
+    "gemm_f16_simt": "passed",
+    "gemm_f16_mma": "passed",
+    "gemm_f16_off_by_1pct": "wrong_result",
+    "gemm_f16_acc_in_f16": None,
 }
 
 
@@ -76,8 +97,56 @@ def test_adversarial_suite_builds_for_both_archs(adversarial_rows):
 
 
 @needs_nvcc
-def test_adversarial_launch_args_match_entry_params(adversarial_rows):
-    for row in adversarial_rows:
+def test_adversarial_gemm_group_builds_for_both_archs(gemm_rows):
+    assert {(r.name, r.arch) for r in gemm_rows} == {
+        (name, arch) for name in GEMM_EXPECTED_STATUSES for arch in ("sm_90a", "sm_80")}
+    for row in gemm_rows:
+        assert row.status == "built", (row.name, row.arch, row.status_message)
+        assert row.group_id == "ptx/adversarial_gemm_f16_256x256x512"
+        assert row.variant.get("expect") == GEMM_EXPECTED_STATUSES[row.name]
+        assert row.problem.op == "gemm" and row.problem.params["K"] == 512
+
+
+@needs_nvcc
+def test_adversarial_suite_assembles_into_one_dataset(tmp_path):
+    """Both manifests built the normal way (compile, check, assemble with ptxas) into one
+    folder, as the GPU test verifies them: two groups, every row built."""
+    for manifest in (ADVERSARIAL, ADVERSARIAL_GEMM):
+        options = BuildOptions(archs=["sm_80", "sm_90a"], extra={"manifest": str(manifest)})
+        summary = run_build("ptx", tmp_path, options, jobs=4, progress=False)
+        assert not summary.failed_items
+    rows = read_records(tmp_path)
+    expected = {**EXPECTED_STATUSES, **GEMM_EXPECTED_STATUSES}
+    assert len(rows) == 2 * len(expected) == 44
+    assert {r.group_id for r in rows} == {"ptx/adversarial_vector_add_f32_1m",
+                                          "ptx/adversarial_gemm_f16_256x256x512"}
+    for row in rows:
+        assert row.status == "built", (row.name, row.arch, row.status_message)
+        assert row.resources, (row.name, row.arch)  # ptxas reported on every entry
+        assert row.variant.get("expect") == expected[row.name]
+
+
+@needs_nvcc
+def test_adversarial_members_do_what_their_names_say(adversarial_rows, gemm_rows):
+    """What can be checked without a GPU, read from the PTX: the tensor-core member uses
+    mma, the others accumulate in the precision they claim, and the race goes through
+    shared memory with no barrier."""
+    ptx = {(r.name, r.arch): r.ptx for r in adversarial_rows + gemm_rows}
+    for arch in ("sm_80", "sm_90a"):
+        assert "wmma.mma.sync" in ptx[("gemm_f16_mma", arch)]
+        assert "fma.rn.f32" in ptx[("gemm_f16_simt", arch)]
+        assert "fma.rn.f16" in ptx[("gemm_f16_acc_in_f16", arch)]
+        assert "fma.rn.f16" not in ptx[("gemm_f16_simt", arch)]
+        racy = ptx[("racy", arch)]
+        assert "st.volatile.shared.f32" in racy and "ld.volatile.shared.f32" in racy
+        assert "bar.sync" not in racy and "barrier" not in racy
+        assert "%globaltimer" in racy
+
+
+@needs_nvcc
+@pytest.mark.parametrize("rows_fixture", ["adversarial_rows", "gemm_rows"])
+def test_adversarial_launch_args_match_entry_params(rows_fixture, request):
+    for row in request.getfixturevalue(rows_fixture):
         module = parse_ptx(row.ptx)
         entries = {e.name: e for e in module.entries}
         for launch in row.launches:
