@@ -12,18 +12,32 @@ from .shards import SPLITS, read_table, splits_present
 
 VERIFY_METHOD = """\
 Every group was run on a GPU by `ptxds verify`. Per trial the verifier draws the inputs
-from the problem's distributions with a recorded seed (normal and non-integer uniform
-inputs across trials), computes a float64 reference, poisons every output and scratch
-buffer (NaN pattern for floats, all ones for integers), runs each member's launch sequence
-in an isolated worker process, and checks that every element was written, inputs are
-unchanged, a rerun gives the same bits (else `deterministic=false`), the error against the
-reference is within the dtype- and reduction-length-based tolerance (`atol`, `rtol`,
-`max_abs_err`, `max_rel_err` are stored), and the output agrees with the group's other
-members. Crashes, traps, JIT failures and hangs affect only their row (`status`).
-Passing rows are timed with CUDA events around the launch sequence, the L2 cache flushed
-between samples, samples enqueued ahead of the GPU, until the relative standard error is
-at most 0.25% or the time budget ends (`time_us_median`, `time_us_iqr`, `time_us_min`,
-`time_samples`, `gpu_name`, `sm_clock_mhz`, `driver_version`).
+with a recorded seed from one of four kinds (`provenance.verify.trial_kinds`): normal,
+non-integer uniform, *wide* (random sign, magnitudes log-uniform over the op's whole safe
+domain) and *edge* (zeros, -0.0, the largest safe magnitude, subnormals, values beside
+rounding boundaries, mixed into normal data). It computes a float64 reference from the
+stored inputs, poisons every output and scratch buffer, surrounds every buffer with guard
+regions, runs each member's launch sequence in an isolated worker process, and checks:
+no write outside a buffer (`out_of_bounds_write`, naming buffer and offset), inputs
+unchanged, every element written, a rerun gives the same bits (else
+`deterministic=false`), and each element's error within its bound
+
+    |out_i - ref_i| <= u_out |ref_i| + (2 u_in + 2 sqrt(n) u_acc) S_i + floors
+
+where u are unit roundoffs (output dtype, operand rounding such as tf32, accumulator), n
+the reduction length and S_i a float64 magnitude scale of the terms behind element i
+(`|A| @ |B|` for a GEMM, `|x| + |y|` for an add), so cancellation never fails a correct
+kernel and a 1% error never passes (`max_err_ratio` is the largest |err| / bound;
+`catches_rel_err` the smallest uniform relative error the bound catches on that group).
+Passing members are then clustered by agreement with each other (one ulp of rounding
+allowed); members outside the largest cluster get `disagrees` (`max_disagreement`).
+`output_hash` identifies bit-identical members. Crashes, traps, JIT failures and hangs
+affect only their row. Passing rows are timed with the L2 cache flushed between samples,
+until the relative standard error of the median is at most 0.25% or the time budget
+ends: `time_us_median` is the kernels' own GPU duration from CUPTI activity records
+(summed over the member's launches) when `time_method` is `cupti`, else from CUDA events
+around the launch sequence; `time_us_events_median` keeps the event-based time. Details:
+docs/verification.md in the ptxds repository.
 """
 
 
@@ -95,11 +109,31 @@ def _results_table(rows: list) -> str:
     return _table(["group", "members", "passed", "fastest member", "slowest/fastest"], body)
 
 
+def _sensitivity_table(rows: list) -> str:
+    """Per op and output dtype: the largest (weakest) ``catches_rel_err`` of its groups."""
+    worst = {}
+    for row in rows:
+        value = row.get("catches_rel_err")
+        if value is None:
+            continue
+        problem = json.loads(row["problem"] or "{}")
+        dtype = next((b["dtype"] for b in problem.get("buffers", []) if b.get("role") in ("out", "inout")), "?")
+        key = (row.get("op") or problem.get("op", "?"), dtype)
+        worst[key] = max(worst.get(key, 0.0), value)
+    return _table(["op", "output dtype", "smallest uniform relative error caught (weakest group)"],
+                  [[op, dtype, f"{value:.2e}"] for (op, dtype), value in sorted(worst.items())])
+
+
+def _timing_methods(rows: list) -> str:
+    counts = Counter(row.get("time_method") for row in rows if row.get("time_method"))
+    return ", ".join(f"{method}: {n} rows" for method, n in sorted(counts.items())) or "no row was timed"
+
+
 def write_card(root, title: str = "PTX equivalence groups") -> Path:
     """(Re)write DIR/README.md from the shards present."""
     root = Path(root)
     columns = ["group_id", "source", "arch", "status", "provenance", "toolchain",
-               "name", "time_us_median"]
+               "name", "time_us_median", "op", "problem", "catches_rel_err", "time_method"]
     rows = read_table(root, "kernels", columns=columns).to_pylist()
     verified = any(r["status"] not in ("built", "build_failed", "no_problem") for r in rows)
     pair_count = read_table(root, "pairs", columns=["kernel_a"]).num_rows
@@ -128,7 +162,9 @@ def write_card(root, title: str = "PTX equivalence groups") -> Path:
         "## Provenance and licences", "", _provenance(rows), "",
     ]
     if verified:
-        parts += ["## Verification", "", VERIFY_METHOD, "", "### Results", "", _results_table(rows), ""]
+        parts += ["## Verification", "", VERIFY_METHOD, "", "### Sensitivity of the error bound", "",
+                  _sensitivity_table(rows), "", f"Timing methods: {_timing_methods(rows)}.", "",
+                  "### Results", "", _results_table(rows), ""]
     path = root / "README.md"
     tmp = path.with_name(".README.md.tmp")
     tmp.write_text("\n".join(parts))

@@ -99,7 +99,18 @@ def read_table(root, config: str = "kernels", columns=None) -> pa.Table:
     if not files:
         return SCHEMAS[config].empty_table() if columns is None else \
             SCHEMAS[config].empty_table().select(columns)
-    return pa.concat_tables(pq.read_table(f, columns=columns) for f in files)
+    return pa.concat_tables(_read_part(f, SCHEMAS[config], columns) for f in files)
+
+
+def _read_part(path, schema: pa.Schema, columns=None) -> pa.Table:
+    """One part file in the current schema: columns an older schema version lacked (e.g.
+    verifier columns added later) read as nulls, so old datasets stay readable."""
+    wanted = list(columns) if columns is not None else schema.names
+    present = set(pq.read_schema(path).names)
+    table = pq.read_table(path, columns=[c for c in wanted if c in present])
+    arrays = [table.column(c) if c in present else pa.nulls(table.num_rows, schema.field(c).type)
+              for c in wanted]
+    return pa.Table.from_arrays(arrays, schema=pa.schema([schema.field(c) for c in wanted]))
 
 
 def read_records(root) -> list:

@@ -222,3 +222,20 @@ def test_tensormap_patches_round_trip_json_and_arrow(tmp_path):
 def test_tensormap_patch_validation(make, message):
     with pytest.raises(SpecError, match=message):
         make()
+
+
+def test_shards_of_an_older_schema_read_with_null_new_columns(tmp_path):
+    """A part written before the verifier's v2 columns existed still loads."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from dataset_spec.schema import KERNELS_SCHEMA, record_to_row
+    from dataset_spec.shards import read_records
+    row = record_to_row(make_record(group="old", name="k_old"))
+    old_fields = [f for f in KERNELS_SCHEMA if f.name not in ("max_err_ratio", "output_hash", "time_method")]
+    old_schema = pa.schema(old_fields)
+    folder = tmp_path / "kernels" / "train"
+    folder.mkdir(parents=True)
+    pq.write_table(pa.Table.from_pylist([{k: row[k] for k in old_schema.names}], schema=old_schema),
+                   folder / "part-old.parquet")
+    (back,) = read_records(tmp_path)
+    assert back.name == "k_old" and back.max_err_ratio is None and back.time_method is None

@@ -186,7 +186,7 @@ def apply_verdict(row: KernelRecord, verdict: Verdict, prepared: _ProblemTrials,
     row.gpu_name, row.driver_version = gpu.get("name"), gpu.get("driver_version")
     row.provenance["verify"] = {
         "seeds": [t.seed for t in prepared.trials], "trial_kinds": [t.kind for t in prepared.trials],
-        "error_bound": prepared.bound_note,
+        "error_bound": prepared.bound_note, "gpu": gpu.get("pci_bus_id"),
         "load": load_path, **({"load_note": load_note[:1000]} if load_note else {}),
     }
     return row
