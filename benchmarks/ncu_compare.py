@@ -257,7 +257,8 @@ def run_ncu(dataset: Path, rows: list, ncu: str, repeats: int, warmup: int, scra
     if done.returncode != 0 or not manifest_path.exists():
         raise SystemExit(f"ncu failed (exit code {done.returncode}):\n{done.stdout[-3000:]}\n{log[-3000:]}")
     manifest = json.loads(manifest_path.read_text())
-    times, wrong_names = ncu_row_times(parse_ncu_csv(log), manifest)
+    table = log if '"ID"' in log else done.stdout  # should a version print the table to stdout
+    times, wrong_names = ncu_row_times(parse_ncu_csv(table), manifest)
     if wrong_names:
         print(f"warning: {wrong_names} profiled kernel(s) are not named as the expected entry")
     return times, manifest, log_path

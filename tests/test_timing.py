@@ -1,5 +1,6 @@
 """Kernel timing: CUPTI records assembled into samples, the fallback to CUDA events, the
-worker's reply, and (on a GPU) CUPTI against events on kernels of known length."""
+worker's reply, the Nsight Compute comparison's parsing and statistics, and (on a GPU)
+CUPTI against events on kernels of known length."""
 import enum
 import random
 import re
@@ -135,6 +136,28 @@ def test_clock_enables_concurrent_kernel_and_assembles_batches():
     assert clock.batch_durations_us(2, 2) == [5.0, 7.0]
 
 
+def test_clock_counts_only_the_kernels_of_the_bare_run():
+    cupti = FakeCupti()
+    clock = KernelClock(cupti)
+    clock.discard()
+    cupti.run(_records([1000, 2000], first_correlation=10, names=["gemm", "reduce"]))  # the bare run
+    clock.learn_members(2)
+    # a batch where the driver ran a kernel of its own for each L2 flush
+    batch = []
+    for i, (gemm, reduce) in enumerate([(3000, 1000), (5000, 1000)]):
+        corr = 20 + 10 * i
+        batch += _records([700], first_correlation=corr, names=["driver_memset_kernel"])
+        batch += _records([gemm, reduce], first_correlation=corr + 1, names=["gemm", "reduce"])
+    cupti.run(batch)
+    assert clock.batch_durations_us(2, 2) == [4.0, 6.0]
+    clock.discard()  # the next row has other kernels: the names are forgotten
+    cupti.run(_records([8000], first_correlation=60, names=["softmax"]))
+    assert clock.batch_durations_us(1, 1) == [8.0]
+    cupti.run(_records([8000, 700], first_correlation=70, names=["softmax", "driver_memset_kernel"]))
+    with pytest.raises(RecordMismatch):  # without a bare run every kernel counts
+        clock.batch_durations_us(1, 1)
+
+
 def test_clock_waits_for_late_records_then_gives_up():
     cupti = FakeCupti(lag=2)
     clock = KernelClock(cupti)
@@ -193,6 +216,9 @@ class ScriptedClock:
         self.asked = []
 
     def discard(self):
+        pass
+
+    def learn_members(self, launches):
         pass
 
     def batch_durations_us(self, samples, launches):

@@ -54,18 +54,21 @@ class KernelActivity:
 
 
 def assemble_samples(records: Iterable[KernelActivity], samples: int, launches_per_sample: int,
-                     after_correlation_id: int = 0, excluded_names=(HOLD_KERNEL_NAME,)) -> list:
+                     after_correlation_id: int = 0, excluded_names=(HOLD_KERNEL_NAME,),
+                     member_names: Optional[frozenset] = None) -> list:
     """Per-sample kernel time in us of one batch: each sample is the sum of the durations of
     its ``launches_per_sample`` launches.
 
-    Records of ``excluded_names`` (the hold kernel) and records at or below
+    Records of ``excluded_names`` (the hold kernel), of names outside ``member_names`` when
+    given (kernels the driver might run for a flush or copy), and at or below
     ``after_correlation_id`` (launched before this batch) are ignored. The rest are put in
     launch order by correlation id (CUPTI numbers API calls in the order they are made; the
     buffers may deliver them in any order) and must number exactly ``samples *
     launches_per_sample``, all on one stream, with complete timestamps.
     """
     excluded = set(excluded_names)
-    members = sorted((r for r in records if r.name not in excluded and r.correlation_id > after_correlation_id),
+    members = sorted((r for r in records if r.name not in excluded and r.correlation_id > after_correlation_id
+                      and (member_names is None or r.name in member_names)),
                      key=lambda r: (r.correlation_id, r.start_ns))
     expected = samples * launches_per_sample
     if len(members) < expected:
@@ -102,10 +105,11 @@ def _import_cupti():
 class KernelClock:
     """Concurrent-kernel activity of this process, collected batch by batch.
 
-    ``discard()`` drops everything recorded so far (correctness runs, earlier rows);
-    ``batch_durations_us(samples, launches)`` flushes CUPTI and returns the durations of the
-    batch just synchronised. Make one per process (``shared_clock``): CUPTI has one set of
-    buffer callbacks per process.
+    Per row: ``discard()`` drops everything recorded so far (correctness runs, earlier
+    rows); ``learn_members(launches)`` takes the kernel names of one bare run of the launch
+    sequence; ``batch_durations_us(samples, launches)`` flushes CUPTI and returns the
+    durations of the batch just synchronised. Make one per process (``shared_clock``):
+    CUPTI has one set of buffer callbacks per process.
     """
 
     BUFFER_BYTES = 8 << 20
@@ -121,6 +125,7 @@ class KernelClock:
         self._records: list = []
         self._callback_error = ""
         self._after = 0  # newest correlation id already accounted for
+        self._member_names: Optional[frozenset] = None  # the row's kernels, as CUPTI names them
         try:
             cupti.activity_register_callbacks(self._buffer_requested, self._buffer_completed)
             # CONCURRENT_KERNEL, not KERNEL: the plain kind serialises every kernel on the GPU.
@@ -156,25 +161,39 @@ class KernelClock:
         return records
 
     def discard(self) -> None:
-        """Forget every record so far; the caller has synchronised the stream."""
+        """Forget every record so far and the last row's kernel names; the caller has
+        synchronised the stream."""
         records = self.collect(force=True)
         self._after = max([self._after] + [r.correlation_id for r in records])
+        self._member_names = None
+
+    def learn_members(self, launches_per_sample: int) -> None:
+        """After one run of the bare launch sequence (no flush, no re-init) and a sync: its
+        records name the row's kernels; later batches count only kernels of these names."""
+        _, fresh = self._take_batch(1, launches_per_sample)
+        self._member_names = frozenset(r.name for r in fresh if r.name != HOLD_KERNEL_NAME)
 
     def batch_durations_us(self, samples: int, launches_per_sample: int) -> list:
         """Per-sample kernel time (us) of the batch enqueued since the last call; the caller has
         synchronised the stream. Raises RecordMismatch when the records do not add up."""
+        return self._take_batch(samples, launches_per_sample)[0]
+
+    def _take_batch(self, samples: int, launches_per_sample: int) -> tuple:
+        """(per-sample durations, the batch's records)."""
         records = self.collect()
         for attempt, delay in enumerate(self.RETRY_DELAYS_S + (None,)):
             try:
-                durations = assemble_samples(records, samples, launches_per_sample, self._after)
+                durations = assemble_samples(records, samples, launches_per_sample, self._after,
+                                             member_names=self._member_names)
                 break
             except RecordsMissing:
                 if delay is None:
                     raise
                 time.sleep(delay)
                 records += self.collect(force=attempt == len(self.RETRY_DELAYS_S) - 1)
-        self._after = max([self._after] + [r.correlation_id for r in records])
-        return durations
+        fresh = [r for r in records if r.correlation_id > self._after]
+        self._after = max([self._after] + [r.correlation_id for r in fresh])
+        return durations, fresh
 
 
 _shared: Optional[KernelClock] = None

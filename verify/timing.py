@@ -137,8 +137,14 @@ class SampleSet:
             return None
 
     def start(self) -> None:
-        """Before the warm-up (stream synchronised): older records belong to other work."""
+        """Before the timed row's first launch (stream synchronised): older records belong to
+        other work."""
         self._ask_clock(lambda clock: clock.discard())
+
+    def learned_members(self, launches_per_sample: int) -> None:
+        """After one bare run of the launch sequence (stream synchronised): the clock takes
+        the names of the row's kernels from its records."""
+        self._ask_clock(lambda clock: clock.learn_members(launches_per_sample))
 
     def warmed_up(self, sequences: int, launches_per_sample: int) -> None:
         """After the warm-up (stream synchronised): its records are checked, not kept."""
@@ -181,8 +187,18 @@ def time_launches(stream, launches: Sequence, flush, before: Optional[Callable[[
         check(cu.cuStreamSynchronize(stream), "cuStreamSynchronize")
 
     samples = SampleSet(kernel_clock, no_clock_reason)
-    synchronize()
-    samples.start()
+    if samples.clock is not None:
+        # One bare run of the sequence (scratch re-initialised first, outside it) names the
+        # row's kernels as CUPTI sees them; any kernel the driver runs for a flush or a copy
+        # is then not counted as the member's.
+        if before is not None:
+            before()
+        synchronize()
+        samples.start()
+        for launch in launches:
+            launch.enqueue()
+        synchronize()
+        samples.learned_members(len(launches))
     warm_start, i = time.perf_counter(), 0
     while i < warmup or time.perf_counter() - warm_start < warmup_s:
         enqueue_prologue(i)
