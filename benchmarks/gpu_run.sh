@@ -1,12 +1,21 @@
 #!/usr/bin/env bash
-# One GPU session: GPU tests, `ptxds verify` on the carried datasets, the verify
-# throughput/timing benchmark, then a short table. Datasets are built on a CPU machine
-# beforehand into .gpu/ (see docs/gpu-results.md for the exact commands).
+# One GPU session: GPU tests, `ptxds verify` on the carried datasets, verify's times against
+# Nsight Compute, the verify throughput/timing benchmark. Datasets are built on a CPU
+# machine beforehand into .gpu/ (see docs/gpu-results.md for the exact commands).
 # Usage: benchmarks/gpu_run.sh OUTDIR
 set -uo pipefail
 out=${1:?usage: gpu_run.sh OUTDIR}
 mkdir -p "$out"
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
+# CUPTI kernel times need cupti-python; a wheel carried in .whl/ (for this Python) is
+# installed beside the machine's packages. Without it, timing falls back to CUDA events.
+pytag=$(python3 -c 'import sys; print(f"cp{sys.version_info[0]}{sys.version_info[1]}")')
+cupti_whl=$(ls .whl/cupti_python-*-"$pytag"-*.whl 2>/dev/null | sort -V | tail -n 1)
+if [ -n "$cupti_whl" ] && python3 -m pip install -q --no-index --no-deps --target /tmp/ptxds-site "$cupti_whl"; then
+  export PYTHONPATH=/tmp/ptxds-site:$PYTHONPATH
+fi
+python3 -c "import importlib.metadata as m; from cupti import cupti; print('cupti-python', m.version('cupti-python'))" \
+  2>&1 | tail -n 1
 # GPU tests compile small CUDA C kernels; a machine without the pinned wheels can point
 # ptx_tools at its own CUDA 13.0 toolkit.
 if ! python3 -c "import ptx_tools; ptx_tools.find_tool('nvcc')" 2>/dev/null && command -v nvcc >/dev/null; then
@@ -22,6 +31,11 @@ for ds in .gpu/*/; do
   echo "== ptxds verify $name"
   python3 -m ptxds verify "$ds" --out "$work/$name-verified" --silent 2>&1 | tee "$out/verify-$name.log"
 done
+if [ -d "$work/triton-verified" ] && command -v ncu >/dev/null; then
+  echo "== ncu comparison"
+  python3 benchmarks/ncu_compare.py "$work/triton-verified" --reverify .gpu/triton --work "$work/ncu" \
+    --csv "$out/ncu.csv" 2>&1 | tee "$out/ncu.log"
+fi
 if [ -d .gpu/triton ] && [ -z "${SKIP_BENCH:-}" ]; then
   echo "== benchmark"
   python3 benchmarks/verify_throughput.py .gpu/triton $( [ -d .gpu/cutlass ] && echo .gpu/cutlass ) --work "$work/bench" --csv "$out/timing.csv" 2>&1 | tee "$out/bench.log"

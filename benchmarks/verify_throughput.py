@@ -9,8 +9,9 @@ Per dataset:
    times, split at 10 us.
 Then, over the passing rows of all datasets, agreement with ``triton.testing.do_bench``
 (when triton and torch are importable), the rows launched exactly as the verifier does,
-with our timing measured again beside it (with and without the stream hold, and with
-do_bench's 256 MB zero flush).
+with our timing measured again beside it: the primary time (CUPTI kernel durations where
+cupti-python works, else CUDA events) and the event time of the same samples, with and
+without the stream hold, and with do_bench's 256 MB zero flush.
 Prints one table at the end; ``--csv`` keeps the per-row numbers.
 """
 from __future__ import annotations
@@ -59,8 +60,8 @@ class ZeroFlush:
 
 
 def timing_comparison(rows: list) -> list:
-    """Per passing row: do_bench median and our timing (as in verify, with a long warm-up,
-    and with do_bench's flush), all in one process on the same loaded row."""
+    """Per passing row: do_bench median and our timing (as in verify, without the hold, and
+    with do_bench's flush), all in one process on the same loaded row."""
     try:
         import torch
         from triton.testing import do_bench
@@ -70,6 +71,7 @@ def timing_comparison(rows: list) -> list:
     from verify.driver import Context, DeviceBuffer
     from verify.hold import StreamHold
     from verify.inputs import make_trial_inputs
+    from verify.kernel_clock import shared_clock
     from verify.row import load_row
     from verify.timing import time_launches
     from verify.worker import FLUSH_MIN_BYTES
@@ -80,6 +82,9 @@ def timing_comparison(rows: list) -> list:
     flush = DeviceBuffer(max(2 * ctx.info.l2_bytes, FLUSH_MIN_BYTES))
     zero_flush = ZeroFlush(DeviceBuffer(256 << 20))
     hold = StreamHold(ctx.stream)
+    clock, no_clock_reason = shared_clock()
+    if clock is None:
+        print(f"CUPTI kernel clock unavailable, CUDA events only: {no_clock_reason}")
     results = []
     for row in rows:
         loaded = load_row(row, ctx.stream)
@@ -87,15 +92,18 @@ def timing_comparison(rows: list) -> list:
         loaded.prepare(make_trial_inputs(row.problem, row.group_id, (row.trials or 1) - 1).storage)
         with torch.cuda.stream(stream):
             bench_us = 1000.0 * do_bench(loaded.enqueue, warmup=25, rep=200, return_mode="median")
-        ours = time_launches(ctx.stream, loaded.launches, flush, hold=hold)
-        ours_no_hold = time_launches(ctx.stream, loaded.launches, flush)
-        ours_zero = time_launches(ctx.stream, loaded.launches, zero_flush, hold=hold)
+        clock_args = {"kernel_clock": clock, "no_clock_reason": no_clock_reason}
+        ours = time_launches(ctx.stream, loaded.launches, flush, hold=hold, **clock_args)
+        ours_no_hold = time_launches(ctx.stream, loaded.launches, flush, **clock_args)
+        ours_zero = time_launches(ctx.stream, loaded.launches, zero_flush, hold=hold, **clock_args)
         ctx.synchronize()
         loaded.free()
         results.append({"name": row.name, "group": row.group_id, "verify_us": row.time_us_median,
-                        "do_bench_us": bench_us, "ours_us": ours.median_us,
-                        "ours_no_hold_us": ours_no_hold.median_us, "ours_zero256_us": ours_zero.median_us,
-                        "samples": ours.samples})
+                        "do_bench_us": bench_us, "ours_us": ours.stats.median_us, "ours_method": ours.method,
+                        "ours_events_us": ours.event_stats.median_us,
+                        "ours_no_hold_us": ours_no_hold.stats.median_us,
+                        "ours_zero256_us": ours_zero.stats.median_us, "samples": ours.stats.samples,
+                        "fallback_reason": ours.fallback_reason})
     return results
 
 
@@ -133,7 +141,9 @@ def main() -> None:
         half = args.compare // 2
         chosen = passing if len(passing) <= args.compare else passing[:half] + passing[-half:]
         compared += timing_comparison(chosen)
-    for label, key in (("verify run", "verify_us"), ("same process", "ours_us"),
+    methods = sorted({r["ours_method"] for r in compared})
+    for label, key in (("verify run", "verify_us"), (f"same process, {'/'.join(methods)}", "ours_us"),
+                       ("same process, events", "ours_events_us"),
                        ("without the stream hold", "ours_no_hold_us"), ("256 MB zero flush", "ours_zero256_us")):
         for size, test in ((f">= {SMALL_US:g} us", lambda r: r["do_bench_us"] >= SMALL_US),
                            (f"< {SMALL_US:g} us", lambda r: r["do_bench_us"] < SMALL_US)):

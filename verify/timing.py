@@ -1,14 +1,20 @@
-"""Kernel timing with CUDA events, samples enqueued ahead of the GPU.
+"""Kernel timing: CUPTI kernel durations, with CUDA events beside them and as the fallback.
 
 Each sample is [L2 flush, scratch re-init, start event, launch sequence, end event]; the
 flush and re-init sit outside the events. Samples go to the stream in batches with no host
 sync between them: syncing after every sample leaves the GPU idle while Python prepares the
 next launch, and the start event then measures host latency, not the kernel.
-Sampling stops when the relative standard error of the median is <= 0.25%, or the time
-budget or the sample cap is reached (at least ``min_samples``).
+
+The primary time of a sample is the sum of its launches' own durations from CUPTI activity
+records (``kernel_clock``): the GPU's start and end of each kernel, no launch gap. The event
+time of the same sample is kept as a second set of numbers, and becomes the primary one
+where CUPTI is missing or its records do not match the samples (``method`` says which).
+Sampling stops when the relative standard error of the primary median is <= 0.25%, or the
+time budget or the sample cap is reached (at least ``min_samples``).
 """
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass
 from typing import Callable, Optional, Sequence
@@ -16,6 +22,7 @@ from typing import Callable, Optional, Sequence
 import numpy as np
 
 from .hold import MAX_HELD_COMMANDS
+from .kernel_clock import KernelClockError
 
 # 0.25%: two runs of one row then differ by well under 1% (measured); samples are cheap
 # (a 10 us kernel plus its flush costs ~50 us) next to a row's correctness checks.
@@ -25,6 +32,15 @@ MAX_SAMPLES = 2000
 BATCH_SECONDS = 0.05  # wall time one enqueued batch should cover
 MAX_BATCH = 200
 WARMUP_SECONDS = 0.025  # as do_bench: long enough for clocks to ramp up after idling
+# CUPTI's kernel tracing may add commands of its own per launch; count each launch twice
+# while it is on, so a held batch stays within the stream's pending-command limit.
+COMMANDS_PER_LAUNCH_TRACED = 2
+# A held batch whose enqueueing takes this long has hit the pending-command limit (the host
+# waited for the hold kernel to give up): later batches are made smaller.
+HELD_ENQUEUE_STALL_S = 0.5
+
+METHOD_CUPTI = "cupti"
+METHOD_EVENTS = "events"
 
 
 @dataclass
@@ -35,6 +51,22 @@ class TimingStats:
     samples: int
     rse: float        # relative standard error of the median
     converged: bool   # rse reached the target
+
+
+@dataclass
+class Timing:
+    """One row's timing: ``stats`` of the primary ``method`` ("cupti" or "events"), the
+    event-based stats of the same samples, and why CUPTI was not used ("" when it was)."""
+    stats: TimingStats
+    method: str
+    event_stats: Optional[TimingStats]
+    fallback_reason: str = ""
+
+    def reply(self, sm_clock_mhz: int) -> dict:
+        """The GPU worker's answer to a timing job (read by verify.runner)."""
+        return {"stats": dataclasses.asdict(self.stats), "method": self.method,
+                "event_stats": dataclasses.asdict(self.event_stats) if self.event_stats is not None else None,
+                "sm_clock_mhz": int(sm_clock_mhz), "fallback_reason": self.fallback_reason}
 
 
 def median_rse(samples: Sequence[float]) -> float:
@@ -74,18 +106,75 @@ def batch_size(sample_wall_s: float, remaining: int) -> int:
     return max(1, min(k, MAX_BATCH, remaining))
 
 
+class SampleSet:
+    """The samples of one timing run: event times always, CUPTI kernel times while the
+    kernel clock's records keep matching the samples. The first mismatch drops the kernel
+    times and the clock for the rest of the run, and records why."""
+
+    def __init__(self, kernel_clock=None, no_clock_reason: str = ""):
+        self.clock = kernel_clock
+        self.fallback_reason = "" if kernel_clock is not None else (no_clock_reason or "no CUPTI kernel clock given")
+        self.event_us: list = []
+        self.kernel_us: list = []
+
+    @property
+    def method(self) -> str:
+        return METHOD_CUPTI if self.clock is not None else METHOD_EVENTS
+
+    @property
+    def primary(self) -> list:
+        return self.kernel_us if self.clock is not None else self.event_us
+
+    def _ask_clock(self, question: Callable):
+        if self.clock is None:
+            return None
+        try:
+            return question(self.clock)
+        except Exception as exc:  # whatever goes wrong with CUPTI, the row is still timed
+            detail = str(exc) if isinstance(exc, KernelClockError) else f"{type(exc).__name__}: {exc}"
+            self.clock, self.kernel_us = None, []
+            self.fallback_reason = f"CUPTI kernel records unusable, CUDA events used: {detail}"
+            return None
+
+    def start(self) -> None:
+        """Before the timed row's first launch (stream synchronised): older records belong to
+        other work."""
+        self._ask_clock(lambda clock: clock.discard())
+
+    def learned_members(self, launches_per_sample: int) -> None:
+        """After one bare run of the launch sequence (stream synchronised): the clock takes
+        the names of the row's kernels from its records."""
+        self._ask_clock(lambda clock: clock.learn_members(launches_per_sample))
+
+    def warmed_up(self, sequences: int, launches_per_sample: int) -> None:
+        """After the warm-up (stream synchronised): its records are checked, not kept."""
+        self._ask_clock(lambda clock: clock.batch_durations_us(sequences, launches_per_sample))
+
+    def add_batch(self, event_us: Sequence[float], launches_per_sample: int) -> None:
+        """One synchronised batch: its event times, and its kernel times from the clock."""
+        self.event_us.extend(event_us)
+        durations = self._ask_clock(lambda clock: clock.batch_durations_us(len(event_us), launches_per_sample))
+        if durations is not None:
+            self.kernel_us.extend(durations)
+
+    def timing(self, target_rse: float = TARGET_RSE) -> Timing:
+        return Timing(summarise(self.primary, target_rse), self.method,
+                      summarise(self.event_us, target_rse) if self.event_us else None, self.fallback_reason)
+
+
 def time_launches(stream, launches: Sequence, flush, before: Optional[Callable[[], None]] = None,
                   budget_s: float = 1.0, min_samples: int = MIN_SAMPLES, max_samples: int = MAX_SAMPLES,
                   target_rse: float = TARGET_RSE, warmup: int = 3, warmup_s: float = WARMUP_SECONDS,
-                  hold=None) -> TimingStats:
+                  hold=None, kernel_clock=None, no_clock_reason: str = "") -> Timing:
     """Time a launch sequence (``PreparedLaunch`` objects) on ``stream``.
 
     ``flush``: a DeviceBuffer of at least twice the L2 size, overwritten before each sample.
     ``before``: enqueues work that must precede every sample outside the timed region
     (re-initialising zero-init scratch such as semaphores). ``hold``: a ``hold.StreamHold``
-    that keeps the GPU waiting while each batch is enqueued. Warm-up runs for at least
-    ``warmup`` sequences and ``warmup_s`` seconds, so clocks have ramped up after the idle
-    time of the correctness checks.
+    that keeps the GPU waiting while each batch is enqueued. ``kernel_clock``: a
+    ``kernel_clock.KernelClock`` for CUPTI kernel durations (None: events only, for
+    ``no_clock_reason``). Warm-up runs for at least ``warmup`` sequences and ``warmup_s``
+    seconds, so clocks have ramped up after the idle time of the correctness checks.
     """
     from .driver import Event, check, cu
 
@@ -94,6 +183,22 @@ def time_launches(stream, launches: Sequence, flush, before: Optional[Callable[[
         if before is not None:
             before()
 
+    def synchronize() -> None:
+        check(cu.cuStreamSynchronize(stream), "cuStreamSynchronize")
+
+    samples = SampleSet(kernel_clock, no_clock_reason)
+    if samples.clock is not None:
+        # One bare run of the sequence (scratch re-initialised first, outside it) names the
+        # row's kernels as CUPTI sees them; any kernel the driver runs for a flush or a copy
+        # is then not counted as the member's.
+        if before is not None:
+            before()
+        synchronize()
+        samples.start()
+        for launch in launches:
+            launch.enqueue()
+        synchronize()
+        samples.learned_members(len(launches))
     warm_start, i = time.perf_counter(), 0
     while i < warmup or time.perf_counter() - warm_start < warmup_s:
         enqueue_prologue(i)
@@ -101,25 +206,28 @@ def time_launches(stream, launches: Sequence, flush, before: Optional[Callable[[
             launch.enqueue()
         i += 1
         if i % 16 == 0:
-            check(cu.cuStreamSynchronize(stream), "cuStreamSynchronize")
-    check(cu.cuStreamSynchronize(stream), "cuStreamSynchronize")
+            synchronize()
+    synchronize()
+    samples.warmed_up(i, len(launches))
 
-    commands_per_sample = 3 + len(launches) + (1 if before is not None else 0)
+    commands_per_launch = COMMANDS_PER_LAUNCH_TRACED if samples.clock is not None else 1
+    commands_per_sample = 3 + commands_per_launch * len(launches) + (1 if before is not None else 0)
     held_batch = max(1, MAX_HELD_COMMANDS // commands_per_sample) if hold is not None else MAX_BATCH
     events = [(Event(), Event()) for _ in range(MAX_BATCH)]
-    samples: list = []
     start_wall = time.perf_counter()
     sample_wall = None
     try:
-        while not should_stop(samples, time.perf_counter() - start_wall, budget_s, min_samples, max_samples, target_rse):
-            k = batch_size(sample_wall, max_samples - len(samples)) if sample_wall else min(5, max_samples - len(samples))
+        while not should_stop(samples.primary, time.perf_counter() - start_wall, budget_s, min_samples,
+                              max_samples, target_rse):
+            remaining = max_samples - len(samples.primary)
+            k = batch_size(sample_wall, remaining) if sample_wall else min(5, remaining)
             k = min(k, held_batch)
             t0 = time.perf_counter()
             if hold is not None:
                 hold.hold()
             try:
                 for j in range(k):
-                    enqueue_prologue(len(samples) + j)
+                    enqueue_prologue(len(samples.event_us) + j)
                     start, end = events[j]
                     start.record(stream)
                     for launch in launches:
@@ -128,11 +236,15 @@ def time_launches(stream, launches: Sequence, flush, before: Optional[Callable[[
             finally:
                 if hold is not None:
                     hold.release()
-            check(cu.cuEventSynchronize(events[k - 1][1].handle), "cuEventSynchronize")
+            if hold is not None and time.perf_counter() - t0 > HELD_ENQUEUE_STALL_S:
+                held_batch = max(1, k // 2)
+            # A stream sync (not an event sync): every kernel of the batch has finished, so
+            # CUPTI can hand over all of their records.
+            synchronize()
             sample_wall = (time.perf_counter() - t0) / k
-            samples.extend(end.elapsed_ms(start) * 1000.0 for start, end in events[:k])
+            samples.add_batch([end.elapsed_ms(start) * 1000.0 for start, end in events[:k]], len(launches))
     finally:
         for start, end in events:
             start.destroy()
             end.destroy()
-    return summarise(samples, target_rse)
+    return samples.timing(target_rse)

@@ -114,6 +114,7 @@ class _Worker:
     def time_job(self, job: dict) -> dict:
         from .driver import check, cu
         from .inputs import init_array
+        from .kernel_clock import shared_clock
         from .timing import time_launches
         if self.row is None or self.row.build_key != job["build_key"]:
             return {"error": "crashed", "message": "timing asked for a row that is not loaded", "fatal": False}
@@ -139,10 +140,14 @@ class _Worker:
         # A copy from pageable host memory may wait for the stream, which a held stream
         # never frees: such rows are enqueued ahead without the hold.
         hold = self.hold if all(zero for _, _, zero in reinit) else None
-        stats = time_launches(stream, self.row.launches, self.flush, before if reinit else None, hold=hold,
-                              budget_s=job.get("budget_s", 1.0), max_samples=job.get("max_samples", 2000))
+        # CUPTI is started once per worker process, on its first timing job; where it cannot
+        # be, every row is timed with events and says why.
+        clock, no_clock_reason = shared_clock()
+        timing = time_launches(stream, self.row.launches, self.flush, before if reinit else None, hold=hold,
+                               budget_s=job.get("budget_s", 1.0), max_samples=job.get("max_samples", 2000),
+                               kernel_clock=clock, no_clock_reason=no_clock_reason)
         check(cu.cuStreamSynchronize(stream), "cuStreamSynchronize")
-        return {"stats": dataclasses.asdict(stats), "sm_clock_mhz": self.sm_clock(self.ctx.info)}
+        return timing.reply(self.sm_clock(self.ctx.info))
 
     def serve(self) -> None:
         from .driver import DriverError, sm_clock_mhz
