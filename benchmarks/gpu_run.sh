@@ -2,9 +2,13 @@
 # One GPU session: GPU tests, `ptxds verify` on the carried datasets, verify's times against
 # Nsight Compute, the verify throughput/timing benchmark. Datasets are built on a CPU
 # machine beforehand into .gpu/ (see docs/gpu-results.md for the exact commands).
-# Usage: benchmarks/gpu_run.sh OUTDIR
+# Usage: benchmarks/gpu_run.sh OUTDIR [all|tests|timing]
+#   tests:  the GPU tests (pytest -m gpu)
+#   timing: ptxds verify on every carried dataset, verify's times against Nsight Compute
+#           (with a second verify process for run-to-run), then the throughput benchmark
 set -uo pipefail
-out=${1:?usage: gpu_run.sh OUTDIR}
+out=${1:?usage: gpu_run.sh OUTDIR [all|tests|timing]}
+phase=${2:-all}
 mkdir -p "$out"
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
 # CUPTI kernel times need cupti-python; a wheel carried in .whl/ (for this Python) is
@@ -24,18 +28,21 @@ fi
 work=/tmp/ptxds-gpu; rm -rf "$work"; mkdir -p "$work"
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
 git rev-parse --short HEAD 2>/dev/null || true
-python3 -m pytest -m gpu -q -rs -p no:cacheprovider tests 2>&1 | tail -n 40 | tee "$out/pytest-gpu.log"
+if [ "$phase" != timing ]; then
+  timeout 420 python3 -m pytest -m gpu -q -rs -p no:cacheprovider tests 2>&1 | tail -n 40 | tee "$out/pytest-gpu.log"
+fi
+[ "$phase" = tests ] && exit 0
 for ds in .gpu/*/; do
   name=$(basename "$ds")
   [ "$name" = bench ] && continue
   echo "== ptxds verify $name"
-  python3 -m ptxds verify "$ds" --out "$work/$name-verified" --silent 2>&1 | tee "$out/verify-$name.log"
+  timeout 240 python3 -m ptxds verify "$ds" --out "$work/$name-verified" --silent 2>&1 | tee "$out/verify-$name.log"
+  if [ -d "$work/$name-verified" ] && command -v ncu >/dev/null; then
+    echo "== ncu comparison $name"
+    timeout 300 python3 benchmarks/ncu_compare.py "$work/$name-verified" --reverify "$ds" --work "$work/ncu-$name" \
+      --csv "$out/ncu-$name.csv" 2>&1 | tee "$out/ncu-$name.log"
+  fi
 done
-if [ -d "$work/triton-verified" ] && command -v ncu >/dev/null; then
-  echo "== ncu comparison"
-  python3 benchmarks/ncu_compare.py "$work/triton-verified" --reverify .gpu/triton --work "$work/ncu" \
-    --csv "$out/ncu.csv" 2>&1 | tee "$out/ncu.log"
-fi
 if [ -d .gpu/triton ] && [ -z "${SKIP_BENCH:-}" ]; then
   echo "== benchmark"
   python3 benchmarks/verify_throughput.py .gpu/triton $( [ -d .gpu/cutlass ] && echo .gpu/cutlass ) --work "$work/bench" --csv "$out/timing.csv" 2>&1 | tee "$out/bench.log"
