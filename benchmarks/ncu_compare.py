@@ -279,7 +279,8 @@ def _verify(dataset, out: Path) -> list:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("dataset", help="verified dataset folder (or a built one, verified first into --work)")
+    parser.add_argument("dataset", nargs="?",
+                        help="verified dataset folder (or a built one, verified first into --work)")
     parser.add_argument("--again", default=None, help="a second verified folder of the same dataset (run-to-run)")
     parser.add_argument("--reverify", default=None, help="built dataset to verify again into --work (run-to-run)")
     parser.add_argument("--work", default=None, help="scratch folder for verified copies")
@@ -296,6 +297,8 @@ def main() -> None:
     if args.driver:
         driver_main(args.driver, args.driver_keys, args.driver_manifest, args.repeats, args.warmup)
         return
+    if not args.dataset:
+        parser.error("the dataset folder is required")
 
     dataset = Path(args.dataset)
     work = Path(args.work) if args.work else None

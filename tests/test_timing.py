@@ -416,3 +416,20 @@ def test_spearman_with_ties_and_the_summary_goals():
     assert lines["Spearman rho with ncu inside groups"][1] is True
     assert lines["run-to-run median abs delta, rows >= 10 us"][1] is False  # median of 0.4% and 2%
     assert lines["run-to-run median abs delta, rows < 10 us"][1] is None
+
+
+def test_ncu_driver_mode_needs_no_positional_dataset(tmp_path):
+    """ncu runs this script again as ``--driver DATASET ...``: argument parsing must accept
+    that (a regression that made every ncu comparison fail before profiling)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "ncu_compare.py"
+    keys = tmp_path / "keys.json"
+    keys.write_text("[]")
+    done = subprocess.run([sys.executable, str(script), "--driver", str(tmp_path), "--driver-keys", str(keys),
+                           "--driver-manifest", str(tmp_path / "manifest.json")],
+                          capture_output=True, text=True, timeout=120)
+    assert "arguments are required" not in done.stderr, done.stderr
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and "dataset folder is required" in done.stderr
