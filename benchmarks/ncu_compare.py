@@ -240,11 +240,12 @@ def driver_main(dataset: str, keys_path: str, manifest_path: str, repeats: int, 
     Path(manifest_path).write_text(json.dumps(manifest))
 
 
-def run_ncu(dataset: Path, rows: list, ncu: str, repeats: int, warmup: int, scratch: Path, timeout: float) -> tuple:
+def run_ncu(dataset: Path, rows: list, ncu: str, repeats: int, warmup: int, scratch: Path, timeout: float,
+            cache_control: str = "all") -> tuple:
     """One ncu process over all ``rows``: ({build_key: [us per repeat]}, manifest, log path)."""
     keys_path, manifest_path, log_path = scratch / "keys.json", scratch / "manifest.json", scratch / "ncu.csv"
     keys_path.write_text(json.dumps([r.build_key for r in rows]))
-    command = [ncu, "--metrics", METRIC, "--cache-control", "all", "--clock-control", "none",
+    command = [ncu, "--metrics", METRIC, "--cache-control", cache_control, "--clock-control", "none",
                "--profile-from-start", "off", "--csv", "--page", "raw", "--print-units", "base",
                "--print-kernel-base", "mangled", "--log-file", str(log_path),
                sys.executable, str(Path(__file__).resolve()), "--driver", str(dataset),
@@ -290,6 +291,8 @@ def main() -> None:
     parser.add_argument("--ncu", default="ncu")
     parser.add_argument("--timeout", type=float, default=1800.0, help="seconds the ncu process may take")
     parser.add_argument("--csv", default=None)
+    parser.add_argument("--cache-control", choices=("all", "none"), default="all",
+                        help="ncu's cache control: all flushes every GPU cache before each profiled kernel")
     parser.add_argument("--driver", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--driver-keys", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--driver-manifest", default=None, help=argparse.SUPPRESS)
@@ -322,7 +325,7 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory(prefix="ptxds-ncu-") as scratch:
         ncu_times, manifest, _ = run_ncu(dataset, chosen, args.ncu, args.repeats, args.warmup, Path(scratch),
-                                         args.timeout)
+                                         args.timeout, args.cache_control)
     reached = {m["key"] for m in manifest}
     failed = [m for m in manifest if m["error"]] + [
         {"key": r.build_key, "error": "not reached (an earlier row killed the context)"}
