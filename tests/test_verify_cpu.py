@@ -458,3 +458,24 @@ def test_pack_args_encodes_tensormap_patches_at_their_offsets():
         pack_args(launch, ADDR, decl)
     with pytest.raises(ArgError, match="returned 8 bytes"):
         pack_args(launch, ADDR, decl, encode_tensormap=lambda params, address: bytes(8))
+
+
+def test_group_summary_says_what_happened():
+    from verify.runner import GroupSummary
+    build_only = GroupSummary("g", 3, {"build_failed": 2, "no_problem": 1}, all_equivalent=False)
+    assert build_only.verdict_text() == "no runnable member (2 build_failed, 1 no_problem)"
+    elsewhere = GroupSummary("g", 2, {"not_runnable": 2}, all_equivalent=False, not_runnable=2)
+    assert elsewhere.verdict_text().startswith("not verified: 2 member(s) cannot run on this GPU")
+    ok_but_build = GroupSummary("g", 5, {"passed": 3, "build_failed": 2}, all_equivalent=True, ran=3,
+                                distinct_outputs=2)
+    assert ok_but_build.verdict_text() == ("all 3 runnable members equivalent (2 distinct output bit pattern(s)); "
+                                           "not run: 2 build_failed")
+    bad = GroupSummary("g", 4, {"passed": 2, "wrong_result": 1, "disagrees": 1}, all_equivalent=False, ran=4)
+    assert bad.verdict_text() == "NOT all equivalent: 1 disagrees, 1 wrong_result of 4 run"
+
+
+def test_kernel_id_depends_on_arch():
+    from dataset_spec.model import make_kernel_id
+    record = _vector_add_record("// ptx")
+    ids = {make_kernel_id("h", record.launches, record.problem, arch) for arch in ("sm_80", "sm_90a")}
+    assert len(ids) == 2
