@@ -15,7 +15,7 @@ import pytest
 from builders.base import BuildOptions
 from builders.mirage import MirageBuilder, MirageInputError
 from builders.mirage.builder import analyse_file, default_dir, plan_of
-from builders.mirage.graph import MuGraphError, load_file
+from builders.mirage.graph import MuGraphError
 from builders.mirage.interpret import run_plan
 from builders.mirage.plan import lower
 from dataset_spec.numerics import FORMATS
@@ -342,6 +342,24 @@ def test_every_mugraph_builds_for_both_archs_with_distinct_ptx():
         # gated_mlp: 8 muGraphs differ from another only in the operand order of kn_mul
         assert counts == {"gated_mlp.json": 24, "gqa_bs1.json": 28, "lora.json": 4, "mha_bs1.json": 21,
                           "mqa_bs1.json": 12, "ntrans_bs1.json": 9, "rmsnorm_bs1.json": 18}
+
+
+@needs_files
+@needs_nvcc
+def test_cli_builds_named_files_and_the_card_credits_mirage(tmp_path):
+    from click.testing import CliRunner
+    from ptxds.cli import cli
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"a": 1}')
+    out = tmp_path / "ds"
+    result = CliRunner().invoke(cli, ["build", "--source", "mirage", "--out", str(out), "--arch", "sm_80",
+                                      "--jobs", "1", "--silent", "--mugraphs", str(MUGRAPH_DIR / "lora.json"),
+                                      "--mugraphs", str(bad)])
+    assert result.exit_code == 0, result.output
+    assert "mirage: 4 rows written" in result.output
+    assert "failed item bad.json: MirageInputError: bad.json: not a muGraph list" in result.output
+    card = (out / "README.md").read_text()
+    assert "mirage-project/mirage" in card and "de8745d9" in card and "Apache-2.0" in card
 
 
 # ----------------------------------------------------------------------------- GPU
