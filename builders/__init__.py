@@ -10,6 +10,7 @@ BUILDERS = {
     "triton-dump": "builders.triton:TritonDumpBuilder",
     "ptx": "builders.manifest:ManifestBuilder",
     "cutlass": "builders.cutlass:CutlassBuilder",
+    "mirage": "builders.mirage:MirageBuilder",
 }
 
 EXTRAS = {"triton": "triton", "triton-dump": "triton", "cutlass": "cutlass"}

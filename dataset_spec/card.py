@@ -92,7 +92,18 @@ def _provenance(rows: list) -> str:
     lic = _table(["source", "licence of the generating code", "rows"],
                  [[s, l, n] for (s, l), n in sorted(licences.items())])
     tc = "\n".join(f"- `{src}`: `{tool}`" for src, tool in sorted(tools))
-    return f"{lic}\n\nToolchains:\n{tc}"
+    credits = [CREDITS[src] for src in sorted({row["source"] for row in rows}) if src in CREDITS]
+    credit = "\n\n" + "\n".join(credits) if credits else ""
+    return f"{lic}{credit}\n\nToolchains:\n{tc}"
+
+
+# Upstream work a source's rows derive from, credited on the card whenever it has such rows.
+CREDITS = {
+    "mirage": "Rows of source `mirage` lower the saved muGraphs of Mirage, the multi-level "
+              "superoptimizer (https://github.com/mirage-project/mirage, folder "
+              "benchmark/saved_mugraphs, commit de8745d9; Apache-2.0): the schedules are "
+              "Mirage's, the lowering to CUDA is ptxds's.",
+}
 
 
 def _results_table(rows: list) -> str:

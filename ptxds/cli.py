@@ -61,12 +61,14 @@ def cli():
 @click.option("--family", default=None, help="cutlass: kernel name glob (like the profiler's --kernels)")
 @click.option("--sm-count", type=int, default=132, show_default=True,
               help="cutlass: SM count persistent schedulers size their grid by")
+@click.option("--mugraphs", multiple=True, type=click.Path(exists=True, dir_okay=False),
+              help="mirage: muGraph JSON file (repeatable; default: the shared saved muGraphs)")
 @click.option("--sass/--no-sass", default=False, help="store each row's SASS text")
 @click.option("--silent", is_flag=True, help="no progress bar")
 @click.option("--flush-rows", type=int, default=64, hidden=True, help="rows per part file")
 @library_errors
 def build(source, out_dir, arch, limit, sample_seed, jobs, from_dump, problem_file, manifest,
-          family, sm_count, sass, silent, flush_rows):
+          family, sm_count, mugraphs, sass, silent, flush_rows):
     """Build a source's equivalence groups into a dataset folder (safe to rerun: resumes).
 
     Example:
@@ -79,7 +81,8 @@ def build(source, out_dir, arch, limit, sample_seed, jobs, from_dump, problem_fi
         source = "triton-dump"
     extra = {k: v for k, v in {"from_dump": from_dump, "problem_file": problem_file,
                                 "manifest": manifest, "family": family,
-                                "sm_count": sm_count}.items() if v is not None}
+                                "sm_count": sm_count, "mugraphs": list(mugraphs) or None}.items()
+             if v is not None}
     if source == "ptx" and not manifest:
         raise click.UsageError("--source ptx needs --manifest FILE (see docs/manifest.md)")
     if source == "triton-dump" and not from_dump:

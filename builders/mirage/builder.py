@@ -1,0 +1,175 @@
+"""``ptxds build --source mirage``: Mirage's saved muGraphs as equivalence groups.
+
+One file is one group (its muGraphs compute the same operator); one muGraph x arch is one
+row, whose PTX holds one entry per kernel of the muGraph and whose launches run them in
+order over the problem's buffers and the muGraph's scratch buffers.
+
+Options (``BuildOptions.extra``): ``mugraphs`` (files; default: every ``*.json`` in
+``$PTXDS_MIRAGE_DIR``, else ``../shared/mirage/saved_mugraphs`` beside the repository).
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import shlex
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from builders.base import Builder, BuildOptions, WorkItem
+from dataset_spec.model import Arg, Buffer, KernelRecord, Launch, Problem
+
+from .compile import FLAGS, MirageCompileError, compile_to_ptx, nvcc_version
+from .cuda import module_source
+from .graph import MuGraph, MuGraphError, MuGraphFileError, load_file
+from .operators import make_problem, recognise
+from .plan import GraphPlan, lower
+
+SOURCE = "mirage"
+DIR_ENV = "PTXDS_MIRAGE_DIR"
+UPSTREAM = {"repository": "mirage-project/mirage", "folder": "benchmark/saved_mugraphs",
+            "commit": "de8745d9", "licence": "Apache-2.0"}
+LICENCE = "Apache-2.0 (Mirage muGraphs, mirage-project/mirage)"
+
+
+def default_dir() -> Path:
+    env = os.environ.get(DIR_ENV)
+    if env:
+        return Path(env)
+    return Path(__file__).resolve().parents[2] / ".." / "shared" / "mirage" / "saved_mugraphs"
+
+
+def default_files() -> list:
+    folder = default_dir()
+    if not folder.is_dir():
+        raise FileNotFoundError(f"no muGraph folder at {folder.resolve()}; pass --mugraphs FILE... "
+                                f"or set {DIR_ENV}")
+    return sorted(folder.glob("*.json"))
+
+
+class MirageInputError(ValueError):
+    """A muGraph file cannot be used at all (not a muGraph list, or no known operator)."""
+
+
+@dataclass
+class FileInfo:
+    """A parsed file: its group's problem and, per index, a MuGraph or its error."""
+    path: Path
+    sha256: str
+    group_id: str
+    problem: Problem
+    input_names: tuple
+    output_name: str
+    graphs: list
+
+
+def group_of(path: Path) -> str:
+    return f"{SOURCE}/{path.stem}"
+
+
+def analyse_file(path) -> FileInfo:
+    """Parse ``path`` and find its operator; raises MirageInputError naming the file."""
+    path = Path(path)
+    try:
+        graphs = load_file(path)
+    except MuGraphFileError as exc:
+        raise MirageInputError(str(exc)) from None
+    parsed = [g for g in graphs if isinstance(g, MuGraph)]
+    if not parsed:
+        raise MirageInputError(f"{path.name}: no muGraph could be parsed ({graphs[0]})")
+    shapes = [t.shape for t in parsed[0].inputs]
+    operator = recognise(shapes)
+    if operator is None:
+        raise MirageInputError(f"{path.name}: inputs {shapes} match no known operator "
+                               f"(attention, rmsnorm_matmul, gated_mlp, lora, ntrans)")
+    for i, g in enumerate(graphs):
+        if isinstance(g, MuGraph) and [t.shape for t in g.inputs] != shapes:
+            graphs[i] = MuGraphError(path.name, g.index, "kn_input_op",
+                                     f"inputs {[t.shape for t in g.inputs]} differ from the group's {shapes}")
+    group = group_of(path)
+    return FileInfo(path, hashlib.sha256(path.read_bytes()).hexdigest(), group,
+                    make_problem(operator, shapes, group), operator.inputs, operator.output, graphs)
+
+
+@functools.lru_cache(maxsize=32)
+def _analyse_cached(path: str, mtime_ns: int) -> FileInfo:
+    return analyse_file(path)
+
+
+def plan_of(info: FileInfo, graph: MuGraph) -> GraphPlan:
+    return lower(graph, list(info.input_names), info.output_name)
+
+
+def launches_of(plan: GraphPlan, entries: list) -> list:
+    return [Launch(entry=entry, grid=k.grid, block=k.block, dynamic_smem=k.smem_bytes,
+                   args=[Arg.buf(p) for p in k.params])
+            for k, entry in zip(plan.kernels, entries)]
+
+
+def scratch_of(plan: GraphPlan) -> list:
+    return [Buffer(b.name, "float16", b.shape, "scratch") for b in plan.buffers if b.role == "scratch"]
+
+
+class MirageBuilder(Builder):
+    """Mirage muGraph files -> one group per file, one row per muGraph and arch."""
+    name = SOURCE
+
+    def __init__(self, options: BuildOptions | None = None):
+        super().__init__(options)
+        files = self.options.extra.get("mugraphs")
+        self.files = [Path(f) for f in files] if files else None
+
+    def work_items(self) -> list:
+        files = self.files if self.files is not None else default_files()
+        items = []
+        for path in files:
+            try:
+                info = analyse_file(path)
+            except MirageInputError as exc:
+                items.append(WorkItem(key=f"{group_of(Path(path))}/error", group_id=group_of(Path(path)),
+                                      label=Path(path).name, payload={"error": str(exc)}))
+                continue
+            for arch in self.options.archs:
+                for index in range(len(info.graphs)):
+                    items.append(WorkItem(
+                        key=f"{info.group_id}/{index}/{arch}/{info.sha256[:12]}", group_id=info.group_id,
+                        label=f"{info.path.name} muGraph {index} {arch}",
+                        payload={"file": str(Path(path).resolve()), "index": index, "arch": arch}))
+        return items
+
+    def build(self, item: WorkItem) -> list:
+        p = item.payload
+        if "error" in p:
+            raise MirageInputError(p["error"])
+        info = _analyse_cached(p["file"], Path(p["file"]).stat().st_mtime_ns)
+        graph = info.graphs[p["index"]]
+        record = KernelRecord(
+            group_id=info.group_id, source=SOURCE, variant={"mugraph": p["index"], "file": info.path.name},
+            name=f"{info.path.stem}_mugraph{p['index']}", arch=p["arch"], ptx="", launches=[],
+            problem=info.problem, toolchain={"compiler": "nvcc", "nvcc": nvcc_version(), "nvcc_flags": FLAGS},
+            provenance=self._provenance(info, p["index"]))
+        if isinstance(graph, MuGraphError):
+            record.status, record.status_message = "build_failed", str(graph)
+            return [record]
+        record.variant = {**graph.knobs(), "file": info.path.name}
+        try:
+            plan = plan_of(info, graph)
+            source, entries = module_source(plan)
+            record.ptx = compile_to_ptx(source, p["arch"])
+        except MuGraphError as exc:
+            record.status, record.status_message = "build_failed", str(exc)
+            return [record]
+        except MirageCompileError as exc:
+            record.status = "build_failed"
+            record.status_message = f"{info.path.name}: muGraph {p['index']}: {exc}\n{exc.log}"[-8000:]
+            return [record]
+        record.launches = launches_of(plan, entries)
+        record.scratch = scratch_of(plan)
+        record.variant["smem_bytes"] = [k.smem_bytes for k in plan.kernels]
+        return [record]
+
+    def _provenance(self, info: FileInfo, index: int) -> dict:
+        return {"generator": "ptxds mirage lowering (builders/mirage)", "upstream": UPSTREAM,
+                "licence": LICENCE, "file": info.path.name, "file_sha256": info.sha256,
+                "mugraph": index, "command": " ".join(shlex.quote(a) for a in sys.argv)}
