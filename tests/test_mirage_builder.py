@@ -7,6 +7,7 @@ need them skip when they are absent. Compiles are cached under ~/.cache/ptxds/mi
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
@@ -18,7 +19,7 @@ from builders.mirage.builder import analyse_file, default_dir, plan_of
 from builders.mirage.graph import MuGraphError
 from builders.mirage.interpret import run_plan
 from builders.mirage.plan import lower
-from dataset_spec.numerics import FORMATS
+from verify.inputs import make_trial_inputs
 from dataset_spec.problems import get_op
 from ptx_tools import ToolchainError, find_tool
 from ptxds.finalize import finalize_record
@@ -39,41 +40,11 @@ needs_nvcc = pytest.mark.skipif(not _have_nvcc(), reason="nvcc from the CUDA whe
 
 
 # ----------------------------------------------------------------------------- trial inputs
-# Mirrors the verifier's trial kinds: normal/uniform keep the buffer's mean and spread,
-# wide is log-uniform magnitude with random sign over the op's domain, edge mixes special
-# values into clipped normal data.
-
-def draw(buf, kind, rng, spec, problem):
-    p = buf.init.params
-    if buf.init.kind == "uniform":
-        mean, std = (p["low"] + p["high"]) / 2, (p["high"] - p["low"]) / np.sqrt(12)
-    else:
-        mean, std = p["mean"], p["std"]
-    lo, hi = spec.domain(problem, buf.name)
-    if kind == "normal":
-        x = rng.normal(mean, std, buf.shape)
-    elif kind == "uniform":
-        x = rng.uniform(mean - std * np.sqrt(3), mean + std * np.sqrt(3), buf.shape)
-    elif kind == "wide":
-        magnitude = np.exp(rng.uniform(np.log(lo), np.log(hi), buf.shape))
-        x = np.where(rng.random(buf.shape) < 0.5, -magnitude, magnitude)
-    else:
-        u = FORMATS["float16"].unit_roundoff
-        base = np.clip(rng.normal(mean, std, buf.shape), -hi, hi)
-        specials = [v for v in (hi, hi * (1 - 2 * u), lo, 1.0, 1 + 2 * u, 1 - u, 1.25 * u, 0.75 * u)
-                    if lo <= v <= hi]
-        if lo <= FORMATS["float16"].tiny:
-            specials += [2.0 ** -24, 2.0 ** -15]
-        specials = np.array([0.0, -0.0] + specials + [-v for v in specials])
-        picks = specials[rng.integers(0, specials.size, buf.shape)]
-        x = np.where(rng.random(buf.shape) < 0.25, picks, base)
-    return x.astype(np.float16).astype(np.float64)
-
 
 def trial_inputs(info, kind, seed=0):
-    rng = np.random.default_rng(seed)
-    spec = get_op(info.problem.op)
-    return {b.name: draw(b, kind, rng, spec, info.problem) for b in info.problem.buffers if b.role == "in"}
+    """The verifier's own inputs for one trial of ``kind`` (float64 values of the stored fp16)."""
+    problem = dataclasses.replace(info.problem, trial_kinds=[kind])
+    return make_trial_inputs(problem, f"mirage-test-{seed}", 0).values
 
 
 @pytest.fixture(scope="module")
