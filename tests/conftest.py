@@ -23,6 +23,18 @@ def gpu_unavailable_reason():
     return None
 
 
+def nvcc_available() -> bool:
+    """Whether the pinned CUDA wheels' nvcc is installed (tests that compile skip without it)."""
+    from ptx_tools import ToolchainError, find_tool
+    try:
+        return find_tool("nvcc").exists()
+    except ToolchainError:
+        return False
+
+
+needs_nvcc = pytest.mark.skipif(not nvcc_available(), reason="nvcc from the CUDA wheels is not installed")
+
+
 def pytest_collection_modifyitems(config, items):
     reason = None
     for item in items:

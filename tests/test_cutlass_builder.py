@@ -15,19 +15,10 @@ pytest.importorskip("cutlass_library", reason="nvidia-cutlass is not installed (
 from builders.base import BuildOptions  # noqa: E402
 from builders import cutlass_catalog as catalog  # noqa: E402
 from builders.cutlass import CutlassBuilder, entry_params  # noqa: E402
-from ptx_tools import ToolchainError, find_tool  # noqa: E402
+from ptx_tools import find_tool  # noqa: E402
+from conftest import needs_nvcc, nvcc_available  # noqa: E402
 
 SEED_FAMILY = "cutlass_tensorop_bf16_s16816gemm_bf16_*"
-
-
-def _have_nvcc() -> bool:
-    try:
-        return find_tool("nvcc").exists()
-    except ToolchainError:
-        return False
-
-
-needs_nvcc = pytest.mark.skipif(not _have_nvcc(), reason="nvcc from the CUDA wheels is not installed")
 
 
 def test_seed_family_enumeration():
@@ -71,7 +62,7 @@ def test_sampling_is_deterministic():
 
 @pytest.fixture(scope="module")
 def built_rows():
-    if not _have_nvcc():
+    if not nvcc_available():
         pytest.skip("nvcc from the CUDA wheels is not installed")
     builder = CutlassBuilder(BuildOptions(archs=["sm_80"], limit=2, sample_seed=1,
                                           extra={"family": "cutlass_tensorop_bf16_s16816gemm_bf16_*_tn_align*"}))

@@ -21,22 +21,12 @@ from builders.mirage.interpret import run_plan
 from builders.mirage.plan import lower
 from verify.inputs import make_trial_inputs
 from dataset_spec.problems import get_op
-from ptx_tools import ToolchainError, find_tool
 from ptxds.finalize import finalize_record
+from conftest import needs_nvcc
 
 MUGRAPH_DIR = default_dir()
 FILES = sorted(MUGRAPH_DIR.glob("*.json")) if MUGRAPH_DIR.is_dir() else []
 needs_files = pytest.mark.skipif(not FILES, reason=f"no shared muGraphs at {MUGRAPH_DIR}")
-
-
-def _have_nvcc() -> bool:
-    try:
-        return find_tool("nvcc").exists()
-    except ToolchainError:
-        return False
-
-
-needs_nvcc = pytest.mark.skipif(not _have_nvcc(), reason="nvcc from the CUDA wheels is not installed")
 
 
 # ----------------------------------------------------------------------------- trial inputs

@@ -8,6 +8,8 @@ CPU before any GPU run. Ambiguous readings are written down in docs/mirage.md.
 """
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -51,10 +53,7 @@ class SmemBuf:
 
     @property
     def numel(self) -> int:
-        n = 1
-        for s in self.shape:
-            n *= s
-        return n
+        return math.prod(self.shape)
 
     @property
     def nbytes(self) -> int:
