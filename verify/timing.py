@@ -1,7 +1,7 @@
 """Kernel timing: CUPTI kernel durations, with CUDA events beside them and as the fallback.
 
-Each sample is [L2 flush, scratch re-init, start event, launch sequence, end event]; the
-flush and re-init sit outside the events. Samples go to the stream in batches with no host
+Each sample is [scratch re-init, L2 flush, start event, launch sequence, end event]; the
+re-init and flush sit outside the events (the flush last, so scratch starts cold too). Samples go to the stream in batches with no host
 sync between them: syncing after every sample leaves the GPU idle while Python prepares the
 next launch, and the start event then measures host latency, not the kernel.
 
@@ -179,9 +179,11 @@ def time_launches(stream, launches: Sequence, flush, before: Optional[Callable[[
     from .driver import Event, check, cu
 
     def enqueue_prologue(i: int) -> None:
-        flush.fill_bytes(i & 0xFF, stream)
+        # Re-initialise scratch first, then flush: the flush must also evict the scratch
+        # lines the re-init just wrote, or a kernel with a workspace (stream-K) starts warm.
         if before is not None:
             before()
+        flush.fill_bytes(i & 0xFF, stream)
 
     def synchronize() -> None:
         check(cu.cuStreamSynchronize(stream), "cuStreamSynchronize")
