@@ -167,8 +167,9 @@ def group_shape(group_id: str, problem_json) -> str:
     except (ValueError, AttributeError):
         params = {}
     shape = params.get("shape")
-    if isinstance(shape, dict) and shape:
-        return "x".join(f"{k}{v}" for k, v in shape.items())
+    if isinstance(shape, dict) and shape:  # stored with sorted keys: put M, N, K back in order
+        order = {name: i for i, name in enumerate(("M", "N", "K", "n"))}
+        return "x".join(f"{k}{shape[k]}" for k in sorted(shape, key=lambda k: (order.get(k, 9), k)))
     if all(k in params for k in ("M", "N", "K")):
         return f"M{params['M']}xN{params['N']}xK{params['K']}"
     last = group_id.rsplit("/", 1)[-1]

@@ -106,3 +106,17 @@ def test_triton_llm_set_builds_every_row(private_triton_cache):
     rows = triton_llm_rows({"vector_add", "square", "softmax", "gemm", "rmsnorm", "layernorm"})
     assert len(rows) == 194 and all(r.status == "built" for r in rows), \
         [r.status_message for r in rows if r.status != "built"]
+
+
+def test_cli_builds_a_shape_file_and_info_lists_its_shapes(tmp_path, private_triton_cache):
+    from click.testing import CliRunner
+    from ptxds.cli import cli
+    shapes = tmp_path / "tiny.yaml"
+    shapes.write_text("square: [4096, 8192]\n")
+    out = str(tmp_path / "ds")
+    result = CliRunner().invoke(cli, ["build", "--source", "triton", "--arch", "sm_80", "--shapes", str(shapes),
+                                      "--out", out, "--silent", "--jobs", "1"], catch_exceptions=False)
+    assert result.exit_code == 0 and "built                 12" in result.output, result.output
+    result = CliRunner().invoke(cli, ["info", out], catch_exceptions=False)
+    assert "12 rows in 2 groups" in result.output
+    assert "shapes (groups): n4096 1, n8192 1" in result.output
