@@ -3,7 +3,9 @@ and ingest existing Triton cache / kernel-dump directories.
 
 ``TritonBuilder`` ("triton") lists one work item per (group, config, arch). A group is one
 function at one problem size (e.g. ``triton/softmax/float32/M1823xN781``); its members are
-the configs (block sizes, num_warps, num_stages). ``build`` compiles with
+the configs (block sizes, num_warps, num_stages). ``extra["shapes"]`` (builders/shapes.py)
+states every suite function at a shape set's sizes; sizes of one function, config and arch
+whose compile inputs agree (``compile_key``) share one item: one compile, a row per size. ``build`` compiles with
 ``triton.compile(ASTSource(...), target=GPUTarget("cuda", cc, 32))`` pinned to PTX ISA 8.7,
 and turns PTX + metadata into a runnable Launch: block = 32 x num_warps (the PTX carries
 ``.reqntid``), cluster = num_ctas, dynamic shared memory = ``metadata.shared``, and the two
