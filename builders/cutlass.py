@@ -8,8 +8,16 @@ grid, block, cluster and dynamic shared memory (cutlass_packer.py). Groups are o
 each (cutlass_problem.py).
 
 Options (``BuildOptions.extra``): ``family`` (glob or list of globs over procedural names),
-``sm_count`` (default 132), ``problem`` ((M, N, K), default 512x768x520), ``alpha``,
-``beta``, ``batch_size`` (kernels per nvcc call, default 8).
+``sm_count`` (default 132), ``shapes`` (a shape set name or file, builders/shapes.py;
+default: 512x768x520), ``problem`` ((M, N, K): one exact size, instead of ``shapes``),
+``alpha``, ``beta``, ``batch_size`` (kernels per nvcc call, default 8).
+
+Sizes: CUTLASS PTX does not depend on the problem size (M, N, K live in the by-value
+Params), so a work item compiles a batch of kernels of one function once and makes one row
+per size from the Params, grid and workspace packed for that size; rows of a multi-size
+item record it in ``provenance["shared_compile"]``. Sizes of a built-in shape set are
+rounded up per group so that every member's alignment divides them (int8 K=520 -> 528);
+a size the user gave that a kernel cannot run is a ``not_applicable`` row saying why.
 """
 from __future__ import annotations
 
@@ -17,14 +25,16 @@ import shlex
 import sys
 from collections import defaultdict
 
-from dataset_spec.model import Arg, Buffer, Distribution, KernelRecord, Launch
+from dataset_spec.model import Arg, Buffer, Distribution, KernelRecord, Launch, SpecError
 from ptx_tools import parse_ptx, split_module
 from builders.base import Builder, BuildOptions, WorkItem
 from builders import cutlass_catalog as catalog
 from builders.cutlass_compile import (BASE_FLAGS, CutlassCompileError, build_packer, compile_to_ptx,
                                       cutlass_version, nvcc_version)
 from builders.cutlass_packer import PackError, pack_launch
-from builders.cutlass_problem import DEFAULT_PROBLEM, check_alignment, group_id, kernel_gemm, make_problem
+from builders.cutlass_problem import (DEFAULT_PROBLEM, alignment_misfit, family_id, fit_to_family, group_id,
+                                      kernel_gemm, make_problem)
+from builders.shapes import ShapeSet, load_shape_set
 from builders.cutlass_source import kernel_source, packer_source
 
 LICENCE = "BSD-3-Clause (CUTLASS)"
@@ -55,6 +65,19 @@ def _families(extra: dict) -> tuple:
     return tuple(family)
 
 
+def cutlass_shape_set(extra: dict) -> ShapeSet:
+    """``problem`` (one exact size) wins over ``shapes``; the default set is 512x768x520."""
+    if extra.get("problem") is not None:
+        size = tuple(int(v) for v in extra["problem"])
+        return ShapeSet(name="problem", gemm=(size,), exact=True)
+    shape_set = load_shape_set(extra.get("shapes"))
+    if shape_set.is_default:
+        return ShapeSet(name="default", gemm=(DEFAULT_PROBLEM,), is_default=True)
+    if not shape_set.sizes_for("gemm"):
+        raise SpecError(f"shape set {shape_set.name!r} names no gemm sizes; CUTLASS builds GEMMs")
+    return shape_set
+
+
 class CutlassBuilder(Builder):
     """CUTLASS GEMM kernels -> rows with PTX, Params blob launches and a GEMM problem."""
     name = "cutlass"
@@ -64,7 +87,7 @@ class CutlassBuilder(Builder):
         extra = self.options.extra
         self.families = _families(extra)
         self.sm_count = int(extra.get("sm_count", DEFAULT_SM_COUNT))
-        self.problem_size = tuple(int(v) for v in extra.get("problem", DEFAULT_PROBLEM))
+        self.shape_set = cutlass_shape_set(extra)
         self.alpha = float(extra.get("alpha", 1.0))
         self.beta = float(extra.get("beta", 0.0))
         self.batch_size = int(extra.get("batch_size", DEFAULT_BATCH))
@@ -74,31 +97,49 @@ class CutlassBuilder(Builder):
         specs = catalog.enumerate_kernels(self.families, tuple(self.options.archs))
         return catalog.sample_kernels(specs, self.options.limit, self.options.sample_seed)
 
+    def sizes_for(self, specs: list) -> list:
+        """The (M, N, K)s one group of kernels is built at: a built-in set's sizes fitted to
+        the group's alignments (duplicates after rounding dropped), or the user's exactly."""
+        sizes = [tuple(int(v) for v in size) for size in self.shape_set.sizes_for("gemm")]
+        if not self.shape_set.exact:
+            sizes = [fit_to_family(specs, *size) for size in sizes]
+        return list(dict.fromkeys(sizes))
+
     def work_items(self) -> list[WorkItem]:
-        m, n, k = self.problem_size
-        groups = defaultdict(list)
+        families = defaultdict(list)
         for spec in self.kernels():
-            groups[(group_id(spec, m, n, k, self.alpha, self.beta), arch_of(spec))].append(spec)
+            families[(family_id(spec, self.alpha, self.beta), arch_of(spec))].append(spec)
+        planned = []
+        for (family, arch), specs in families.items():
+            sizes = self.sizes_for(specs)
+            planned.append((f"{family}/M{sizes[0][0]}N{sizes[0][1]}K{sizes[0][2]}", arch, family, sizes, specs))
         items = []
-        for (gid, arch), specs in sorted(groups.items()):
+        for first_gid, arch, family, sizes, specs in sorted(planned, key=lambda p: (p[0], p[1])):
+            gids = [f"{family}/M{m}N{n}K{k}" for m, n, k in sizes]
             for start in range(0, len(specs), self.batch_size):
                 chunk = specs[start:start + self.batch_size]
+                if len(sizes) == 1:  # the key every single-size build has always used
+                    key = f"{gids[0]}/{arch}/{start // self.batch_size}"
+                    label = f"{len(chunk)} CUTLASS kernel(s) for {gids[0]} on {arch}"
+                else:
+                    labels = "+".join(f"M{m}N{n}K{k}" for m, n, k in sizes)
+                    key = f"{family}/{labels}/{arch}/{start // self.batch_size}"
+                    label = f"{len(chunk)} CUTLASS kernel(s) x {len(sizes)} sizes for {family} on {arch}"
                 items.append(WorkItem(
-                    key=f"{gid}/{arch}/{start // self.batch_size}",
-                    group_id=gid,
-                    label=f"{len(chunk)} CUTLASS kernel(s) for {gid} on {arch}",
+                    key=key, group_id=gids[0], label=label,
                     payload={"names": [s.name for s in chunk], "sm": chunk[0].sm, "arch": arch,
-                             "problem": [m, n, k], "alpha": self.alpha, "beta": self.beta,
+                             "problems": [list(size) for size in sizes], "exact": self.shape_set.exact,
+                             "shape_set": self.shape_set.name, "alpha": self.alpha, "beta": self.beta,
                              "sm_count": self.sm_count, "families": list(self.families),
                              "limit": self.options.limit, "sample_seed": self.options.sample_seed}))
         return items
 
     # -- building ----------------------------------------------------------------------
     def build(self, item: WorkItem) -> list[KernelRecord]:
+        """Compile the batch once, then one row per (size, kernel), sizes outermost."""
         p = item.payload
         ops = catalog.load_manifest_operations(p["sm"])
         specs = [catalog.describe_operation(ops[name]) for name in p["names"]]
-        m, n, k = p["problem"]
         ptx_by_name, failures = self._compile(specs, p["arch"])
         built = [s for s in specs if s.name in ptx_by_name]
         packer = None
@@ -108,20 +149,31 @@ class CutlassBuilder(Builder):
             except CutlassCompileError as exc:
                 for s in built:
                     failures[s.name] = f"packer build failed: {exc}\n{exc.log}"
+        problems = [tuple(size) for size in p["problems"]]
+        gids = [group_id(specs[0], *size, p["alpha"], p["beta"]) for size in problems]
         rows = []
-        for spec in specs:
-            if spec.name in failures:
-                rows.append(self._record(spec, item, "", [], [], "build_failed", failures[spec.name]))
-                continue
-            entry, ptx = ptx_by_name[spec.name]
-            try:
-                check_alignment(spec, m, n, k)
-                launch, scratch = self._launch(spec, packer, entry, ptx, p)
-            except (PackError, ValueError) as exc:
-                rows.append(self._record(spec, item, ptx, [], [], "build_failed", str(exc)))
-                continue
-            rows.append(self._record(spec, item, ptx, [launch], scratch, "built", ""))
+        for index, size in enumerate(problems):
+            shared = ({"groups": gids, "sizes": [list(s) for s in problems], "reused": index > 0}
+                      if len(problems) > 1 else None)
+            for spec in specs:
+                rows.append(self._row(spec, item, size, ptx_by_name, failures, packer, shared))
         return rows
+
+    def _row(self, spec, item, size, ptx_by_name, failures, packer, shared) -> KernelRecord:
+        """One kernel at one size: built, build_failed (compile/pack) or not_applicable."""
+        p = item.payload
+        if spec.name in failures:
+            return self._record(spec, item, size, "", [], [], "build_failed", failures[spec.name], shared)
+        entry, ptx = ptx_by_name[spec.name]
+        misfit = alignment_misfit(spec, *size)
+        if misfit:  # only a user-given size can miss: built-in sizes are fitted per group
+            status = "not_applicable" if p["exact"] else "build_failed"
+            return self._record(spec, item, size, ptx, [], [], status, misfit, shared)
+        try:
+            launch, scratch = self._launch(spec, packer, entry, ptx, p, size)
+        except (PackError, ValueError) as exc:
+            return self._record(spec, item, size, ptx, [], [], "build_failed", str(exc), shared)
+        return self._record(spec, item, size, ptx, [launch], scratch, "built", "", shared)
 
     def _compile(self, specs, arch):
         """name -> (entry, standalone PTX), and name -> error message for failures."""
@@ -155,8 +207,8 @@ class CutlassBuilder(Builder):
             found[spec.name] = (entries[0], ptx)
         return found
 
-    def _launch(self, spec, packer, entry, ptx, p):
-        m, n, k = p["problem"]
+    def _launch(self, spec, packer, entry, ptx, p, size):
+        m, n, k = size
         use_c = p["beta"] != 0
         packed = pack_launch(packer, spec.name, m, n, k, p["alpha"], p["beta"], p["sm_count"], use_c,
                              alias_c_to_d=spec.generation == 3)
@@ -181,24 +233,29 @@ class CutlassBuilder(Builder):
                         args=[Arg("blob", blob=bytes(blob), patches=packed.patches)])
         return launch, scratch
 
-    def _record(self, spec, item, ptx, launches, scratch, status, message) -> KernelRecord:
+    def _record(self, spec, item, size, ptx, launches, scratch, status, message, shared) -> KernelRecord:
         p = item.payload
-        m, n, k = p["problem"]
+        m, n, k = size
         g = kernel_gemm(spec)
         variant = dict(spec.knobs)
         variant.update({"generation": spec.generation, "kernel_layouts": [g.layout_a, g.layout_b, g.layout_c],
                         "problem_transposed": g.swapped})
+        provenance = {"generator": "cutlass_library (GenerateSM%d)" % spec.sm,
+                      "package": f"nvidia-cutlass=={cutlass_version()}",
+                      "cutlass_version": cutlass_version(), "licence": LICENCE,
+                      "families": p["families"], "limit": p["limit"], "sample_seed": p["sample_seed"],
+                      "sm_count": p["sm_count"], "batch": p["names"],
+                      "c_aliases_d": spec.generation == 3 and p["beta"] == 0,
+                      "command": " ".join(shlex.quote(a) for a in sys.argv)}
+        if p.get("shape_set", "default") != "default":
+            provenance["shape_set"] = p["shape_set"]
+        if shared:  # the PTX is one compile for every size of this item
+            provenance["shared_compile"] = shared
         return KernelRecord(
-            group_id=item.group_id, source="cutlass", variant=variant, name=spec.name,
+            group_id=group_id(spec, m, n, k, p["alpha"], p["beta"]), source="cutlass", variant=variant, name=spec.name,
             arch=p["arch"], ptx=ptx, launches=launches,
             problem=make_problem(spec, m, n, k, p["alpha"], p["beta"]), scratch=scratch,
             toolchain={"nvcc": nvcc_version(), "nvcc_flags": BASE_FLAGS + [f"-arch={p['arch']}", "-ptx"],
                        "cutlass": cutlass_version()},
-            provenance={"generator": "cutlass_library (GenerateSM%d)" % spec.sm,
-                        "package": f"nvidia-cutlass=={cutlass_version()}",
-                        "cutlass_version": cutlass_version(), "licence": LICENCE,
-                        "families": p["families"], "limit": p["limit"], "sample_seed": p["sample_seed"],
-                        "sm_count": p["sm_count"], "batch": p["names"],
-                        "c_aliases_d": spec.generation == 3 and p["beta"] == 0,
-                        "command": " ".join(shlex.quote(a) for a in sys.argv)},
+            provenance=provenance,
             status=status, status_message=message[-8000:] if message else "")

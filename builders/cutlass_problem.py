@@ -7,6 +7,7 @@ layouts, and buffers A, B, (C,) D stored as row-major arrays of the storage shap
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from dataset_spec.model import Buffer, Distribution, Problem
@@ -50,25 +51,56 @@ def storage_shape(layout: str, rows: int, cols: int) -> tuple:
     return (rows, cols) if layout == "row" else (cols, rows)
 
 
-def group_id(spec: KernelSpec, m: int, n: int, k: int, alpha: float, beta: float) -> str:
+def family_id(spec: KernelSpec, alpha: float, beta: float) -> str:
+    """The group id without its size: the function, before a shape set states it at sizes."""
     g = kernel_gemm(spec)
     types = "_".join([g.element_a, g.element_b, g.element_accumulator, g.element_d])
     layouts = "".join(x[0] for x in (g.layout_a, g.layout_b, g.layout_c))  # r/c, kernel terms
-    return f"cutlass/gemm/{types}/{layouts}/a{alpha:g}b{beta:g}/M{m}N{n}K{k}"
+    return f"cutlass/gemm/{types}/{layouts}/a{alpha:g}b{beta:g}"
+
+
+def group_id(spec: KernelSpec, m: int, n: int, k: int, alpha: float, beta: float) -> str:
+    return f"{family_id(spec, alpha, beta)}/M{m}N{n}K{k}"
+
+
+def contiguous_extents(spec: KernelSpec) -> dict:
+    """Operand -> (the problem dimension its rows are contiguous along, its alignment)."""
+    g = kernel_gemm(spec)
+    return {
+        "A": ("K" if g.layout_a == "row" else "M", g.alignment_a),
+        "B": ("N" if g.layout_b == "row" else "K", g.alignment_b),
+        "C": ("N" if g.layout_c == "row" else "M", g.alignment_c),
+    }
+
+
+def alignment_misfit(spec: KernelSpec, m: int, n: int, k: int) -> str:
+    """Why the kernel cannot run (M, N, K), or '' when it can: every operand's contiguous
+    extent must be a multiple of its alignment (vector loads, TMA's 16-byte strides)."""
+    dims = {"M": m, "N": n, "K": k}
+    for name, (dim, align) in contiguous_extents(spec).items():
+        if dims[dim] % align:
+            return (f"{spec.name}: {name}'s contiguous extent {dim}={dims[dim]} is not a multiple "
+                    f"of its alignment {align}")
+    return ""
 
 
 def check_alignment(spec: KernelSpec, m: int, n: int, k: int) -> None:
     """Raise ValueError when a leading dimension is not a multiple of an alignment."""
-    g = kernel_gemm(spec)
-    contiguous = {
-        "A": (k if g.layout_a == "row" else m, g.alignment_a),
-        "B": (n if g.layout_b == "row" else k, g.alignment_b),
-        "C": (n if g.layout_c == "row" else m, g.alignment_c),
-    }
-    for name, (extent, align) in contiguous.items():
-        if extent % align:
-            raise ValueError(f"{spec.name}: {name}'s contiguous extent {extent} is not a multiple "
-                             f"of its alignment {align}")
+    reason = alignment_misfit(spec, m, n, k)
+    if reason:
+        raise ValueError(reason)
+
+
+def fit_to_family(specs: list, m: int, n: int, k: int) -> tuple:
+    """(M, N, K) rounded up so every kernel of ``specs`` (one group's members) can run it:
+    each dimension becomes a multiple of the alignments of the operands contiguous along it.
+    Dimensions no operand is contiguous along keep their size (odd M stays odd)."""
+    multiple = {"M": 1, "N": 1, "K": 1}
+    for spec in specs:
+        for dim, align in contiguous_extents(spec).values():
+            multiple[dim] = math.lcm(multiple[dim], int(align))
+    dims = {"M": m, "N": n, "K": k}
+    return tuple(-(-dims[d] // multiple[d]) * multiple[d] for d in ("M", "N", "K"))
 
 
 MATH_INPUT_NAMES = {"tf32": "tf32", "f16": "float16", "bf16": "bfloat16"}

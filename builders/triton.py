@@ -3,7 +3,9 @@ and ingest existing Triton cache / kernel-dump directories.
 
 ``TritonBuilder`` ("triton") lists one work item per (group, config, arch). A group is one
 function at one problem size (e.g. ``triton/softmax/float32/M1823xN781``); its members are
-the configs (block sizes, num_warps, num_stages). ``build`` compiles with
+the configs (block sizes, num_warps, num_stages). ``extra["shapes"]`` (builders/shapes.py)
+states every suite function at a shape set's sizes; sizes of one function, config and arch
+whose compile inputs agree (``compile_key``) share one item: one compile, a row per size. ``build`` compiles with
 ``triton.compile(ASTSource(...), target=GPUTarget("cuda", cc, 32))`` pinned to PTX ISA 8.7,
 and turns PTX + metadata into a runnable Launch: block = 32 x num_warps (the PTX carries
 ``.reqntid``), cluster = num_ctas, dynamic shared memory = ``metadata.shared``, and the two
@@ -42,6 +44,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from builders.base import Builder, BuildOptions, WorkItem
+from builders.shapes import OP_KINDS, ShapeSet, load_shape_set, shape_label, shape_params
 from dataset_spec.model import Arg, Buffer, KernelRecord, Launch, Problem, SpecError
 
 PTX_ISA = 87
@@ -77,7 +80,7 @@ def buf(name: str, dtype: str, shape, role: str = "in") -> dict:
     return {"name": name, "dtype": dtype, "shape": list(shape), "role": role}
 
 
-def elementwise_group(op: str, dtype: str, n: int, hint: bool) -> dict:
+def elementwise_group(op: str, dtype: str, n: int, hint: bool, record_shape: bool = False) -> dict:
     """vector_add (x + y) or square (x * x) over n elements."""
     ins = ["x", "y"] if op == "vector_add" else ["x"]
     kernel = "add_kernel" if op == "vector_add" else "square_kernel"
@@ -88,11 +91,12 @@ def elementwise_group(op: str, dtype: str, n: int, hint: bool) -> dict:
                for bs, w, s in ((256, 2, 1), (512, 4, 1), (1024, 4, 2), (1024, 8, 3),
                                 (2048, 8, 2), (4096, 16, 1))]
     return {"op": op, "kernel": kernel, "dtype": dtype, "size": f"n{n}", "hint": hint,
-            "buffers": buffers, "params": params, "op_params": {}, "configs": configs,
+            "buffers": buffers, "params": params,
+            "op_params": with_shape({}, "elementwise", n, record_shape), "configs": configs,
             "grid": lambda cfg: (cdiv(n, cfg["BLOCK_SIZE"]),)}
 
 
-def softmax_group(m: int, n: int) -> dict:
+def softmax_group(m: int, n: int, record_shape: bool = False) -> dict:
     """Row softmax (tutorial 02); persistent programs, so the program count is a knob."""
     buffers = [buf("x", "float32", (m, n)), buf("out", "float32", (m, n), "out")]
     params = [ptr("output_ptr", "out", "float32"), ptr("input_ptr", "x", "float32"),
@@ -104,12 +108,12 @@ def softmax_group(m: int, n: int) -> dict:
                                (8, 2, 528), (8, 4, 132), (16, 3, 264))]
     return {"op": "softmax", "kernel": "softmax_kernel", "dtype": "float32",
             "size": f"M{m}xN{n}", "hint": True, "buffers": buffers, "params": params,
-            "op_params": {}, "configs": configs,
+            "op_params": with_shape({}, "rows", (m, n), record_shape), "configs": configs,
             "constexpr_from_config": {"num_stages": "num_stages"},
             "grid": lambda cfg: (min(cfg["programs"], m),)}
 
 
-def gemm_group(dtype: str, m: int, n: int, k: int) -> dict:
+def gemm_group(dtype: str, m: int, n: int, k: int, record_shape: bool = False) -> dict:
     """C = A @ B, row-major A (M,K), B (K,N), C (M,N) (tutorial 03)."""
     buffers = [buf("A", dtype, (m, k)), buf("B", dtype, (k, n)), buf("C", dtype, (m, n), "out")]
     params = [ptr("a_ptr", "A", dtype), ptr("b_ptr", "B", dtype), ptr("c_ptr", "C", dtype),
@@ -122,12 +126,13 @@ def gemm_group(dtype: str, m: int, n: int, k: int) -> dict:
                 "num_warps": w, "num_stages": s} for bm, bn, bk, w, s in tiles]
     return {"op": "gemm", "kernel": "matmul_kernel", "dtype": dtype, "size": f"M{m}xN{n}xK{k}",
             "hint": True, "buffers": buffers, "params": params,
-            "op_params": {"layout_a": "row", "layout_b": "row", "alpha": 1.0, "beta": 0.0},
+            "op_params": with_shape({"layout_a": "row", "layout_b": "row", "alpha": 1.0, "beta": 0.0},
+                                    "gemm", (m, n, k), record_shape),
             "configs": configs,
             "grid": lambda cfg: (cdiv(m, cfg["BLOCK_SIZE_M"]) * cdiv(n, cfg["BLOCK_SIZE_N"]),)}
 
 
-def norm_group(op: str, dtype: str, m: int, n: int, hint: bool) -> dict:
+def norm_group(op: str, dtype: str, m: int, n: int, hint: bool, record_shape: bool = False) -> dict:
     """rmsnorm (x, w) or layernorm (x, w, b) over rows of x (tutorial 05 style)."""
     eps = 1e-6 if op == "rmsnorm" else 1e-5
     rows = [buf("x", dtype, (m, n)), buf("w", dtype, (n,))]
@@ -144,7 +149,8 @@ def norm_group(op: str, dtype: str, m: int, n: int, hint: bool) -> dict:
     configs = [{"BLOCK_SIZE": bs, "num_warps": w, "num_stages": 1}
                for bs, w in ((256, 2), (512, 4), (1024, 4), (1024, 8), (2048, 8), (4096, 16))]
     group = {"op": op, "kernel": kernel, "dtype": dtype, "size": f"M{m}xN{n}", "hint": hint,
-             "buffers": buffers, "params": params, "op_params": {"eps": eps},
+             "buffers": buffers, "params": params,
+             "op_params": with_shape({"eps": eps}, "rows", (m, n), record_shape),
              "configs": configs, "grid": lambda cfg: (m,)}
     if op == "layernorm":
         group["scratch"] = [buf("mean", "float32", (m,), "scratch"),
@@ -152,8 +158,14 @@ def norm_group(op: str, dtype: str, m: int, n: int, hint: bool) -> dict:
     return group
 
 
-def suite_groups() -> list[dict]:
-    """The built-in suite, in a fixed order."""
+def with_shape(op_params: dict, kind: str, size, record: bool) -> dict:
+    """Problem params, plus ``shape`` for groups of a non-default shape set. Default-set
+    problems stay as they were so their problem digests, and so kernel ids, never change."""
+    return dict(op_params, shape=shape_params(kind, size)) if record else op_params
+
+
+def default_suite_groups() -> list[dict]:
+    """The built-in suite at its own sizes (the ``default`` shape set), in a fixed order."""
     return [
         elementwise_group("vector_add", "float32", 1 << 20, hint=True),
         elementwise_group("vector_add", "float32", 1_000_003, hint=False),
@@ -165,6 +177,37 @@ def suite_groups() -> list[dict]:
         norm_group("rmsnorm", "float16", 2048, 1024, hint=True),
         norm_group("layernorm", "float32", 1151, 1000, hint=False),
     ]
+
+
+# (op, dtype, kind, group constructor) of every suite function, in suite order; a shape set
+# states each of them at its sizes of that kind.
+SUITE_FUNCTIONS = (
+    ("vector_add", "float32", lambda n, rec: elementwise_group("vector_add", "float32", n, True, rec)),
+    ("vector_add", "float16", lambda n, rec: elementwise_group("vector_add", "float16", n, True, rec)),
+    ("square", "float32", lambda n, rec: elementwise_group("square", "float32", n, True, rec)),
+    ("softmax", "float32", lambda s, rec: softmax_group(*s, record_shape=rec)),
+    ("gemm", "float16", lambda s, rec: gemm_group("float16", *s, record_shape=rec)),
+    ("gemm", "bfloat16", lambda s, rec: gemm_group("bfloat16", *s, record_shape=rec)),
+    ("rmsnorm", "float16", lambda s, rec: norm_group("rmsnorm", "float16", *s, hint=True, record_shape=rec)),
+    ("layernorm", "float32", lambda s, rec: norm_group("layernorm", "float32", *s, hint=True, record_shape=rec)),
+)
+
+
+def suite_groups(shape_set: Optional[ShapeSet] = None) -> list[dict]:
+    """The suite's groups for a shape set: every function at every size of its kind. A
+    size that the default suite already states a function at gives that very group, so
+    its rows (and resume keys) are the default ones."""
+    shape_set = load_shape_set(shape_set)
+    defaults = default_suite_groups()
+    if shape_set.is_default:
+        return defaults
+    known = {(g["op"], g["dtype"], g["size"]): g for g in defaults}
+    groups = []
+    for op, dtype, make in SUITE_FUNCTIONS:
+        for size in dict.fromkeys(shape_set.sizes_for(op)):
+            label = shape_label(OP_KINDS[op], size)
+            groups.append(known.get((op, dtype, label)) or make(size, True))
+    return groups
 
 
 def group_id_of(group: dict) -> str:
@@ -318,43 +361,105 @@ def provenance(kernel: str) -> dict:
             "triton_version": triton_version(), "licence": "MIT (Triton)"}
 
 
+# Config keys that only shape the launch (the grid), never the compiled code.
+LAUNCH_ONLY_KEYS = ("programs",)
+
+
+def compile_key(payload: dict) -> str:
+    """What Triton's compile depends on: kernel, arch, each param's type, constexpr value
+    and divisibility hint, and the compile-time config. Payloads with equal keys compile to
+    the same PTX, whatever sizes their runtime scalars hold."""
+    params = [[p["name"], p["kind"], p.get("dtype"), p["constexpr"],
+               p.get("value") if p["constexpr"] else None, p.get("divisible", False)]
+              for p in payload["params"]]
+    config = {k: v for k, v in payload["config"].items() if k not in LAUNCH_ONLY_KEYS}
+    text = json.dumps([payload["kernel"], payload["arch"], params, config], sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
 class TritonBuilder(Builder):
-    """The built-in Triton suite: one item per (group, config, arch)."""
+    """The built-in Triton suite: one item per (group, config, arch); with a non-default
+    shape set, the sizes whose compile is identical share one item (one compile, a row
+    per size)."""
     name = "triton"
+
+    def shape_set(self) -> ShapeSet:
+        return load_shape_set(self.options.extra.get("shapes"))
 
     def work_items(self) -> list:
         if self.options.extra.get("from_dump"):
             return TritonDumpBuilder(self.options).work_items()
+        shape_set = self.shape_set()
+        groups = suite_groups(shape_set)
+        if shape_set.is_default:
+            return [self.single_item(group, config, arch)
+                    for group in groups for config in group["configs"] for arch in self.options.archs]
         items = []
-        for group in suite_groups():
-            for config in group["configs"]:
+        by_function: dict = {}
+        for group in groups:
+            by_function.setdefault((group["op"], group["dtype"]), []).append(group)
+        for (op, dtype), function_groups in by_function.items():
+            for index in range(len(function_groups[0]["configs"])):
                 for arch in self.options.archs:
-                    label = f"{group_id_of(group)}/{config_label(config)}/{arch}"
-                    items.append(WorkItem(key=label, group_id=group_id_of(group), label=label,
-                                          payload=suite_payload(group, config, arch)))
+                    buckets: dict = {}
+                    for group in function_groups:
+                        payload = suite_payload(group, group["configs"][index], arch)
+                        buckets.setdefault(compile_key(payload), []).append((group, payload))
+                    for key, members in buckets.items():
+                        items.append(self.single_item(members[0][0], members[0][1]["config"], arch)
+                                     if len(members) == 1 else self.shared_item(op, dtype, key, members))
         return items
+
+    @staticmethod
+    def single_item(group: dict, config: dict, arch: str) -> WorkItem:
+        label = f"{group_id_of(group)}/{config_label(config)}/{arch}"
+        return WorkItem(key=label, group_id=group_id_of(group), label=label,
+                        payload=suite_payload(group, config, arch))
+
+    @staticmethod
+    def shared_item(op: str, dtype: str, key: str, members: list) -> WorkItem:
+        """One compile for several sizes: a row per member, in member order."""
+        sizes = "+".join(group["size"] for group, _ in members)
+        first = members[0][1]
+        label = (f"triton/{op}/{dtype}/{sizes}/"
+                 f"{config_label({k: v for k, v in first['config'].items() if k not in LAUNCH_ONLY_KEYS})}"
+                 f"/{first['arch']}")
+        shared = {"compile_key": key, "groups": [group_id_of(group) for group, _ in members]}
+        return WorkItem(key=label, group_id=group_id_of(members[0][0]), label=label,
+                        payload={"members": [payload for _, payload in members], "shared_compile": shared})
 
     def build(self, item: WorkItem) -> list:
         if item.payload.get("dump"):
             return TritonDumpBuilder(self.options).build(item)
-        p = item.payload
+        members = item.payload.get("members") or [item.payload]
+        records = [self.empty_record(p) for p in members]
+        first = members[0]
+        try:
+            compiled = compile_kernel(first["kernel"], first["params"], first["config"], first["arch"])
+            metadata = metadata_dict(compiled.metadata)
+            check_shared_memory(metadata, first["arch"])
+        except Exception as exc:  # a compile failure is a row, never an exception
+            for record in records:
+                record.status, record.status_message = "build_failed", one_line(exc)
+            return records
+        shared = item.payload.get("shared_compile")
+        for index, (record, p) in enumerate(zip(records, members)):
+            launch, scratch = make_launch(metadata["name"], metadata, p["grid"],
+                                          runtime_args(p["params"], kernel_arg_names(p["kernel"])))
+            record.name, record.ptx, record.launches = metadata["name"], compiled.asm["ptx"], [launch]
+            record.scratch = [Buffer(**b) for b in p["scratch"]] + scratch
+            if shared:  # the PTX is the same for every size of this item: compiled once
+                record.provenance["shared_compile"] = dict(shared, reused=index > 0)
+        return records
+
+    @staticmethod
+    def empty_record(p: dict) -> KernelRecord:
         variant = dict(p["config"], num_ctas=p["config"].get("num_ctas", 1),
                        specialization=p["specialization"])
-        record = KernelRecord(group_id=p["group_id"], source="triton", variant=variant,
-                              name=p["kernel"], arch=p["arch"], ptx="", launches=[],
-                              problem=Problem(**p["problem"]), toolchain=toolchain(),
-                              provenance=provenance(p["kernel"]))
-        try:
-            compiled = compile_kernel(p["kernel"], p["params"], p["config"], p["arch"])
-            metadata = metadata_dict(compiled.metadata)
-            check_shared_memory(metadata, p["arch"])
-        except Exception as exc:  # a compile failure is a row, never an exception
-            record.status, record.status_message = "build_failed", one_line(exc)
-            return [record]
-        launch, scratch = make_launch(metadata["name"], metadata, p["grid"], runtime_args(p["params"], kernel_arg_names(p["kernel"])))
-        record.name, record.ptx, record.launches = metadata["name"], compiled.asm["ptx"], [launch]
-        record.scratch = [Buffer(**b) for b in p["scratch"]] + scratch
-        return [record]
+        return KernelRecord(group_id=p["group_id"], source="triton", variant=variant,
+                            name=p["kernel"], arch=p["arch"], ptx="", launches=[],
+                            problem=Problem(**p["problem"]), toolchain=toolchain(),
+                            provenance=provenance(p["kernel"]))
 
 
 def check_shared_memory(metadata: dict, arch: str) -> None:

@@ -27,7 +27,7 @@ SCALAR_DTYPES = {  # PTX-style scalar kernel parameter types and their byte size
 }
 ROLES = ("in", "out", "inout", "scratch")
 ARG_KINDS = ("buffer", "scalar", "null", "blob")
-BUILD_STATUSES = ("built", "build_failed", "no_problem")
+BUILD_STATUSES = ("built", "build_failed", "no_problem", "not_applicable")
 VERIFY_STATUSES = (
     "passed", "wrong_result", "unwritten_output", "modified_input", "jit_failed",
     "launch_failed", "crashed", "timeout", "disagrees", "trivial_reference", "out_of_bounds_write",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from collections import Counter
 from pathlib import Path
 
@@ -12,6 +13,7 @@ import click
 from builders import BUILDERS, MissingSourceDependency, UnknownSourceError
 
 KNOWN_ARCHS = ("sm_80", "sm_86", "sm_89", "sm_90", "sm_90a")
+SHAPED_SOURCES = ("triton", "cutlass")  # builders that state their functions at a shape set's sizes
 
 
 def library_errors(func):
@@ -61,6 +63,9 @@ def cli():
 @click.option("--family", default=None, help="cutlass: kernel name glob (like the profiler's --kernels)")
 @click.option("--sm-count", type=int, default=132, show_default=True,
               help="cutlass: SM count persistent schedulers size their grid by")
+@click.option("--shapes", default="default", show_default=True,
+              help="triton, cutlass: problem sizes, a set (default, llm, sweep) or a YAML/JSON file; "
+                   "each size is its own group")
 @click.option("--mugraphs", multiple=True, type=click.Path(exists=True, dir_okay=False),
               help="mirage: muGraph JSON file (repeatable; default: the shared saved muGraphs)")
 @click.option("--sass/--no-sass", default=False, help="store each row's SASS text")
@@ -68,7 +73,7 @@ def cli():
 @click.option("--flush-rows", type=int, default=64, hidden=True, help="rows per part file")
 @library_errors
 def build(source, out_dir, arch, limit, sample_seed, jobs, from_dump, problem_file, manifest,
-          family, sm_count, mugraphs, sass, silent, flush_rows):
+          family, sm_count, shapes, mugraphs, sass, silent, flush_rows):
     """Build a source's equivalence groups into a dataset folder (safe to rerun: resumes).
 
     Example:
@@ -79,8 +84,13 @@ def build(source, out_dir, arch, limit, sample_seed, jobs, from_dump, problem_fi
     from .pipeline import run_build
     if from_dump and source == "triton":
         source = "triton-dump"
+    from builders.shapes import load_shape_set
+    load_shape_set(shapes)  # a bad name or file is one line before any work
+    if shapes != "default" and source not in SHAPED_SOURCES:
+        raise click.UsageError(f"--shapes applies to --source {' and '.join(SHAPED_SOURCES)}; "
+                               f"{source} states its own sizes")
     extra = {k: v for k, v in {"from_dump": from_dump, "problem_file": problem_file,
-                                "manifest": manifest, "family": family,
+                                "manifest": manifest, "family": family, "shapes": shapes,
                                 "sm_count": sm_count, "mugraphs": list(mugraphs) or None}.items()
              if v is not None}
     if source == "ptx" and not manifest:
@@ -122,16 +132,18 @@ def info(dataset, as_json):
         ptxds info data/triton
     """
     from dataset_spec.shards import read_table
-    rows = read_table(dataset, "kernels", columns=["group_id", "source", "arch", "status"]).to_pylist()
+    rows = read_table(dataset, "kernels", columns=["group_id", "source", "arch", "status", "problem"]).to_pylist()
     if not rows:
         raise click.ClickException(f"{dataset} holds no kernel rows; build one with ptxds build")
     groups = Counter(r["group_id"] for r in rows)
+    shape_of_group = {r["group_id"]: group_shape(r["group_id"], r["problem"]) for r in rows}
     counts = {
         "rows": len(rows), "groups": len(groups),
         "members_per_group": {"min": min(groups.values()), "max": max(groups.values())},
         "sources": dict(Counter(r["source"] for r in rows)),
         "archs": dict(Counter(r["arch"] for r in rows)),
         "statuses": dict(Counter(r["status"] for r in rows)),
+        "shapes": dict(Counter(shape_of_group.values())),
     }
     if as_json:
         click.echo(json.dumps(counts, indent=2, sort_keys=True))
@@ -140,6 +152,28 @@ def info(dataset, as_json):
                f"({counts['members_per_group']['min']}-{counts['members_per_group']['max']} members each)")
     for key in ("sources", "archs", "statuses"):
         click.echo(f"{key}: " + ", ".join(f"{k} {v}" for k, v in sorted(counts[key].items())))
+    click.echo("shapes (groups): " + ", ".join(f"{k} {v}" for k, v in sorted(counts["shapes"].items())))
+
+
+SIZE_IN_GROUP_ID = re.compile(r"^(?:n\d+|M\d+x?N\d+(?:x?K\d+)?)$")
+
+
+def group_shape(group_id: str, problem_json) -> str:
+    """A group's size as a label: ``params["shape"]``, else a GEMM's M, N, K, else the last
+    part of the group id when it spells a size (the Triton suite's default groups); groups
+    of sources that state no size (Mirage, manifests) get "-"."""
+    try:
+        params = (json.loads(problem_json) or {}).get("params") or {} if problem_json else {}
+    except (ValueError, AttributeError):
+        params = {}
+    shape = params.get("shape")
+    if isinstance(shape, dict) and shape:  # stored with sorted keys: put M, N, K back in order
+        order = {name: i for i, name in enumerate(("M", "N", "K", "n"))}
+        return "x".join(f"{k}{shape[k]}" for k in sorted(shape, key=lambda k: (order.get(k, 9), k)))
+    if all(k in params for k in ("M", "N", "K")):
+        return f"M{params['M']}xN{params['N']}xK{params['K']}"
+    last = group_id.rsplit("/", 1)[-1]
+    return last if SIZE_IN_GROUP_ID.match(last) else "-"
 
 
 @cli.command()

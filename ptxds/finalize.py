@@ -4,6 +4,9 @@ features and set the content ids. Any failure becomes ``status=build_failed`` wi
 reason; the row is kept."""
 from __future__ import annotations
 
+import copy
+import hashlib
+
 from dataset_spec.model import KernelRecord, make_kernel_id
 from ptx_tools import (AssemblyError, PtxError, assemble, feature_tags, normalize_ptx,
                        parse_ptx, ptx_hash)
@@ -37,6 +40,21 @@ def check_launches(record: KernelRecord, module) -> None:
                                      f".reqntid {want}")
 
 
+# Rows of one work item often share their PTX (one compile, a row per problem size):
+# assemble each distinct (PTX, arch) once per process. Small, since items are.
+ASSEMBLY_MEMO_SIZE = 32
+_assembly_memo: dict = {}
+
+
+def assemble_once(ptx: str, arch: str, sass: bool):
+    key = (hashlib.sha256(ptx.encode()).hexdigest(), arch, sass)
+    if key not in _assembly_memo:
+        if len(_assembly_memo) >= ASSEMBLY_MEMO_SIZE:
+            _assembly_memo.pop(next(iter(_assembly_memo)))
+        _assembly_memo[key] = assemble(ptx, arch, sass=sass)
+    return copy.deepcopy(_assembly_memo[key])
+
+
 def finalize_record(record: KernelRecord, sass: bool = False) -> KernelRecord:
     if record.status != "built" or not record.ptx:
         if record.ptx:
@@ -49,7 +67,7 @@ def finalize_record(record: KernelRecord, sass: bool = False) -> KernelRecord:
         record.ptx = normalize_ptx(record.ptx)
         module = parse_ptx(record.ptx)
         check_launches(record, module)
-        assembly = assemble(record.ptx, record.arch, sass=sass)
+        assembly = assemble_once(record.ptx, record.arch, sass)
     except (PtxError, LaunchMismatch, AssemblyError) as exc:
         record.status = "build_failed"
         record.status_message = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"

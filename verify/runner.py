@@ -33,7 +33,7 @@ from .reference import reference_outputs
 from .timing import TARGET_RSE
 from .outcome import Consensus, OutputSpec, Verdict, classify
 
-PASS_THROUGH = ("build_failed", "no_problem")
+PASS_THROUGH = ("build_failed", "no_problem", "not_applicable")
 PREFETCH_GROUPS = 4
 MAX_TIMING_SAMPLES = 2000
 

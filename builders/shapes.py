@@ -1,0 +1,175 @@
+"""Shape sets: the problem sizes a build states each function at (``ptxds build --shapes``).
+
+A group is one function at one size, so a shape set multiplies groups, not compiles: the
+builders compile once per kernel where the PTX does not depend on the size and make one
+row per size. Three kinds of size cover the built-in sources:
+
+- ``gemm``: ``[M, N, K]`` (Triton's matmul suite, every CUTLASS GEMM),
+- ``rows``: ``[M, N]``, M rows of N columns (softmax, rmsnorm, layernorm),
+- ``elementwise``: ``n`` elements (vector_add, square).
+
+Built-in sets: ``default`` (each source's own sizes, the groups every earlier build made),
+``llm`` (transformer-layer sizes) and ``sweep`` (powers of two and odd sizes, small to
+large). Builders may round the sizes of a built-in set up to what a kernel family needs
+(CUTLASS alignments); sizes from a user's file are taken exactly, and a kernel that cannot
+run one gets a ``not_applicable`` row that says why.
+
+File form (YAML or JSON; every key optional, at least one size in all)::
+
+    name: my-sizes
+    gemm: [[4096, 4096, 4096], {M: 16, N: 4096, K: 4096}]
+    rows: [[4096, 8192]]
+    elementwise: [1048576]
+    softmax: [[16, 4096]]        # per-op lists (softmax, rmsnorm, layernorm, vector_add,
+                                 # square) replace their kind's list for that op
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from dataset_spec.model import SpecError
+
+KINDS = {"gemm": ("M", "N", "K"), "rows": ("M", "N"), "elementwise": ("n",)}
+OP_KINDS = {"gemm": "gemm", "softmax": "rows", "rmsnorm": "rows", "layernorm": "rows",
+            "vector_add": "elementwise", "square": "elementwise"}
+# Host-side float64 copies the verifier keeps per group (inputs, outputs, reference and
+# error scale) must stay a few hundred MB; built-in sets are checked against this.
+MAX_GROUP_HOST_BYTES = 768 << 20
+
+
+@dataclass(frozen=True)
+class ShapeSet:
+    """Named sizes per kind (and optional per-op overrides). ``exact`` sizes come from
+    the user and are never adjusted; ``is_default`` means "each source's own sizes"."""
+    name: str
+    gemm: tuple = ()
+    rows: tuple = ()
+    elementwise: tuple = ()
+    per_op: dict = field(default_factory=dict)
+    exact: bool = False
+    is_default: bool = False
+
+    def sizes_for(self, op: str) -> tuple:
+        """The sizes an op is built at: its own list when the set names one, else its kind's."""
+        if op in self.per_op:
+            return self.per_op[op]
+        return getattr(self, OP_KINDS[op])
+
+
+def shape_label(kind: str, size) -> str:
+    """The size as group ids spell it: ``M512xN768xK520``, ``M4096xN4096``, ``n1048576``."""
+    values = (size,) if isinstance(size, int) else size
+    return "x".join(f"{name}{value}" for name, value in zip(KINDS[kind], values))
+
+
+def shape_params(kind: str, size) -> dict:
+    """The size as a problem records it in ``params["shape"]``."""
+    values = (size,) if isinstance(size, int) else size
+    return dict(zip(KINDS[kind], (int(v) for v in values)))
+
+
+# Transformer-layer sizes: projections of a 4096-wide model (square, fused KV with GQA,
+# a decode step of 16 tokens) and a 2048-wide MLP; norms/softmax at 4096-8192 columns and
+# up to 32k rows (per-head rows of 128); element-wise at activation sizes.
+LLM = ShapeSet(
+    name="llm",
+    gemm=((4096, 4096, 4096), (8192, 1024, 4096), (16, 4096, 4096), (2048, 5632, 2048)),
+    rows=((16, 4096), (4096, 4096), (2048, 8192), (32768, 128)),
+    elementwise=(65536, 11534336, 16777216),
+)
+
+# Powers of two from tiny to large, and odd sizes that leave partial tiles everywhere.
+SWEEP = ShapeSet(
+    name="sweep",
+    gemm=((64, 64, 64), (256, 256, 256), (1024, 1024, 1024), (2048, 2048, 2048),
+          (127, 255, 63), (1023, 1025, 1031), (3001, 2999, 997)),
+    rows=((64, 128), (1024, 1024), (4096, 4096), (37, 129), (999, 1537), (4097, 3001)),
+    elementwise=(1024, 65536, 1 << 20, 1 << 24, 127, 12345, 1000003),
+)
+
+DEFAULT = ShapeSet(name="default", is_default=True)
+BUILTIN = {s.name: s for s in (DEFAULT, LLM, SWEEP)}
+
+
+def load_shape_set(spec) -> ShapeSet:
+    """A ShapeSet from a built-in name, a YAML/JSON file path, or an existing ShapeSet."""
+    if spec is None:
+        return DEFAULT
+    if isinstance(spec, ShapeSet):
+        return spec
+    text = str(spec)
+    if text in BUILTIN:
+        return BUILTIN[text]
+    path = Path(text)
+    if not path.is_file():
+        raise SpecError(f"unknown shape set {text!r}: use {', '.join(BUILTIN)} or a YAML/JSON file")
+    return parse_shape_file(path)
+
+
+def parse_shape_file(path: Path) -> ShapeSet:
+    """Read a user's shape file; every problem with it is one line naming file and entry."""
+    try:
+        raw = path.read_text()
+        if path.suffix.lower() == ".json":
+            data = json.loads(raw)
+        else:
+            import yaml
+            data = yaml.safe_load(raw)
+    except Exception as exc:  # yaml/json parse errors are multi-line; keep the first
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise SpecError(f"{path}: not valid YAML/JSON: {first}") from None
+    return shape_set_from_dict(data, str(path), default_name=path.stem)
+
+
+def shape_set_from_dict(data, where: str, default_name: str = "custom") -> ShapeSet:
+    if not isinstance(data, dict):
+        raise SpecError(f"{where}: a shape file holds a mapping with keys gemm, rows, elementwise "
+                        f"(or an op name), got {type(data).__name__}")
+    allowed = {"name"} | set(KINDS) | set(OP_KINDS) - {"gemm"}
+    unknown = sorted(set(data) - allowed)
+    if unknown:
+        raise SpecError(f"{where}: unknown key {unknown[0]!r}; use name, {', '.join(KINDS)} or an op "
+                        f"({', '.join(sorted(set(OP_KINDS) - {'gemm'}))})")
+    lists = {key: _sizes(data[key], OP_KINDS.get(key, key), f"{where}: {key}")
+             for key in data if key != "name"}
+    if not any(lists.values()):
+        raise SpecError(f"{where}: names no sizes; give at least one of {', '.join(KINDS)}")
+    return ShapeSet(name=str(data.get("name") or default_name),
+                    gemm=lists.get("gemm", ()), rows=lists.get("rows", ()),
+                    elementwise=lists.get("elementwise", ()),
+                    per_op={k: v for k, v in lists.items() if k not in KINDS}, exact=True)
+
+
+def _sizes(value, kind: str, where: str) -> tuple:
+    if not isinstance(value, list):
+        raise SpecError(f"{where} must be a list of sizes, got {value!r}")
+    return tuple(_size(entry, kind, f"{where}[{i}]") for i, entry in enumerate(value))
+
+
+def _size(entry, kind: str, where: str) -> tuple:
+    names = KINDS[kind]
+    if isinstance(entry, dict):
+        if set(entry) != set(names):
+            raise SpecError(f"{where} must have keys {', '.join(names)}, got {entry!r}")
+        entry = [entry[n] for n in names]
+    elif not isinstance(entry, list):
+        entry = [entry]
+    if len(entry) != len(names) or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 1
+                                           for v in entry):
+        raise SpecError(f"{where} must be {len(names)} positive int(s) ({', '.join(names)}), got {entry!r}")
+    return tuple(entry) if kind != "elementwise" else entry[0]
+
+
+def host_bytes(buffers: list) -> int:
+    """Float64 bytes the verifier's host reference keeps for a group: every buffer once,
+    and every output twice more (its reference and its error scale)."""
+    total = 0
+    for b in buffers:
+        numel = 1
+        for s in (b.shape if hasattr(b, "shape") else b["shape"]):
+            numel *= int(s)
+        role = b.role if hasattr(b, "role") else b.get("role", "in")
+        total += numel * 8 * (3 if role in ("out", "inout") else 1)
+    return total
