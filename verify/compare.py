@@ -34,10 +34,12 @@ def error_stats(out: np.ndarray, ref: np.ndarray, bound: np.ndarray) -> ErrorSta
     bound = np.broadcast_to(np.asarray(bound, dtype=np.float64), ref.shape)
     if out.shape != ref.shape:
         raise ValueError(f"output shape {out.shape} != reference shape {ref.shape}")
-    ref_finite = np.isfinite(ref)
-    out_finite = np.isfinite(out)
     with np.errstate(invalid="ignore", over="ignore"):
         diff = np.abs(out - ref)
+    if np.isfinite(diff).all():
+        return _finite_error_stats(diff, ref, bound)
+    ref_finite = np.isfinite(ref)
+    out_finite = np.isfinite(out)
     both = ref_finite & out_finite
     abs_err = np.where(both, diff, np.where(ref_finite, np.inf, 0.0))
     same_nonfinite = (~ref_finite) & ((np.isnan(ref) & np.isnan(out)) | (ref == out))
@@ -55,6 +57,23 @@ def error_stats(out: np.ndarray, ref: np.ndarray, bound: np.ndarray) -> ErrorSta
         max_rel_err=float(rel_err.max()) if rel_err.size else 0.0,
         max_err_ratio=float(ratio.max()) if ratio.size else 0.0,
         n_bad=n_bad, n_total=int(out.size), worst_index=worst)
+
+
+def _finite_error_stats(diff: np.ndarray, ref: np.ndarray, bound: np.ndarray) -> ErrorStats:
+    """error_stats when every output and reference element is finite (the common case):
+    the same numbers in a few passes over the arrays, which matters at 10^7 elements."""
+    tiny = np.finfo(np.float64).tiny
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        ratio = diff / np.maximum(bound, tiny)
+        ratio[diff == 0] = 0.0
+        rel = diff / np.maximum(np.maximum(np.abs(ref), bound), tiny)
+    n_bad = int(np.count_nonzero(diff > bound))
+    worst = tuple(int(i) for i in np.unravel_index(int(np.argmax(ratio)), ratio.shape)) if n_bad else ()
+    return ErrorStats(
+        max_abs_err=float(diff.max()) if diff.size else 0.0,
+        max_rel_err=float(rel.max()) if rel.size else 0.0,
+        max_err_ratio=float(ratio.max()) if ratio.size else 0.0,
+        n_bad=n_bad, n_total=int(diff.size), worst_index=worst)
 
 
 def trivial_reason(ref: np.ndarray, bound: np.ndarray) -> str:
