@@ -18,7 +18,7 @@ from builders.base import BuildOptions  # noqa: E402
 from builders.cutlass import CutlassBuilder  # noqa: E402
 from builders.cutlass_problem import alignment_misfit  # noqa: E402
 from builders.shapes import ShapeSet  # noqa: E402
-from ptx_tools import ToolchainError, find_tool  # noqa: E402
+from conftest import needs_nvcc  # noqa: E402
 from ptxds.pipeline import build_and_finalize  # noqa: E402
 
 SLICE = {"family": "cutlass_tensorop_bf16_s16816gemm_bf16_*_tn_align*"}
@@ -29,15 +29,6 @@ DEFAULT_ROWS = [
 ]
 INT8_FAMILY = "cutlass_tensorop_s8_i16832gemm_s8_*"
 
-
-def _have_nvcc() -> bool:
-    try:
-        return find_tool("nvcc").exists()
-    except ToolchainError:
-        return False
-
-
-needs_nvcc = pytest.mark.skipif(not _have_nvcc(), reason="nvcc from the CUDA wheels is not installed")
 
 
 def slice_builder(**extra) -> CutlassBuilder:
