@@ -74,12 +74,14 @@ class BoundTerms:
         return self.sub_out + max(1, self.n) * self.tiny_acc
 
     def bound(self, reference: np.ndarray, scale: np.ndarray) -> np.ndarray:
-        """Per-element bound (float64) for a float64 reference and magnitude scale."""
-        reference = np.abs(np.asarray(reference, dtype=np.float64))
+        """Per-element bound (float64) for a float64 reference and magnitude scale; 0 where
+        the reference is not finite."""
+        reference = np.asarray(reference, dtype=np.float64)
         scale = np.abs(np.asarray(scale, dtype=np.float64))
         with np.errstate(invalid="ignore", over="ignore"):
-            out = self.u_out * reference + self.scale_coefficient * scale + self.floor
-        return np.where(np.isfinite(out), out, np.inf)
+            out = self.u_out * np.abs(reference) + self.scale_coefficient * scale + self.floor
+        # a non-finite reference element must be matched exactly: no allowance there
+        return np.where(np.isfinite(reference), np.where(np.isfinite(out), out, np.inf), 0.0)
 
     def describe(self) -> str:
         return (f"u_out={self.u_out:.3g} u_in={self.u_in:.3g} u_acc={self.u_acc:.3g} n={self.n} "

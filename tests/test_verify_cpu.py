@@ -170,6 +170,19 @@ def test_error_stats_bound_and_nonfinite():
     assert error_stats(np.array([1e-9]), np.array([0.0]), 1e-6).max_rel_err == pytest.approx(1e-3)
 
 
+def test_non_finite_reference_must_be_matched_whatever_the_bound():
+    """A wrong value where the reference is infinite fails, even under an infinite bound
+    (inf - inf is NaN, which compares false: the check must not rely on it)."""
+    from dataset_spec.numerics import bound_terms
+    ref = np.array([np.inf, -np.inf, np.nan, 1.0])
+    bound = bound_terms("float32", 1).bound(ref, np.abs(ref))
+    assert list(bound[:3]) == [0.0, 0.0, 0.0] and bound[3] > 0
+    assert error_stats(ref.copy(), ref, bound).ok
+    for wrong in ([np.nan, -np.inf, np.nan, 1.0], [np.inf, np.inf, np.nan, 1.0], [np.inf, -np.inf, 0.0, 1.0]):
+        stats = error_stats(np.array(wrong), ref, np.full(4, np.inf))
+        assert stats.n_bad == 1 and math.isinf(stats.max_abs_err), wrong
+
+
 def test_trivial_reference_refused():
     assert "within its error bound" in trivial_reason(np.zeros(10), 1e-5)
     assert "near-constant" in trivial_reason(np.full(10, 3.0), 1e-5)
