@@ -26,6 +26,7 @@ File form (YAML or JSON; every key optional, at least one size in all)::
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -173,3 +174,24 @@ def host_bytes(buffers: list) -> int:
         role = b.role if hasattr(b, "role") else b.get("role", "in")
         total += numel * 8 * (3 if role in ("out", "inout") else 1)
     return total
+
+
+SIZE_IN_GROUP_ID = re.compile(r"^(?:n\d+|M\d+x?N\d+(?:x?K\d+)?)$")
+
+
+def group_shape(group_id: str, problem_json) -> str:
+    """A group's size as a label: ``params["shape"]``, else a GEMM's M, N, K, else the last
+    part of the group id when it spells a size (the Triton suite's default groups); groups
+    of sources that state no size (Mirage, manifests) get "-"."""
+    try:
+        params = (json.loads(problem_json) or {}).get("params") or {} if problem_json else {}
+    except (ValueError, AttributeError):
+        params = {}
+    shape = params.get("shape")
+    if isinstance(shape, dict) and shape:  # stored with sorted keys: put M, N, K back in order
+        order = {name: i for i, name in enumerate(("M", "N", "K", "n"))}
+        return "x".join(f"{k}{shape[k]}" for k in sorted(shape, key=lambda k: (order.get(k, 9), k)))
+    if all(k in params for k in ("M", "N", "K")):
+        return f"M{params['M']}xN{params['N']}xK{params['K']}"
+    last = group_id.rsplit("/", 1)[-1]
+    return last if SIZE_IN_GROUP_ID.match(last) else "-"

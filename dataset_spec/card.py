@@ -8,6 +8,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 from .model import BUILD_STATUSES, SCHEMA_VERSION
+from .problems import OPS
 from .shards import SPLITS, read_table, splits_present
 
 VERIFY_METHOD = """\
@@ -121,7 +122,8 @@ def _results_table(rows: list) -> str:
 
 
 def _sensitivity_table(rows: list) -> str:
-    """Per op and output dtype: the largest (weakest) ``catches_rel_err`` of its groups."""
+    """Per op and output dtype: its error scale S and the largest (weakest)
+    ``catches_rel_err`` of its groups."""
     worst = {}
     for row in rows:
         value = row.get("catches_rel_err")
@@ -131,8 +133,13 @@ def _sensitivity_table(rows: list) -> str:
         dtype = next((b["dtype"] for b in problem.get("buffers", []) if b.get("role") in ("out", "inout")), "?")
         key = (row.get("op") or problem.get("op", "?"), dtype)
         worst[key] = max(worst.get(key, 0.0), value)
-    return _table(["op", "output dtype", "smallest uniform relative error caught (weakest group)"],
-                  [[op, dtype, f"{value:.2e}"] for (op, dtype), value in sorted(worst.items())])
+    return _table(["op", "output dtype", "error scale S", "smallest uniform relative error caught (weakest group)"],
+                  [[op, dtype, _scale_text(op), f"{value:.2e}"] for (op, dtype), value in sorted(worst.items())])
+
+
+def _scale_text(op: str) -> str:
+    spec = OPS.get(op)
+    return spec.scale_text.replace("|", "\\|") if spec else "?"
 
 
 def _timing_methods(rows: list) -> str:

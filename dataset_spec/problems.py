@@ -54,11 +54,13 @@ class OpSpec:
         return float(override.get("atol", 0.0)), float(override.get("rtol", 0.0))
 
     def scales(self, inputs: dict, problem: Problem, reference: dict) -> dict:
-        """{out name: S} in float64, shaped like each output."""
-        if self.error_scale is None:
+        """{out name: S} in float64, shaped like each output; ``|reference|`` when the op has
+        no error scale (or its ``error_scale`` returns None)."""
+        scale = self.error_scale(inputs, problem) if self.error_scale is not None else None
+        if scale is None:
             return {k: np.abs(np.asarray(v, dtype=np.float64)) for k, v in reference.items()}
         return {k: np.abs(np.asarray(v, dtype=np.float64)).reshape(np.shape(reference[k]))
-                for k, v in self.error_scale(inputs, problem).items()}
+                for k, v in scale.items()}
 
     def bounds(self, inputs: dict, problem: Problem, reference: dict) -> dict:
         """{out name: per-element error bound} for one trial (float64 arrays)."""
@@ -329,10 +331,9 @@ def ref_custom(inputs, problem):
 
 
 def scale_custom(inputs, problem):
+    """The module's ``<function>_error_scale``, or None (S = |out|) when it has none."""
     func = _load_custom(problem, "error_scale", required=False)
-    if func is None:
-        return {k: np.abs(v) for k, v in ref_custom(inputs, problem).items()}
-    return func(inputs, problem)
+    return func(inputs, problem) if func is not None else None
 
 
 OPS = {

@@ -63,7 +63,8 @@ PAIRS_SCHEMA = pa.schema([
 SCHEMAS = {"kernels": KERNELS_SCHEMA, "pairs": PAIRS_SCHEMA}
 
 _JSON_COLUMNS = ("variant", "toolchain", "provenance")
-_VERIFIER_COLUMNS = (
+# The verifier's columns: empty in a built dataset, filled by ptxds verify.
+VERIFIER_COLUMNS = (
     "max_abs_err", "max_rel_err", "atol", "rtol", "trials", "deterministic", "max_err_ratio",
     "catches_rel_err", "output_hash", "max_disagreement", "sanitizer", "time_us_median",
     "time_us_iqr", "time_us_min", "time_samples", "time_method", "time_us_events_median",
@@ -75,7 +76,7 @@ def record_to_row(record: KernelRecord) -> dict:
     plain = to_plain(record)
     row = {name: plain[name] for name in (
         "kernel_id", "build_key", "group_id", "source", "name", "arch", "ptx", "ptx_hash",
-        "features", "status", "status_message", "sass") + _VERIFIER_COLUMNS}
+        "features", "status", "status_message", "sass") + VERIFIER_COLUMNS}
     row["schema_version"] = SCHEMA_VERSION
     row["op"] = record.problem.op
     row["problem_id"] = record.problem.problem_id
@@ -100,7 +101,7 @@ def _patch_row(patch: dict) -> dict:
 def row_to_record(row: dict) -> KernelRecord:
     fields = {name: row.get(name) for name in (
         "kernel_id", "build_key", "group_id", "source", "name", "arch", "ptx", "ptx_hash",
-        "status", "status_message") + _VERIFIER_COLUMNS}
+        "status", "status_message") + VERIFIER_COLUMNS}
     fields["sass"] = row.get("sass") or ""
     fields["status_message"] = fields["status_message"] or ""
     fields["features"] = list(row.get("features") or [])

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import json
-import re
 from collections import Counter
 from pathlib import Path
 
@@ -131,6 +130,7 @@ def info(dataset, as_json):
 
         ptxds info data/triton
     """
+    from builders.shapes import group_shape
     from dataset_spec.shards import read_table
     rows = read_table(dataset, "kernels", columns=["group_id", "source", "arch", "status", "problem"]).to_pylist()
     if not rows:
@@ -155,25 +155,6 @@ def info(dataset, as_json):
     click.echo("shapes (groups): " + ", ".join(f"{k} {v}" for k, v in sorted(counts["shapes"].items())))
 
 
-SIZE_IN_GROUP_ID = re.compile(r"^(?:n\d+|M\d+x?N\d+(?:x?K\d+)?)$")
-
-
-def group_shape(group_id: str, problem_json) -> str:
-    """A group's size as a label: ``params["shape"]``, else a GEMM's M, N, K, else the last
-    part of the group id when it spells a size (the Triton suite's default groups); groups
-    of sources that state no size (Mirage, manifests) get "-"."""
-    try:
-        params = (json.loads(problem_json) or {}).get("params") or {} if problem_json else {}
-    except (ValueError, AttributeError):
-        params = {}
-    shape = params.get("shape")
-    if isinstance(shape, dict) and shape:  # stored with sorted keys: put M, N, K back in order
-        order = {name: i for i, name in enumerate(("M", "N", "K", "n"))}
-        return "x".join(f"{k}{shape[k]}" for k in sorted(shape, key=lambda k: (order.get(k, 9), k)))
-    if all(k in params for k in ("M", "N", "K")):
-        return f"M{params['M']}xN{params['N']}xK{params['K']}"
-    last = group_id.rsplit("/", 1)[-1]
-    return last if SIZE_IN_GROUP_ID.match(last) else "-"
 
 
 @cli.command()

@@ -239,3 +239,19 @@ def test_shards_of_an_older_schema_read_with_null_new_columns(tmp_path):
                    folder / "part-old.parquet")
     (back,) = read_records(tmp_path)
     assert back.name == "k_old" and back.max_err_ratio is None and back.time_method is None
+
+
+def test_card_of_a_verified_dataset_states_the_error_model(tmp_path):
+    """After verify, the card lists per op and dtype the error scale S and the smallest
+    relative error the bound catches, and how rows were timed."""
+    from dataset_spec.card import write_card
+    from dataset_spec.shards import ShardWriter
+    rows = []
+    for i, catches in enumerate((1.8e-7, 3.0e-7)):
+        row = make_record(group=f"g{i}", name=f"k{i}")
+        row.status, row.catches_rel_err, row.time_method, row.time_us_median = "passed", catches, "cupti", 5.0 + i
+        rows.append(row)
+    ShardWriter(tmp_path).write(rows)
+    text = write_card(tmp_path).read_text()
+    assert "| vector_add | float32 | \\|x\\| + \\|y\\| | 3.00e-07 |" in text  # the weakest group
+    assert "Timing methods: cupti: 2 rows." in text

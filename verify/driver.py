@@ -341,7 +341,8 @@ GUARD_PATTERN = 0xA5
 
 class GuardedBuffer(DeviceBuffer):
     """A buffer of ``nbytes`` between two guard regions of one allocation. ``arm`` fills the
-    guards with GUARD_PATTERN; ``hits`` finds the guard bytes a kernel changed since."""
+    guards with GUARD_PATTERN; ``hits`` finds the guard bytes a kernel changed since. With
+    ``guard=0`` it is a plain allocation of exactly ``nbytes`` (what a memory checker needs)."""
 
     def __init__(self, nbytes: int, guard: int = GUARD_BYTES):
         self.raw = DeviceBuffer(int(nbytes) + 2 * guard)
@@ -354,6 +355,8 @@ class GuardedBuffer(DeviceBuffer):
         return ((-self.guard, base), (self.nbytes, base + self.guard + self.nbytes))
 
     def arm(self) -> None:
+        if not self.guard:
+            return
         for _, start in self._guard_starts():
             check(cu.cuMemsetD8(cu.CUdeviceptr(start), GUARD_PATTERN, self.guard), "cuMemsetD8(guard)")
 
@@ -361,6 +364,8 @@ class GuardedBuffer(DeviceBuffer):
         """[(offset of the first changed byte from the buffer's start, changed bytes)] per
         guard that was written."""
         found = []
+        if not self.guard:
+            return found
         for side, start in self._guard_starts():
             host = np.empty(self.guard, dtype=np.uint8)
             check(cu.cuMemcpyDtoH(host.ctypes.data, cu.CUdeviceptr(start), self.guard), "cuMemcpyDtoH(guard)")

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
+from typing import Optional
 
 import numpy as np
 
@@ -133,17 +134,19 @@ def draw_wide(shape, rng: np.random.Generator, domain: tuple) -> np.ndarray:
 
 
 def edge_values(dtype: str, domain: tuple) -> np.ndarray:
-    """Special values of ``dtype`` inside ``domain`` (lo, hi): +-0, +-hi and just below it,
+    """Special values of ``dtype`` inside ``domain`` (lo, hi): +-0, the largest
+    representable magnitude <= hi and the one below it,
     +-lo, subnormals when the domain reaches down to them, 1 and its neighbours, and half
     an ulp of 1 (+-1/4 of it), which puts a sum just either side of a rounding tie."""
     from dataset_spec.numerics import FORMATS
     fmt = FORMATS[dtype]
     lo, hi = domain
     u = fmt.unit_roundoff
-    top = float(from_storage(float_to_bits([hi], dtype), dtype)[0])
-    if top > hi:  # hi itself is not representable: the representable value below it
-        top = float(np.nextafter(np.float32(top), np.float32(0))) if dtype != "float64" else np.nextafter(top, 0)
-    below_top = top * (1 - 2 * u)
+    top_bits = float_to_bits([hi], dtype).view(BITS_NUMPY[DTYPES[dtype][0]])
+    if from_storage(top_bits.view(STORAGE_NUMPY[dtype]), dtype)[0] > hi:
+        top_bits = top_bits - 1  # rounded up past hi: the representable value below it
+    below_top_bits = top_bits - 1  # positive floats: one less in the bits is one ulp down
+    top, below_top = (float(from_storage(b.view(STORAGE_NUMPY[dtype]), dtype)[0]) for b in (top_bits, below_top_bits))
     candidates = [top, below_top, lo, 1.0, 1.0 + 2 * u, 1.0 - u, u * 1.25, u * 0.75, 2.0 ** -3 * (1 + 2 * u)]
     values = [v for v in candidates if lo <= v <= hi]
     if lo <= fmt.tiny:  # smallest subnormal, one in the middle, and the largest
@@ -165,10 +168,11 @@ def draw_edge(dist: Distribution, shape, rng: np.random.Generator, dtype: str, d
 
 
 def draw(dist: Distribution, shape, rng: np.random.Generator, kind: str = "", dtype: str = "float32",
-         domain: tuple = (2.0 ** -10, 2.0 ** 10)) -> np.ndarray:
+         domain: Optional[tuple] = None) -> np.ndarray:
     """Draw float64 values of ``shape``. ``kind`` (a trial kind) swaps a float distribution
     for another with the same mean and spread, scales it (small/large magnitude), or draws
-    wide or edge values over ``domain`` (lo, hi) for storage ``dtype``."""
+    wide or edge values over ``domain`` (lo, hi, which those two kinds need) for storage
+    ``dtype``."""
     shape = tuple(shape)
     n = int(np.prod(shape, dtype=np.int64))
     p = dist.params
@@ -233,7 +237,7 @@ def make_trial_inputs(problem: Problem, group_id: str, trial: int) -> TrialInput
         # One stream per buffer index so adding a buffer does not reshuffle the others.
         rng = np.random.default_rng([seed, index])
         use_kind = kind if is_float(buf.dtype) else ""
-        domain = op.domain(problem, buf.name) if op is not None and use_kind else (2.0 ** -10, 2.0 ** 10)
+        domain = op.domain(problem, buf.name) if op is not None and use_kind else None
         bits = float_to_bits(draw(buf.init, buf.shape, rng, use_kind, buf.dtype, domain), buf.dtype)
         storage[buf.name] = bits
         values[buf.name] = from_storage(bits, buf.dtype)

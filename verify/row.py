@@ -15,7 +15,7 @@ class LoadedRow:
     """A row ready to run on ``stream``; ``free()`` releases its buffers and module."""
     build_key: str
     module: object
-    buffers: dict                        # name -> DeviceBuffer
+    buffers: dict                        # name -> GuardedBuffer
     specs: dict                          # name -> Buffer (dataset_spec.model)
     launches: list                       # PreparedLaunch
     load_path: str = "driver_jit"
@@ -26,8 +26,7 @@ class LoadedRow:
         guard regions re-armed."""
         from .inputs import init_array, poison_word
         for name, buf in self.buffers.items():
-            if hasattr(buf, "arm"):
-                buf.arm()
+            buf.arm()
             spec = self.specs[name]
             if spec.role in ("in", "inout"):
                 buf.upload(inputs[name])
@@ -46,7 +45,7 @@ class LoadedRow:
         the buffer's size."""
         hits = []
         for name, buf in self.buffers.items():
-            for offset, count in (buf.hits() if hasattr(buf, "hits") else []):
+            for offset, count in buf.hits():
                 hits.append({"buffer": name, "offset": offset, "bytes": count, "size": buf.nbytes})
         return hits
 
@@ -62,7 +61,7 @@ def load_row(record, stream, cubin: Optional[bytes] = None, guards: bool = True)
     unless ``guards`` is False: a memory checker must see the allocations' true bounds);
     pack its launches."""
     from .args import entry_params, pack_args
-    from .driver import DeviceBuffer, GuardedBuffer, Module, PreparedLaunch, encode_tensor_map
+    from .driver import GUARD_BYTES, GuardedBuffer, Module, PreparedLaunch, encode_tensor_map
     load_path = "driver_jit"
     module = None
     if cubin:
@@ -78,7 +77,7 @@ def load_row(record, stream, cubin: Optional[bytes] = None, guards: bool = True)
     buffers, specs = {}, {}
     try:
         for buf in record.buffers():
-            buffers[buf.name] = GuardedBuffer(buf.nbytes) if guards else DeviceBuffer(buf.nbytes)
+            buffers[buf.name] = GuardedBuffer(buf.nbytes, GUARD_BYTES if guards else 0)
             specs[buf.name] = buf
         addresses = {name: b.address for name, b in buffers.items()}
         launches = []

@@ -22,6 +22,7 @@ import numpy as np
 
 from dataset_spec.model import KernelRecord, Problem
 from dataset_spec.problems import get_op
+from dataset_spec.schema import VERIFIER_COLUMNS
 from dataset_spec.shards import ShardWriter, done_keys, read_records
 
 from dataset_spec.numerics import smallest_caught_relative_error
@@ -106,6 +107,7 @@ class _ProblemTrials:
     refusal: str = ""     # why the group cannot be verified (trivial or failing reference)
     refusal_status: str = ""
     catches_rel_err: Optional[float] = None  # smallest uniform relative error the bound catches
+    tolerance: Optional[tuple] = None  # (atol, rtol) when the problem replaces the bound with them
     bound_note: str = ""  # the bound's coefficients per output, for provenance
 
 
@@ -120,6 +122,7 @@ def prepare_problem(problem: Problem, group_id: str, n_trials: Optional[int] = N
     specs = [OutputSpec(b.name, b.dtype) for b in problem.buffers if b.role in ("out", "inout")]
     prepared = _ProblemTrials(problem, trials, [], specs)
     fixed = {s.name: op.tolerance(problem, s.dtype) for s in specs}
+    prepared.tolerance = next(iter(fixed.values()), None)
     terms = {s.name: None if fixed[s.name] else op.bound_terms(problem, s.dtype) for s in specs}
     prepared.bound_note = "; ".join(
         f"{s.name}: " + (f"fixed atol={fixed[s.name][0]:.3g} rtol={fixed[s.name][1]:.3g}" if fixed[s.name]
@@ -155,17 +158,9 @@ def prepare_problem(problem: Problem, group_id: str, n_trials: Optional[int] = N
     return prepared
 
 
-VERIFIER_FIELDS = (
-    "max_abs_err", "max_rel_err", "atol", "rtol", "trials", "deterministic", "max_err_ratio", "catches_rel_err",
-    "output_hash", "max_disagreement", "sanitizer", "time_us_median", "time_us_iqr", "time_us_min",
-    "time_samples", "time_method", "time_us_events_median", "time_us_events_iqr", "gpu_name", "sm_clock_mhz",
-    "driver_version",
-)
-
-
 def _clear_verifier_columns(row: KernelRecord) -> KernelRecord:
     row = dataclasses.replace(row, provenance=dict(row.provenance or {}))
-    for name in VERIFIER_FIELDS:
+    for name in VERIFIER_COLUMNS:
         setattr(row, name, None)
     return row
 
@@ -178,10 +173,8 @@ def apply_verdict(row: KernelRecord, verdict: Verdict, prepared: _ProblemTrials,
     row.max_abs_err, row.max_rel_err = verdict.max_abs_err, verdict.max_rel_err
     row.max_err_ratio, row.output_hash = verdict.max_err_ratio, verdict.output_hash
     row.catches_rel_err = prepared.catches_rel_err
-    op = get_op(prepared.problem.op) if prepared.specs else None
-    fixed = op.tolerance(prepared.problem, prepared.specs[0].dtype) if op else None
-    if fixed:
-        row.atol, row.rtol = fixed
+    if prepared.tolerance:
+        row.atol, row.rtol = prepared.tolerance
     row.trials, row.deterministic = verdict.trials or None, verdict.deterministic
     row.gpu_name, row.driver_version = gpu.get("name"), gpu.get("driver_version")
     row.provenance["verify"] = {
@@ -199,8 +192,7 @@ class _Run:
                  time_budget: float, pool: Optional[AssemblyPool], gpu_cc: tuple, progress_bar,
                  reference: str = "auto", sanitizer: Optional[str] = None):
         self.groups = groups
-        self.sanitizer = sanitizer
-        self.sanitize = sanitizer is not None
+        self.sanitizer = sanitizer  # compute-sanitizer's path when --sanitize, else None
         self.trials = trials
         self.reference = reference
         self.timing = timing
@@ -274,7 +266,7 @@ class _Run:
                 consensus_by_digest[digest].add(row.build_key, verdict.outputs)
                 if self.timing:
                     self._time(worker, new_row)
-            if self.sanitize and verdict.status not in ("jit_failed", "timeout"):
+            if self.sanitizer and verdict.status not in ("jit_failed", "timeout"):
                 new_row.sanitizer = self._sanitize(row, prepared)
             out_rows.append(new_row)
             results[row.build_key] = new_row.status

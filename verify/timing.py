@@ -1,9 +1,10 @@
 """Kernel timing: CUPTI kernel durations, with CUDA events beside them and as the fallback.
 
 Each sample is [scratch re-init, L2 flush, start event, launch sequence, end event]; the
-re-init and flush sit outside the events (the flush last, so scratch starts cold too). Samples go to the stream in batches with no host
-sync between them: syncing after every sample leaves the GPU idle while Python prepares the
-next launch, and the start event then measures host latency, not the kernel.
+re-init and flush sit outside the events (the flush last, so scratch starts cold too).
+Samples go to the stream in batches with no host sync between them: syncing after every
+sample leaves the GPU idle while Python prepares the next launch, and the start event then
+measures host latency, not the kernel.
 
 The primary time of a sample is the sum of its launches' own durations from CUPTI activity
 records (``kernel_clock``): the GPU's start and end of each kernel, no launch gap. The event
