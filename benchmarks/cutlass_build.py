@@ -23,9 +23,9 @@ sys.path.insert(0, str(ROOT))
 
 from ptx_tools import compile_cuda, normalize_ptx, split_module  # noqa: E402
 
-from builders import cutlass_catalog as catalog  # noqa: E402
-from builders.cutlass_compile import BASE_FLAGS, compile_to_ptx, cutlass_include_dirs  # noqa: E402
-from builders.cutlass_source import kernel_source  # noqa: E402
+from builders.cutlass import catalog  # noqa: E402
+from builders.cutlass.compile import BASE_FLAGS, compile_to_ptx, cutlass_include_dirs  # noqa: E402
+from builders.cutlass.source import kernel_source  # noqa: E402
 
 
 def _child_cpu_seconds() -> float:

@@ -13,7 +13,7 @@ import pytest
 pytest.importorskip("cutlass_library", reason="nvidia-cutlass is not installed (pip install 'ptxds[cutlass]')")
 
 from builders.base import BuildOptions  # noqa: E402
-from builders import cutlass_catalog as catalog  # noqa: E402
+from builders.cutlass import catalog  # noqa: E402
 from builders.cutlass import CutlassBuilder, entry_params  # noqa: E402
 from ptx_tools import find_tool  # noqa: E402
 from conftest import needs_nvcc, nvcc_available  # noqa: E402
@@ -141,7 +141,7 @@ def test_sm90a_rows_contain_wgmma_and_workspace_scratch():
 def _marked_params(run: int) -> tuple[bytes, list]:
     """Params as the packer prints them: a CUtensorMap marker at 128 (recorded index 0,
     encoding A's sentinel) and D's pointer at 8; plus the packer's encode records."""
-    from builders.cutlass_packer import TENSORMAP_MAGIC, sentinel
+    from builders.cutlass.packer import TENSORMAP_MAGIC, sentinel
     blob = bytearray(384)
     blob[8:16] = (sentinel(3, run) + 64).to_bytes(8, "little")
     blob[128:136] = TENSORMAP_MAGIC
@@ -152,7 +152,7 @@ def _marked_params(run: int) -> tuple[bytes, list]:
 
 
 def test_tensormap_markers_become_tensormap_patches():
-    from builders.cutlass_packer import (BUFFER_SLOTS, PackError, find_patches, find_tensormap_patches,
+    from builders.cutlass.packer import (BUFFER_SLOTS, PackError, find_patches, find_tensormap_patches,
                                          sentinel)
     pointer_sets = [{name: sentinel(BUFFER_SLOTS.index(name), run) for name in ("A", "B", "D")}
                     for run in range(3)]

@@ -12,11 +12,11 @@ import pytest
 
 pytest.importorskip("cutlass_library", reason="nvidia-cutlass is not installed (pip install 'ptxds[cutlass]')")
 
-from builders import cutlass as cutlass_builder  # noqa: E402
-from builders import cutlass_catalog as catalog  # noqa: E402
+from builders.cutlass import builder as cutlass_builder  # noqa: E402
+from builders.cutlass import catalog  # noqa: E402
 from builders.base import BuildOptions  # noqa: E402
 from builders.cutlass import CutlassBuilder  # noqa: E402
-from builders.cutlass_problem import alignment_misfit  # noqa: E402
+from builders.cutlass.problem import alignment_misfit  # noqa: E402
 from builders.shapes import ShapeSet  # noqa: E402
 from conftest import needs_nvcc  # noqa: E402
 from ptxds.pipeline import build_and_finalize  # noqa: E402

@@ -1,6 +1,6 @@
 """Run a CUTLASS Params packer and turn its output into a launch recipe.
 
-The packer (``cutlass_host/packer.h``) is asked to pack the same problem several times with
+The packer (``host/packer.h``) is asked to pack the same problem several times with
 different sentinel pointers per buffer. A little-endian u64 that always equals a buffer's
 sentinel plus the same constant is a pointer field (``Patch(offset, buffer, addend)``);
 every other byte must be identical across packs, or the Params cannot be patched and we
@@ -24,7 +24,7 @@ from dataset_spec.model import TENSORMAP_ALIGN, TENSORMAP_BYTES, Patch
 BUFFER_SLOTS = ("A", "B", "C", "D", "workspace")
 SENTINEL_RUNS = 3
 MAX_ADDEND = 1 << 32
-TENSORMAP_MAGIC = b"PTXDSTMA"  # written by cutlass_host/tensormap_recorder.h
+TENSORMAP_MAGIC = b"PTXDSTMA"  # written by host/tensormap_recorder.h
 
 
 class PackError(RuntimeError):

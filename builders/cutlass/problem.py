@@ -11,7 +11,7 @@ import math
 from dataclasses import dataclass
 
 from dataset_spec.model import Buffer, Distribution, Problem
-from builders.cutlass_catalog import DTYPE_NAMES, KernelSpec
+from builders.cutlass.catalog import DTYPE_NAMES, KernelSpec
 
 DEFAULT_PROBLEM = (512, 768, 520)  # M, N, K: 520 exercises a partial K tile
 LAYOUT_WORDS = {"n": "col", "t": "row"}

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from builders.cutlass_catalog import load_manifest_operations
+from builders.cutlass.catalog import load_manifest_operations
 
-PACKER_CPP = Path(__file__).with_name("cutlass_host") / "packer.h"
+PACKER_CPP = Path(__file__).with_name("host") / "packer.h"
 
 INCLUDES_2X = [
     "cutlass/cutlass.h", "cutlass/numeric_types.h", "cutlass/arch/arch.h", "cutlass/arch/mma.h",
@@ -57,7 +57,7 @@ def kernel_source(specs) -> str:
 
 
 def packer_source(specs) -> str:
-    """A host program that packs ``Params`` for the given kernels (see cutlass_host/packer.h)."""
+    """A host program that packs ``Params`` for the given kernels (see host/packer.h)."""
     includes = INCLUDES_3X if any(s.generation == 3 for s in specs) else INCLUDES_2X
     parts = ["// CUTLASS Params packer\n"]
     parts += [f'#include "{h}"\n' for h in includes]

@@ -1,11 +1,11 @@
 """``ptxds build --source cutlass``: CUTLASS profiler GEMMs as runnable equivalence groups.
 
-Enumerates kernels with ``cutlass_library`` (builders/cutlass_catalog.py), compiles only
-their instantiations, several per nvcc call (cutlass_source.py, cutlass_compile.py), splits
+Enumerates kernels with ``cutlass_library`` (builders/cutlass/catalog.py), compiles only
+their instantiations, several per nvcc call (source.py, compile.py), splits
 the module per entry (``ptx_tools.split_module``), and packs each kernel's by-value
 ``Params`` on the CPU with a host packer to get the blob, pointer and CUtensorMap patches,
-grid, block, cluster and dynamic shared memory (cutlass_packer.py). Groups are one function
-each (cutlass_problem.py).
+grid, block, cluster and dynamic shared memory (packer.py). Groups are one function
+each (problem.py).
 
 Options (``BuildOptions.extra``): ``family`` (glob or list of globs over procedural names),
 ``sm_count`` (default 132), ``shapes`` (a shape set name or file, builders/shapes.py;
@@ -28,14 +28,14 @@ from collections import defaultdict
 from dataset_spec.model import Arg, Buffer, Distribution, KernelRecord, Launch, SpecError
 from ptx_tools import parse_ptx, split_module
 from builders.base import Builder, BuildOptions, WorkItem
-from builders import cutlass_catalog as catalog
-from builders.cutlass_compile import (BASE_FLAGS, CutlassCompileError, build_packer, compile_to_ptx,
+from builders.cutlass import catalog
+from builders.cutlass.compile import (BASE_FLAGS, CutlassCompileError, build_packer, compile_to_ptx,
                                       cutlass_version, nvcc_version)
-from builders.cutlass_packer import PackError, pack_launch
-from builders.cutlass_problem import (DEFAULT_PROBLEM, alignment_misfit, family_id, fit_to_family, group_id,
+from builders.cutlass.packer import PackError, pack_launch
+from builders.cutlass.problem import (DEFAULT_PROBLEM, alignment_misfit, family_id, fit_to_family, group_id,
                                       kernel_gemm, make_problem)
 from builders.shapes import ShapeSet, load_shape_set
-from builders.cutlass_source import kernel_source, packer_source
+from builders.cutlass.source import kernel_source, packer_source
 
 LICENCE = "BSD-3-Clause (CUTLASS)"
 DEFAULT_SM_COUNT = 132  # H100 SXM; persistent 3.x schedulers size their grid by it

@@ -281,7 +281,7 @@ def compile_kernel(kernel_name: str, params: list, config: dict, arch: str):
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
-    from builders import triton_kernels
+    from builders.triton import kernels as triton_kernels
 
     fn = getattr(triton_kernels, kernel_name)
     signature, constexprs, attrs = triton_signature(params, kernel_arg_names(kernel_name), config)
@@ -306,7 +306,7 @@ def scratch_args(metadata: dict, programs: int, num_ctas: int) -> tuple[list, li
 
 
 def kernel_arg_names(kernel_name: str) -> list:
-    from builders import triton_kernels
+    from builders.triton import kernels as triton_kernels
     return list(getattr(triton_kernels, kernel_name).arg_names)
 
 
@@ -357,7 +357,7 @@ def toolchain() -> dict:
 
 
 def provenance(kernel: str) -> dict:
-    return {"generator": "ptxds builders.triton", "kernel": f"builders.triton_kernels:{kernel}",
+    return {"generator": "ptxds builders.triton", "kernel": f"builders.triton.kernels:{kernel}",
             "triton_version": triton_version(), "licence": "MIT (Triton)"}
 
 

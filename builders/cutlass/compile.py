@@ -22,7 +22,7 @@ from ptx_tools.toolchain import run_tool
 COMPILE_TIMEOUT_S = 900
 BASE_FLAGS = ["-std=c++17", "--expt-relaxed-constexpr", "-DNDEBUG", "-w",
               "-DCUTLASS_ENABLE_TENSOR_CORE_MMA=1"]
-HOST_DIR = Path(__file__).with_name("cutlass_host")
+HOST_DIR = Path(__file__).with_name("host")
 
 
 class CutlassCompileError(RuntimeError):
@@ -93,13 +93,13 @@ def packer_flags(arch: str) -> list[str]:
     flags = BASE_FLAGS + [f"-arch={arch}", "-O1", "-I", str(HOST_DIR)]
     if arch.startswith("sm_9"):
         # Call cuTensorMapEncodeTiled by name, so the packer's own recording definition
-        # (cutlass_host/tensormap_recorder.h) answers instead of the driver.
+        # (host/tensormap_recorder.h) answers instead of the driver.
         flags += ["-DCUTLASS_PACK_3X", "-DCUTLASS_ENABLE_DIRECT_CUDA_DRIVER_CALL"]
     return flags
 
 
 def build_packer(source: str, arch: str, use_cache: bool = True) -> Path:
-    """A host executable from ``source`` (see cutlass_host/packer.h); no device code."""
+    """A host executable from ``source`` (see host/packer.h); no device code."""
     headers = [(p.name, p.read_text()) for p in sorted(HOST_DIR.glob("*.h"))]
     flags = packer_flags(arch)
     key = _digest("packer", source, headers, flags, nvcc_version(), cutlass_version())

@@ -1,0 +1,6 @@
+"""The CUTLASS source: profiler GEMM templates enumerated (``catalog.py``), compiled in
+batches (``source.py``, ``compile.py``), their Params packed on the host (``packer.py``,
+``host/``) and grouped per function and size (``problem.py``, ``builder.py``)."""
+from builders.cutlass.builder import CutlassBuilder, entry_params
+
+__all__ = ["CutlassBuilder", "entry_params"]
