@@ -11,9 +11,10 @@ BUILDERS = {
     "ptx": "builders.manifest:ManifestBuilder",
     "cutlass": "builders.cutlass:CutlassBuilder",
     "mirage": "builders.mirage:MirageBuilder",
+    "handhack": "builders.handhack:HandhackBuilder",
 }
 
-EXTRAS = {"triton": "triton", "triton-dump": "triton", "cutlass": "cutlass"}
+EXTRAS = {"triton": "triton", "triton-dump": "triton", "cutlass": "cutlass", "handhack": "triton"}
 
 
 class UnknownSourceError(ValueError):

@@ -10,6 +10,11 @@ log-uniform over the op's whole safe domain (``OpSpec.domain``: many binades, up
 cannot overflow); ``edge`` mixes special values into normal data: exact zeros, -0.0, the
 domain's largest magnitude, subnormals where the domain reaches them, and values at and
 beside rounding boundaries. ``small``/``large`` scale the buffer's distribution.
+
+Integer input buffers of an op that declares ``integer_range`` (sequence letters, ...) are
+drawn over that range: uniformly in every trial kind but ``edge``, which strings together
+runs of one value (long exact matches and long mismatches); other integer buffers keep
+their ``init`` distribution.
 """
 from __future__ import annotations
 
@@ -209,6 +214,24 @@ def draw(dist: Distribution, shape, rng: np.random.Generator, kind: str = "", dt
     return out
 
 
+def draw_integers(shape, rng: np.random.Generator, low: int, high: int, kind: str = "") -> np.ndarray:
+    """Integers in [low, high): uniform, or for ``edge`` runs of one value (run lengths
+    geometric, mean EDGE_RUN), row by row along the last axis."""
+    shape = tuple(shape)
+    if kind != "edge":
+        return rng.integers(low, high, shape).astype(np.float64)
+    rows = int(np.prod(shape[:-1], dtype=np.int64)) if len(shape) > 1 else 1
+    length = shape[-1]
+    starts = rng.random((rows, length)) < 1.0 / EDGE_RUN
+    starts[:, 0] = True
+    run_ids = np.cumsum(starts, axis=1) - 1
+    values = rng.integers(low, high, (rows, length))
+    return np.take_along_axis(values, run_ids, axis=1).astype(np.float64).reshape(shape)
+
+
+EDGE_RUN = 16
+
+
 @dataclass
 class TrialInputs:
     """One trial's inputs: storage arrays (what the GPU gets) and their float64 values."""
@@ -229,16 +252,22 @@ def make_trial_inputs(problem: Problem, group_id: str, trial: int) -> TrialInput
     from dataset_spec.problems import get_op
     seed = trial_seed(group_id, problem.digest(), trial)
     kind = trial_kind(problem, trial)
-    op = get_op(problem.op) if kind in ("wide", "edge") else None
+    integer_inputs = any(b.role in ("in", "inout") and not is_float(b.dtype) for b in problem.buffers)
+    op = get_op(problem.op) if kind in ("wide", "edge") or integer_inputs else None
     storage, values = {}, {}
     for index, buf in enumerate(problem.buffers):
         if buf.role not in ("in", "inout"):
             continue
         # One stream per buffer index so adding a buffer does not reshuffle the others.
         rng = np.random.default_rng([seed, index])
-        use_kind = kind if is_float(buf.dtype) else ""
-        domain = op.domain(problem, buf.name) if op is not None and use_kind else None
-        bits = float_to_bits(draw(buf.init, buf.shape, rng, use_kind, buf.dtype, domain), buf.dtype)
+        if not is_float(buf.dtype) and op is not None and op.integer_range is not None:
+            low, high = op.integer_range(problem, buf)
+            drawn = draw_integers(buf.shape, rng, low, high, kind)
+        else:
+            use_kind = kind if is_float(buf.dtype) else ""
+            domain = op.domain(problem, buf.name) if use_kind in ("wide", "edge") else None
+            drawn = draw(buf.init, buf.shape, rng, use_kind, buf.dtype, domain)
+        bits = float_to_bits(drawn, buf.dtype)
         storage[buf.name] = bits
         values[buf.name] = from_storage(bits, buf.dtype)
     return TrialInputs(trial, seed, kind, storage, values)
