@@ -195,5 +195,34 @@ def verify(dataset, out_dir, groups, trials, no_timing, workers, kernel_timeout,
     click.echo(summary.format())
 
 
+@cli.command()
+@click.argument("dataset", type=click.Path(exists=True, file_okay=False))
+@click.option("--group", "group", required=True, help="the group the PTX joins (its group_id)")
+@click.option("--ptx", "ptx_file", required=True, type=click.Path(exists=True, dir_okay=False),
+              help="the hand-edited PTX file (its .target names the arch)")
+@click.option("--launch", "launch_file", default=None, type=click.Path(exists=True, dir_okay=False),
+              help="JSON/YAML launch fields replacing the base member's (e.g. dynamic_smem, block)")
+@click.option("--name", default=None, help="the member's name (default: the PTX file's stem)")
+@library_errors
+def add(dataset, group, ptx_file, launch_file, name):
+    """Add a hand-edited PTX to an existing group; it inherits the group's problem and launch.
+
+    The row is assembled before anything is written: bad input changes nothing in DATASET.
+
+    Example:
+
+        ptxds add data/handhack --group handhack/smith_waterman/int32/P512xM128xN128 --ptx my.ptx
+    """
+    from builders.handhack.add import AddError, add_member
+    try:
+        record = add_member(dataset, group, ptx_file, launch_file, name)
+    except AddError as exc:
+        raise click.ClickException(str(exc)) from None
+    resources = ", ".join(f"{r.entry}: {r.registers} registers" for r in record.resources)
+    click.echo(f"added {record.name} ({record.arch}, kernel_id {record.kernel_id}) to {group}; {resources}")
+    click.echo(f"base member: {record.provenance['base_name']} ({record.provenance['base_kernel_id']}); "
+               f"run ptxds verify {dataset} to label it")
+
+
 def main():
     cli()
