@@ -211,7 +211,7 @@ def add(dataset, group, ptx_file, launch_file, name):
 
     Example:
 
-        ptxds add data/handhack --group handhack/smith_waterman/int32/P512xM128xN128 --ptx my.ptx
+        ptxds add data/handhack --group handhack/smith_waterman/int32/P1024xM128xN128 --ptx my.ptx
     """
     from builders.handhack.add import AddError, add_member
     try:

@@ -23,7 +23,7 @@ from ptxds.cli import cli  # noqa: E402
 from ptxds.pipeline import run_build  # noqa: E402
 from verify.inputs import make_trial_inputs  # noqa: E402
 
-GROUP = "handhack/smith_waterman/int32/P512xM128xN128"
+GROUP = "handhack/smith_waterman/int32/P1024xM128xN128"
 
 
 @pytest.fixture(scope="module")

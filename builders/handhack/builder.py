@@ -1,6 +1,6 @@
 """The ``handhack`` source: the Smith-Waterman PTX-hack experiment as built-in groups.
 
-One group per sequence-pair size (``handhack/smith_waterman/int32/P512xM128xN128``, ...).
+One group per sequence-pair size (``handhack/smith_waterman/int32/P1024xM128xN128``, ...).
 Per arch, one work item compiles ``kernels.sw_kernel`` with Triton (ring buffers in
 global memory: the ``global`` member) and applies the hand edit of ``ptx_edit.py`` to the
 compiler's PTX for the other members:
@@ -31,7 +31,7 @@ SCORING = {"match": 2, "mismatch": -3, "gap_open": 5, "gap_extend": 2}  # BLASTN
 ALPHABET = 4
 # (pairs, query length M, target length N): long enough that a kernel runs for well over
 # 50 us on a current GPU, so the members' times differ by more than the timing noise.
-SIZES = ((512, 128, 128), (512, 256, 256), (512, 128, 512))
+SIZES = ((1024, 128, 128), (512, 256, 256), (512, 128, 512))
 # ring name -> (kernel parameter index, diagonals it keeps)
 RINGS = {"h_ring": (3, 3), "e_ring": (4, 2), "f_ring": (5, 2)}
 # member -> (rings moved to shared memory, .maxnreg or None to leave it to ptxas)
