@@ -101,6 +101,7 @@ def build_added_record(dataset, group: str, ptx_path: str, launch_path: Optional
     variant = {"member": name, "base_member": base.name, "base_kernel_id": base.kernel_id, "hand_edited": True}
     provenance = {"generator": "ptxds add", "ptx_file": Path(ptx_path).name, "base_kernel_id": base.kernel_id,
                   "base_name": base.name, "launch_override": override,
+                  "licence": f"derived from {base.name} ({base.provenance.get('licence', 'unknown')})",
                   "diff": ptx_diff(base.ptx, ptx, f"{base.name}.ptx", Path(ptx_path).name)}
     record = KernelRecord(group_id=group, source=SOURCE, variant=variant, name=name, arch=arch, ptx=ptx,
                           launches=launches, problem=base.problem, scratch=list(base.scratch),
