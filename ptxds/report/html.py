@@ -19,7 +19,9 @@ th { background: #f3f3f3; } td.num { text-align: right; font-variant-numeric: ta
 img { max-width: 100%; display: block; margin: 8px 0; } .caption { color: #555; font-size: 12px; margin-top: 0; }
 .fail { color: #a33; } .diff { background: #fff3cd; } .muted { color: #777; }
 nav a { margin-right: 12px; } code, .mono { font-family: ui-monospace, monospace; font-size: 12px; }
-td.msg { max-width: 640px; word-break: break-word; font-size: 12px; }
+.msg { word-break: break-word; font-size: 12px; }
+table.knobs { table-layout: fixed; width: 100%; } table.knobs td, table.knobs th { word-break: break-all; }
+table.knobs td:first-child, table.knobs th:first-child { width: 22%; } details { margin: 4px 0 8px; color: #444; }
 """
 
 
@@ -86,19 +88,23 @@ def _knobs_side_by_side(group: Group) -> str:
     if fastest is None or slowest is None or fastest is slowest:
         return ""
     keys = sorted(set(fastest.variant) | set(slowest.variant))
-    rows = []
-    for key in keys:
-        a, b = fastest.variant.get(key), slowest.variant.get(key)
-        cls = ' class="diff"' if a != b else ""
-        rows.append(f"<tr{cls}><td class=\"mono\">{escape(key)}</td><td class=\"mono\">{_value(a)}</td>"
-                    f"<td class=\"mono\">{_value(b)}</td></tr>")
+    differ = [k for k in keys if fastest.variant.get(k) != slowest.variant.get(k)]
+    same = [k for k in keys if k not in differ]
+    row = lambda key, a, b, cls="": (f'<tr{cls}><td class="mono">{escape(key)}</td><td class="mono">{_value(a)}</td>'
+                                     f'<td class="mono">{_value(b)}</td></tr>')
+    rows = [row(k, fastest.variant.get(k), slowest.variant.get(k), ' class="diff"') for k in differ]
     for label, attr in (("registers", "registers"), ("shared memory, bytes", "shared_bytes"), ("spills, bytes", "spills")):
         a, b = getattr(fastest, attr), getattr(slowest, attr)
-        cls = ' class="diff"' if a != b else ""
-        rows.append(f"<tr{cls}><td><i>{label}</i></td><td class=\"num\">{a}</td><td class=\"num\">{b}</td></tr>")
-    head = (f"<tr><th>knob</th><th>fastest: {escape(fastest.name)} [{fastest.arch}], {fastest.time_us_median:.2f} us</th>"
-            f"<th>slowest: {escape(slowest.name)} [{slowest.arch}], {slowest.time_us_median:.2f} us</th></tr>")
-    return f"<p>Knobs of the fastest and slowest members (differences highlighted):</p><table>{head}{''.join(rows)}</table>"
+        rows.append(f'<tr{" class=diff" if a != b else ""}><td><i>{label}</i></td><td class="num">{a}</td>'
+                    f'<td class="num">{b}</td></tr>')
+    head = (f'<tr><th>knob</th><th>fastest, {fastest.time_us_median:.2f} us<br><span class="mono">'
+            f"{escape(fastest.name)} [{fastest.arch}]</span></th><th>slowest, {slowest.time_us_median:.2f} us"
+            f'<br><span class="mono">{escape(slowest.name)} [{slowest.arch}]</span></th></tr>')
+    table = f'<table class="knobs">{head}{"".join(rows)}</table>'
+    if same:
+        table += (f"<details><summary>{len(same)} knobs the same in both</summary><table class=\"knobs\">"
+                  + "".join(row(k, fastest.variant.get(k), slowest.variant.get(k)) for k in same) + "</table></details>")
+    return f"<p>The fastest and slowest members: the knobs that differ, and ptxas resources.</p>{table}"
 
 
 def _group_section(group: Group, plot: Plot | None) -> str:

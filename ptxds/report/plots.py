@@ -57,19 +57,37 @@ def _source_colours(report: Report) -> dict:
 
 
 def member_labels(group: Group) -> dict:
-    """A short, unique label per member: its name when names differ, else its knobs."""
-    names_differ = len({m.name for m in group.members}) == len(group.members)
+    """A short, unique label per member: its name (less the prefix all members share) when
+    names differ, else its knobs."""
+    names = [m.name for m in group.members]
+    names_differ = len(set(names)) == len(names)
     archs_differ = len({m.arch for m in group.members}) > 1
+    shared = _common_prefix(names) if names_differ and len(names) > 1 else ""
     labels = {}
     for m in group.members:
         knobs = " ".join(f"{k[0]}{v}" for k, v in m.knobs.items() if v is not None)
-        text = _shorten(m.name, 52) if names_differ else (knobs or _shorten(m.name, 40))
+        text = _shorten(m.name[len(shared):], 52) if names_differ else (knobs or _shorten(m.name, 40))
         if archs_differ:
             text += f" [{m.arch}]"
         labels[m.kernel_id] = text
     if len(set(labels.values())) < len(labels):
         labels = {k: f"{v} #{k[:6]}" for k, v in labels.items()}
     return labels
+
+
+def _common_prefix(names: list) -> str:
+    """The longest prefix of whole ``_``-separated words that every name shares."""
+    prefix = names[0]
+    for name in names[1:]:
+        while not name.startswith(prefix):
+            prefix = prefix[:-1]
+    cut = prefix.rfind("_") + 1
+    return prefix[:cut] if cut < len(min(names, key=len)) else ""
+
+
+def _keep_tail(text: str, width: int) -> str:
+    """Group ids end in what tells them apart (layout, size): cut their head instead."""
+    return text if len(text) <= width else "…" + text[-(width - 1):]
 
 
 def _shorten(text: str, width: int) -> str:
@@ -137,14 +155,20 @@ def statuses(report: Report) -> Plot:
 def speedups(report: Report) -> Plot:
     spreads = sorted(((g.spread, g.group_id) for g in report.groups if g.spread), reverse=True)
     slowdowns = [s for _, s in report.slowdowns()]
-    fig = _figure(10, 3.6)
+    per_group = len(spreads) <= 40  # few groups: one named bar each; many: a histogram
+    fig = _figure(12, max(3.6, 0.8 + 0.22 * len(spreads)) if per_group else 3.6)
     left, right = fig.subplots(1, 2)
-    if spreads:
-        bins = _log_bins([s for s, _ in spreads])
-        left.hist([s for s, _ in spreads], bins=bins, color="#3b6ea8")
+    if spreads and per_group:
+        left.barh([_keep_tail(g, 52) for _, g in spreads][::-1], [s for s, _ in spreads][::-1], color="#3b6ea8")
+        left.tick_params(axis="y", labelsize=7)
+        _ratio_axis(left, [1.0] + [s for s, _ in spreads], "x")
+        left.set_xlim(left=1.0 if left.get_xscale() == "log" else 0)
+    elif spreads:
+        left.hist([s for s, _ in spreads], bins=_log_bins([s for s, _ in spreads]), color="#3b6ea8")
         _ratio_axis(left, [s for s, _ in spreads], "x")
+        left.set_ylabel("groups")
+        _counts_axis(left)
     left.set_xlabel("slowest / fastest member of a group")
-    left.set_ylabel("groups")
     left.set_title("speed-up of the fastest member over the slowest", fontsize=9)
     if slowdowns:
         right.hist(slowdowns, bins=_log_bins(slowdowns), color="#d08c2f")
@@ -152,9 +176,9 @@ def speedups(report: Report) -> Plot:
     right.set_xlabel("member time / its group's fastest")
     right.set_ylabel("members")
     right.set_title("every timed member against its group's fastest", fontsize=9)
+    _counts_axis(right)
     for ax in (left, right):
         ax.grid(alpha=0.3)
-        _counts_axis(ax)
     return Plot("speedups", "Distribution of speed-ups",
                 f"{len(spreads)} groups with two or more timed members; {len(slowdowns)} timed members.",
                 _png(fig))
