@@ -40,7 +40,8 @@ def build_report(dataset, out_dir=None, knobs=KNOBS, max_groups: int = DEFAULT_M
     dataset = Path(dataset)
     report = gather(dataset)
     overview = overview_plots(report, knobs)
-    chosen = report.groups[:max_groups]
+    # a group with neither a time nor a failure (not verified yet) has nothing to draw
+    chosen = [g for g in report.groups if g.timed or g.failures][:max_groups]
     group_plots = {g.group_id: group_times(g) for g in chosen}
     out = Path(out_dir) if out_dir else dataset / "report"
     out.mkdir(parents=True, exist_ok=True)

@@ -170,8 +170,9 @@ def render_page(report: Report, overview: list, group_plots: dict, title: str) -
     sections += ['<h2 id="groups">Groups</h2>', _group_table(report), figure("speedups")]
     shown = [g for g in report.groups if g.group_id in group_plots]
     if len(shown) < len(report.groups):
-        sections.append(f'<p class="muted">Plots for {len(shown)} of {len(report.groups)} groups '
-                        "(--max-groups); every group is in the table above.</p>")
+        sections.append(f'<p class="muted">Member plots for {len(shown)} of {len(report.groups)} groups: '
+                        "groups with no timed member and no failure, and those beyond --max-groups, "
+                        "are in the table above only.</p>")
     sections += [_group_section(g, group_plots.get(g.group_id)) for g in shown]
     sections += ['<h2 id="across">Across groups</h2>', figure("time-vs-knobs"), figure("time-vs-resources"),
                  figure("features-vs-speed"),

@@ -50,7 +50,7 @@ def main(out: str, selections: list) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         pq.write_table(rows_to_table(rows, "kernels"), path, compression="zstd")
     write_pairs(out_dir)
-    write_card(out_dir, title="ptxds verified fixture")
+    write_card(out_dir)
     print(f"{len(kept)} rows in {len({r['group_id'] for r in kept})} groups -> {out_dir}")
 
 
