@@ -9,7 +9,7 @@ from pathlib import Path
 
 from .model import BUILD_STATUSES, SCHEMA_VERSION
 from .problems import OPS
-from .shards import SPLITS, read_table, splits_present
+from .shards import SPLITS, read_table, shards_fingerprint, splits_present
 
 VERIFY_METHOD = """\
 Every group was run on a GPU by `ptxds verify`. Per trial the verifier draws the inputs
@@ -147,6 +147,36 @@ def _timing_methods(rows: list) -> str:
     return ", ".join(f"{method}: {n} rows" for method, n in sorted(counts.items())) or "no row was timed"
 
 
+PLOTS_DIR = "plots"
+PLOTS_INDEX = "plots.json"
+
+
+def _plots_section(root: Path) -> list:
+    """Markdown for the PNG plots ``ptxds report`` left in DIR/plots, when they were drawn
+    from the shards present now (a later verify or build makes them stale, and they drop
+    out until the report is made again)."""
+    index_path = root / PLOTS_DIR / PLOTS_INDEX
+    try:
+        index = json.loads(index_path.read_text())
+    except (OSError, ValueError):
+        return []
+    if index.get("shards") != shards_fingerprint(root):
+        return []
+    plots = [p for p in index.get("plots", []) if (root / p["file"]).is_file()]
+    overview = [p for p in plots if p.get("kind") != "group"]
+    groups = [p for p in plots if p.get("kind") == "group"]
+    lines = ["## Plots", "", "Made by `ptxds report`, which also writes them into one HTML page.", ""]
+    for plot in overview:
+        lines += [f"### {plot['title']}", "", f"![{plot['title']}]({plot['file']})", "", plot["caption"], ""]
+    if groups:
+        lines += ["### Members of each group", "", "<details><summary>median times per member, "
+                  f"{len(groups)} groups</summary>", ""]
+        for plot in groups:
+            lines += [f"![{plot['title']}]({plot['file']})", ""]
+        lines += ["</details>", ""]
+    return lines
+
+
 def write_card(root, title: str = "PTX equivalence groups") -> Path:
     """(Re)write DIR/README.md from the shards present."""
     root = Path(root)
@@ -183,6 +213,7 @@ def write_card(root, title: str = "PTX equivalence groups") -> Path:
         parts += ["## Verification", "", VERIFY_METHOD, "", "### Sensitivity of the error bound", "",
                   _sensitivity_table(rows), "", f"Timing methods: {_timing_methods(rows)}.", "",
                   "### Results", "", _results_table(rows), ""]
+    parts += _plots_section(root)
     path = root / "README.md"
     tmp = path.with_name(".README.md.tmp")
     tmp.write_text("\n".join(parts))

@@ -131,6 +131,16 @@ def done_keys(root) -> set:
     return set(read_table(root, "kernels", columns=["build_key"]).column("build_key").to_pylist())
 
 
+def shards_fingerprint(root) -> str:
+    """A hash of the part files present (names and sizes): what was derived from a dataset
+    (the card's plots) can tell whether it still describes the shards."""
+    digest = hashlib.sha256()
+    for config in SCHEMAS:
+        for path in part_files(root, config):
+            digest.update(f"{path.relative_to(root)}:{path.stat().st_size}\n".encode())
+    return digest.hexdigest()[:24]
+
+
 def splits_present(root, config: str = "kernels") -> list:
     present = {p.parent.name for p in part_files(root, config)}
     return [s for s in SPLITS if s in present]

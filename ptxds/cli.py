@@ -21,10 +21,11 @@ def library_errors(func):
     def wrapper(*args, **kwargs):
         from dataset_spec.model import SpecError
         from ptx_tools import ToolchainError
+        from .report import EmptyDatasetError, UnknownKnobError
         try:
             return func(*args, **kwargs)
         except (UnknownSourceError, MissingSourceDependency, ToolchainError, SpecError,
-                FileNotFoundError) as exc:
+                FileNotFoundError, EmptyDatasetError, UnknownKnobError) as exc:
             raise click.ClickException(str(exc).splitlines()[0]) from None
         except Exception as exc:
             if type(exc).__name__ in ("ManifestError", "NoDriverError", "DriverError", "SanitizerMissing"):
@@ -124,37 +125,50 @@ def _print_build_summary(summary) -> None:
 @click.option("--json", "as_json", is_flag=True, help="print the counts as JSON")
 @library_errors
 def info(dataset, as_json):
-    """Summarise a dataset folder: groups, members, sources, archs, statuses.
+    """Summarise a dataset folder: groups, members, sources, archs, statuses; after a verify,
+    the numbers ptxds report plots (fastest members, spreads, failures, pairs, evidence).
 
     Example:
 
         ptxds info data/triton
     """
-    from builders.shapes import group_shape
-    from dataset_spec.shards import read_table
-    rows = read_table(dataset, "kernels", columns=["group_id", "source", "arch", "status", "problem"]).to_pylist()
-    if not rows:
-        raise click.ClickException(f"{dataset} holds no kernel rows; build one with ptxds build")
-    groups = Counter(r["group_id"] for r in rows)
-    shape_of_group = {r["group_id"]: group_shape(r["group_id"], r["problem"]) for r in rows}
-    counts = {
-        "rows": len(rows), "groups": len(groups),
-        "members_per_group": {"min": min(groups.values()), "max": max(groups.values())},
-        "sources": dict(Counter(r["source"] for r in rows)),
-        "archs": dict(Counter(r["arch"] for r in rows)),
-        "statuses": dict(Counter(r["status"] for r in rows)),
-        "shapes": dict(Counter(shape_of_group.values())),
-    }
+    from .report import gather
+    from .report.text import as_dict, format_text
+    report = gather(dataset)
     if as_json:
-        click.echo(json.dumps(counts, indent=2, sort_keys=True))
-        return
-    click.echo(f"{dataset}: {counts['rows']} rows in {counts['groups']} groups "
-               f"({counts['members_per_group']['min']}-{counts['members_per_group']['max']} members each)")
-    for key in ("sources", "archs", "statuses"):
-        click.echo(f"{key}: " + ", ".join(f"{k} {v}" for k, v in sorted(counts[key].items())))
-    click.echo("shapes (groups): " + ", ".join(f"{k} {v}" for k, v in sorted(counts["shapes"].items())))
+        click.echo(json.dumps(as_dict(report), indent=2, sort_keys=True))
+    else:
+        click.echo(format_text(report))
 
 
+@cli.command()
+@click.argument("dataset", type=click.Path(exists=True, file_okay=False))
+@click.option("--out", "out_dir", default=None, type=click.Path(file_okay=False),
+              help="folder for index.html (default: DATASET/report)")
+@click.option("--knob", "knobs", multiple=True, help="plot time against this knob: tile, stages, warps, "
+              "schedule (repeatable; default: every one the dataset has)")
+@click.option("--max-groups", type=int, default=None, help="plot at most N groups' members (default 60; "
+              "every group stays in the tables)")
+@click.option("--no-card", is_flag=True, help="leave DATASET/plots and the dataset card alone")
+@library_errors
+def report(dataset, out_dir, knobs, max_groups, no_card):
+    """Write one static HTML page of a dataset (plots embedded, no server, no network) and
+    the same plots as PNG files beside the dataset card.
+
+    Example:
+
+        ptxds report data/triton-verified --out data/triton-verified/report
+    """
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise click.ClickException("ptxds report draws with matplotlib; install it: pip install 'ptxds[report]'") from None
+    from .report import DEFAULT_MAX_GROUPS, KNOBS, build_report
+    result = build_report(dataset, out_dir, knobs=knobs or KNOBS,
+                          max_groups=DEFAULT_MAX_GROUPS if max_groups is None else max_groups, card=not no_card)
+    click.echo(f"{result.page} ({result.groups_plotted} of {result.groups} groups plotted)")
+    if result.card_plots:
+        click.echo(f"{len(result.card_plots)} plots for the dataset card in {result.card_plots[0].parent}")
 
 
 @cli.command()

@@ -21,7 +21,7 @@ def run_cli(*args):
     return result
 
 
-@pytest.mark.parametrize("command", ["build", "info", "verify"])
+@pytest.mark.parametrize("command", ["build", "info", "verify", "report"])
 def test_every_command_has_help_with_an_example(command):
     result = run_cli(command, "--help")
     assert result.exit_code == 0
