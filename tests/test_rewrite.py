@@ -157,3 +157,31 @@ def test_rewrite_command_appends_and_pairs_label_mutants(triton_rows, tmp_path):
 def test_rewrite_rejects_an_empty_dataset(tmp_path):
     result = CliRunner().invoke(cli, ["rewrite", str(tmp_path)])
     assert result.exit_code == 1 and result.output.startswith("Error: ") and "ptxds build" in result.output
+
+
+def test_rewrite_help_has_an_example():
+    result = CliRunner().invoke(cli, ["rewrite", "--help"])
+    assert result.exit_code == 0 and "Example:" in result.output and "--mutants" in result.output
+
+
+def test_load_dataset_opens_pairs_with_mutation_labels(triton_rows, tmp_path):
+    from datasets import load_dataset
+    from dataset_spec.card import write_card
+    from ptxds.pairs import write_pairs
+    from ptxds.rewrite import rewrite_dataset
+    rows = [r for r in triton_rows if "softmax" in r.group_id]
+    ShardWriter(tmp_path / "built").write(rows)
+    rewrite_dataset(tmp_path / "built", rewrites=1, mutants=2, seed=2)
+    records = read_records(tmp_path / "built")
+    for r in records:  # as ptxds verify would leave them: every mutant killed
+        r.status = "wrong_result" if "mutation" in r.variant else "passed"
+    ShardWriter(tmp_path / "verified").write(records)
+    written = write_pairs(tmp_path / "verified")
+    card = write_card(tmp_path / "verified").read_text()
+    assert "## Labels" in card and "| verified | different | mutant |" in card
+    assert "Mutants by operator" in card
+    pairs = load_dataset(str(tmp_path / "verified"), "pairs")
+    loaded = [row for split in pairs.values() for row in split]
+    assert len(loaded) == written
+    assert sum(1 for row in loaded if row["mutation"] and not row["equivalent"]) >= 2
+    assert {row["label_source"] for row in loaded} == {"verified"}

@@ -56,8 +56,10 @@ def rename_registers(program: PtxProgram, rng, ctx: Context) -> Edit:
     count = program.register_ranges(function)[prefix][1]
     nested = any(line.depth > 1 and re.search(rf"\.reg\b.*{re.escape(prefix)}\b", line.text)
                  for line in (program.lines[i] for i in program.body(function)))
-    if nested:
-        raise NotApplicable(f"{prefix} is redeclared in a nested block")
+    unparsed = any(line.kind == "other" and re.search(re.escape(prefix) + r"\d", line.text)
+                   for line in (program.lines[i] for i in program.body(function)))
+    if nested or unparsed:
+        raise NotApplicable(f"{prefix} is redeclared in a nested block or used on a line not parsed")
     numbers = list(range(count))
     shuffled = numbers[:]
     rng.shuffle(shuffled)
@@ -245,12 +247,11 @@ def branch_swap(program: PtxProgram, rng, ctx: Context) -> Edit:
     sites = []
     for f in range(len(program.functions)):
         body = list(program.body(f))
-        last = [i for i in body if program.lines[i].kind == "instr" and program.lines[i].depth == 1]
-        if not last:
-            continue
-        tail = program.lines[last[-1]].instr
-        if tail.guard or not (tail.base in _TERMINATORS or tail.base == "bra"):
-            continue
+        last = [i for i in body if program.lines[i].kind in ("instr", "label", "other")
+                and program.lines[i].depth == 1]
+        tail = program.lines[last[-1]].instr if last else None
+        if tail is None or tail.guard or not (tail.base in _TERMINATORS or tail.base == "bra"):
+            continue  # the moved block must not be reached by falling off the end
         labels = {program.lines[i].label: i for i in body if program.lines[i].kind == "label"}
         for i, instr in program.instructions(f):
             if instr.base != "bra" or not instr.guard or not instr.operands:
