@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from .ir import PURE_OPS, NUMBERED_REGISTER, Instruction, PtxProgram, defs_and_uses, registers_in
+from .ir import NUMBERED_REGISTER, PURE_OPS, Instruction, PtxProgram, defs_and_uses, registers_in
 
 
 class NotApplicable(Exception):
@@ -309,7 +309,9 @@ def swap_operands(program: PtxProgram, rng, ctx: Context) -> Edit:
     return Edit("swap_operands", [i], instr.opcode)
 
 
-_CONSTANT_OPS = {"add", "sub", "mul", "mad", "setp", "shl", "shr", "and", "or", "min", "max", "selp"}
+# Arithmetic and comparisons only: an off-by-one in a bit mask (and/or), a clamp (min/max)
+# or a select is often invisible (a mask bit the data never sets), so those are left out.
+_CONSTANT_OPS = {"add", "sub", "mul", "mad", "setp", "shl", "shr"}
 _ADDRESS_OFFSET = re.compile(r"\+\s*(-?\d+)\s*\]")
 
 
@@ -348,38 +350,65 @@ def flip_comparison(program: PtxProgram, rng, ctx: Context) -> Edit:
     return Edit("flip_comparison", [i], f"{before} -> {instr.opcode}")
 
 
+_BARRIERS = ("bar.sync", "barrier.sync", "bar.sync.aligned", "barrier.sync.aligned")
+_SHARED_OPS = ("ldmatrix", "stmatrix", "cp", "wgmma")
+
+
+def _touches_shared(instr: Instruction) -> bool:
+    return "shared" in instr.opcode or instr.base in _SHARED_OPS
+
+
 def drop_barrier(program: PtxProgram, rng, ctx: Context) -> Edit:
-    sites = [i for i, instr in program.instructions(top_level=False)
-             if instr.opcode in ("bar.sync", "barrier.sync", "bar.sync.aligned", "barrier.sync.aligned")]
-    i = _choose(rng, sites, "no bar.sync")
+    """One ``bar.sync`` removed, among those with shared-memory accesses both between the
+    previous barrier and it and between it and the next (the barriers that order threads'
+    shared-memory traffic; dropping one elsewhere changes nothing observable)."""
+    sites = []
+    for f in range(len(program.functions)):
+        ordered = list(program.instructions(f, top_level=False))
+        barriers = [k for k, (_, instr) in enumerate(ordered) if instr.opcode in _BARRIERS]
+        for n, k in enumerate(barriers):
+            before = ordered[(barriers[n - 1] + 1 if n else 0):k]
+            after = ordered[k + 1:(barriers[n + 1] if n + 1 < len(barriers) else len(ordered))]
+            if any(_touches_shared(x) for _, x in before) and any(_touches_shared(x) for _, x in after):
+                sites.append(ordered[k][0])
+    i = _choose(rng, sites, "no bar.sync between shared-memory accesses")
     text = program.lines[i].render().strip()
     program.delete([i])
     return Edit("drop_barrier", [i], text)
 
 
 def wrong_address_register(program: PtxProgram, rng, ctx: Context) -> Edit:
-    """The base register of a load or store address replaced by another register of the
-    same kind that some other memory access uses as an address."""
+    """The base register of a global load or store address replaced by the address
+    register of another global access, one into another buffer where the parameters tell
+    (by def-use taint), else any other."""
     accesses = []
-    for i, instr in program.instructions(top_level=False):
-        if instr.base in ("ld", "st") and "param" not in instr.opcode:
-            k = 1 if instr.base == "ld" else 0
-            if len(instr.operands) > k and instr.operands[k].startswith("["):
-                regs = registers_in(instr.operands[k])
-                if regs:
-                    accesses.append((i, k, regs[0]))
+    for f, function in enumerate(program.functions):
+        taint = _param_taint(program, f, ctx.address_params.get(function.name, set())
+                             | ctx.readonly_params.get(function.name, set()))
+        for i, instr in program.instructions(f, top_level=False):
+            if instr.base in ("ld", "st") and instr.modifiers[:1] == ["global"]:
+                k = 1 if instr.base == "ld" else 0
+                if len(instr.operands) > k and instr.operands[k].startswith("["):
+                    regs = registers_in(instr.operands[k])
+                    if regs:
+                        accesses.append((f, i, k, regs[0], frozenset(taint.get(regs[0], {"?"}))))
     sites = []
-    for i, k, reg in accesses:
+    for f, i, k, reg, source in accesses:
         prefix = NUMBERED_REGISTER.match(reg)
-        others = sorted({r for _, _, r in accesses if r != reg and prefix
-                         and NUMBERED_REGISTER.match(r) and NUMBERED_REGISTER.match(r).group(1) == prefix.group(1)})
+        if not prefix:
+            continue
+        same_kind = {(r, s) for g, _, _, r, s in accesses if g == f and r != reg
+                     and (NUMBERED_REGISTER.match(r) or prefix).group(1) == prefix.group(1)}
+        known = source and "?" not in source
+        other_buffer = sorted(r for r, s in same_kind if known and s and "?" not in s and s != source)
+        others = other_buffer or sorted(r for r, _ in same_kind)
         if others:
             sites.append((i, k, reg, others))
-    i, k, reg, others = _choose(rng, sites, "no load or store with another address register to take")
+    i, k, reg, others = _choose(rng, sites, "no global load or store with another address register to take")
     instr = program.lines[i].instr
     new = rng.choice(others)
     instr.operands[k] = re.sub(re.escape(reg) + r"\b", new, instr.operands[k], count=1)
-    return Edit("wrong_address_register", [i], f"{instr.base} address {reg} -> {new}")
+    return Edit("wrong_address_register", [i], f"{instr.opcode} address {reg} -> {new}")
 
 
 MUTATIONS = {
