@@ -3,10 +3,16 @@
 unless it is already verified, then prints a markdown table last.
 
 Usage: python benchmarks/mutant_kill_rate.py DATASET [DATASET ...] [--work DIR] [--kernel-timeout S]
+       [--racecheck]
+
+``--racecheck`` also runs the surviving mutants and their bases under compute-sanitizer
+(``ptxds verify --sanitize`` on just those rows) and reports which survivors have
+shared-memory race hazards that their base has not.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -29,6 +35,41 @@ def verified_dir(dataset: Path, work: Path, kernel_timeout: float) -> Path:
     write_pairs(out)
     print(f"== {dataset}\n{summary.format()}", flush=True)
     return out
+
+
+def racy_survivors(verified: Path, work: Path, kernel_timeout: float) -> dict:
+    """kernel_id -> racecheck hazards of surviving mutants whose base has none."""
+    import dataclasses
+    import shutil
+    from dataset_spec.schema import VERIFIER_COLUMNS
+    from dataset_spec.shards import ShardWriter
+    from verify import verify_dataset
+    records = read_records(verified)
+    by_id = {r.kernel_id: r for r in records}
+    survivors = [r for r in records if r.variant.get("mutation") and r.status == "passed"]
+    if not survivors:
+        return {}
+    rows = {r.kernel_id: r for r in survivors}
+    rows.update({r.variant["base"]: by_id[r.variant["base"]] for r in survivors if r.variant["base"] in by_id})
+    fresh = [dataclasses.replace(r, status="built", **{c: None for c in VERIFIER_COLUMNS}) for r in rows.values()]
+    sub, out = work / f"{verified.name}-survivors", work / f"{verified.name}-survivors-sanitized"
+    shutil.rmtree(sub, ignore_errors=True)
+    shutil.rmtree(out, ignore_errors=True)
+    ShardWriter(sub).write(fresh)
+    verify_dataset(sub, out, timing=False, sanitize=True, kernel_timeout=kernel_timeout, progress=False)
+
+    def hazards(record):
+        report = json.loads(record.sanitizer or "{}").get("racecheck") or {}
+        return report.get("errors") or 0
+    checked = {r.kernel_id: r for r in read_records(out)}
+    racy = {}
+    for r in survivors:
+        mine, base = checked.get(r.kernel_id), checked.get(r.variant["base"])
+        if mine is not None and base is not None and hazards(mine) > 0 and hazards(base) == 0:
+            racy[r.kernel_id] = hazards(mine)
+        print("racecheck:", r.group_id, r.variant["mutation"], "mutant", mine and hazards(mine),
+              "base", base and hazards(base), flush=True)
+    return racy
 
 
 def tally(records: list) -> tuple:
@@ -55,10 +96,15 @@ def main() -> None:
     parser.add_argument("datasets", nargs="+", type=Path)
     parser.add_argument("--work", type=Path, default=Path("/tmp/ptxds-mutants"))
     parser.add_argument("--kernel-timeout", type=float, default=8.0)
+    parser.add_argument("--racecheck", action="store_true",
+                        help="run surviving mutants and their bases under compute-sanitizer racecheck")
     args = parser.parse_args()
-    records = []
+    records, racy = [], {}
     for dataset in args.datasets:
-        records += read_records(verified_dir(dataset, args.work, args.kernel_timeout))
+        verified = verified_dir(dataset, args.work, args.kernel_timeout)
+        records += read_records(verified)
+        if args.racecheck:
+            racy.update(racy_survivors(verified, args.work, max(args.kernel_timeout, 120.0)))
     mutants, rewrites, failures = tally(records)
     for failure in failures:
         print("rewrite did not pass:", *failure)
@@ -66,8 +112,9 @@ def main() -> None:
                  if r.variant.get("mutation") and r.status == "passed"]
     for group, trace in survivors:
         print("surviving mutant:", group, trace)
-    print("\n| mutation operator | mutants | killed | survived | unlabelled | kill rate | outcomes |")
-    print("|---|---|---|---|---|---|---|")
+    racy_by_op = Counter(r.variant["mutation"] for r in records if r.kernel_id in racy)
+    print("\n| mutation operator | mutants | killed | survived | unlabelled | kill rate | survivors with race hazards | outcomes |")
+    print("|---|---|---|---|---|---|---|---|")
     total = Counter()
     for op in sorted(mutants):
         c = mutants[op]
@@ -75,11 +122,12 @@ def main() -> None:
         total.update({k: c[k] for k in ("killed", "survived", "unlabelled")})
         outcomes = ", ".join(f"{s} {n}" for s, n in sorted(c.items()) if s not in ("killed", "survived", "unlabelled"))
         rate = f"{100 * c['killed'] / labelled:.0f}%" if labelled else "-"
-        print(f"| {op} | {labelled + c['unlabelled']} | {c['killed']} | {c['survived']} | {c['unlabelled']} | {rate} | {outcomes} |")
+        print(f"| {op} | {labelled + c['unlabelled']} | {c['killed']} | {c['survived']} | {c['unlabelled']} | {rate} "
+              f"| {racy_by_op[op] if racy else '-'} | {outcomes} |")
     labelled = total["killed"] + total["survived"]
     rate = f"{100 * total['killed'] / labelled:.1f}%" if labelled else "-"
     print(f"| **all** | {labelled + total['unlabelled']} | {total['killed']} | {total['survived']} | "
-          f"{total['unlabelled']} | **{rate}** | |")
+          f"{total['unlabelled']} | **{rate}** | {sum(racy_by_op.values()) if racy else '-'} | |")
     print("\n| rewrite operator | members using it | passed | pass rate |")
     print("|---|---|---|---|")
     members = [r for r in records if "rewrites" in r.variant]
