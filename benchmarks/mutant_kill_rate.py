@@ -128,6 +128,9 @@ def main() -> None:
     rate = f"{100 * total['killed'] / labelled:.1f}%" if labelled else "-"
     print(f"| **all** | {labelled + total['unlabelled']} | {total['killed']} | {total['survived']} | "
           f"{total['unlabelled']} | **{rate}** | {sum(racy_by_op.values()) if racy else '-'} | |")
+    if racy and labelled:
+        print(f"\nKilled by the trials or by racecheck: {total['killed'] + len(racy)} of {labelled} "
+              f"({100 * (total['killed'] + len(racy)) / labelled:.1f}%).")
     print("\n| rewrite operator | members using it | passed | pass rate |")
     print("|---|---|---|---|")
     members = [r for r in records if "rewrites" in r.variant]

@@ -10,7 +10,9 @@ Mutants (rows of ``ptxds rewrite`` whose variant names a ``mutation``): a mutant
 verifier proved different (any status in KILLED_STATUSES) is a negative against the group's
 passing non-mutant members, ``verified``, with the operator in ``mutation``; as many such
 negatives as the group has positive pairs (each killed mutant at least once), so the
-classes stay balanced. A surviving mutant (it passed every trial) stays a positive,
+classes stay balanced. A mutant that passed but that ``ptxds verify --sanitize`` found
+racy (racecheck hazards its base has not: a data race makes its result undefined, so it
+is not equivalent) counts as killed too. A surviving mutant (it passed every trial) stays a positive,
 ``verified``, and its pairs carry the operator too. Pairs never cross splits: a pair's
 split is its group's.
 """
@@ -33,6 +35,23 @@ KILLED_STATUSES = ("wrong_result", "unwritten_output", "out_of_bounds_write", "m
 
 def mutation_of(record):
     return record.variant.get("mutation") if isinstance(record.variant, dict) else None
+
+
+def race_hazards(record):
+    """racecheck's hazard count from the ``sanitizer`` column; None when it did not run."""
+    if not record.sanitizer:
+        return None
+    report = json.loads(record.sanitizer).get("racecheck") or {}
+    return report.get("errors")
+
+
+def is_killed(mutant, by_id: dict) -> bool:
+    """The verifier proved the mutant differs from its base."""
+    if mutant.status in KILLED_STATUSES:
+        return True
+    base = by_id.get(mutant.variant.get("base"))
+    return (mutant.status == "passed" and (race_hazards(mutant) or 0) > 0
+            and base is not None and race_hazards(base) == 0)
 
 
 def _mutant_negatives(killed: list, partners: list, target: int, group: str) -> list:
@@ -77,7 +96,9 @@ def make_pairs(records: list) -> list:
         members.sort(key=lambda r: r.kernel_id)
         passing = [m for m in members if m.status == "passed"]
         wrong = [m for m in members if m.status == "wrong_result" and not mutation_of(m)]
-        killed = [m for m in members if m.status in KILLED_STATUSES and mutation_of(m)]
+        by_id = {m.kernel_id: m for m in members}
+        killed = [m for m in members if mutation_of(m) and is_killed(m, by_id)]
+        passing = [m for m in passing if m not in killed]
         passing_by_group[group] = [m for m in passing if not mutation_of(m)]
         group_pairs = [Pair(a.kernel_id, b.kernel_id, True, "verified", group, group,
                             mutation_of(a) or mutation_of(b))

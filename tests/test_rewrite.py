@@ -185,3 +185,21 @@ def test_load_dataset_opens_pairs_with_mutation_labels(triton_rows, tmp_path):
     assert len(loaded) == written
     assert sum(1 for row in loaded if row["mutation"] and not row["equivalent"]) >= 2
     assert {row["label_source"] for row in loaded} == {"verified"}
+
+
+def test_a_racy_surviving_mutant_is_a_negative(triton_rows):
+    import dataclasses
+    import json
+    rows = [r for r in triton_rows if "softmax" in r.group_id]
+    clean = json.dumps({"racecheck": {"errors": 0, "warnings": 0}})
+    base = dataclasses.replace(rows[0], status="passed", sanitizer=clean)
+    other = dataclasses.replace(rows[1], status="passed", sanitizer=clean)
+    racy = dataclasses.replace(rows[0], kernel_id="mutant-racy", status="passed",
+                               variant={"base": base.kernel_id, "mutation": "drop_barrier"},
+                               sanitizer=json.dumps({"racecheck": {"errors": 4, "warnings": 0}}))
+    quiet = dataclasses.replace(racy, kernel_id="mutant-quiet", sanitizer=clean)
+    pairs = make_pairs([base, other, racy, quiet])
+    labels = {(p.kernel_a, p.kernel_b): p.equivalent for p in pairs}
+    assert labels[(base.kernel_id, "mutant-racy")] is False  # its own base first
+    assert not any("mutant-racy" in key and eq for key, eq in labels.items())
+    assert any("mutant-quiet" in key and eq for key, eq in labels.items())  # survives without hazards
