@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from dataset_spec.card import write_card
-from dataset_spec.model import SpecError
+from dataset_spec.model import SpecError, make_build_key
 from dataset_spec.schema import VERIFIER_COLUMNS
 from dataset_spec.shards import ShardWriter, done_keys, read_records
 from ptx_tools import parse_ptx
@@ -72,8 +72,7 @@ def _derived_row(base, ptx: str, variant: dict, provenance: dict):
     row.source, row.ptx, row.variant, row.status, row.status_message = SOURCE, ptx, variant, "built", ""
     row.kernel_id, row.ptx_hash, row.sass = "", "", ""
     row.provenance = provenance
-    row.build_key = ""
-    row.__post_init__()  # build_key from the new variant
+    row.build_key = make_build_key(row.source, row.group_id, variant, row.arch, row.name)
     return row
 
 

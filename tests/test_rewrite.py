@@ -3,14 +3,13 @@ rewrite assembles and keeps what it must keep, mutants are recorded, ``ptxds rew
 only appends, and pairs take verified mutant labels."""
 import random
 import re
-from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from builders import load_builder
 from builders.base import BuildOptions
-from dataset_spec.shards import ShardWriter, part_files, read_pairs, read_records
+from dataset_spec.shards import ShardWriter, part_files, read_records
 from ptx_tools import assemble
 from ptx_tools.rewrite import MUTATIONS, REWRITES, Context, PtxProgram, apply_mutation, apply_rewrites
 from ptx_tools.rewrite.ir import PURE_OPS

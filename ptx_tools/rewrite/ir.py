@@ -9,7 +9,7 @@ register def-use are computed on demand from the lines.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Optional
 
 from ..errors import PtxError
@@ -210,7 +210,7 @@ class PtxProgram:
             blocks.append(current)
         return blocks
 
-    def insert(self, index: int, texts: list, function: int, kind: str = "instr") -> None:
+    def insert(self, index: int, texts: list, function: int) -> None:
         """Insert new lines before ``index`` (function bodies only)."""
         new = []
         for text in texts:
