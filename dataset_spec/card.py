@@ -177,11 +177,41 @@ def _plots_section(root: Path) -> list:
     return lines
 
 
+LABELS_TEXT = """\
+How each pair's label was obtained (`label_source`): `verified` labels come from
+`ptxds verify` on a GPU (two members that both passed are equivalent; a passing member and
+one proven wrong are not); `constructed` labels pair passing members of two groups with the
+same buffers but different functions. Pairs with a `mutation` involve a mutant made by
+`ptxds rewrite`: a killed mutant (proven different by the verifier) is a verified negative;
+a surviving mutant (it passed every trial) stays labelled equivalent, also `verified`."""
+
+
+def _labels_section(root: Path, rows: list) -> list:
+    pairs = read_table(root, "pairs", columns=["equivalent", "label_source", "mutation"]).to_pylist()
+    if not pairs:
+        return []
+    counts = Counter((p["label_source"], "equivalent" if p["equivalent"] else "different",
+                      "mutant" if p["mutation"] else "-") for p in pairs)
+    parts = ["## Labels", "", LABELS_TEXT, "",
+             _table(["label_source", "label", "mutant pair", "pairs"], [[*k, n] for k, n in sorted(counts.items())])]
+    mutants = Counter()
+    for row in rows:
+        mutation = json.loads(row["variant"] or "{}").get("mutation")
+        if mutation and row["status"] not in BUILD_STATUSES:
+            mutants[(mutation, "survived" if row["status"] == "passed" else "killed")] += 1
+    if mutants:
+        operators = sorted({op for op, _ in mutants})
+        parts += ["", "Mutants by operator (killed: the verifier proved the mutant different):", "",
+                  _table(["operator", "killed", "survived"],
+                         [[op, mutants[(op, "killed")], mutants[(op, "survived")]] for op in operators])]
+    return parts + [""]
+
+
 def write_card(root, title: str = "PTX equivalence groups") -> Path:
     """(Re)write DIR/README.md from the shards present."""
     root = Path(root)
     columns = ["group_id", "source", "arch", "status", "provenance", "toolchain",
-               "name", "time_us_median", "op", "problem", "catches_rel_err", "time_method"]
+               "name", "time_us_median", "op", "problem", "catches_rel_err", "time_method", "variant"]
     rows = read_table(root, "kernels", columns=columns).to_pylist()
     verified = any(r["status"] not in BUILD_STATUSES for r in rows)
     pair_count = read_table(root, "pairs", columns=["kernel_a"]).num_rows
@@ -213,6 +243,7 @@ def write_card(root, title: str = "PTX equivalence groups") -> Path:
         parts += ["## Verification", "", VERIFY_METHOD, "", "### Sensitivity of the error bound", "",
                   _sensitivity_table(rows), "", f"Timing methods: {_timing_methods(rows)}.", "",
                   "### Results", "", _results_table(rows), ""]
+    parts += _labels_section(root, rows)
     parts += _plots_section(root)
     path = root / "README.md"
     tmp = path.with_name(".README.md.tmp")

@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3  # 3: pairs.mutation; older shards read it as null
 
 DTYPES = {
     # name: (bytes per element, kind)
@@ -382,6 +382,7 @@ class Pair:
     label_source: str  # "verified" or "constructed"
     group_a: str = ""
     group_b: str = ""
+    mutation: Optional[str] = None  # the mutation operator when one side is a mutant
 
 
 def make_build_key(source: str, group_id: str, variant: dict, arch: str, name: str = "") -> str:

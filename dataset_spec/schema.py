@@ -57,7 +57,7 @@ PAIRS_SCHEMA = pa.schema([
     ("schema_version", pa.int32()),
     ("kernel_a", pa.string()), ("kernel_b", pa.string()),
     ("group_a", pa.string()), ("group_b", pa.string()),
-    ("equivalent", pa.bool_()), ("label_source", pa.string()),
+    ("equivalent", pa.bool_()), ("label_source", pa.string()), ("mutation", pa.string()),
 ], metadata={"ptxds.schema_version": str(SCHEMA_VERSION), "ptxds.config": "pairs"})
 
 SCHEMAS = {"kernels": KERNELS_SCHEMA, "pairs": PAIRS_SCHEMA}

@@ -173,6 +173,35 @@ def report(dataset, out_dir, knobs, max_groups, no_card):
 
 @cli.command()
 @click.argument("dataset", type=click.Path(exists=True, file_okay=False))
+@click.option("--rewrites", type=int, default=2, show_default=True,
+              help="rewritten (semantics-preserving) members to add per group")
+@click.option("--mutants", type=int, default=4, show_default=True,
+              help="mutants (one semantic change each) to add per group")
+@click.option("--seed", type=int, default=0, show_default=True, help="picks operators and sites")
+@library_errors
+def rewrite(dataset, rewrites, mutants, seed):
+    """Add rewritten members and mutants to every group; ptxds verify labels them.
+
+    Example:
+
+        ptxds rewrite data/triton --rewrites 2 --mutants 4 --seed 0
+    """
+    from .rewrite import rewrite_dataset
+    summary = rewrite_dataset(dataset, rewrites=rewrites, mutants=mutants, seed=seed)
+    click.echo(f"{dataset}: {summary.rewrites_written} rewritten members and {summary.mutants_written} "
+               f"mutants added to {summary.groups} groups ({summary.already_present} already present)")
+    for name, n in sorted(summary.by_operator.items()):
+        click.echo(f"  {name:<24}{n:>6}")
+    rejected = sum(summary.mutants_rejected.values())
+    if rejected:
+        click.echo(f"mutants rejected by ptxas (discarded): {rejected} "
+                   + ", ".join(f"{k} {v}" for k, v in sorted(summary.mutants_rejected.items())))
+    for name, operators, message in summary.rewrite_failures:
+        click.echo(f"rewrite failed to assemble (engine bug) {name} {'+'.join(operators)}: {message}", err=True)
+
+
+@cli.command()
+@click.argument("dataset", type=click.Path(exists=True, file_okay=False))
 @click.option("--out", "out_dir", default=None, type=click.Path(file_okay=False),
               help="output folder (default: DATASET-verified)")
 @click.option("--groups", "groups", default=None, help="only groups matching this glob")

@@ -5,6 +5,16 @@ Negatives: a passing member and a member of the same group the verifier proved w
 (``wrong_result``, ``verified``); and passing members of two groups whose buffers have the
 same signature (names, dtypes, shapes) but whose problems compute different functions,
 e.g. GEMM ``nt`` against ``tn`` over the same buffers (``constructed``).
+
+Mutants (rows of ``ptxds rewrite`` whose variant names a ``mutation``): a mutant the
+verifier proved different (any status in KILLED_STATUSES) is a negative against the group's
+passing non-mutant members, ``verified``, with the operator in ``mutation``; as many such
+negatives as the group has positive pairs (each killed mutant at least once), so the
+classes stay balanced. A mutant that passed but that ``ptxds verify --sanitize`` found
+racy (racecheck hazards its base has not: a data race makes its result undefined, so it
+is not equivalent) counts as killed too. A surviving mutant (it passed every trial) stays a positive,
+``verified``, and its pairs carry the operator too. Pairs never cross splits: a pair's
+split is its group's.
 """
 from __future__ import annotations
 
@@ -18,6 +28,46 @@ from dataset_spec.shards import ShardWriter, part_files, read_records
 
 MAX_PAIRS_PER_GROUP = 2000
 MAX_CROSS_PAIRS = 200
+# Outcomes that prove a mutant differs from its base, which passed the same trials.
+KILLED_STATUSES = ("wrong_result", "unwritten_output", "out_of_bounds_write", "modified_input",
+                   "disagrees", "crashed", "launch_failed", "timeout")
+
+
+def mutation_of(record):
+    return record.variant.get("mutation") if isinstance(record.variant, dict) else None
+
+
+def race_hazards(record):
+    """racecheck's hazard count from the ``sanitizer`` column; None when it did not run."""
+    if not record.sanitizer:
+        return None
+    report = json.loads(record.sanitizer).get("racecheck") or {}
+    return report.get("errors")
+
+
+def is_killed(mutant, by_id: dict) -> bool:
+    """The verifier proved the mutant differs from its base."""
+    if mutant.status in KILLED_STATUSES:
+        return True
+    base = by_id.get(mutant.variant.get("base"))
+    return (mutant.status == "passed" and (race_hazards(mutant) or 0) > 0
+            and base is not None and race_hazards(base) == 0)
+
+
+def _mutant_negatives(killed: list, partners: list, target: int, group: str) -> list:
+    """Round-robin over killed mutants, each paired first with its own base."""
+    queues = []
+    for mutant in killed:
+        base = mutant.variant.get("base")
+        ordered = sorted(partners, key=lambda p: (p.kernel_id != base, p.kernel_id))
+        queues.append([Pair(p.kernel_id, mutant.kernel_id, False, "verified", group, group,
+                            mutation_of(mutant)) for p in ordered])
+    chosen = []
+    while len(chosen) < target and any(queues):
+        for queue in queues:
+            if queue and len(chosen) < target:
+                chosen.append(queue.pop(0))
+    return chosen
 
 
 def _signature(record) -> str:
@@ -45,12 +95,18 @@ def make_pairs(records: list) -> list:
     for group, members in sorted(by_group.items()):
         members.sort(key=lambda r: r.kernel_id)
         passing = [m for m in members if m.status == "passed"]
-        wrong = [m for m in members if m.status == "wrong_result"]
-        passing_by_group[group] = passing
-        group_pairs = [Pair(a.kernel_id, b.kernel_id, True, "verified", group, group)
+        wrong = [m for m in members if m.status == "wrong_result" and not mutation_of(m)]
+        by_id = {m.kernel_id: m for m in members}
+        killed = [m for m in members if mutation_of(m) and is_killed(m, by_id)]
+        passing = [m for m in passing if m not in killed]
+        passing_by_group[group] = [m for m in passing if not mutation_of(m)]
+        group_pairs = [Pair(a.kernel_id, b.kernel_id, True, "verified", group, group,
+                            mutation_of(a) or mutation_of(b))
                        for a, b in itertools.combinations(passing, 2)]
+        positives = len(group_pairs)
         group_pairs += [Pair(a.kernel_id, b.kernel_id, False, "verified", group, group)
-                        for a in passing for b in wrong]
+                        for a in passing_by_group[group] for b in wrong]
+        group_pairs += _mutant_negatives(killed, passing_by_group[group], max(positives, len(killed)), group)
         pairs += _capped(group_pairs, MAX_PAIRS_PER_GROUP, group)
     by_signature = defaultdict(list)
     for group, passing in passing_by_group.items():

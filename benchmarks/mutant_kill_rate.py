@@ -1,0 +1,145 @@
+"""Kill rate per mutation operator and pass rate of rewritten members, from datasets that
+``ptxds rewrite`` extended. Verifies each dataset first (equivalence only, no timing)
+unless it is already verified, then prints a markdown table last.
+
+Usage: python benchmarks/mutant_kill_rate.py DATASET [DATASET ...] [--work DIR] [--kernel-timeout S]
+       [--racecheck]
+
+``--racecheck`` also runs the surviving mutants and their bases under compute-sanitizer
+(``ptxds verify --sanitize`` on just those rows) and reports which survivors have
+shared-memory race hazards that their base has not.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import Counter, defaultdict
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from dataset_spec.model import BUILD_STATUSES  # noqa: E402
+from dataset_spec.shards import read_records  # noqa: E402
+from ptxds.pairs import KILLED_STATUSES  # noqa: E402
+
+
+def verified_dir(dataset: Path, work: Path, kernel_timeout: float) -> Path:
+    records = read_records(dataset)
+    if records and not any(r.status in BUILD_STATUSES and r.status != "build_failed" for r in records):
+        return dataset  # verified already
+    from ptxds.pairs import write_pairs
+    from verify import verify_dataset
+    out = work / f"{dataset.name}-verified"
+    summary = verify_dataset(dataset, out, timing=False, kernel_timeout=kernel_timeout, progress=False)
+    write_pairs(out)
+    print(f"== {dataset}\n{summary.format()}", flush=True)
+    return out
+
+
+def racy_survivors(verified: Path, work: Path, kernel_timeout: float) -> dict:
+    """kernel_id -> racecheck hazards of surviving mutants whose base has none."""
+    import dataclasses
+    import shutil
+    from dataset_spec.schema import VERIFIER_COLUMNS
+    from dataset_spec.shards import ShardWriter
+    from verify import verify_dataset
+    records = read_records(verified)
+    by_id = {r.kernel_id: r for r in records}
+    survivors = [r for r in records if r.variant.get("mutation") and r.status == "passed"]
+    if not survivors:
+        return {}
+    rows = {r.kernel_id: r for r in survivors}
+    rows.update({r.variant["base"]: by_id[r.variant["base"]] for r in survivors if r.variant["base"] in by_id})
+    fresh = [dataclasses.replace(r, status="built", **{c: None for c in VERIFIER_COLUMNS}) for r in rows.values()]
+    sub, out = work / f"{verified.name}-survivors", work / f"{verified.name}-survivors-sanitized"
+    shutil.rmtree(sub, ignore_errors=True)
+    shutil.rmtree(out, ignore_errors=True)
+    ShardWriter(sub).write(fresh)
+    verify_dataset(sub, out, timing=False, sanitize=True, kernel_timeout=kernel_timeout, progress=False)
+
+    def hazards(record):
+        report = json.loads(record.sanitizer or "{}").get("racecheck") or {}
+        return report.get("errors") or 0
+    checked = {r.kernel_id: r for r in read_records(out)}
+    racy = {}
+    for r in survivors:
+        mine, base = checked.get(r.kernel_id), checked.get(r.variant["base"])
+        if mine is not None and base is not None and hazards(mine) > 0 and hazards(base) == 0:
+            racy[r.kernel_id] = hazards(mine)
+        print("racecheck:", r.group_id, r.variant["mutation"], "mutant", mine and hazards(mine),
+              "base", base and hazards(base), flush=True)
+    return racy
+
+
+def tally(records: list) -> tuple:
+    mutants = defaultdict(Counter)   # operator -> outcome -> count
+    rewrites = defaultdict(Counter)  # operator -> status -> count
+    failures = []
+    for r in records:
+        mutation = r.variant.get("mutation")
+        if mutation:
+            outcome = ("killed" if r.status in KILLED_STATUSES else "survived" if r.status == "passed"
+                       else "unlabelled")
+            mutants[mutation][outcome] += 1
+            mutants[mutation][r.status] += 1
+        elif "rewrites" in r.variant:
+            for op in r.variant["rewrites"]:
+                rewrites[op][r.status] += 1
+            if r.status != "passed":
+                failures.append((r.group_id, r.variant["rewrites"], r.status, r.status_message[:120]))
+    return mutants, rewrites, failures
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("datasets", nargs="+", type=Path)
+    parser.add_argument("--work", type=Path, default=Path("/tmp/ptxds-mutants"))
+    parser.add_argument("--kernel-timeout", type=float, default=8.0)
+    parser.add_argument("--racecheck", action="store_true",
+                        help="run surviving mutants and their bases under compute-sanitizer racecheck")
+    args = parser.parse_args()
+    records, racy = [], {}
+    for dataset in args.datasets:
+        verified = verified_dir(dataset, args.work, args.kernel_timeout)
+        records += read_records(verified)
+        if args.racecheck:
+            racy.update(racy_survivors(verified, args.work, max(args.kernel_timeout, 120.0)))
+    mutants, rewrites, failures = tally(records)
+    for failure in failures:
+        print("rewrite did not pass:", *failure)
+    survivors = [(r.group_id, r.provenance.get("trace")) for r in records
+                 if r.variant.get("mutation") and r.status == "passed"]
+    for group, trace in survivors:
+        print("surviving mutant:", group, trace)
+    racy_by_op = Counter(r.variant["mutation"] for r in records if r.kernel_id in racy)
+    print("\n| mutation operator | mutants | killed | survived | unlabelled | kill rate | survivors with race hazards | outcomes |")
+    print("|---|---|---|---|---|---|---|---|")
+    total = Counter()
+    for op in sorted(mutants):
+        c = mutants[op]
+        labelled = c["killed"] + c["survived"]
+        total.update({k: c[k] for k in ("killed", "survived", "unlabelled")})
+        outcomes = ", ".join(f"{s} {n}" for s, n in sorted(c.items()) if s not in ("killed", "survived", "unlabelled"))
+        rate = f"{100 * c['killed'] / labelled:.0f}%" if labelled else "-"
+        print(f"| {op} | {labelled + c['unlabelled']} | {c['killed']} | {c['survived']} | {c['unlabelled']} | {rate} "
+              f"| {racy_by_op[op] if racy else '-'} | {outcomes} |")
+    labelled = total["killed"] + total["survived"]
+    rate = f"{100 * total['killed'] / labelled:.1f}%" if labelled else "-"
+    print(f"| **all** | {labelled + total['unlabelled']} | {total['killed']} | {total['survived']} | "
+          f"{total['unlabelled']} | **{rate}** | {sum(racy_by_op.values()) if racy else '-'} | |")
+    if racy and labelled:
+        print(f"\nKilled by the trials or by racecheck: {total['killed'] + len(racy)} of {labelled} "
+              f"({100 * (total['killed'] + len(racy)) / labelled:.1f}%).")
+    print("\n| rewrite operator | members using it | passed | pass rate |")
+    print("|---|---|---|---|")
+    members = [r for r in records if "rewrites" in r.variant]
+    for op in sorted(rewrites):
+        n, ok = sum(rewrites[op].values()), rewrites[op]["passed"]
+        print(f"| {op} | {n} | {ok} | {100 * ok / n:.0f}% |")
+    ok = sum(r.status == "passed" for r in members)
+    print(f"| **all rewritten members** | {len(members)} | {ok} | **{100 * ok / max(len(members), 1):.1f}%** |")
+
+
+if __name__ == "__main__":
+    main()

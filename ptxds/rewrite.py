@@ -1,0 +1,165 @@
+"""``ptxds rewrite``: add rewritten members and mutants to a dataset's existing groups.
+
+For every group, base members (rows that built or passed, neither rewrites nor mutants)
+take turns: a rewritten member applies a few semantics-preserving rewrites chosen by the
+seed; a mutant applies one mutation. Each new row is finalised like a built row (parsed,
+launch-checked, assembled by ptxas) and appended to the dataset as new part files; nothing
+already there is changed. A mutant that ptxas rejects is discarded and counted; a rewrite
+that ptxas rejects is an engine bug and is reported. The verifier later labels them.
+"""
+from __future__ import annotations
+
+import copy
+import difflib
+import random
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from dataset_spec.card import write_card
+from dataset_spec.model import SpecError, make_build_key
+from dataset_spec.schema import VERIFIER_COLUMNS
+from dataset_spec.shards import ShardWriter, done_keys, read_records
+from ptx_tools import parse_ptx
+from ptx_tools.rewrite import MUTATIONS, REWRITES, Context, NotApplicable, apply_mutation, apply_rewrites
+
+from .finalize import finalize_record
+
+SOURCE = "rewrite"
+REWRITES_PER_MEMBER = 3   # operators tried per rewritten member
+MUTATION_TRIES = 12       # sites/operators tried before a mutant slot is given up
+BASE_STATUSES = ("built", "passed")
+
+
+@dataclass
+class RewriteSummary:
+    """What one ``ptxds rewrite`` did."""
+    groups: int = 0
+    rewrites_written: int = 0
+    mutants_written: int = 0
+    already_present: int = 0
+    mutants_rejected: Counter = field(default_factory=Counter)  # operator -> ptxas rejections
+    rewrite_failures: list = field(default_factory=list)        # (row name, operators, message)
+    by_operator: Counter = field(default_factory=Counter)
+
+
+def is_derived(record) -> bool:
+    return "mutation" in record.variant or "rewrites" in record.variant
+
+
+def context_for(record) -> Context:
+    """Read-only and address-holding parameters of each entry, from the launch: a buffer
+    counts as read-only when its role is ``in`` and no other parameter of the launch
+    passes the same buffer."""
+    module = parse_ptx(record.ptx)
+    params = {f.name: f.params for f in module.entries}
+    roles = {b.name: b.role for b in record.buffers()}
+    readonly, address = defaultdict(set), defaultdict(set)
+    for launch in record.launches:
+        uses = Counter(a.buffer for a in launch.args if a.kind == "buffer")
+        for arg, param in zip(launch.args, params.get(launch.entry, [])):
+            if arg.kind in ("buffer", "null", "blob"):
+                address[launch.entry].add(param.name)
+            if arg.kind == "buffer" and roles.get(arg.buffer) == "in" and uses[arg.buffer] == 1:
+                readonly[launch.entry].add(param.name)
+    return Context(dict(readonly), dict(address))
+
+
+def _derived_row(base, ptx: str, variant: dict, provenance: dict):
+    row = copy.deepcopy(base)
+    for name in VERIFIER_COLUMNS:
+        setattr(row, name, None)
+    row.source, row.ptx, row.variant, row.status, row.status_message = SOURCE, ptx, variant, "built", ""
+    row.kernel_id, row.ptx_hash, row.sass = "", "", ""
+    row.provenance = provenance
+    row.build_key = make_build_key(row.source, row.group_id, variant, row.arch, row.name)
+    return row
+
+
+def _diff(before: str, after: str, limit: int = 200) -> str:
+    lines = list(difflib.unified_diff(before.splitlines(), after.splitlines(), "base.ptx", "member.ptx",
+                                      lineterm="", n=1))
+    return "\n".join(lines[:limit]) + ("\n..." if len(lines) > limit else "")
+
+
+def _rewritten(base, index: int, seed: int, summary: RewriteSummary):
+    rng = random.Random(f"{seed}:{base.kernel_id}:rewrite:{index}")
+    names = rng.sample(sorted(REWRITES), REWRITES_PER_MEMBER)
+    ptx, edits = apply_rewrites(base.ptx, names, rng, context_for(base))
+    if not edits:
+        return None
+    variant = {"base": base.kernel_id, "base_variant": base.variant, "rewrites": [e.op for e in edits],
+               "seed": seed, "index": index}
+    provenance = {"generator": "ptxds rewrite", "base": base.kernel_id, "seed": seed,
+                  "trace": [e.to_dict() for e in edits], "diff": _diff(base.ptx, ptx)}
+    row = finalize_record(_derived_row(base, ptx, variant, provenance))
+    if row.status != "built":
+        summary.rewrite_failures.append((base.name, variant["rewrites"], row.status_message))
+        return None
+    summary.by_operator.update(variant["rewrites"])
+    return row
+
+
+def _mutant(base, index: int, seed: int, summary: RewriteSummary):
+    rng = random.Random(f"{seed}:{base.kernel_id}:mutant:{index}")
+    operators = sorted(MUTATIONS)
+    first = index % len(operators)  # operators take turns so each gets its share
+    order = operators[first:] + operators[:first]
+    for attempt in range(MUTATION_TRIES):
+        name = order[attempt % len(order)]
+        try:
+            ptx, edit = apply_mutation(base.ptx, name, rng, context_for(base))
+        except NotApplicable:
+            continue
+        if ptx == base.ptx:
+            continue
+        variant = {"base": base.kernel_id, "base_variant": base.variant, "mutation": name,
+                   "seed": seed, "index": index}
+        provenance = {"generator": "ptxds rewrite", "base": base.kernel_id, "seed": seed,
+                      "trace": [edit.to_dict()], "diff": _diff(base.ptx, ptx)}
+        row = finalize_record(_derived_row(base, ptx, variant, provenance))
+        if row.status != "built":
+            summary.mutants_rejected[name] += 1
+            continue
+        summary.by_operator[name] += 1
+        return row
+    return None
+
+
+def rewrite_dataset(root, rewrites: int = 2, mutants: int = 4, seed: int = 0, groups=None) -> RewriteSummary:
+    """Append ``rewrites`` rewritten members and ``mutants`` mutants to every group of
+    ``root`` (per group, bases taking turns). Safe to rerun: rows already present (same
+    base, operators, seed and index) are skipped."""
+    if rewrites < 0 or mutants < 0:
+        raise SpecError(f"--rewrites and --mutants must be >= 0, got {rewrites} and {mutants}")
+    root = Path(root)
+    records = read_records(root)
+    if not records:
+        raise SpecError(f"{root} holds no kernel rows; build one with ptxds build first")
+    present = done_keys(root)
+    by_group = defaultdict(list)
+    for record in records:
+        if record.status in BASE_STATUSES and not is_derived(record) and record.ptx:
+            if groups is None or record.group_id in groups:
+                by_group[record.group_id].append(record)
+    summary = RewriteSummary(groups=len(by_group))
+    writer = ShardWriter(root, "kernels")
+    for group, bases in sorted(by_group.items()):
+        bases.sort(key=lambda r: r.kernel_id)
+        new = []
+        for kind, count, make in (("rewrite", rewrites, _rewritten), ("mutant", mutants, _mutant)):
+            for index in range(count):
+                row = make(bases[index % len(bases)], index, seed, summary)
+                if row is None:
+                    continue
+                if row.build_key in present:
+                    summary.already_present += 1
+                    continue
+                new.append(row)
+                present.add(row.build_key)
+        summary.rewrites_written += sum(1 for r in new if "rewrites" in r.variant)
+        summary.mutants_written += sum(1 for r in new if "mutation" in r.variant)
+        if new:
+            writer.write(new)
+    write_card(root)
+    return summary
