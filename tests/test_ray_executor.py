@@ -114,6 +114,14 @@ def test_driver_writes_each_build_key_once_whatever_the_executor_returns(tmp_pat
     assert set(build_keys_on_disk(tmp_path).values()) == {1}
 
 
+def test_one_job_build_puts_the_cache_environment_back(tmp_path, monkeypatch):
+    monkeypatch.delenv("TRITON_CACHE_DIR", raising=False)
+    run_build("triton", tmp_path / "out", BuildOptions(archs=["sm_80"], limit=1), jobs=1, progress=False,
+              cache_dir=tmp_path / "cache")
+    assert any((tmp_path / "cache" / "triton").iterdir())
+    assert "TRITON_CACHE_DIR" not in os.environ
+
+
 def test_cluster_without_gpus_is_one_clear_error(ray_session):
     from verify.driver import NoDriverError
     with pytest.raises(NoDriverError, match="the Ray cluster has no GPU"):

@@ -11,6 +11,7 @@ and a run started with one executor resumes with another.
 """
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
 from dataclasses import dataclass
@@ -76,12 +77,28 @@ def build_and_finalize(builder, item: WorkItem, sass: bool) -> list:
     return records
 
 
+@contextlib.contextmanager
+def compile_caches(cache_dir: Optional[str]):
+    """The compilers read their cache folder from the environment: point it at
+    ``cache_dir`` for one item, then put back what was there (a worker process, or the
+    driver itself with one job, serves builds with other caches too)."""
+    wanted = cache_environment(cache_dir)
+    saved = {name: os.environ.get(name) for name in wanted}
+    os.environ.update(wanted)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
 def build_item(task: BuildTask, item: WorkItem) -> list:
     """Worker side: build one item of ``task``."""
-    # The compilers read their cache location from the environment; set it before any
-    # compile in this process, so a hit from any machine sharing the folder counts.
-    os.environ.update(cache_environment(task.cache_dir))
-    return build_and_finalize(_builder_for(task), item, task.sass)
+    with compile_caches(task.cache_dir):
+        return build_and_finalize(_builder_for(task), item, task.sass)
 
 
 def make_executor(name: str, address: Optional[str] = None, jobs: int = 0):
