@@ -29,7 +29,7 @@ def merge(datasets: list, into: Path) -> None:
     """One dataset folder holding the part files of all ``datasets``."""
     for dataset in datasets:
         for part in part_files(dataset):
-            target = into / "kernels" / part.parent.name / f"{Path(dataset).name}-{part.name}"
+            target = into / "kernels" / part.parent.name / f"part-{Path(dataset).name}-{part.name[len('part-'):]}"
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(part, target)
 

@@ -14,7 +14,7 @@ import pytest
 from builders import BUILDERS
 from builders.base import BuildOptions
 from dataset_spec.shards import read_records, read_table
-from ptxds.executors import ExecutorUnavailable, make_executor
+from ptxds.executors import make_executor
 from ptxds.executors.local import LocalExecutor
 from ptxds.pipeline import run_build
 from conftest import gpu_unavailable_reason, needs_nvcc
@@ -31,7 +31,10 @@ def ray_session():
     tests' own builders), like the driver."""
     ray = pytest.importorskip("ray")
     path = os.pathsep.join([str(ROOT), str(ROOT / "tests"), os.environ.get("PYTHONPATH", "")])
-    ray.init(num_cpus=2, num_gpus=0, object_store_memory=256 << 20, include_dashboard=False,
+    # Without a GPU, two GPUs are declared anyway, so verify's actors are placed and start
+    # (and meet the missing driver); with GPUs, Ray counts the real ones.
+    gpus = {"num_gpus": 2} if gpu_unavailable_reason() else {}
+    ray.init(num_cpus=2, **gpus, object_store_memory=256 << 20, include_dashboard=False,
              log_to_driver=False, configure_logging=False, runtime_env={"env_vars": {"PYTHONPATH": path}})
     yield make_executor("ray")
     ray.shutdown()
@@ -122,15 +125,26 @@ def test_one_job_build_puts_the_cache_environment_back(tmp_path, monkeypatch):
     assert "TRITON_CACHE_DIR" not in os.environ
 
 
-def test_cluster_without_gpus_is_one_clear_error(ray_session):
+@pytest.mark.skipif(gpu_unavailable_reason() is None, reason="needs a machine without a GPU driver")
+def test_verify_actors_start_and_report_a_missing_driver_in_one_line(ray_session, tmp_path):
+    from verify import verify_dataset
     from verify.driver import NoDriverError
-    with pytest.raises(NoDriverError, match="the Ray cluster has no GPU"):
-        ray_session.gpu_workers(None)
+    run_build("triton", tmp_path / "built", BuildOptions(archs=["sm_80"], limit=1), jobs=1, progress=False)
+    with pytest.raises(NoDriverError, match="NVIDIA GPU") as caught:
+        verify_dataset(tmp_path / "built", tmp_path / "verified", progress=False,
+                       start_workers=ray_session.gpu_workers)
+    assert "\n" not in str(caught.value)
+    assert not (tmp_path / "verified" / "kernels").exists()
 
 
-def test_address_without_ray_executor_is_refused():
-    with pytest.raises(ExecutorUnavailable, match="add --executor ray"):
-        make_executor("local", "10.0.0.1:6379")
+def test_address_without_ray_executor_is_one_clear_error(tmp_path):
+    from click.testing import CliRunner
+    from ptxds.cli import cli
+    result = CliRunner().invoke(cli, ["build", "--source", "triton", "--out", str(tmp_path / "d"),
+                                      "--address", "10.0.0.1:6379"])
+    assert result.exit_code == 1
+    assert result.output == "Error: --address names a Ray cluster; add --executor ray\n"
+    assert not (tmp_path / "d").exists()
 
 
 @pytest.mark.gpu

@@ -124,10 +124,12 @@ class RayExecutor:
         try:
             infos = ray.get([a.info.remote() for a in actors])
         except ray.exceptions.RayError as exc:
+            infos = [{"start_error": f"a GPU actor did not start: {str(exc).splitlines()[0]}"}]
+        failed = next((info["start_error"] for info in infos if info.get("start_error")), None)
+        if failed:
             for actor in actors:
                 ray.kill(actor)
-            cause = getattr(exc, "cause", None) or exc
-            raise NoDriverError(str(cause).splitlines()[0] if str(cause) else type(cause).__name__) from None
+            raise NoDriverError(failed)
         return [RayGpuWorker(ray, actor, index, info) for index, (actor, info) in enumerate(zip(actors, infos))]
 
     def close(self) -> None:
@@ -141,13 +143,18 @@ class GpuActor:
     inputs, so each input is sent over the network once per group."""
 
     def __init__(self):
+        from verify.driver import NoDriverError
         from verify.worker import GpuWorker
-        self.worker = GpuWorker(0)
+        self.worker, self.start_error = None, ""
+        try:
+            self.worker = GpuWorker(0)
+        except NoDriverError as exc:  # told to the driver by info(), in the driver's words
+            self.start_error = str(exc).splitlines()[0]
         self.group = None
         self.inputs: dict = {}
 
     def info(self) -> dict:
-        return dict(self.worker.info)
+        return {"start_error": self.start_error} if self.worker is None else dict(self.worker.info)
 
     def check(self, record_json: str, group: str, trials: list, new_inputs: dict, cubin, timeout: float):
         if group != self.group:
@@ -163,7 +170,8 @@ class GpuActor:
         return self.worker.time(build_key, budget_s, timeout, max_samples)
 
     def close(self) -> None:
-        self.worker.close()
+        if self.worker is not None:
+            self.worker.close()
 
 
 class RayGpuWorker:
