@@ -68,8 +68,13 @@ def main() -> None:
     out = args.work / "local-all"
     runs.append(("local, all GPUs", out, run("local, all GPUs", verify + ["--out", str(out)], env)))
 
+    gpus = []
+    if shutil.which("nvidia-smi"):  # Ray counts GPUs itself; say it outright where it can be read
+        gpus = subprocess.run(["nvidia-smi", "--query-gpu=index", "--format=csv,noheader"], text=True,
+                              capture_output=True).stdout.split()
     start = time.time()
-    started = ray_cli("start", "--head", "--disable-usage-stats", "--include-dashboard=false")
+    started = ray_cli("start", "--head", "--disable-usage-stats", "--include-dashboard=false",
+                      *([f"--num-gpus={len(gpus)}"] if gpus else []))
     cluster_start = time.time() - start
     if started.returncode != 0:
         print(f"ray start failed:\n{started.stdout[-1500:]}\n{started.stderr[-1500:]}")

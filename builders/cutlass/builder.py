@@ -81,10 +81,10 @@ def cutlass_shape_set(extra: dict) -> ShapeSet:
 class CutlassBuilder(Builder):
     """CUTLASS GEMM kernels -> rows with PTX, Params blob launches and a GEMM problem."""
     name = "cutlass"
-    # A batch of SM90a translation units holds nvcc's front end and cicc at a few GB; a
-    # cluster scheduler packs fewer of them per node than it has cores. A hint, not the
-    # hard limit (that is ptx_tools' PTXDS_COMPILER_MEMORY_GB).
-    task_memory_bytes = 3 << 30
+    # cicc peaked at 3.0 GiB compiling one SM90a TMA kernel; a cluster scheduler packs
+    # fewer such items per node than it has cores. A hint, not the hard limit (that is
+    # ptx_tools' PTXDS_COMPILER_MEMORY_GB).
+    task_memory_bytes = 4 << 30
 
     def __init__(self, options: BuildOptions | None = None):
         super().__init__(options)
