@@ -133,6 +133,7 @@ def _print_build_summary(summary) -> None:
     click.echo(f"\n{summary.source}: {summary.rows_written} rows written "
                f"({summary.items_skipped} of {summary.items_total} work items already done) "
                f"in {summary.seconds:.1f} s -> {summary.out_dir}")
+    click.echo(f"executor: {summary.executor}")
     click.echo(f"{'arch':<10}{'rows':>8}")
     for arch, n in sorted(summary.by_arch.items()):
         click.echo(f"{arch:<10}{n:>8}")
@@ -221,7 +222,7 @@ def verify(dataset, out_dir, groups, trials, no_timing, workers, kernel_timeout,
         summary = verify_dataset(dataset, out_dir, groups=groups, trials=trials, timing=not no_timing,
                                  workers=workers, kernel_timeout=kernel_timeout,
                                  progress=not silent, reference=reference, sanitize=sanitize,
-                                 start_workers=runner.gpu_workers)
+                                 start_workers=runner.gpu_workers, assembly_pool=runner.assembly_pool)
     finally:
         runner.close()
     write_pairs(out_dir)

@@ -38,6 +38,7 @@ class BuildSummary:
     failed_items: list = field(default_factory=list)
     seconds: float = 0.0
     interrupted: bool = False
+    executor: str = ""
 
 
 def select_items(items: list, limit, sample_seed: int) -> list:
@@ -79,6 +80,7 @@ def run_build(source: str, out_dir, options: BuildOptions, jobs: int = 0, sass: 
     task = BuildTask(BUILDERS[source], options, sass, str(Path(cache_dir).resolve()) if cache_dir else None,
                      builder_cls.task_memory_bytes)
     executor = executor or LocalExecutor(jobs)
+    summary.executor = executor.describe()
     writer = ShardWriter(out, "kernels")
     pending: list = []
     last_flush = time.time()

@@ -125,6 +125,24 @@ def test_one_job_build_puts_the_cache_environment_back(tmp_path, monkeypatch):
     assert "TRITON_CACHE_DIR" not in os.environ
 
 
+def test_ray_assembly_tasks_give_the_local_cubin(ray_session, tmp_path):
+    from verify.assembly_pool import assemble_for_gpu
+    run_build("triton", tmp_path / "built", BuildOptions(archs=["sm_90a"], limit=2), jobs=1, progress=False)
+    rows = read_records(tmp_path / "built")
+    pool = ray_session.assembly_pool((9, 0), None)
+    try:
+        for row in rows:
+            pool.submit(row)
+        got = [pool.result(row) for row in rows]
+    finally:
+        pool.close()
+    for row, assembled in zip(rows, got):
+        here = assemble_for_gpu(row.ptx, "sm_90a")
+        assert assembled.path == here.path != "driver_jit"
+        assert assembled.cubin == here.cubin and assembled.cubin[:4] == b"\x7fELF"
+    assert pool.result(rows[0]).path == "driver_jit"  # handed out once
+
+
 @pytest.mark.skipif(gpu_unavailable_reason() is None, reason="needs a machine without a GPU driver")
 def test_verify_actors_start_and_report_a_missing_driver_in_one_line(ray_session, tmp_path):
     from verify import verify_dataset
@@ -152,18 +170,22 @@ def test_verify_on_ray_actors_matches_local_workers(tmp_path):
     """One actor per GPU gives the statuses of local worker processes, on every GPU."""
     ray = pytest.importorskip("ray")
     from verify import verify_dataset
-    run_build("triton", tmp_path / "built", BuildOptions(archs=["sm_90a"], limit=8), jobs=2, progress=False)
+    run_build("triton", tmp_path / "built", BuildOptions(archs=["sm_90a"], limit=8, sample_seed=5), jobs=2,
+              progress=False)
     verify_dataset(tmp_path / "built", tmp_path / "local", timing=False, progress=False)
     started = not ray.is_initialized()
     executor = make_executor("ray")
     try:
         verify_dataset(tmp_path / "built", tmp_path / "ray", timing=False, progress=False,
-                       start_workers=executor.gpu_workers)
+                       start_workers=executor.gpu_workers, assembly_pool=executor.assembly_pool)
         gpus = int(ray.cluster_resources().get("GPU", 0))
     finally:
         if started:
             executor.close()
     local, on_ray = read_records(tmp_path / "local"), read_records(tmp_path / "ray")
     assert {r.build_key: r.status for r in on_ray} == {r.build_key: r.status for r in local}
+    assert {r.provenance["verify"]["load"] for r in on_ray} == {r.provenance["verify"]["load"] for r in local}
     used = {r.provenance["verify"]["gpu"] for r in on_ray if r.provenance.get("verify")}
-    assert len(used) == min(gpus, 8)
+    groups = {r.group_id for r in on_ray}
+    assert len(groups) >= 2
+    assert len(used) == min(gpus, len(groups))  # each actor takes a group as it starts

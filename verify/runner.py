@@ -376,7 +376,7 @@ def verify_dataset(in_dir, out_dir, *, groups: Optional[str] = None, trials: Opt
                    timing: bool = True,
                    workers: Optional[int] = None, kernel_timeout: float = 20.0, assemble_jobs: Optional[int] = None,
                    progress: bool = True, time_budget: float = 1.0, reference: str = "auto",
-                   sanitize: bool = False, start_workers=None) -> VerifySummary:
+                   sanitize: bool = False, start_workers=None, assembly_pool=None) -> VerifySummary:
     """Verify (and time) every group of the dataset in ``in_dir``; write rows to ``out_dir``.
 
     ``groups``: fnmatch pattern on group_id. ``trials``: trials per problem (None: one per
@@ -388,8 +388,11 @@ def verify_dataset(in_dir, out_dir, *, groups: Optional[str] = None, trials: Opt
     (memcheck, racecheck; the ``sanitizer`` column). ``reference``: auto (torch on the GPU for large array-API
     ops when torch is importable, else numpy), numpy, or torch. ``start_workers``: a
     function of ``workers`` returning objects with ``GpuWorker``'s interface (default:
-    local worker processes; the Ray executor gives actors on a cluster's GPUs). Raises
-    NoDriverError when no GPU can be used.
+    local worker processes; the Ray executor gives actors on a cluster's GPUs).
+    ``assembly_pool``: a function of (compute capability, ``assemble_jobs``) returning an
+    object with ``AssemblyPool``'s submit/result/close (default: ``AssemblyPool``; the Ray
+    executor's assembles on the cluster's CPUs). Raises NoDriverError when no GPU can be
+    used.
     """
     from .worker import start_local_workers
     in_path, out_path = Path(in_dir).resolve(), Path(out_dir).resolve()
@@ -415,7 +418,7 @@ def verify_dataset(in_dir, out_dir, *, groups: Optional[str] = None, trials: Opt
         info = gpu_workers[0].info
         summary.gpu_name = info.get("name", "")
         cc = tuple(info["cc"])
-        pool = AssemblyPool(cc, assemble_jobs)
+        pool = (assembly_pool or AssemblyPool)(cc, assemble_jobs)
         if progress:
             try:
                 from tqdm import tqdm

@@ -60,5 +60,10 @@ class LocalExecutor:
         from verify.worker import start_local_workers
         return start_local_workers(count)
 
+    def assembly_pool(self, cc: tuple, jobs: Optional[int]):
+        """Rows' PTX assembled by processes on this machine (``jobs``: None all cores, 0 none)."""
+        from verify.assembly_pool import AssemblyPool
+        return AssemblyPool(cc, jobs)
+
     def close(self) -> None:
         pass

@@ -1,8 +1,8 @@
 """The Ray executor: build work items run as Ray tasks (``num_cpus=1``, a memory hint for
 heavy translation units, retried when their worker or node dies); verify runs one Ray
 actor per GPU (``num_gpus=1``), each keeping one GPU worker process and its CUDA context
-for many rows, as the local runner does. Results stream back to the driver, which alone
-writes the store."""
+for many rows, as the local runner does, with rows' PTX assembled by Ray tasks ahead of
+the GPUs. Results stream back to the driver, which alone writes the store."""
 from __future__ import annotations
 
 import os
@@ -132,9 +132,47 @@ class RayExecutor:
             raise NoDriverError(failed)
         return [RayGpuWorker(ray, actor, index, info) for index, (actor, info) in enumerate(zip(actors, infos))]
 
+    def assembly_pool(self, cc: tuple, jobs: Optional[int]):
+        """Rows' PTX assembled by Ray tasks on the cluster's CPUs (``jobs=0``: none, the
+        driver JIT in each actor loads the PTX)."""
+        from verify.assembly_pool import AssemblyPool
+        return AssemblyPool(cc, 0) if jobs == 0 else RayAssemblyPool(self.ray, cc)
+
     def close(self) -> None:
         if self.owns_session and self.ray.is_initialized():
             self.ray.shutdown()
+
+
+class RayAssemblyPool:
+    """``AssemblyPool``'s interface on Ray tasks: each row's PTX is assembled on any node's
+    CPU, so verify on many GPUs is not capped by the driver's cores."""
+
+    def __init__(self, ray, cc: tuple):
+        from verify.assembly_pool import assemble_for_gpu
+        self.ray, self.cc = ray, tuple(cc)
+        self.remote = ray.remote(assemble_for_gpu).options(num_cpus=1, max_retries=MAX_RETRIES)
+        self.refs: dict = {}
+
+    def submit(self, record) -> None:
+        from verify.assembly_pool import runnable_reason, target_arch
+        if record.build_key in self.refs or runnable_reason(record.arch, self.cc):
+            return
+        self.refs[record.build_key] = self.remote.remote(record.ptx, target_arch(record.arch, self.cc))
+
+    def result(self, record, timeout: float = 600.0):
+        from verify.assembly_pool import Assembled
+        ref = self.refs.pop(record.build_key, None)
+        if ref is None:
+            return Assembled(None, "driver_jit", "not assembled ahead")
+        try:
+            return self.ray.get(ref, timeout=timeout)
+        except Exception as exc:  # a lost task costs this row's cubin (the driver JIT loads it), not the run
+            return Assembled(None, "driver_jit", f"assembly task: {type(exc).__name__}: {str(exc).splitlines()[0]}")
+
+    def close(self) -> None:
+        for ref in self.refs.values():
+            self.ray.cancel(ref, force=True)
+        self.refs = {}
 
 
 class GpuActor:
