@@ -30,25 +30,33 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=None)
     parser.add_argument("--cpus", type=int, default=2)
     parser.add_argument("--work", type=Path, default=Path("/tmp/ray-overhead"))
+    parser.add_argument("--ray-first", action="store_true", help="run Ray before local (for a shared machine)")
     args = parser.parse_args()
     shutil.rmtree(args.work, ignore_errors=True)
     options = BuildOptions(archs=args.arch.split(","), limit=args.limit)
-    results = []
 
-    local = run_build(args.source, args.work / "local", options, jobs=args.cpus, progress=False,
-                      cache_dir=args.work / "cache-local")
-    results.append(("local", args.cpus, local))
+    def build_local():
+        return run_build(args.source, args.work / "local", options, jobs=args.cpus, progress=False,
+                         cache_dir=args.work / "cache-local")
 
-    import ray
-    start = time.time()
-    ray.init(num_cpus=args.cpus, num_gpus=0, include_dashboard=False, log_to_driver=False,
-             configure_logging=False)
-    startup = time.time() - start
-    executor = make_executor("ray")
-    on_ray = run_build(args.source, args.work / "ray", options, executor=executor, progress=False,
-                       cache_dir=args.work / "cache-ray")
-    results.append(("ray", args.cpus, on_ray))
-    ray.shutdown()
+    def build_on_ray():
+        import ray
+        start = time.time()
+        ray.init(num_cpus=args.cpus, num_gpus=0, include_dashboard=False, log_to_driver=False,
+                 configure_logging=False)
+        startup = time.time() - start
+        summary = run_build(args.source, args.work / "ray", options, executor=make_executor("ray"),
+                            progress=False, cache_dir=args.work / "cache-ray")
+        ray.shutdown()
+        return summary, startup
+
+    if args.ray_first:
+        on_ray, startup = build_on_ray()
+        local = build_local()
+    else:
+        local = build_local()
+        on_ray, startup = build_on_ray()
+    results = [("local", args.cpus, local), ("ray", args.cpus, on_ray)]
 
     same = rows(args.work / "local") == rows(args.work / "ray")
     print(f"\n{args.source}, {local.rows_written} rows, cold caches; rows equal: {same}")

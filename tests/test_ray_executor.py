@@ -44,6 +44,11 @@ def rows_of(folder) -> set:
     return {(r.build_key, r.kernel_id, r.ptx_hash, r.status) for r in read_records(folder)}
 
 
+def load_paths(rows) -> set:
+    """How verify loaded the rows: nvjitlink, ptxas (assembled ahead) or driver_jit."""
+    return {(r.provenance.get("verify") or {}).get("load") for r in rows}
+
+
 def build_keys_on_disk(folder) -> Counter:
     return Counter(read_table(folder, "kernels", columns=["build_key"]).column("build_key").to_pylist())
 
@@ -184,7 +189,7 @@ def test_verify_on_ray_actors_matches_local_workers(tmp_path):
             executor.close()
     local, on_ray = read_records(tmp_path / "local"), read_records(tmp_path / "ray")
     assert {r.build_key: r.status for r in on_ray} == {r.build_key: r.status for r in local}
-    assert {r.provenance["verify"]["load"] for r in on_ray} == {r.provenance["verify"]["load"] for r in local}
+    assert load_paths(on_ray) == load_paths(local)  # assembled ahead, by Ray tasks as by local processes
     used = {r.provenance["verify"]["gpu"] for r in on_ray if r.provenance.get("verify")}
     groups = {r.group_id for r in on_ray}
     assert len(groups) >= 2
