@@ -35,6 +35,8 @@ class WorkItem:
 class Builder:
     """Base class: subclasses set ``name`` and implement ``work_items`` and ``build``."""
     name = "base"
+    # Peak memory of one item's build, a scheduling hint for cluster executors (0: small).
+    task_memory_bytes = 0
 
     def __init__(self, options: Optional[BuildOptions] = None):
         self.options = options or BuildOptions()

@@ -21,10 +21,11 @@ def library_errors(func):
     def wrapper(*args, **kwargs):
         from dataset_spec.model import SpecError
         from ptx_tools import ToolchainError
+        from .executors import ExecutorUnavailable
         from .report import EmptyDatasetError, UnknownKnobError
         try:
             return func(*args, **kwargs)
-        except (UnknownSourceError, MissingSourceDependency, ToolchainError, SpecError,
+        except (UnknownSourceError, MissingSourceDependency, ToolchainError, SpecError, ExecutorUnavailable,
                 FileNotFoundError, EmptyDatasetError, UnknownKnobError) as exc:
             raise click.ClickException(str(exc).splitlines()[0]) from None
         except Exception as exc:
@@ -32,6 +33,20 @@ def library_errors(func):
                 raise click.ClickException(str(exc).splitlines()[0]) from None
             raise
     return wrapper
+
+
+def executor_options(func):
+    """``--executor`` and ``--address``, shared by build and verify."""
+    func = click.option("--address", default=None,
+                        help="ray: the cluster to join (host:port, or auto for the one ray start began); "
+                             "default: RAY_ADDRESS, else a new local Ray")(func)
+    return click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True,
+                        help="where the work runs: local processes, or Ray tasks/actors on a cluster")(func)
+
+
+def _executor(name: str, address, jobs: int = 0):
+    from .executors import make_executor
+    return make_executor(name, address, jobs)
 
 
 def _parse_archs(value: str) -> list:
@@ -54,7 +69,7 @@ def cli():
 @click.option("--arch", "arch", default="sm_80,sm_90a", show_default=True, help="comma-separated targets")
 @click.option("--limit", type=int, default=None, help="build at most N work items")
 @click.option("--sample-seed", type=int, default=0, help="with --limit: sample items with this seed")
-@click.option("--jobs", type=int, default=0, help="worker processes (default: all cores)")
+@click.option("--jobs", type=int, default=0, help="local: worker processes (default: all cores)")
 @click.option("--from-dump", "from_dump", type=click.Path(exists=True, file_okay=False),
               help="triton: ingest a TRITON_CACHE_DIR / TRITON_KERNEL_DUMP tree")
 @click.option("--problem", "problem_file", type=click.Path(exists=True, dir_okay=False),
@@ -69,16 +84,22 @@ def cli():
 @click.option("--mugraphs", multiple=True, type=click.Path(exists=True, dir_okay=False),
               help="mirage: muGraph JSON file (repeatable; default: the shared saved muGraphs)")
 @click.option("--sass/--no-sass", default=False, help="store each row's SASS text")
+@executor_options
+@click.option("--cache", "cache_dir", default=None, type=click.Path(file_okay=False),
+              help="compile cache folder shared by every worker (a shared file system on a cluster); "
+                   "default: each machine's own")
 @click.option("--silent", is_flag=True, help="no progress bar")
 @click.option("--flush-rows", type=int, default=64, hidden=True, help="rows per part file")
 @library_errors
 def build(source, out_dir, arch, limit, sample_seed, jobs, from_dump, problem_file, manifest,
-          family, sm_count, shapes, mugraphs, sass, silent, flush_rows):
+          family, sm_count, shapes, mugraphs, sass, executor, address, cache_dir, silent, flush_rows):
     """Build a source's equivalence groups into a dataset folder (safe to rerun: resumes).
 
     Example:
 
         ptxds build --source triton --out data/triton --arch sm_80,sm_90a
+
+        ptxds build --source cutlass --out data/cutlass --executor ray --address auto --cache /shared/ptxds-cache
     """
     from builders.base import BuildOptions
     from .pipeline import run_build
@@ -98,8 +119,12 @@ def build(source, out_dir, arch, limit, sample_seed, jobs, from_dump, problem_fi
     if source == "triton-dump" and not from_dump:
         raise click.UsageError("--source triton-dump needs --from-dump DIR")
     options = BuildOptions(archs=_parse_archs(arch), limit=limit, sample_seed=sample_seed, extra=extra)
-    summary = run_build(source, out_dir, options, jobs=jobs, sass=sass, progress=not silent,
-                        flush_rows=flush_rows)
+    runner = _executor(executor, address, jobs)
+    try:
+        summary = run_build(source, out_dir, options, sass=sass, progress=not silent,
+                            flush_rows=flush_rows, executor=runner, cache_dir=cache_dir)
+    finally:
+        runner.close()
     _print_build_summary(summary)
     if summary.interrupted:
         raise click.ClickException("interrupted; run the same command again to resume")
@@ -109,6 +134,7 @@ def _print_build_summary(summary) -> None:
     click.echo(f"\n{summary.source}: {summary.rows_written} rows written "
                f"({summary.items_skipped} of {summary.items_total} work items already done) "
                f"in {summary.seconds:.1f} s -> {summary.out_dir}")
+    click.echo(f"executor: {summary.executor}")
     click.echo(f"{'arch':<10}{'rows':>8}")
     for arch, n in sorted(summary.by_arch.items()):
         click.echo(f"{arch:<10}{n:>8}")
@@ -208,21 +234,25 @@ def rewrite(dataset, rewrites, mutants, seed):
 @click.option("--trials", type=int, default=None,
               help="trials per group (default: one per trial kind: normal, uniform, wide, edge)")
 @click.option("--no-timing", is_flag=True, help="check equivalence only")
-@click.option("--workers", type=int, default=0, help="GPU worker processes (default: one per GPU)")
+@click.option("--workers", type=int, default=0, help="GPU workers: processes, or Ray actors (default: one per GPU)")
 @click.option("--kernel-timeout", type=float, default=20.0, show_default=True,
               help="seconds before a member counts as hung")
 @click.option("--reference", type=click.Choice(["auto", "numpy", "torch"]), default="auto", show_default=True,
               help="where float64 references run (auto: torch on the GPU for large GEMMs when installed)")
 @click.option("--sanitize", is_flag=True,
               help="also run every member under compute-sanitizer (memcheck, racecheck); slow")
+@executor_options
 @click.option("--silent", is_flag=True, help="no progress bar")
 @library_errors
-def verify(dataset, out_dir, groups, trials, no_timing, workers, kernel_timeout, reference, sanitize, silent):
+def verify(dataset, out_dir, groups, trials, no_timing, workers, kernel_timeout, reference, sanitize,
+           executor, address, silent):
     """Run every group on the GPU, check equivalence, time every member; writes new shards.
 
     Example:
 
         ptxds verify data/triton --out data/triton-verified
+
+        ptxds verify data/cutlass --out data/cutlass-verified --executor ray --address auto
     """
     from verify import verify_dataset
     from .pairs import write_pairs
@@ -230,9 +260,14 @@ def verify(dataset, out_dir, groups, trials, no_timing, workers, kernel_timeout,
     out_dir = out_dir or str(Path(dataset).resolve()) + "-verified"
     if Path(out_dir).resolve() == Path(dataset).resolve():
         raise click.UsageError("--out must differ from DATASET: the input is never changed in place")
-    summary = verify_dataset(dataset, out_dir, groups=groups, trials=trials, timing=not no_timing,
-                             workers=workers, kernel_timeout=kernel_timeout,
-                             progress=not silent, reference=reference, sanitize=sanitize)
+    runner = _executor(executor, address)
+    try:
+        summary = verify_dataset(dataset, out_dir, groups=groups, trials=trials, timing=not no_timing,
+                                 workers=workers, kernel_timeout=kernel_timeout,
+                                 progress=not silent, reference=reference, sanitize=sanitize,
+                                 start_workers=runner.gpu_workers, assembly_pool=runner.assembly_pool)
+    finally:
+        runner.close()
     write_pairs(out_dir)
     write_card(out_dir)
     click.echo(summary.format())

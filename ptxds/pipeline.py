@@ -1,23 +1,24 @@
-"""The build pipeline: builder work items -> worker processes (compile + finalise) ->
-crash-safe shards -> dataset card. Resumable: work items whose rows are already in the
-output folder are skipped, and rows land only as whole, fsynced part files."""
+"""The build pipeline: builder work items -> an executor's workers (compile + finalise;
+local processes or Ray tasks) -> crash-safe shards written by this driver alone -> dataset
+card. Resumable: work items whose rows are already in the output folder are skipped, and
+rows land only as whole, fsynced part files."""
 from __future__ import annotations
 
-import concurrent.futures as cf
-import os
+import contextlib
 import random
 import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from builders import load_builder
+from builders import BUILDERS, load_builder
 from builders.base import BuildOptions, WorkItem
 from dataset_spec.card import write_card
 from dataset_spec.shards import ShardWriter, done_keys, remove_stale_temp_files
 from ptx_tools import find_tool
 
-from .finalize import finalize_record
+from .executors import BuildTask, build_and_finalize  # noqa: F401 (tests build one item)
+from .executors.local import LocalExecutor
 
 FLUSH_ROWS = 64
 FLUSH_SECONDS = 15.0
@@ -37,6 +38,7 @@ class BuildSummary:
     failed_items: list = field(default_factory=list)
     seconds: float = 0.0
     interrupted: bool = False
+    executor: str = ""
 
 
 def select_items(items: list, limit, sample_seed: int) -> list:
@@ -54,30 +56,14 @@ def item_of_key(build_key: str) -> str:
     return build_key.split("#", 1)[0]
 
 
-_WORKER_BUILDER = None
-
-
-def _init_worker(source: str, options: BuildOptions) -> None:
-    global _WORKER_BUILDER
-    _WORKER_BUILDER = load_builder(source)(options)
-
-
-def build_and_finalize(builder, item: WorkItem, sass: bool) -> list:
-    records = builder.build(item)
-    for i, record in enumerate(records):
-        record.build_key = item.key if len(records) == 1 else f"{item.key}#{i}"
-        record.provenance.setdefault("work_item", item.key)
-        finalize_record(record, sass=sass)
-    return records
-
-
-def _run_item(item: WorkItem, sass: bool) -> list:
-    return build_and_finalize(_WORKER_BUILDER, item, sass)
-
-
 def run_build(source: str, out_dir, options: BuildOptions, jobs: int = 0, sass: bool = False,
-              progress: bool = True, flush_rows: int = FLUSH_ROWS) -> BuildSummary:
-    """Build ``source`` into ``out_dir`` and (re)write its card. Safe to rerun."""
+              progress: bool = True, flush_rows: int = FLUSH_ROWS, executor=None,
+              cache_dir=None) -> BuildSummary:
+    """Build ``source`` into ``out_dir`` and (re)write its card. Safe to rerun, with any
+    executor: items whose rows are on disk are skipped, and a row whose ``build_key`` is
+    already written (a retried task's duplicate) is dropped here, so no row lands twice.
+    ``executor``: from ``executors.make_executor`` (default: local with ``jobs``
+    processes). ``cache_dir``: a compile cache folder every worker shares."""
     start = time.time()
     find_tool("ptxas")  # a missing toolchain is one clear error before any work
     builder_cls = load_builder(source)
@@ -86,10 +72,15 @@ def run_build(source: str, out_dir, options: BuildOptions, jobs: int = 0, sass: 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     remove_stale_temp_files(out)
-    finished = {item_of_key(k) for k in done_keys(out)}
+    written = done_keys(out)
+    finished = {item_of_key(k) for k in written}
     todo = [item for item in items if item.key not in finished]
     summary = BuildSummary(source, str(out), items_total=len(items),
                            items_skipped=len(items) - len(todo))
+    task = BuildTask(BUILDERS[source], options, sass, str(Path(cache_dir).resolve()) if cache_dir else None,
+                     builder_cls.task_memory_bytes)
+    executor = executor or LocalExecutor(jobs)
+    summary.executor = executor.describe()
     writer = ShardWriter(out, "kernels")
     pending: list = []
     last_flush = time.time()
@@ -102,23 +93,24 @@ def run_build(source: str, out_dir, options: BuildOptions, jobs: int = 0, sass: 
         last_flush = time.time()
 
     def take(records):
-        for record in records:
+        fresh = [r for r in records if r.build_key not in written]
+        written.update(r.build_key for r in fresh)
+        for record in fresh:
             summary.by_status[record.status] += 1
             summary.by_arch[record.arch] += 1
             summary.groups.add(record.group_id)
-        pending.extend(records)
+        pending.extend(fresh)
         if len(pending) >= flush_rows or time.time() - last_flush > FLUSH_SECONDS:
             flush()
 
     bar = _progress_bar(len(todo), source, progress)
-    jobs = jobs or os.cpu_count() or 1
     try:
-        if jobs == 1:
-            for item in todo:
-                take(_safe_build(builder, item, sass, summary))
+        with contextlib.closing(executor.run_items(task, todo)) as outcomes:
+            for outcome in outcomes:
+                if outcome.error:
+                    summary.failed_items.append((outcome.item.label, outcome.error))
+                take(outcome.records)
                 bar.update(1)
-        else:
-            _run_pool(source, options, todo, jobs, sass, take, bar, summary)
     except KeyboardInterrupt:
         summary.interrupted = True
     finally:
@@ -127,31 +119,6 @@ def run_build(source: str, out_dir, options: BuildOptions, jobs: int = 0, sass: 
     write_card(out)
     summary.seconds = time.time() - start
     return summary
-
-
-def _safe_build(builder, item, sass, summary) -> list:
-    try:
-        return build_and_finalize(builder, item, sass)
-    except Exception as exc:  # a builder bug costs one item, and is reported
-        summary.failed_items.append((item.label, f"{type(exc).__name__}: {exc}"))
-        return []
-
-
-def _run_pool(source, options, todo, jobs, sass, take, bar, summary) -> None:
-    with cf.ProcessPoolExecutor(jobs, initializer=_init_worker, initargs=(source, options)) as pool:
-        futures = {pool.submit(_run_item, item, sass): item for item in todo}
-        try:
-            for future in cf.as_completed(futures):
-                item = futures[future]
-                try:
-                    take(future.result())
-                except Exception as exc:
-                    summary.failed_items.append((item.label, f"{type(exc).__name__}: {exc}"))
-                bar.update(1)
-        except KeyboardInterrupt:
-            for future in futures:
-                future.cancel()
-            raise
 
 
 def _progress_bar(total: int, label: str, enabled: bool):

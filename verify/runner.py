@@ -376,7 +376,7 @@ def verify_dataset(in_dir, out_dir, *, groups: Optional[str] = None, trials: Opt
                    timing: bool = True,
                    workers: Optional[int] = None, kernel_timeout: float = 20.0, assemble_jobs: Optional[int] = None,
                    progress: bool = True, time_budget: float = 1.0, reference: str = "auto",
-                   sanitize: bool = False) -> VerifySummary:
+                   sanitize: bool = False, start_workers=None, assembly_pool=None) -> VerifySummary:
     """Verify (and time) every group of the dataset in ``in_dir``; write rows to ``out_dir``.
 
     ``groups``: fnmatch pattern on group_id. ``trials``: trials per problem (None: one per
@@ -386,10 +386,15 @@ def verify_dataset(in_dir, out_dir, *, groups: Optional[str] = None, trials: Opt
     of the GPU (None: all cores, 0: none, the driver JIT does it). ``time_budget``: seconds
     of timing per passing row. ``sanitize``: also run each member under compute-sanitizer
     (memcheck, racecheck; the ``sanitizer`` column). ``reference``: auto (torch on the GPU for large array-API
-    ops when torch is importable, else numpy), numpy, or torch. Raises NoDriverError when
-    no GPU can be used.
+    ops when torch is importable, else numpy), numpy, or torch. ``start_workers``: a
+    function of ``workers`` returning objects with ``GpuWorker``'s interface (default:
+    local worker processes; the Ray executor gives actors on a cluster's GPUs).
+    ``assembly_pool``: a function of (compute capability, ``assemble_jobs``) returning an
+    object with ``AssemblyPool``'s submit/result/close (default: ``AssemblyPool``; the Ray
+    executor's assembles on the cluster's CPUs). Raises NoDriverError when no GPU can be
+    used.
     """
-    from .worker import GpuWorker
+    from .worker import start_local_workers
     in_path, out_path = Path(in_dir).resolve(), Path(out_dir).resolve()
     if in_path == out_path:
         raise ValueError("out_dir must differ from in_dir: the input dataset is never changed in place")
@@ -406,17 +411,14 @@ def verify_dataset(in_dir, out_dir, *, groups: Optional[str] = None, trials: Opt
     if not todo:
         return summary
 
-    gpu_workers = [GpuWorker(0)]
+    gpu_workers = (start_workers or start_local_workers)(workers)
     pool = None
     bar = None
     try:
-        count = int(gpu_workers[0].info.get("device_count", 1)) or 1
-        for i in range(1, workers or count):
-            gpu_workers.append(GpuWorker(i % count))
         info = gpu_workers[0].info
         summary.gpu_name = info.get("name", "")
         cc = tuple(info["cc"])
-        pool = AssemblyPool(cc, assemble_jobs)
+        pool = (assembly_pool or AssemblyPool)(cc, assemble_jobs)
         if progress:
             try:
                 from tqdm import tqdm

@@ -321,3 +321,17 @@ class GpuWorker:
         if reply.get("fatal"):
             self.kill()
         return reply
+
+
+def start_local_workers(count: Optional[int] = None) -> list:
+    """``count`` worker processes spread over the visible GPUs (0/None: one per GPU)."""
+    workers = [GpuWorker(0)]
+    try:
+        visible = int(workers[0].info.get("device_count", 1)) or 1
+        for i in range(1, count or visible):
+            workers.append(GpuWorker(i % visible))
+    except BaseException:
+        for worker in workers:
+            worker.close()
+        raise
+    return workers

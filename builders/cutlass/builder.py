@@ -81,6 +81,10 @@ def cutlass_shape_set(extra: dict) -> ShapeSet:
 class CutlassBuilder(Builder):
     """CUTLASS GEMM kernels -> rows with PTX, Params blob launches and a GEMM problem."""
     name = "cutlass"
+    # cicc peaked at 3.0 GiB compiling one SM90a TMA kernel; a cluster scheduler packs
+    # fewer such items per node than it has cores. A hint, not the hard limit (that is
+    # ptx_tools' PTXDS_COMPILER_MEMORY_GB).
+    task_memory_bytes = 4 << 30
 
     def __init__(self, options: BuildOptions | None = None):
         super().__init__(options)

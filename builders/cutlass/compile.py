@@ -3,7 +3,7 @@
 nvcc, its version and its time/memory limits all come from ``ptx_tools`` (the pinned CUDA
 wheels). Every output is cached under ``~/.cache/ptxds/cutlass`` (or
 ``$PTXDS_CUTLASS_CACHE``) by the hash of its source, flags and toolchain, so a rebuild costs
-nothing.
+nothing; ``ptxds build --cache DIR`` points it at a folder that several machines share.
 """
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import tempfile
 import time
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -122,13 +123,14 @@ def build_packer(source: str, arch: str, use_cache: bool = True) -> Path:
             raise CutlassCompileError(f"nvcc timed out after {COMPILE_TIMEOUT_S}s") from None
         if proc.returncode != 0:
             raise CutlassCompileError(f"nvcc exited with {proc.returncode}", proc.stdout[-20000:])
-        partial = target.with_suffix(f".{os.getpid()}.partial")
+        partial = target.with_suffix(f".{uuid.uuid4().hex}.partial")
         shutil.copy2(tmp / "packer", partial)
         os.replace(partial, target)
     return target
 
 
 def _atomic_write(path: Path, text: str) -> None:
-    partial = path.with_suffix(path.suffix + f".{os.getpid()}.partial")
+    # A unique temp name: machines sharing a cache folder (--cache) can have equal pids.
+    partial = path.with_suffix(path.suffix + f".{uuid.uuid4().hex}.partial")
     partial.write_text(text)
     os.replace(partial, path)
