@@ -186,15 +186,16 @@ def saturate_to_output(values: np.ndarray, dtype: str) -> np.ndarray:
     nearest even and saturate (``cvt.rni.sat``; CUTLASS's LinearCombinationClamp and
     integer NumericConverters), FP8 saturates to its largest finite value
     (``cvt.rn.satfinite``). Other float outputs keep the exact value (the bound covers
-    their rounding)."""
+    their rounding). Array methods only, so torch tensors work too (verify/reference.py);
+    ``round`` is half to even in numpy and torch, and ``clip`` keeps NaN."""
     kind = DTYPES[dtype][1]
     if kind in ("i", "u"):
         bits = 8 * DTYPES[dtype][0]
         lo, hi = (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1) if kind == "i" else (0, 2 ** bits - 1)
-        return np.clip(np.rint(values), lo, hi)
+        return values.round().clip(lo, hi)
     if is_fp8(dtype):
         top = FORMATS[dtype].max_finite
-        return np.where(np.isnan(values), values, np.clip(values, -top, top))
+        return values.clip(-top, top)
     return values
 
 

@@ -173,3 +173,9 @@ def test_every_family_builds_one_kernel(family):
     size = fit_to_family(specs, *DEFAULT_PROBLEM)
     rows = CutlassBuilder(BuildOptions(archs=[arch])).build(_item([specs[0].name], family.sm, arch, size))
     assert rows[0].status == "built", rows[0].status_message[:2000]
+
+
+def test_docs_list_the_current_family_table():
+    from pathlib import Path
+    docs = (Path(__file__).resolve().parents[1] / "docs" / "cutlass.md").read_text()
+    assert catalog.family_markdown() in docs, "regenerate docs/cutlass.md's tables with catalog.family_markdown()"

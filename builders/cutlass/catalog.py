@@ -150,8 +150,12 @@ def exclusion_reason(op) -> str:
         return f"{kind} GEMM: {EXTRA_OPERANDS.get(kind, 'not a plain universal GEMM')}"
     if op.is_complex():
         return "complex-valued GEMM: the verifier's buffers hold real numbers"
-    if getattr(op, "mixed_input_mode", None) is not None:
-        return (f"3.x mixed-input mainloop ({_enum_name(op.mixed_input_mode)}): needs scale/zero-point "
+    mixed = getattr(op, "mixed_input_mode", None)
+    if mixed is not None and _enum_name(mixed) == "ConvertOnly":
+        return ("3.x mixed-input mainloop (ConvertOnly): its Arguments (swapped operands, scale "
+                "fields) are not filled by the host packer yet")
+    if mixed is not None:
+        return (f"3.x mixed-input mainloop ({_enum_name(mixed)}): needs scale/zero-point "
                 f"tensors and a group size that the GEMM problem does not state")
     elements = [DataTypeNames[t.element] for t in (op.A, op.B, op.C, op.D)]
     if any(e in SUB_BYTE for e in elements):
@@ -277,3 +281,28 @@ def sample_kernels(specs: list, limit, seed: int) -> list:
         return list(specs)
     chosen = random.Random(seed).sample(sorted(specs, key=lambda s: s.name), limit)
     return sorted(chosen, key=lambda s: s.name)
+
+
+def family_markdown(sms=(80, 90)) -> str:
+    """docs/cutlass.md's family tables: built families per (arch, API, opcode class, math
+    operation) with their type combinations, then the excluded ones per reason."""
+    table = family_table(sms)
+    built, excluded = {}, {}
+    for f in table:
+        if f.excluded:
+            entry = excluded.setdefault(f.excluded, [0, 0, set()])
+            entry[0] += 1
+            entry[1] += len(f.kernels)
+            entry[2].add(f"sm{f.sm}")
+        else:
+            key = (f"sm{f.sm}", f"{f.generation}.x", f.opcode_class, f.math_operation)
+            entry = built.setdefault(key, [0, []])
+            entry[0] += len(f.kernels)
+            entry[1].append(f.types + ("" if f.epilogue == "LinearCombination" else f" ({f.epilogue})"))
+    lines = ["| arch | API | opcode | math | kernels | A_B_acc_C_D families |", "|---|---|---|---|---|---|"]
+    for (sm, api, opcode, math), (count, types) in sorted(built.items()):
+        lines.append(f"| {sm} | {api} | {opcode} | {math} | {count} | {', '.join(sorted(types))} |")
+    lines += ["", "| excluded because | families | kernels | archs |", "|---|---|---|---|"]
+    for reason, (families, kernels, archs) in sorted(excluded.items(), key=lambda r: -r[1][1]):
+        lines.append(f"| {reason} | {families} | {kernels} | {', '.join(sorted(archs))} |")
+    return "\n".join(lines) + "\n"
