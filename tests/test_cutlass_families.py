@@ -154,7 +154,9 @@ def test_one_batch_of_new_sm80_kinds_builds():
     assert "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32.satfinite" in int8.ptx
     assert "mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64" in by_name[NEW_KINDS_SM80[1]].ptx
     assert "mma.sync" not in by_name[NEW_KINDS_SM80[2]].ptx  # SIMT: FMAs only
-    assert by_name[NEW_KINDS_SM80[3]].problem.buffer("B").dtype == "int8"
+    mixed = by_name[NEW_KINDS_SM80[3]].problem  # 2.x: library A/B swapped into kernel terms
+    assert {mixed.buffer("A").dtype, mixed.buffer("B").dtype} == {"float16", "int8"}
+    assert all(b.init.kind == "randint" for b in mixed.buffers if b.dtype == "int8")
 
 
 def _every_family_case():

@@ -17,8 +17,10 @@ from dataclasses import dataclass, field
 SM90_TMA_FAMILY = "cutlass3x_sm90_tensorop_gemm_bf16_bf16_f32_bf16_bf16_*_tnn_align8*"
 # Families built when the user names none: the seed family, f16, tf32, one SM90 3.x family.
 DEFAULT_FAMILIES = (
-    "cutlass_tensorop_bf16_s16816gemm_bf16_*",
-    "cutlass_tensorop_f16_s16816gemm_f16_*",
+    # "[0-9]*": the tile follows the types; "_*" would also take the mixed-input kernels
+    # (cutlass_tensorop_bf16_s16816gemm_bf16_s8_...), a family of their own
+    "cutlass_tensorop_bf16_s16816gemm_bf16_[0-9]*",
+    "cutlass_tensorop_f16_s16816gemm_f16_[0-9]*",
     "cutlass_tensorop_s1688gemm_tf32_*",
     # TMA + wgmma, warp-specialized (cooperative, pingpong, plain, stream-K), clusters 2x1 /
     # 1x2, TMA or no-smem epilogue; their CUtensorMaps become tensormap patches.
