@@ -116,9 +116,12 @@ def test_fp8_gemm_has_its_own_accumulator_bound_and_saturating_store():
 
 
 def test_beta_needs_a_c_operand():
-    from builders.cutlass.problem import beta_misfit, family_id
+    from builders.cutlass.problem import epilogue_misfit, family_id
     void_c = _spec(90, next(n for n in catalog.load_manifest_operations(90) if "_bf16_bf16_f32_void_bf16_" in n))
-    assert "no C operand" in beta_misfit(void_c, 0.5) and beta_misfit(void_c, 0.0) == ""
+    assert "no C operand" in epilogue_misfit(void_c, 1.0, 0.5) and epilogue_misfit(void_c, 0.5, 0.0) == ""
+    int32_epilogue = _spec(80, "cutlass_tensorop_i16832gemm_s8_128x128_128x4_tn_align16")
+    assert "must be integers" in epilogue_misfit(int32_epilogue, 0.5, 0.0)
+    assert epilogue_misfit(int32_epilogue, 2.0, 1.0) == ""
     spec = _spec(80, "cutlass_tensorop_s8_i16832gemm_s8_128x128_128x4_tn_align16")
     problem = make_problem(spec, 32, 48, 64, alpha=1.0, beta=0.5)
     assert problem.buffer("C").dtype == "int8" and problem.params["beta"] == 0.5

@@ -33,7 +33,7 @@ from builders.cutlass import catalog
 from builders.cutlass.compile import (BASE_FLAGS, CutlassCompileError, build_packer, compile_to_ptx,
                                       cutlass_version, nvcc_version)
 from builders.cutlass.packer import PackError, pack_launch
-from builders.cutlass.problem import (DEFAULT_PROBLEM, alignment_misfit, beta_misfit, family_id, fit_to_family, group_id,
+from builders.cutlass.problem import (DEFAULT_PROBLEM, alignment_misfit, epilogue_misfit, family_id, fit_to_family, group_id,
                                       kernel_gemm, make_problem)
 from builders.shapes import ShapeSet, load_shape_set
 from builders.cutlass.source import kernel_source, packer_source
@@ -169,9 +169,9 @@ class CutlassBuilder(Builder):
         if spec.name in failures:
             return self._record(spec, item, size, "", [], [], "build_failed", failures[spec.name], shared)
         entry, ptx = ptx_by_name[spec.name]
-        misfit = alignment_misfit(spec, *size) or beta_misfit(spec, p["beta"])
-        if misfit:  # only a user-given size can miss: built-in sizes are fitted per group
-            status = "not_applicable" if p["exact"] else "build_failed"
+        misfit = alignment_misfit(spec, *size) or epilogue_misfit(spec, p["alpha"], p["beta"])
+        if misfit:  # built-in sizes are fitted per group; a user's size, alpha or beta may miss
+            status = "not_applicable" if p["exact"] or not alignment_misfit(spec, *size) else "build_failed"
             return self._record(spec, item, size, ptx, [], [], status, misfit, shared)
         try:
             launch, scratch = self._launch(spec, packer, entry, ptx, p, size)

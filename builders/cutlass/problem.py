@@ -125,11 +125,16 @@ INTEGER_INPUTS = {"s8": Distribution("randint", {"low": -8, "high": 8}),
                   "u8": Distribution("randint", {"low": 0, "high": 8})}
 
 
-def beta_misfit(spec: KernelSpec, beta: float) -> str:
-    """Why the kernel cannot compute beta * C, or '' when it can (3.x 'void C' kernels read
-    no C: they compute D = alpha * A @ B only)."""
+def epilogue_misfit(spec: KernelSpec, alpha: float, beta: float) -> str:
+    """Why the kernel's epilogue cannot compute alpha * A @ B + beta * C, or '' when it can:
+    3.x 'void C' kernels read no C (beta must be 0), and int32 epilogues (s8 -> s32) hold
+    alpha and beta as integers."""
     if beta != 0 and spec.knobs.get("element_c") == "void":
         return f"{spec.name}: its epilogue has no C operand (element C is void), so beta must be 0, got {beta:g}"
+    if spec.knobs.get("element_epilogue") in ("s32", "u32") and not (float(alpha).is_integer()
+                                                                      and float(beta).is_integer()):
+        return (f"{spec.name}: its epilogue computes in {spec.knobs['element_epilogue']}, so alpha and beta "
+                f"must be integers, got {alpha:g} and {beta:g}")
     return ""
 
 
