@@ -184,3 +184,15 @@ def test_docs_list_the_current_family_table():
     from pathlib import Path
     docs = (Path(__file__).resolve().parents[1] / "docs" / "cutlass.md").read_text()
     assert catalog.family_markdown() in docs, "regenerate docs/cutlass.md's tables with catalog.family_markdown()"
+
+
+def test_sm90_packer_of_2x_api_dmma_kernels_has_the_3x_headers():
+    """An sm_90a packer is compiled with the 3.x packing code; the SM90 DMMA f64 GEMMs are
+    2.x-API kernels, and their packer once failed on make_cute_packed_stride."""
+    from builders.cutlass.source import packer_source
+    dmma = _spec(90, next(n for n in catalog.load_manifest_operations(90) if "d1684gemm" in n))
+    assert dmma.generation == 2
+    source = packer_source([dmma])
+    assert '#include "cutlass/util/packed_stride.hpp"' in source
+    assert '#include "cutlass/gemm/kernel/default_gemm_universal.h"' in source
+    assert f"pack_2x<{dmma.name}>" in source
