@@ -6,7 +6,7 @@ Every path compiles the same kernels; the script checks that each kernel's entry
 identical after ``ptx_tools.normalize_ptx``, and reports cold (no cache) and warm (content
 cache hit) throughput.
 
-    python benchmarks/cutlass_build.py --family 'cutlass_tensorop_bf16_s16816gemm_bf16_*' --kernels 4
+    python benchmarks/cutlass_build.py --family 'cutlass_tensorop_bf16_s16816gemm_bf16_[0-9]*' --kernels 4
 """
 from __future__ import annotations
 
@@ -72,7 +72,7 @@ def _rate(n: int, cpu: float, wall: float) -> dict:
 
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--family", default="cutlass_tensorop_bf16_s16816gemm_bf16_*")
+    parser.add_argument("--family", default="cutlass_tensorop_bf16_s16816gemm_bf16_[0-9]*")
     parser.add_argument("--arch", default="sm_80")
     parser.add_argument("--kernels", type=int, default=4)
     parser.add_argument("--seed", type=int, default=0)

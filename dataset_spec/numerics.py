@@ -43,6 +43,16 @@ FORMATS = {
     "bfloat16": FloatFormat("bfloat16", 2.0 ** -8, float(np.float32(3.3895313892515355e38)), 2.0 ** -126, 2.0 ** -133),
     "float32": FloatFormat("float32", 2.0 ** -24, float(np.finfo(np.float32).max), 2.0 ** -126, 2.0 ** -149),
     "float64": FloatFormat("float64", 2.0 ** -53, float(np.finfo(np.float64).max), 2.0 ** -1022, 2.0 ** -1074),
+    "float8_e4m3": FloatFormat("float8_e4m3", 2.0 ** -4, 448.0, 2.0 ** -6, 2.0 ** -9),
+    "float8_e5m2": FloatFormat("float8_e5m2", 2.0 ** -3, 57344.0, 2.0 ** -14, 2.0 ** -16),
+}
+# Accumulators that are not a storage dtype. Hopper's FP8 tensor cores add products into
+# fewer bits than float32 (about 14 significant bits, DeepSeek-V3 report, section 3.3.2);
+# CUTLASS moves the partial sums into float32 registers every few MMAs, so the error of a
+# K-long sum is at most that of a 2^-13-roundoff accumulation.
+ACCUMULATORS = {
+    "fp8_tensor_core": FloatFormat("fp8_tensor_core", 2.0 ** -13, float(np.finfo(np.float32).max),
+                                   2.0 ** -126, 2.0 ** -149),
 }
 UNIT_ROUNDOFF = {name: f.unit_roundoff for name, f in FORMATS.items()}
 # Operand precisions a kernel may round inputs to inside its math (tensor-core input modes).
@@ -98,8 +108,10 @@ def bound_terms(out_dtype: str, reduction_length: int, accumulator: str = "", ma
     if out_dtype not in FORMATS:
         return BoundTerms(0.0, 0.0, 0.0, max(1, int(reduction_length)), 0.0, 0.0)
     out = FORMATS[out_dtype]
-    acc_name = accumulator if accumulator in FORMATS else ("float64" if out_dtype == "float64" else "float32")
-    acc = FORMATS[acc_name]
+    if accumulator in ACCUMULATORS:
+        acc = ACCUMULATORS[accumulator]
+    else:
+        acc = FORMATS[accumulator if accumulator in FORMATS else ("float64" if out_dtype == "float64" else "float32")]
     u_in = MATH_INPUT_ROUNDOFF.get(str(math_input or "").lower(), 0.0)
     return BoundTerms(out.unit_roundoff * max(1, int(output_roundings)), u_in, acc.unit_roundoff,
                       max(1, int(reduction_length)), out.tiny, acc.tiny, out.subnormal_min)

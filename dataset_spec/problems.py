@@ -19,7 +19,8 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from .model import Problem, SpecError
+from .fp8 import is_fp8
+from .model import DTYPES, Problem, SpecError
 from .numerics import FORMATS, BoundTerms, bound_terms
 
 
@@ -178,7 +179,33 @@ def _logical(array: np.ndarray, layout: str) -> np.ndarray:
 
 
 def ref_gemm(inputs, problem):
-    """D = alpha * A @ B + beta * C, each operand in its recorded layout."""
+    """D = alpha * A @ B + beta * C, each operand in its recorded layout, then stored the
+    way the epilogue converts to D's dtype (``saturate_to_output``)."""
+    out = _out_name(problem)
+    exact = gemm_exact(inputs, problem)
+    return {out: saturate_to_output(exact[out], problem.buffer(out).dtype)}
+
+
+def saturate_to_output(values: np.ndarray, dtype: str) -> np.ndarray:
+    """The epilogue's conversion where it is not a plain rounding: integers round to
+    nearest even and saturate (``cvt.rni.sat``; CUTLASS's LinearCombinationClamp and
+    integer NumericConverters), FP8 saturates to its largest finite value
+    (``cvt.rn.satfinite``). Other float outputs keep the exact value (the bound covers
+    their rounding). Array methods only, so torch tensors work too (verify/reference.py);
+    ``round`` is half to even in numpy and torch, and ``clip`` keeps NaN."""
+    kind = DTYPES[dtype][1]
+    if kind in ("i", "u"):
+        bits = 8 * DTYPES[dtype][0]
+        lo, hi = (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1) if kind == "i" else (0, 2 ** bits - 1)
+        return values.round().clip(lo, hi)
+    if is_fp8(dtype):
+        top = FORMATS[dtype].max_finite
+        return values.clip(-top, top)
+    return values
+
+
+def gemm_exact(inputs, problem):
+    """alpha * A @ B + beta * C in float64, before any conversion to D's dtype."""
     p = problem.params
     a, b = _inputs_of(problem, inputs, "A", "B")
     a = _logical(a.reshape(problem.buffer("A").shape), p.get("layout_a", "row"))
@@ -246,7 +273,7 @@ def scale_gemm(inputs, problem):
     abs_inputs = {k: np.abs(v) for k, v in inputs.items()}
     abs_problem = Problem(problem.problem_id, problem.op, problem.buffers,
                           {**p, "alpha": abs(float(p.get("alpha", 1.0))), "beta": abs(float(p.get("beta", 0.0)))})
-    return ref_gemm(abs_inputs, abs_problem)
+    return gemm_exact(abs_inputs, abs_problem)
 
 
 # ---- input domains (lo, hi) for wide and edge trials ------------------------------------
@@ -284,7 +311,11 @@ def range_gemm(problem, buffer):
     if buffer.name == "C":
         return _fmt(buffer.dtype).tiny, out.max_finite / (4 * max(1.0, abs(float(p.get("beta", 1.0)))))
     limit = min(out.max_finite, acc.max_finite) / (4 * k * max(1.0, abs(float(p.get("alpha", 1.0)))))
-    return max(_fmt(buffer.dtype).tiny, math.sqrt(acc.tiny)), math.sqrt(limit)
+    lo, hi = max(_fmt(buffer.dtype).tiny, math.sqrt(acc.tiny)), math.sqrt(limit)
+    narrow = FORMATS.get(str(p.get("math_input") or ""))
+    if narrow is not None:  # operands rounded to float16/bfloat16 before the multiply
+        lo, hi = max(lo, narrow.tiny), min(hi, math.sqrt(narrow.max_finite) / 2)
+    return lo, hi
 
 
 # ---- integer ops ------------------------------------------------------------------------

@@ -76,6 +76,11 @@ def cli():
               help="triton --from-dump: problem spec file mapping kernels to problems")
 @click.option("--manifest", type=click.Path(exists=True, dir_okay=False), help="ptx: manifest file")
 @click.option("--family", default=None, help="cutlass: kernel name glob (like the profiler's --kernels)")
+@click.option("--per-family", type=int, default=None,
+              help="cutlass: at most N kernels of each family (docs/cutlass.md), drawn with --sample-seed")
+@click.option("--alpha", type=float, default=None, help="cutlass: epilogue alpha (default 1)")
+@click.option("--beta", type=float, default=None,
+              help="cutlass: epilogue beta (default 0); nonzero gives the problem a C operand")
 @click.option("--sm-count", type=int, default=132, show_default=True,
               help="cutlass: SM count persistent schedulers size their grid by")
 @click.option("--shapes", default="default", show_default=True,
@@ -92,7 +97,8 @@ def cli():
 @click.option("--flush-rows", type=int, default=64, hidden=True, help="rows per part file")
 @library_errors
 def build(source, out_dir, arch, limit, sample_seed, jobs, from_dump, problem_file, manifest,
-          family, sm_count, shapes, mugraphs, sass, executor, address, cache_dir, silent, flush_rows):
+          family, per_family, alpha, beta, sm_count, shapes, mugraphs, sass, executor, address, cache_dir,
+          silent, flush_rows):
     """Build a source's equivalence groups into a dataset folder (safe to rerun: resumes).
 
     Example:
@@ -112,6 +118,7 @@ def build(source, out_dir, arch, limit, sample_seed, jobs, from_dump, problem_fi
                                f"{source} states its own sizes")
     extra = {k: v for k, v in {"from_dump": from_dump, "problem_file": problem_file,
                                 "manifest": manifest, "family": family, "shapes": shapes,
+                                "per_family": per_family, "alpha": alpha, "beta": beta,
                                 "sm_count": sm_count, "mugraphs": list(mugraphs) or None}.items()
              if v is not None}
     if source == "ptx" and not manifest:

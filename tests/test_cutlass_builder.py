@@ -18,7 +18,7 @@ from builders.cutlass import CutlassBuilder, entry_params  # noqa: E402
 from ptx_tools import find_tool  # noqa: E402
 from conftest import needs_nvcc, nvcc_available  # noqa: E402
 
-SEED_FAMILY = "cutlass_tensorop_bf16_s16816gemm_bf16_*"
+SEED_FAMILY = "cutlass_tensorop_bf16_s16816gemm_bf16_[0-9]*"
 
 
 def test_seed_family_enumeration():
@@ -65,7 +65,7 @@ def built_rows():
     if not nvcc_available():
         pytest.skip("nvcc from the CUDA wheels is not installed")
     builder = CutlassBuilder(BuildOptions(archs=["sm_80"], limit=2, sample_seed=1,
-                                          extra={"family": "cutlass_tensorop_bf16_s16816gemm_bf16_*_tn_align*"}))
+                                          extra={"family": "cutlass_tensorop_bf16_s16816gemm_bf16_[0-9]*_tn_align*"}))
     rows = []
     for item in builder.work_items():
         rows += builder.build(item)

@@ -21,7 +21,7 @@ from builders.shapes import ShapeSet  # noqa: E402
 from conftest import needs_nvcc  # noqa: E402
 from ptxds.pipeline import build_and_finalize  # noqa: E402
 
-SLICE = {"family": "cutlass_tensorop_bf16_s16816gemm_bf16_*_tn_align*"}
+SLICE = {"family": "cutlass_tensorop_bf16_s16816gemm_bf16_[0-9]*_tn_align*"}
 # The two rows this slice gave before shape sets existed: (build key, kernel id).
 DEFAULT_ROWS = [
     ("cutlass/gemm/bf16_bf16_f32_bf16/rcr/a1b0/M512N768K520/sm_80/0#0", "555718a1127d6c5290c810c1"),

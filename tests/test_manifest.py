@@ -189,7 +189,8 @@ BAD_MANIFESTS = {
     "arg_size.yaml": "arg_size.yaml: members[0].launches[0].args[3]: scalar s64 is 8 bytes but param "
                      "add_hand_written_n (.u32) is 4 bytes",
     "bad_dtype.yaml": "bad_dtype.yaml: problem.buffers[0].dtype: must be one of ['bfloat16', 'float16', "
-                      "'float32', 'float64', 'int16', 'int32', 'int64', 'int8', 'uint32', 'uint64', 'uint8'], got 'f32'",
+                      "'float32', 'float64', 'float8_e4m3', 'float8_e5m2', 'int16', 'int32', 'int64', 'int8', "
+                      "'uint32', 'uint64', 'uint8'], got 'f32'",
     "bad_init.yaml": "bad_init.yaml: problem.buffers[0].init.kind: must be one of ('normal', 'uniform', "
                      "'randint', 'zeros', 'ones', 'arange', 'constant'), got 'gaussian'",
     "typo_field.yaml": "typo_field.yaml: members[0].lanches: unknown field; expected one of name, ptx, cuda, "

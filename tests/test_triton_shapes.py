@@ -14,6 +14,7 @@ from builders.base import BuildOptions  # noqa: E402
 from builders.shapes import LLM, MAX_GROUP_HOST_BYTES, SWEEP, ShapeSet, host_bytes, load_shape_set  # noqa: E402
 
 from builders.triton import TritonBuilder, compile_kernel, suite_groups  # noqa: E402
+from builders.triton.builder import suite_payload  # noqa: E402
 from ptxds.pipeline import build_and_finalize  # noqa: E402
 
 # Digest of every default-set work item (key, group, label, payload), and a few finalised
@@ -71,7 +72,7 @@ def test_triton_shared_compile_items_hold_sizes_with_equal_compiles():
     items = TritonBuilder(BuildOptions(archs=["sm_80"], extra={"shapes": "llm"})).work_items()
     rows = sum(len(i.payload.get("members", [i.payload])) for i in items)
     shared = [i for i in items if "members" in i.payload]
-    assert rows == 194 and len(items) < rows and shared
+    assert rows == 250 and len(items) < rows and shared  # 194 + 8 GEMM groups x 7 added sm_80 configs
     assert len({i.key for i in items}) == len(items)
     for item in shared:
         groups = [m["group_id"] for m in item.payload["members"]]
@@ -104,7 +105,7 @@ def triton_llm_rows(ops: set) -> list:
 def test_triton_llm_set_builds_every_row(private_triton_cache):
     """Every llm-set row builds for sm_80 (about 30 s on two cores, cold Triton cache)."""
     rows = triton_llm_rows({"vector_add", "square", "softmax", "gemm", "rmsnorm", "layernorm"})
-    assert len(rows) == 194 and all(r.status == "built" for r in rows), \
+    assert len(rows) == 250 and all(r.status == "built" for r in rows), \
         [r.status_message for r in rows if r.status != "built"]
 
 
@@ -120,3 +121,43 @@ def test_cli_builds_a_shape_file_and_info_lists_its_shapes(tmp_path, private_tri
     result = CliRunner().invoke(cli, ["info", out], catch_exceptions=False)
     assert "12 rows in 2 groups" in result.output
     assert "shapes (groups): n4096 1, n8192 1" in result.output
+
+
+def test_shape_sets_add_cluster_persistent_and_descriptor_gemms_but_default_does_not():
+    def gemm_kernels(shapes, arch):
+        items = TritonBuilder(BuildOptions(archs=[arch], extra={"shapes": shapes})).work_items()
+        payloads = [m for i in items for m in i.payload.get("members", [i.payload])]
+        return [(p["kernel"], p["config"].get("num_ctas", 1)) for p in payloads if p["problem"]["op"] == "gemm"]
+    default = gemm_kernels("default", "sm_90a")
+    assert {k for k, _ in default} == {"matmul_kernel"} and {c for _, c in default} == {1}
+    hopper, ampere = gemm_kernels("llm", "sm_90a"), gemm_kernels("llm", "sm_80")
+    assert {k for k, _ in hopper} == {"matmul_kernel", "matmul_kernel_persistent",
+                                      "matmul_kernel_descriptor_persistent"}
+    assert any(c == 2 for _, c in hopper) and not any(c == 2 for _, c in ampere)
+
+
+def test_descriptor_matmul_is_not_applicable_where_row_strides_miss_16_bytes():
+    shapes = ShapeSet(name="t", gemm=((128, 256, 64), (127, 255, 63)), exact=True)
+    groups = [g for g in suite_groups(shapes) if g["op"] == "gemm" and g["dtype"] == "float16"]
+    config = next(c for c in groups[0]["configs"] if c.get("kernel") == "matmul_kernel_descriptor_persistent")
+    fits, misfits = (suite_payload(g, config, "sm_90a") for g in groups)
+    assert "not_applicable" not in fits and fits["grid"] == [min(132, 1 * 2)]
+    assert "not multiples of 16 bytes" in misfits["not_applicable"]
+
+
+def test_descriptor_matmul_builds_with_global_scratch_on_sm90a(private_triton_cache):
+    """Device-side tensor descriptors live in Triton's global scratch: a scratch buffer of
+    global_scratch_size bytes per program; the PTX uses TMA."""
+    shapes = ShapeSet(name="t", gemm=((256, 256, 128),), exact=True)
+    builder = TritonBuilder(BuildOptions(archs=["sm_90a"], extra={"shapes": shapes}))
+    item = next(i for i in builder.work_items()
+                if i.payload.get("kernel") == "matmul_kernel_descriptor_persistent"
+                and i.payload["problem"]["buffers"][0]["dtype"] == "float16"
+                and i.payload["config"]["BLOCK_SIZE_N"] == 128)
+    row = build_and_finalize(builder, item, sass=False)[0]
+    assert row.status == "built", row.status_message
+    assert "cp.async.bulk.tensor" in row.ptx and "tensormap" in row.ptx
+    scratch = {b.name: b for b in row.scratch}
+    programs = row.launches[0].grid[0]
+    assert programs == 4 and scratch["global_scratch"].shape[0] % programs == 0
+    assert row.launches[0].args[-2].buffer == "global_scratch"

@@ -24,6 +24,7 @@ from typing import Optional
 
 import numpy as np
 
+from dataset_spec.fp8 import NAN_CODE, fp8_bits, fp8_to_float, is_fp8
 from dataset_spec.model import DTYPES, Buffer, Distribution, Problem
 
 # numpy dtype holding each storage dtype's bits (bfloat16 has no numpy type: uint16 bits).
@@ -32,6 +33,7 @@ STORAGE_NUMPY = {
     "float64": np.dtype("<f8"), "int8": np.dtype("i1"), "uint8": np.dtype("u1"),
     "int16": np.dtype("<i2"), "int32": np.dtype("<i4"), "uint32": np.dtype("<u4"),
     "int64": np.dtype("<i8"), "uint64": np.dtype("<u8"),
+    "float8_e4m3": np.dtype("u1"), "float8_e5m2": np.dtype("u1"),
 }
 BITS_NUMPY = {1: np.dtype("u1"), 2: np.dtype("<u2"), 4: np.dtype("<u4"), 8: np.dtype("<u8")}
 
@@ -41,8 +43,9 @@ BITS_NUMPY = {1: np.dtype("u1"), 2: np.dtype("<u2"), 4: np.dtype("<u4"), 8: np.d
 POISON_WORD = {
     "float16": (2, 0x7E5A), "bfloat16": (2, 0x7FDA),
     "float32": (4, 0x7FFADADA), "float64": (4, 0x7FFADADA),
+    "float8_e4m3": (1, NAN_CODE), "float8_e5m2": (1, NAN_CODE),  # 0x7F: NaN in both
 }
-FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64")
+FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64", "float8_e4m3", "float8_e5m2")
 FLOAT_KINDS = ("normal", "uniform")
 TRIAL_KINDS = ("normal", "uniform", "wide", "edge", "small", "large")
 MAGNITUDE = {"small": 1e-2, "large": 1e2}
@@ -94,6 +97,8 @@ def float_to_bits(values, dtype: str) -> np.ndarray:
     values = np.asarray(values, dtype=np.float64)
     if dtype == "bfloat16":
         return bf16_bits(values)
+    if is_fp8(dtype):
+        return fp8_bits(values, dtype)
     target = STORAGE_NUMPY[dtype]
     if is_float(dtype):
         with np.errstate(over="ignore"):
@@ -109,6 +114,8 @@ def from_storage(array: np.ndarray, dtype: str) -> np.ndarray:
     """Storage array -> float64 values."""
     if dtype == "bfloat16":
         return bf16_to_float(array)
+    if is_fp8(dtype):
+        return fp8_to_float(array, dtype)
     return np.asarray(array).astype(np.float64)
 
 

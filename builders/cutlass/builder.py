@@ -10,7 +10,8 @@ each (problem.py).
 Options (``BuildOptions.extra``): ``family`` (glob or list of globs over procedural names),
 ``sm_count`` (default 132), ``shapes`` (a shape set name or file, builders/shapes.py;
 default: 512x768x520), ``problem`` ((M, N, K): one exact size, instead of ``shapes``),
-``alpha``, ``beta``, ``batch_size`` (kernels per nvcc call, default 8).
+``alpha``, ``beta``, ``batch_size`` (kernels per nvcc call, default 8), ``per_family`` (at
+most N kernels of each family of ``catalog.family_table``, drawn with the sample seed).
 
 Sizes: CUTLASS PTX does not depend on the problem size (M, N, K live in the by-value
 Params), so a work item compiles a batch of kernels of one function once and makes one row
@@ -32,7 +33,7 @@ from builders.cutlass import catalog
 from builders.cutlass.compile import (BASE_FLAGS, CutlassCompileError, build_packer, compile_to_ptx,
                                       cutlass_version, nvcc_version)
 from builders.cutlass.packer import PackError, pack_launch
-from builders.cutlass.problem import (DEFAULT_PROBLEM, alignment_misfit, family_id, fit_to_family, group_id,
+from builders.cutlass.problem import (DEFAULT_PROBLEM, alignment_misfit, epilogue_misfit, family_id, fit_to_family, group_id,
                                       kernel_gemm, make_problem)
 from builders.shapes import ShapeSet, load_shape_set
 from builders.cutlass.source import kernel_source, packer_source
@@ -95,10 +96,12 @@ class CutlassBuilder(Builder):
         self.alpha = float(extra.get("alpha", 1.0))
         self.beta = float(extra.get("beta", 0.0))
         self.batch_size = int(extra.get("batch_size", DEFAULT_BATCH))
+        self.per_family = int(extra["per_family"]) if extra.get("per_family") is not None else None
 
     # -- enumeration -------------------------------------------------------------------
     def kernels(self) -> list:
         specs = catalog.enumerate_kernels(self.families, tuple(self.options.archs))
+        specs = catalog.per_family(specs, self.per_family, self.options.sample_seed)
         return catalog.sample_kernels(specs, self.options.limit, self.options.sample_seed)
 
     def sizes_for(self, specs: list) -> list:
@@ -135,6 +138,7 @@ class CutlassBuilder(Builder):
                              "problems": [list(size) for size in sizes], "exact": self.shape_set.exact,
                              "shape_set": self.shape_set.name, "alpha": self.alpha, "beta": self.beta,
                              "sm_count": self.sm_count, "families": list(self.families),
+                             "per_family": self.per_family,
                              "limit": self.options.limit, "sample_seed": self.options.sample_seed}))
         return items
 
@@ -169,9 +173,9 @@ class CutlassBuilder(Builder):
         if spec.name in failures:
             return self._record(spec, item, size, "", [], [], "build_failed", failures[spec.name], shared)
         entry, ptx = ptx_by_name[spec.name]
-        misfit = alignment_misfit(spec, *size)
-        if misfit:  # only a user-given size can miss: built-in sizes are fitted per group
-            status = "not_applicable" if p["exact"] else "build_failed"
+        misfit = alignment_misfit(spec, *size) or epilogue_misfit(spec, p["alpha"], p["beta"])
+        if misfit:  # built-in sizes are fitted per group; a user's size, alpha or beta may miss
+            status = "not_applicable" if p["exact"] or not alignment_misfit(spec, *size) else "build_failed"
             return self._record(spec, item, size, ptx, [], [], status, misfit, shared)
         try:
             launch, scratch = self._launch(spec, packer, entry, ptx, p, size)
@@ -204,7 +208,7 @@ class CutlassBuilder(Builder):
             if len(entries) != 1:
                 raise CutlassCompileError(f"expected one entry for {spec.name}, found {entries}")
             ptx = modules[entries[0]]
-            if arch == "sm_90a" and "wgmma" not in ptx:
+            if spec.generation == 3 and arch == "sm_90a" and "wgmma" not in ptx:
                 raise CutlassCompileError(f"{spec.name}: no wgmma in sm_90a PTX (kernel body compiled out)")
             if uses_tma(spec) and "cp.async.bulk.tensor" not in ptx:
                 raise CutlassCompileError(f"{spec.name}: a TMA kernel without cp.async.bulk.tensor in its PTX")
@@ -248,6 +252,7 @@ class CutlassBuilder(Builder):
                       "package": f"nvidia-cutlass=={cutlass_version()}",
                       "cutlass_version": cutlass_version(), "licence": LICENCE,
                       "families": p["families"], "limit": p["limit"], "sample_seed": p["sample_seed"],
+                      "per_family": p.get("per_family"), "family": catalog.family_key(spec),
                       "sm_count": p["sm_count"], "batch": p["names"],
                       "c_aliases_d": spec.generation == 3 and p["beta"] == 0,
                       "command": " ".join(shlex.quote(a) for a in sys.argv)}

@@ -2,7 +2,9 @@
 
 The manifest is filled the way the CUTLASS profiler's ``generator.py`` fills it
 (``GenerateSM80`` / ``GenerateSM90`` with ``--kernels all``); we keep the dense, real-valued,
-non-grouped universal GEMMs and describe each by a plain ``KernelSpec``.
+non-grouped universal GEMMs with byte-sized operands and describe each by a plain
+``KernelSpec``. ``family_table`` lists every GEMM family the generator emits, each either
+built or excluded with its reason (docs/cutlass.md, "Families").
 """
 from __future__ import annotations
 
@@ -15,8 +17,10 @@ from dataclasses import dataclass, field
 SM90_TMA_FAMILY = "cutlass3x_sm90_tensorop_gemm_bf16_bf16_f32_bf16_bf16_*_tnn_align8*"
 # Families built when the user names none: the seed family, f16, tf32, one SM90 3.x family.
 DEFAULT_FAMILIES = (
-    "cutlass_tensorop_bf16_s16816gemm_bf16_*",
-    "cutlass_tensorop_f16_s16816gemm_f16_*",
+    # "[0-9]*": the tile follows the types; "_*" would also take the mixed-input kernels
+    # (cutlass_tensorop_bf16_s16816gemm_bf16_s8_...), a family of their own
+    "cutlass_tensorop_bf16_s16816gemm_bf16_[0-9]*",
+    "cutlass_tensorop_f16_s16816gemm_f16_[0-9]*",
     "cutlass_tensorop_s1688gemm_tf32_*",
     # TMA + wgmma, warp-specialized (cooperative, pingpong, plain, stream-K), clusters 2x1 /
     # 1x2, TMA or no-smem epilogue; their CUtensorMaps become tensormap patches.
@@ -26,14 +30,27 @@ DEFAULT_FAMILIES = (
 DTYPE_NAMES = {  # cutlass_library DataTypeNames -> dataset dtype names
     "bf16": "bfloat16", "f16": "float16", "f32": "float32", "tf32": "float32",
     "s8": "int8", "u8": "uint8", "s32": "int32", "f64": "float64",
+    "e4m3": "float8_e4m3", "e5m2": "float8_e5m2",
+}
+SUB_BYTE = ("b1", "s2", "u2", "s4", "u4")
+# What the GEMM problem (A, B, C, D, alpha, beta) cannot state for the other GEMM kinds.
+EXTRA_OPERANDS = {
+    "Sparse": "2:4 sparse A needs its metadata operand",
+    "SparseUniversal3x": "2:4 sparse A needs its metadata operand",
+    "Grouped": "needs a device list of problems",
+    "GroupedUniversal3x": "needs a device list of problems",
+    "BlockwiseUniversal3x": "needs per-block scale tensors",
+    "GroupedBlockwiseUniversal3x": "needs a device list of problems and per-block scale tensors",
+    "PlanarComplex": "complex operands in separate real/imaginary planes",
+    "PlanarComplexArray": "complex operands in separate real/imaginary planes",
 }
 
 NAME_2X = re.compile(
     r"^cutlass_(?P<opcode_class>tensorop|simt|wmma_tensorop)_(?P<extended>.+)_"
     r"(?P<tile_m>\d+)x(?P<tile_n>\d+)_(?P<tile_k>\d+)x(?P<stages>\d+)_"
     r"(?P<layouts>[nt]{2})_align(?P<alignment>\d+)$")
-NAME_3X = re.compile(
-    r"^cutlass3x_sm(?P<sm>\d+)_(?P<opcode_class>tensorop|simt)_(?P<extended>.+?)_"
+NAME_3X = re.compile(  # also the 2.x-API SM90 DMMA kernels, named like 3.x ones
+    r"^cutlass(?:3x)?_sm(?P<sm>\d+)_(?P<opcode_class>tensorop|simt)_(?P<extended>.+?)_"
     r"(?P<tile_m>\d+)x(?P<tile_n>\d+)x(?P<tile_k>\d+)_(?P<cluster_m>\d+)x(?P<cluster_n>\d+)x(?P<cluster_k>\d+)_"
     r"(?P<stages>\d+)_(?P<layouts>[nt]{3})_align(?P<alignment>\d+)(?P<suffix>.*)$")
 
@@ -126,25 +143,60 @@ def describe_operation(op) -> KernelSpec:
     return KernelSpec(name=name, generation=3 if op.is_3x else 2, sm=int(op.arch), knobs=knobs)
 
 
-def _is_plain_gemm(op) -> bool:
-    from cutlass_library.library import GemmKind, LayoutType
+def exclusion_reason(op) -> str:
+    """Why ptxds does not build this generator operation, or '' when it does."""
+    from cutlass_library.library import DataTypeNames, GemmKind, LayoutType
     plain_layouts = (LayoutType.RowMajor, LayoutType.ColumnMajor)
+    kind = _enum_name(op.gemm_kind)
     if op.gemm_kind not in (GemmKind.Universal, GemmKind.Universal3x):
-        return False
-    if op.is_complex() or getattr(op, "mixed_input_mode", None) is not None:
-        return False
-    if op.A.element != op.B.element:
-        return False  # mixed-input GEMMs convert in the mainloop; not a plain family
+        return f"{kind} GEMM: {EXTRA_OPERANDS.get(kind, 'not a plain universal GEMM')}"
+    if op.is_complex():
+        return "complex-valued GEMM: the verifier's buffers hold real numbers"
+    mixed = getattr(op, "mixed_input_mode", None)
+    if mixed is not None and _enum_name(mixed) == "ConvertOnly":
+        return ("3.x mixed-input mainloop (ConvertOnly): its Arguments (swapped operands, scale "
+                "fields) are not filled by the host packer yet")
+    if mixed is not None:
+        return (f"3.x mixed-input mainloop ({_enum_name(mixed)}): needs scale/zero-point "
+                f"tensors and a group size that the GEMM problem does not state")
+    elements = [DataTypeNames[t.element] for t in (op.A, op.B, op.C, op.D)]
+    if any(e in SUB_BYTE for e in elements):
+        math = _enum_name(op.tile_description.math_instruction.math_operation)
+        extra = " and its math is a popcount of AND/XOR, not a product" if "popc" in math else ""
+        return f"sub-byte operands ({'/'.join(sorted(set(elements) & set(SUB_BYTE)))}): buffers are byte-granular{extra}"
     if any(t.layout not in plain_layouts for t in (op.A, op.B, op.C)):
-        return False
+        return "interleaved layout: buffers are row- or column-major arrays"
     if op.is_3x and op.tile_description.cluster_shape[0] <= 0:
-        return False  # dynamic cluster shapes need a runtime choice
-    return True
+        return "dynamic cluster shape: chosen at run time, not by the kernel"
+    return ""
+
+
+def _is_plain_gemm(op) -> bool:
+    return exclusion_reason(op) == ""
+
+
+@dataclass(frozen=True)
+class Family:
+    """Kernels of one arch, API generation, opcode class, math operation, element types
+    and epilogue: what one `--family` glob in the docs' table picks."""
+    sm: int
+    generation: int
+    opcode_class: str
+    math_operation: str
+    types: str          # A_B_accumulator_C_D (generator names)
+    epilogue: str
+    kernels: tuple      # procedural names, sorted
+    excluded: str = ""  # why ptxds does not build it ('' when it does)
+
+    @property
+    def key(self) -> str:
+        return (f"sm{self.sm}/{self.generation}.x/{self.opcode_class}/{self.math_operation}/"
+                f"{self.types}/{self.epilogue}")
 
 
 @functools.lru_cache(maxsize=4)
-def load_manifest_operations(sm: int, cuda_version: str = "13.0") -> dict:
-    """name -> GemmOperation for every plain GEMM the generator emits for ``sm`` (80 or 90)."""
+def _all_operations(sm: int, cuda_version: str = "13.0") -> dict:
+    """name -> operation for every GEMM the generator emits for ``sm`` (80 or 90)."""
     from cutlass_library import generator
     from cutlass_library.manifest import Manifest
 
@@ -159,8 +211,59 @@ def load_manifest_operations(sm: int, cuda_version: str = "13.0") -> dict:
         generator.GenerateSM90(manifest, args.cuda_version)
     else:
         raise CatalogError(f"unsupported SM {sm}; choose 80 or 90")
-    return {name: op for name, op in manifest.operations_by_name.items()
-            if int(op.arch) == sm and _is_plain_gemm(op)}
+    return {name: op for name, op in manifest.operations_by_name.items() if int(op.arch) == sm}
+
+
+def _family_of(op) -> tuple:
+    from cutlass_library.library import DataTypeNames
+    mi = op.tile_description.math_instruction
+    types = "_".join(DataTypeNames[t] for t in (op.A.element, op.B.element, op.accumulator_type(),
+                                                 op.C.element, op.D.element))
+    opcode = _enum_name(mi.opcode_class)
+    mixed = getattr(op, "mixed_input_mode", None)
+    math = _enum_name(mi.math_operation) + (f"+{_enum_name(mixed)}" if mixed is not None else "")
+    return (int(op.arch), 3 if op.is_3x else 2, opcode, math, types, _enum_name(op.epilogue_functor),
+            _enum_name(op.gemm_kind))
+
+
+def family_key(spec: "KernelSpec") -> str:
+    """The ``Family.key`` of a kernel ptxds builds."""
+    sm, gen, opcode, math, types, epilogue, _ = _family_of(_all_operations(spec.sm)[spec.name])
+    return Family(sm, gen, opcode, math, types, epilogue, ()).key
+
+
+def per_family(specs: list, count, seed: int) -> list:
+    """At most ``count`` kernels of each family (``family_key``), drawn with ``seed``."""
+    if count is None:
+        return list(specs)
+    by_family = {}
+    for spec in specs:
+        by_family.setdefault(family_key(spec), []).append(spec)
+    chosen = [s for key in sorted(by_family) for s in sample_kernels(by_family[key], count, seed)]
+    return sorted(chosen, key=lambda s: (s.sm, s.name))
+
+
+def family_table(sms=(80, 90)) -> list:
+    """Every GEMM family the generator emits for ``sms``, built or excluded (with why)."""
+    grouped = {}
+    for sm in sms:
+        for name, op in _all_operations(sm).items():
+            grouped.setdefault(_family_of(op), []).append((name, exclusion_reason(op)))
+    families = []
+    for (sm, gen, opcode, math, types, epilogue, kind), members in sorted(grouped.items()):
+        reasons = sorted({r for _, r in members if r})
+        built = sorted(n for n, r in members if not r)
+        excluded = "; ".join(reasons) if not built else ""
+        names = built or sorted(n for n, _ in members)
+        opcode_label = opcode if kind in ("Universal", "Universal3x") else f"{opcode}:{kind}"
+        families.append(Family(sm, gen, opcode_label, math, types, epilogue, tuple(names), excluded))
+    return families
+
+
+@functools.lru_cache(maxsize=4)
+def load_manifest_operations(sm: int, cuda_version: str = "13.0") -> dict:
+    """name -> GemmOperation for every GEMM ptxds builds for ``sm`` (80 or 90)."""
+    return {name: op for name, op in _all_operations(sm, cuda_version).items() if _is_plain_gemm(op)}
 
 
 def enumerate_kernels(families=DEFAULT_FAMILIES, archs=("sm_80", "sm_90a")) -> list[KernelSpec]:
@@ -180,3 +283,28 @@ def sample_kernels(specs: list, limit, seed: int) -> list:
         return list(specs)
     chosen = random.Random(seed).sample(sorted(specs, key=lambda s: s.name), limit)
     return sorted(chosen, key=lambda s: s.name)
+
+
+def family_markdown(sms=(80, 90)) -> str:
+    """docs/cutlass.md's family tables: built families per (arch, API, opcode class, math
+    operation) with their type combinations, then the excluded ones per reason."""
+    table = family_table(sms)
+    built, excluded = {}, {}
+    for f in table:
+        if f.excluded:
+            entry = excluded.setdefault(f.excluded, [0, 0, set()])
+            entry[0] += 1
+            entry[1] += len(f.kernels)
+            entry[2].add(f"sm{f.sm}")
+        else:
+            key = (f"sm{f.sm}", f"{f.generation}.x", f.opcode_class, f.math_operation)
+            entry = built.setdefault(key, [0, []])
+            entry[0] += len(f.kernels)
+            entry[1].append(f.types + ("" if f.epilogue == "LinearCombination" else f" ({f.epilogue})"))
+    lines = ["| arch | API | opcode | math | kernels | A_B_acc_C_D families |", "|---|---|---|---|---|---|"]
+    for (sm, api, opcode, math), (count, types) in sorted(built.items()):
+        lines.append(f"| {sm} | {api} | {opcode} | {math} | {count} | {', '.join(sorted(types))} |")
+    lines += ["", "| excluded because | families | kernels | archs |", "|---|---|---|---|"]
+    for reason, (families, kernels, archs) in sorted(excluded.items(), key=lambda r: -r[1][1]):
+        lines.append(f"| {reason} | {families} | {kernels} | {', '.join(sorted(archs))} |")
+    return "\n".join(lines) + "\n"

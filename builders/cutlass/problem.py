@@ -51,10 +51,23 @@ def storage_shape(layout: str, rows: int, cols: int) -> tuple:
     return (rows, cols) if layout == "row" else (cols, rows)
 
 
+# Math operations that round float32 operands to a narrower type (or split them, 3xTF32)
+# before the tensor cores: a different precision, so a group of its own.
+ROUNDING_MATH = {"multiply_add_fast_bf16": "bf16math", "multiply_add_fast_f16": "f16math",
+                 "multiply_add_fast_f32": "3xtf32math"}
+
+
 def family_id(spec: KernelSpec, alpha: float, beta: float) -> str:
     """The group id without its size: the function, before a shape set states it at sizes."""
     g = kernel_gemm(spec)
     types = "_".join([g.element_a, g.element_b, g.element_accumulator, g.element_d])
+    if beta != 0:  # C is read: its type is part of the function (beta = 0: C is never read)
+        types = "_".join([g.element_a, g.element_b, g.element_accumulator, f"c{g.element_c}", g.element_d])
+    math = ROUNDING_MATH.get(spec.knobs.get("math_operation", ""))
+    if math:
+        types += f"_{math}"
+    if spec.generation == 2 and g.element_a == "f32" and spec.knobs.get("math_element_a") == "tf32":
+        types += "_tf32math"  # float32 storage read as tf32 (s1688tf32gemm)
     layouts = "".join(x[0] for x in (g.layout_a, g.layout_b, g.layout_c))  # r/c, kernel terms
     return f"cutlass/gemm/{types}/{layouts}/a{alpha:g}b{beta:g}"
 
@@ -104,12 +117,42 @@ def fit_to_family(specs: list, m: int, n: int, k: int) -> tuple:
 
 
 MATH_INPUT_NAMES = {"tf32": "tf32", "f16": "float16", "bf16": "bfloat16"}
+FP8 = ("e4m3", "e5m2")
+# Integer operands: small values, so every product sum is exact in an int32 accumulator and
+# in the float32 epilogue (|sum| <= K * 64 < 2^24 up to K = 2^18), and a saturating int8
+# store clamps a good share of the outputs.
+INTEGER_INPUTS = {"s8": Distribution("randint", {"low": -8, "high": 8}),
+                  "u8": Distribution("randint", {"low": 0, "high": 8})}
+
+
+def epilogue_misfit(spec: KernelSpec, alpha: float, beta: float) -> str:
+    """Why the kernel's epilogue cannot compute alpha * A @ B + beta * C, or '' when it can:
+    3.x 'void C' kernels read no C (beta must be 0), and int32 epilogues (s8 -> s32) hold
+    alpha and beta as integers."""
+    if beta != 0 and spec.knobs.get("element_c") == "void":
+        return f"{spec.name}: its epilogue has no C operand (element C is void), so beta must be 0, got {beta:g}"
+    if spec.knobs.get("element_epilogue") in ("s32", "u32") and not (float(alpha).is_integer()
+                                                                      and float(beta).is_integer()):
+        return (f"{spec.name}: its epilogue computes in {spec.knobs['element_epilogue']}, so alpha and beta "
+                f"must be integers, got {alpha:g} and {beta:g}")
+    return ""
+
+
+def accumulator_name(spec: KernelSpec) -> str:
+    """The accumulation precision the verifier's bound uses (FP8 tensor cores add in fewer
+    bits than float32: numerics.ACCUMULATORS)."""
+    g = kernel_gemm(spec)
+    if g.element_a in FP8 or g.element_b in FP8:
+        return "fp8_tensor_core"
+    return DTYPE_NAMES[g.element_accumulator]
 
 
 def math_input(spec: KernelSpec) -> str:
     """The precision the kernel's tensor cores read operands in when it is narrower than
     their storage (tf32 for float32 GEMMs), else ''; the verifier's error bound counts it."""
     math, storage = spec.knobs.get("math_element_a"), spec.knobs.get("element_a")
+    if storage in INTEGER_INPUTS or storage in FP8:
+        return ""  # exact in every math type it is converted to
     if math and math != storage:
         return MATH_INPUT_NAMES.get(math, math)
     return "tf32" if storage == "tf32" else ""
@@ -118,16 +161,19 @@ def math_input(spec: KernelSpec) -> str:
 def make_problem(spec: KernelSpec, m: int, n: int, k: int, alpha: float = 1.0, beta: float = 0.0) -> Problem:
     g = kernel_gemm(spec)
     buffers = [
-        Buffer("A", DTYPE_NAMES[g.element_a], storage_shape(g.layout_a, m, k), "in"),
-        Buffer("B", DTYPE_NAMES[g.element_b], storage_shape(g.layout_b, k, n), "in"),
+        Buffer("A", DTYPE_NAMES[g.element_a], storage_shape(g.layout_a, m, k), "in",
+               init=INTEGER_INPUTS.get(g.element_a)),
+        Buffer("B", DTYPE_NAMES[g.element_b], storage_shape(g.layout_b, k, n), "in",
+               init=INTEGER_INPUTS.get(g.element_b)),
     ]
-    if beta != 0:
-        buffers.append(Buffer("C", DTYPE_NAMES[g.element_c], storage_shape(g.layout_c, m, n), "in"))
+    if beta != 0 and g.element_c != "void":
+        buffers.append(Buffer("C", DTYPE_NAMES[g.element_c], storage_shape(g.layout_c, m, n), "in",
+                              init=INTEGER_INPUTS.get(g.element_c)))
     buffers.append(Buffer("D", DTYPE_NAMES[g.element_d], storage_shape(g.layout_c, m, n), "out"))
     params = {
         "M": m, "N": n, "K": k, "layout_a": g.layout_a, "layout_b": g.layout_b,
         "layout_c": g.layout_c, "alpha": alpha, "beta": beta,
-        "accumulator": DTYPE_NAMES[g.element_accumulator],
+        "accumulator": accumulator_name(spec),
         "math_input": math_input(spec),
     }
     return Problem(problem_id=group_id(spec, m, n, k, alpha, beta), op="gemm", buffers=buffers,

@@ -57,8 +57,12 @@ def kernel_source(specs) -> str:
 
 
 def packer_source(specs) -> str:
-    """A host program that packs ``Params`` for the given kernels (see host/packer.h)."""
-    includes = INCLUDES_3X if any(s.generation == 3 for s in specs) else INCLUDES_2X
+    """A host program that packs ``Params`` for the given kernels (see host/packer.h). An
+    SM90 packer is built with the 3.x packing code (compile.py), which needs the 3.x
+    headers even for 2.x-API kernels (the SM90 DMMA f64 GEMMs)."""
+    includes = INCLUDES_2X
+    if any(s.generation == 3 or s.sm == 90 for s in specs):
+        includes = list(dict.fromkeys(INCLUDES_3X + (INCLUDES_2X if any(s.generation == 2 for s in specs) else [])))
     parts = ["// CUTLASS Params packer\n"]
     parts += [f'#include "{h}"\n' for h in includes]
     parts.append('#include "cutlass/gemm/device/gemm_universal_adapter.h"\n')

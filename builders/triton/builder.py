@@ -54,6 +54,7 @@ SCALAR_TYPES = {"i32": "s32", "i64": "s64", "u32": "u32", "u64": "u64", "fp32": 
                 "f32": "f32", "fp64": "f64", "i16": "s16", "i8": "s8", "i1": "b8"}
 MAX_DYNAMIC_SMEM = {"sm_80": 163 * 1024, "sm_90a": 227 * 1024, "sm_90": 227 * 1024}
 SCRATCH_PARAMS = (("global_scratch", "global_scratch_size"), ("profile_scratch", "profile_scratch_size"))
+PERSISTENT_PROGRAMS = 132  # SMs of an H100 SXM: one persistent program each
 NO_PROBLEM_HINT = ("map it with a problem spec file (--problem FILE, see docs/triton-dump.md): "
                    "an entry with kernel, problem, args and grid")
 
@@ -113,6 +114,22 @@ def softmax_group(m: int, n: int, record_shape: bool = False) -> dict:
             "grid": lambda cfg: (min(cfg["programs"], m),)}
 
 
+def extra_gemm_configs() -> list:
+    """Configs the shape sets add to the default suite's eight: larger tiles and deeper
+    pipelines, thread-block clusters of 2 CTAs (sm_90a only: ``runs_on``), and the persistent
+    and tensor-descriptor matmuls of tutorial 09 with one program per SM of an H100."""
+    tile = ("BLOCK_SIZE_M", "BLOCK_SIZE_N", "BLOCK_SIZE_K")
+    configs = [dict(zip(tile, t), GROUP_SIZE_M=8, num_warps=w, num_stages=s)
+               for *t, w, s in ((128, 256, 64, 8, 3), (256, 128, 64, 8, 3), (64, 64, 128, 4, 5))]
+    configs += [dict(zip(tile, t), GROUP_SIZE_M=8, num_warps=w, num_stages=s, num_ctas=2)
+                for *t, w, s in ((128, 128, 64, 8, 3), (128, 256, 64, 8, 3))]
+    configs += [dict(kernel=kernel, **dict(zip(tile, t)), GROUP_SIZE_M=8, NUM_SMS=PERSISTENT_PROGRAMS,
+                     num_warps=w, num_stages=s)
+                for kernel in ("matmul_kernel_persistent", "matmul_kernel_descriptor_persistent")
+                for *t, w, s in ((128, 128, 64, 8, 3), (128, 256, 64, 8, 3))]
+    return configs
+
+
 def gemm_group(dtype: str, m: int, n: int, k: int, record_shape: bool = False) -> dict:
     """C = A @ B, row-major A (M,K), B (K,N), C (M,N) (tutorial 03)."""
     buffers = [buf("A", dtype, (m, k)), buf("B", dtype, (k, n)), buf("C", dtype, (m, n), "out")]
@@ -124,12 +141,24 @@ def gemm_group(dtype: str, m: int, n: int, k: int, record_shape: bool = False) -
              (64, 64, 64, 4, 2), (64, 64, 32, 4, 4), (128, 128, 64, 4, 2), (64, 128, 32, 8, 3))
     configs = [{"BLOCK_SIZE_M": bm, "BLOCK_SIZE_N": bn, "BLOCK_SIZE_K": bk, "GROUP_SIZE_M": 8,
                 "num_warps": w, "num_stages": s} for bm, bn, bk, w, s in tiles]
+    if record_shape:  # shape sets other than default (which stays today's build) also get
+        configs += extra_gemm_configs()  # clusters, larger tiles, tutorial 09's matmuls
+    element = {"float16": 2, "bfloat16": 2, "float32": 4}[dtype]
+
+    def misfit(cfg):  # TMA descriptors need 16-byte row strides
+        if cfg.get("kernel") == "matmul_kernel_descriptor_persistent" and (k * element % 16 or n * element % 16):
+            return (f"matmul_kernel_descriptor_persistent: row strides of {k} and {n} {dtype} elements "
+                    f"are not multiples of 16 bytes, as tensor descriptors need")
+        return ""
+
+    def grid(cfg):
+        tiles = cdiv(m, cfg["BLOCK_SIZE_M"]) * cdiv(n, cfg["BLOCK_SIZE_N"])
+        return (min(tiles, cfg["NUM_SMS"]),) if "NUM_SMS" in cfg else (tiles,)
     return {"op": "gemm", "kernel": "matmul_kernel", "dtype": dtype, "size": f"M{m}xN{n}xK{k}",
             "hint": True, "buffers": buffers, "params": params,
             "op_params": with_shape({"layout_a": "row", "layout_b": "row", "alpha": 1.0, "beta": 0.0},
                                     "gemm", (m, n, k), record_shape),
-            "configs": configs,
-            "grid": lambda cfg: (cdiv(m, cfg["BLOCK_SIZE_M"]) * cdiv(n, cfg["BLOCK_SIZE_N"]),)}
+            "configs": configs, "misfit": misfit, "grid": grid}
 
 
 def norm_group(op: str, dtype: str, m: int, n: int, hint: bool, record_shape: bool = False) -> dict:
@@ -246,9 +275,19 @@ def suite_payload(group: dict, config: dict, arch: str) -> dict:
         params.append({"name": param_name, "kind": "config", "value": config[key], "constexpr": True})
     problem = {"problem_id": group_id_of(group), "op": group["op"], "buffers": group["buffers"],
                "params": group["op_params"]}
-    return {"kernel": group["kernel"], "arch": arch, "config": config, "params": params,
-            "specialization": spec, "problem": problem, "grid": list(group["grid"](config)),
-            "scratch": group.get("scratch", []), "group_id": group_id_of(group)}
+    payload = {"kernel": config.get("kernel", group["kernel"]), "arch": arch,
+               "config": config, "params": params,
+               "specialization": spec, "problem": problem, "grid": list(group["grid"](config)),
+               "scratch": group.get("scratch", []), "group_id": group_id_of(group)}
+    reason = group["misfit"](config) if group.get("misfit") else ""
+    if reason:
+        payload["not_applicable"] = reason
+    return payload
+
+
+def runs_on(config: dict, arch: str) -> bool:
+    """Thread-block clusters (num_ctas > 1) need sm_90."""
+    return config.get("num_ctas", 1) == 1 or arch.startswith("sm_90")
 
 
 def triton_signature(params: list, kernel_arg_names: list, config: dict):
@@ -393,16 +432,21 @@ class TritonBuilder(Builder):
         groups = suite_groups(shape_set)
         if shape_set.is_default:
             return [self.single_item(group, config, arch)
-                    for group in groups for config in group["configs"] for arch in self.options.archs]
+                    for group in groups for config in group["configs"] for arch in self.options.archs
+                    if runs_on(config, arch)]
         items = []
         by_function: dict = {}
         for group in groups:
             by_function.setdefault((group["op"], group["dtype"]), []).append(group)
         for (op, dtype), function_groups in by_function.items():
-            for index in range(len(function_groups[0]["configs"])):
+            # a default group (a size the default suite states) has only the first configs
+            for index in range(max(len(g["configs"]) for g in function_groups)):
+                having = [g for g in function_groups if index < len(g["configs"])]
                 for arch in self.options.archs:
+                    if not runs_on(having[0]["configs"][index], arch):
+                        continue
                     buckets: dict = {}
-                    for group in function_groups:
+                    for group in having:
                         payload = suite_payload(group, group["configs"][index], arch)
                         buckets.setdefault(compile_key(payload), []).append((group, payload))
                     for key, members in buckets.items():
@@ -444,12 +488,16 @@ class TritonBuilder(Builder):
             return records
         shared = item.payload.get("shared_compile")
         for index, (record, p) in enumerate(zip(records, members)):
+            if shared:  # the PTX is the same for every size of this item: compiled once
+                record.provenance["shared_compile"] = dict(shared, reused=index > 0)
+            if p.get("not_applicable"):  # the PTX, but no launch: the kernel cannot run this size
+                record.name, record.ptx = metadata["name"], compiled.asm["ptx"]
+                record.status, record.status_message = "not_applicable", p["not_applicable"]
+                continue
             launch, scratch = make_launch(metadata["name"], metadata, p["grid"],
                                           runtime_args(p["params"], kernel_arg_names(p["kernel"])))
             record.name, record.ptx, record.launches = metadata["name"], compiled.asm["ptx"], [launch]
             record.scratch = [Buffer(**b) for b in p["scratch"]] + scratch
-            if shared:  # the PTX is the same for every size of this item: compiled once
-                record.provenance["shared_compile"] = dict(shared, reused=index > 0)
         return records
 
     @staticmethod

@@ -2,7 +2,8 @@
 
 Each kernel follows the Triton tutorials (https://triton-lang.org/main/getting-started/tutorials/):
 vector add (01-vector-add), fused softmax (02-fused-softmax), matrix multiplication
-(03-matrix-multiplication) and layer norm (05-layer-norm); the element-wise square and
+(03-matrix-multiplication), layer norm (05-layer-norm) and the persistent and
+tensor-descriptor (TMA) matmuls of 09-persistent-matmul; the element-wise square and
 RMSNorm kernels are written in the same style. Triton is MIT-licensed.
 """
 import triton
@@ -143,3 +144,84 @@ def layer_norm_fwd_kernel(X, Y, W, B, Mean, Rstd, stride, N, eps, BLOCK_SIZE: tl
         x_hat = (x - mean) * rstd
         y = x_hat * w + b
         tl.store(Y + cols, y, mask=mask)
+
+
+@triton.jit
+def _tile_coordinates(tile_id, num_pid_in_group, num_pid_m, GROUP_SIZE_M: tl.constexpr):
+    """(pid_m, pid_n) of a tile in grouped order (tutorial 09's _compute_pid)."""
+    group_id = tile_id // num_pid_in_group
+    first_pid_m = group_id * GROUP_SIZE_M
+    group_size_m = min(num_pid_m - first_pid_m, GROUP_SIZE_M)
+    pid_m = first_pid_m + (tile_id % group_size_m)
+    pid_n = (tile_id % num_pid_in_group) // group_size_m
+    return pid_m, pid_n
+
+
+@triton.jit
+def matmul_kernel_persistent(a_ptr, b_ptr, c_ptr, M, N, K,
+                             stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+                             BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr,
+                             BLOCK_SIZE_K: tl.constexpr, GROUP_SIZE_M: tl.constexpr,
+                             NUM_SMS: tl.constexpr):
+    """C = A @ B with NUM_SMS persistent programs looping over output tiles (tutorial 09)."""
+    start_pid = tl.program_id(axis=0)
+    num_pid_m = tl.cdiv(M, BLOCK_SIZE_M)
+    num_pid_n = tl.cdiv(N, BLOCK_SIZE_N)
+    k_tiles = tl.cdiv(K, BLOCK_SIZE_K)
+    num_tiles = num_pid_m * num_pid_n
+    num_pid_in_group = GROUP_SIZE_M * num_pid_n
+    for tile_id in tl.range(start_pid, num_tiles, NUM_SMS, flatten=True):
+        pid_m, pid_n = _tile_coordinates(tile_id, num_pid_in_group, num_pid_m, GROUP_SIZE_M)
+        offs_am = pid_m * BLOCK_SIZE_M + tl.arange(0, BLOCK_SIZE_M)
+        offs_bn = pid_n * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)
+        offs_am = tl.where(offs_am < M, offs_am, 0)
+        offs_bn = tl.where(offs_bn < N, offs_bn, 0)
+        offs_am = tl.max_contiguous(tl.multiple_of(offs_am, BLOCK_SIZE_M), BLOCK_SIZE_M)
+        offs_bn = tl.max_contiguous(tl.multiple_of(offs_bn, BLOCK_SIZE_N), BLOCK_SIZE_N)
+        accumulator = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=tl.float32)
+        for ki in range(k_tiles):
+            offs_k = ki * BLOCK_SIZE_K + tl.arange(0, BLOCK_SIZE_K)
+            a_ptrs = a_ptr + (offs_am[:, None] * stride_am + offs_k[None, :] * stride_ak)
+            b_ptrs = b_ptr + (offs_k[:, None] * stride_bk + offs_bn[None, :] * stride_bn)
+            a = tl.load(a_ptrs, mask=offs_k[None, :] < K, other=0.0)
+            b = tl.load(b_ptrs, mask=offs_k[:, None] < K, other=0.0)
+            accumulator = tl.dot(a, b, accumulator)
+        offs_cm = pid_m * BLOCK_SIZE_M + tl.arange(0, BLOCK_SIZE_M)
+        offs_cn = pid_n * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)
+        c_ptrs = c_ptr + stride_cm * offs_cm[:, None] + stride_cn * offs_cn[None, :]
+        c_mask = (offs_cm[:, None] < M) & (offs_cn[None, :] < N)
+        tl.store(c_ptrs, accumulator.to(c_ptr.dtype.element_ty), mask=c_mask)
+
+
+@triton.jit
+def matmul_kernel_descriptor_persistent(a_ptr, b_ptr, c_ptr, M, N, K,
+                                        BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr,
+                                        BLOCK_SIZE_K: tl.constexpr, GROUP_SIZE_M: tl.constexpr,
+                                        NUM_SMS: tl.constexpr):
+    """C = A @ B, persistent, through device-side tensor descriptors (TMA on sm_90a); the
+    descriptors live in Triton's global scratch (tutorial 09). Row-major A, B and C: every
+    row's byte stride must be a multiple of 16."""
+    dtype = c_ptr.dtype.element_ty
+    start_pid = tl.program_id(axis=0)
+    num_pid_m = tl.cdiv(M, BLOCK_SIZE_M)
+    num_pid_n = tl.cdiv(N, BLOCK_SIZE_N)
+    k_tiles = tl.cdiv(K, BLOCK_SIZE_K)
+    num_tiles = num_pid_m * num_pid_n
+    a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[K, 1],
+                                       block_shape=[BLOCK_SIZE_M, BLOCK_SIZE_K])
+    b_desc = tl.make_tensor_descriptor(b_ptr, shape=[K, N], strides=[N, 1],
+                                       block_shape=[BLOCK_SIZE_K, BLOCK_SIZE_N])
+    c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[N, 1],
+                                       block_shape=[BLOCK_SIZE_M, BLOCK_SIZE_N])
+    num_pid_in_group = GROUP_SIZE_M * num_pid_n
+    for tile_id in tl.range(start_pid, num_tiles, NUM_SMS, flatten=True):
+        pid_m, pid_n = _tile_coordinates(tile_id, num_pid_in_group, num_pid_m, GROUP_SIZE_M)
+        offs_am = pid_m * BLOCK_SIZE_M
+        offs_bn = pid_n * BLOCK_SIZE_N
+        accumulator = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=tl.float32)
+        for ki in range(k_tiles):
+            offs_k = ki * BLOCK_SIZE_K
+            a = a_desc.load([offs_am, offs_k])
+            b = b_desc.load([offs_k, offs_bn])
+            accumulator = tl.dot(a, b, accumulator)
+        c_desc.store([offs_am, offs_bn], accumulator.to(dtype))
