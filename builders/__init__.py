@@ -11,9 +11,10 @@ BUILDERS = {
     "ptx": "builders.manifest:ManifestBuilder",
     "cutlass": "builders.cutlass:CutlassBuilder",
     "mirage": "builders.mirage:MirageBuilder",
+    "tvm": "builders.tvm:TvmBuilder",
 }
 
-EXTRAS = {"triton": "triton", "triton-dump": "triton", "cutlass": "cutlass"}
+EXTRAS = {"triton": "triton", "triton-dump": "triton", "cutlass": "cutlass", "tvm": "tvm"}
 
 
 class UnknownSourceError(ValueError):
