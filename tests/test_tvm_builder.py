@@ -68,7 +68,7 @@ def test_a_schedule_tvm_cannot_lower_is_a_build_failed_row(monkeypatch):
     from builders.tvm import TvmBuilder, schedules
     from builders.tvm.workloads import build_te, WORKLOADS
 
-    def unscheduled(func, target, seed, index, tensor_core_inputs=False):
+    def unscheduled(func, target, seed, index, tensor_core_inputs=False, spaces=None):
         # no thread binding: TVM's GPU memory check refuses the program
         return schedules.Schedule("metaschedule", f"raw/{index}", {"generator": "none", "index": index},
                                   tvm.IRModule({"main": func}))

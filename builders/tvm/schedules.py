@@ -2,9 +2,11 @@
 TVM's rule-based ``dlight`` GPU schedules.
 
 A MetaSchedule sample is (design space index, rand_state): ``PostOrderApply`` with the
-CUDA schedule rules builds the design spaces of the PrimFunc (multi-level tiling with
-shared-memory caching and thread binding, cross-thread reduction, auto-inlining, auto
-unroll), drawing every sampling instruction's decision from ``rand_state``; the CUDA
+CUDA schedule rules builds the design spaces of the PrimFunc once (multi-level tiling
+with shared-memory caching and thread binding, cross-thread reduction, auto-inlining,
+auto unroll); a sample replays one space's trace with its decisions removed in a
+``Schedule`` seeded with rand_state, as MetaSchedule's replay-trace strategy does, so
+every sampling instruction draws its decision from ``rand_state``; the CUDA
 postprocessors then rewrite cooperative fetches, bind unbound blocks, apply unrolling and
 check the GPU limits. The trace, with its decisions, is the row's ``variant``: replaying
 it regenerates the schedule. MetaSchedule's mutators are not needed (no search), and are
@@ -47,22 +49,37 @@ def sample_seed(base_seed: int, index: int) -> int:
     return int.from_bytes(digest[:4], "little") & 0x7FFFFFFF
 
 
-def metaschedule(func, target: Target, rand_state: int, space: int) -> Schedule:
-    """Design space ``space`` of ``func`` sampled with ``rand_state``, postprocessed."""
-    import tvm.s_tir.tensor_intrin  # noqa: F401  (registers the tensor intrinsics rules refer to)
-    from tvm.s_tir import meta_schedule as ms
-    key = f"ms/{space}/{rand_state}"
-    variant = {"generator": "metaschedule", "space": space, "rand_state": rand_state}
-    try:
+class DesignSpaces:
+    """MetaSchedule's design spaces of one PrimFunc for one target, generated once: the
+    traces of ``PostOrderApply`` with the CUDA rules, and the CUDA postprocessors."""
+
+    def __init__(self, func, target: Target):
+        import tvm.s_tir.tensor_intrin  # noqa: F401  (registers the tensor intrinsics rules refer to)
+        from tvm.s_tir import meta_schedule as ms
         generator = ms.space_generator.PostOrderApply(sch_rules="cuda", postprocs="cuda", mutator_probs={})
-        context = ms.TuneContext(mod=func, target=target, space_generator=generator, num_threads=1,
-                                 rand_state=rand_state)
-        spaces = context.generate_design_space()
-        variant["spaces"] = len(spaces)
-        sch = spaces[space % len(spaces)]
-        variant["space"] = space % len(spaces)
-        variant["trace"] = str(sch.trace)
-        for post in context.space_generator.postprocs:
+        self.context = ms.TuneContext(mod=func, target=target, space_generator=generator, num_threads=1,
+                                      rand_state=1)
+        self.traces = [space.trace for space in self.context.generate_design_space()]
+        self.postprocs = list(self.context.space_generator.postprocs)
+
+    def sample(self, space: int, rand_state: int):
+        """Replay design space ``space`` with every decision drawn afresh from ``rand_state``."""
+        from tvm import s_tir
+        trace = self.traces[space % len(self.traces)]
+        sch = s_tir.Schedule(self.context.mod, seed=rand_state, debug_mask="none")
+        s_tir.Trace(trace.insts, {}).apply_to_schedule(sch, remove_postproc=True)
+        return sch
+
+
+def metaschedule(spaces: DesignSpaces, rand_state: int, space: int) -> Schedule:
+    """Design space ``space`` sampled with ``rand_state``, postprocessed."""
+    space = space % len(spaces.traces)
+    key = f"ms/{space}/{rand_state}"
+    variant = {"generator": "metaschedule", "space": space, "spaces": len(spaces.traces),
+               "rand_state": rand_state}
+    try:
+        sch = spaces.sample(space, rand_state)
+        for post in spaces.postprocs:
             if not post.apply(sch):
                 return Schedule("metaschedule", key, variant,
                                 error=f"postprocessor {type(post).__name__} rejected the sample")
@@ -92,9 +109,10 @@ def dlight(func, target: Target, tensor_core_inputs: bool = False) -> Schedule:
         return Schedule("dlight", "dlight", variant, error=f"{type(exc).__name__}: {exc}"[:4000])
 
 
-def candidates(func, target: Target, base_seed: int, index: int, tensor_core_inputs: bool = False) -> Schedule:
+def candidates(func, target: Target, base_seed: int, index: int, tensor_core_inputs: bool = False,
+               spaces: Optional[DesignSpaces] = None) -> Schedule:
     """The ``index``-th candidate schedule: 0 is dlight, then MetaSchedule samples that
-    cycle over the design spaces."""
+    cycle over the design spaces (``spaces``: generated once per workload and target)."""
     if index == 0:
         return dlight(func, target, tensor_core_inputs)
-    return metaschedule(func, target, sample_seed(base_seed, index), index - 1)
+    return metaschedule(spaces or DesignSpaces(func, target), sample_seed(base_seed, index), index - 1)
