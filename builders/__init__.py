@@ -12,9 +12,10 @@ BUILDERS = {
     "cutlass": "builders.cutlass:CutlassBuilder",
     "mirage": "builders.mirage:MirageBuilder",
     "handhack": "builders.handhack:HandhackBuilder",
+    "tvm": "builders.tvm:TvmBuilder",
 }
 
-EXTRAS = {"triton": "triton", "triton-dump": "triton", "cutlass": "cutlass", "handhack": "triton"}
+EXTRAS = {"triton": "triton", "triton-dump": "triton", "cutlass": "cutlass", "handhack": "triton", "tvm": "tvm"}
 
 
 class UnknownSourceError(ValueError):

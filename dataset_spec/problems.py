@@ -356,6 +356,105 @@ def range_alphabet(problem, buffer):
     return 0, int(problem.params.get("alphabet", 4))
 
 
+# ---- ops of the TVM source: batched GEMM, NCHW convolutions, row reduction ----------------
+
+def ref_batch_matmul(inputs, problem):
+    """C[b] = A[b] @ B[b], row-major."""
+    a, b = _inputs_of(problem, inputs, "A", "B")
+    a = a.reshape(problem.buffer("A").shape)
+    b = b.reshape(problem.buffer("B").shape)
+    return {_out_name(problem): np.matmul(a, b)}
+
+
+def scale_batch_matmul(inputs, problem):
+    return ref_batch_matmul({k: np.abs(v) for k, v in inputs.items()}, problem)
+
+
+def batch_matmul_length(problem: Problem) -> int:
+    return int(problem.buffer("A").shape[-1])
+
+
+def _windows(x, problem, kernel):
+    """(N, C, H', W', R, S) sliding windows of the zero-padded NCHW input (stride 1)."""
+    pad = int(problem.params.get("padding", 0))
+    x = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    return np.lib.stride_tricks.sliding_window_view(x, kernel, axis=(2, 3))
+
+
+def _conv_nchw(x, w, problem):
+    x = x.reshape(problem.buffer("X").shape)
+    w = w.reshape(problem.buffer("W").shape)
+    return np.einsum("nchwij,kcij->nkhw", _windows(x, problem, w.shape[2:]), w, optimize=True)
+
+
+def ref_conv2d_bias_relu(inputs, problem):
+    """Y = relu(conv2d(X, W) + bias), NCHW / KCRS, stride 1, zero padding params.padding."""
+    x, w, bias = _inputs_of(problem, inputs, "X", "W", "bias")
+    y = _conv_nchw(x, w, problem) + bias.reshape(1, -1, 1, 1)
+    return {_out_name(problem): np.maximum(y, 0.0)}
+
+
+def scale_conv2d_bias_relu(inputs, problem):
+    x, w, bias = _inputs_of(problem, inputs, "X", "W", "bias")
+    return {_out_name(problem): _conv_nchw(np.abs(x), np.abs(w), problem) + np.abs(bias).reshape(1, -1, 1, 1)}
+
+
+def conv_length(problem: Problem) -> int:
+    k, c, r, s = problem.buffer("W").shape
+    return int(c * r * s)
+
+
+def _depthwise(x, w, problem):
+    x = x.reshape(problem.buffer("X").shape)
+    w = w.reshape(problem.buffer("W").shape)   # (C, 1, R, S)
+    pad = int(problem.params.get("padding", 0))
+    h, wd = x.shape[2:]
+    xp = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    out = np.zeros(x.shape[:2] + (h + 2 * pad - w.shape[2] + 1, wd + 2 * pad - w.shape[3] + 1))
+    for i in range(w.shape[2]):
+        for j in range(w.shape[3]):
+            out += xp[:, :, i:i + out.shape[2], j:j + out.shape[3]] * w[:, 0, i, j].reshape(1, -1, 1, 1)
+    return out
+
+
+def ref_depthwise_conv2d(inputs, problem):
+    """Y[n, c] = conv2d(X[n, c], W[c, 0]), NCHW, stride 1, zero padding params.padding."""
+    x, w = _inputs_of(problem, inputs, "X", "W")
+    return {_out_name(problem): _depthwise(x, w, problem)}
+
+
+def scale_depthwise_conv2d(inputs, problem):
+    x, w = _inputs_of(problem, inputs, "X", "W")
+    return {_out_name(problem): _depthwise(np.abs(x), np.abs(w), problem)}
+
+
+def depthwise_length(problem: Problem) -> int:
+    c, _, r, s = problem.buffer("W").shape
+    return int(r * s)
+
+
+def ref_row_sum(inputs, problem):
+    (x,) = _inputs_of(problem, inputs, "x")
+    return {_out_name(problem): x.reshape(-1, _last_dim(problem)).sum(axis=-1)}
+
+
+def scale_row_sum(inputs, problem):
+    (x,) = _inputs_of(problem, inputs, "x")
+    return {_out_name(problem): np.abs(x).reshape(-1, _last_dim(problem)).sum(axis=-1)}
+
+
+def range_products(problem, buffer):
+    """Operands of a float32 sum of n products: products neither overflow n-fold nor
+    underflow the accumulator."""
+    n = get_op(problem.op).reduction_length(problem)
+    f32 = FORMATS["float32"]
+    return max(_fmt(buffer.dtype).tiny, math.sqrt(f32.tiny)), math.sqrt(_fmt(_out_dtype(problem)).max_finite / (4 * n))
+
+
+def range_sum(problem, buffer):
+    return _fmt(buffer.dtype).tiny, _fmt(_out_dtype(problem)).max_finite / (4 * _last_dim(problem))
+
+
 # ---- user references -------------------------------------------------------------------
 
 def _load_custom(problem: Problem, attribute: str, required: bool = True):
@@ -427,6 +526,16 @@ OPS = {
                "row_best[p, i] = max_j H[i][j] of a Smith-Waterman alignment with affine gaps of "
                "query[p] against target[p]", None, None, "exact (int32 scores)",
                integer_range=range_alphabet),
+        OpSpec("batch_matmul", ref_batch_matmul, batch_matmul_length, "C[b] = A[b] @ B[b]", scale_batch_matmul,
+               range_products, "|A[b]| @ |B[b]|, n = K"),
+        OpSpec("conv2d_bias_relu", ref_conv2d_bias_relu, conv_length,
+               "Y = relu(conv2d(X, W) + bias), NCHW, stride 1, params.padding", scale_conv2d_bias_relu,
+               range_products, "conv2d(|X|, |W|) + |bias|, n = C R S"),
+        OpSpec("depthwise_conv2d", ref_depthwise_conv2d, depthwise_length,
+               "Y[n, c] = conv2d(X[n, c], W[c]), NCHW, stride 1, params.padding", scale_depthwise_conv2d,
+               range_products, "depthwise_conv2d(|X|, |W|), n = R S"),
+        OpSpec("row_sum", ref_row_sum, _last_dim, "out[i] = sum_j x[i, j]", scale_row_sum, range_sum,
+               "sum_j |x[i, j]|, n = row length"),
         OpSpec("custom", ref_custom, lambda p: int(p.params.get("reduction_length", 1)),
                "user reference module:function", scale_custom, None,
                "the module's <function>_error_scale, else |out|; n = params.reduction_length"),

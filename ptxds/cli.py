@@ -88,6 +88,8 @@ def cli():
                    "each size is its own group")
 @click.option("--mugraphs", multiple=True, type=click.Path(exists=True, dir_okay=False),
               help="mirage: muGraph JSON file (repeatable; default: the shared saved muGraphs)")
+@click.option("--schedules", type=int, default=None,
+              help="tvm: distinct schedules (members) per group (default 10)")
 @click.option("--sass/--no-sass", default=False, help="store each row's SASS text")
 @executor_options
 @click.option("--cache", "cache_dir", default=None, type=click.Path(file_okay=False),
@@ -97,8 +99,8 @@ def cli():
 @click.option("--flush-rows", type=int, default=64, hidden=True, help="rows per part file")
 @library_errors
 def build(source, out_dir, arch, limit, sample_seed, jobs, from_dump, problem_file, manifest,
-          family, per_family, alpha, beta, sm_count, shapes, mugraphs, sass, executor, address, cache_dir,
-          silent, flush_rows):
+          family, per_family, alpha, beta, sm_count, shapes, mugraphs, schedules, sass, executor, address,
+          cache_dir, silent, flush_rows):
     """Build a source's equivalence groups into a dataset folder (safe to rerun: resumes).
 
     Example:
@@ -119,12 +121,15 @@ def build(source, out_dir, arch, limit, sample_seed, jobs, from_dump, problem_fi
     extra = {k: v for k, v in {"from_dump": from_dump, "problem_file": problem_file,
                                 "manifest": manifest, "family": family, "shapes": shapes,
                                 "per_family": per_family, "alpha": alpha, "beta": beta,
-                                "sm_count": sm_count, "mugraphs": list(mugraphs) or None}.items()
+                                "sm_count": sm_count, "mugraphs": list(mugraphs) or None,
+                                "schedules": schedules}.items()
              if v is not None}
     if source == "ptx" and not manifest:
         raise click.UsageError("--source ptx needs --manifest FILE (see docs/manifest.md)")
     if source == "triton-dump" and not from_dump:
         raise click.UsageError("--source triton-dump needs --from-dump DIR")
+    if schedules is not None and source != "tvm":
+        raise click.UsageError(f"--schedules applies to --source tvm, not {source}")
     options = BuildOptions(archs=_parse_archs(arch), limit=limit, sample_seed=sample_seed, extra=extra)
     runner = _executor(executor, address, jobs)
     try:

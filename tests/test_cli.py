@@ -32,7 +32,7 @@ def test_unknown_source_lists_known_ones(tmp_path):
     result = run_cli("build", "--source", "nope", "--out", str(tmp_path / "d"))
     assert result.exit_code == 1
     assert result.output.strip() == \
-        "Error: unknown source 'nope'; known sources: cutlass, handhack, mirage, ptx, triton, triton-dump"
+        "Error: unknown source 'nope'; known sources: cutlass, handhack, mirage, ptx, triton, triton-dump, tvm"
 
 
 def test_unknown_arch_is_rejected(tmp_path):
@@ -130,3 +130,9 @@ def test_verify_without_a_gpu_is_one_clear_error(small_triton_build, tmp_path):
     assert result.output.startswith("Error: no CUDA")
     assert result.output.strip().endswith("needs a machine with an NVIDIA GPU and its driver (build and info do not)")
     assert len(result.output.strip().splitlines()) == 1
+
+
+def test_schedules_applies_to_tvm_only(tmp_path):
+    result = run_cli("build", "--source", "mirage", "--schedules", "3", "--out", str(tmp_path / "d"))
+    assert result.exit_code != 0
+    assert "--schedules applies to --source tvm" in result.output

@@ -178,9 +178,10 @@ def test_omitted_entry_is_the_modules_only_entry():
 BAD_MANIFESTS = {
     "bad_grid.yaml": "bad_grid.yaml: members[0].launches[0].grid: must be 1 to 3 positive ints, got [0]",
     "block_too_large.yaml": "block_too_large.yaml: members[0].launches[0].block: (2048, 1, 1) has more than 1024 threads",
-    "unknown_op.yaml": "unknown_op.yaml: problem.op: unknown op 'vector_sub'; known ops: attention, custom, "
-                       "gated_mlp, gemm, layernorm, lora, ntrans, rmsnorm, rmsnorm_matmul, smith_waterman, softmax, square, "
-                       "vector_add (or op 'custom' with params.reference = 'module:function')",
+    "unknown_op.yaml": "unknown_op.yaml: problem.op: unknown op 'vector_sub'; known ops: attention, batch_matmul, "
+                       "conv2d_bias_relu, custom, depthwise_conv2d, gated_mlp, gemm, layernorm, lora, ntrans, "
+                       "rmsnorm, rmsnorm_matmul, row_sum, smith_waterman, softmax, square, vector_add "
+                       "(or op 'custom' with params.reference = 'module:function')",
     "missing_file.yaml": "missing_file.yaml: members[0].cuda: no such file 'nope.cu' (relative to the manifest's folder)",
     "unknown_buffer.yaml": "unknown_buffer.yaml: members[0].launches[0].args[1].buffer: no buffer named 'z'; known: x, y, out",
     "arg_count.json": "arg_count.json: members[0].launches[0].args: 3 args but entry add_hand_written has 4 params "

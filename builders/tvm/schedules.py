@@ -1,0 +1,118 @@
+"""Schedules of a TVM workload: MetaSchedule design spaces with seeded sampling, and
+TVM's rule-based ``dlight`` GPU schedules.
+
+A MetaSchedule sample is (design space index, rand_state): ``PostOrderApply`` with the
+CUDA schedule rules builds the design spaces of the PrimFunc once (multi-level tiling
+with shared-memory caching and thread binding, cross-thread reduction, auto-inlining,
+auto unroll); a sample replays one space's trace with its decisions removed in a
+``Schedule`` seeded with rand_state, as MetaSchedule's replay-trace strategy does, so
+every sampling instruction draws its decision from ``rand_state``; the CUDA
+postprocessors then rewrite cooperative fetches, bind unbound blocks, apply unrolling and
+check the GPU limits. The trace, with its decisions, is the row's ``variant``: replaying
+it regenerates the schedule. MetaSchedule's mutators are not needed (no search), and are
+not created: constructing them crashes this wheel.
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Optional
+
+import tvm
+from tvm.target import Target
+
+SHARED_LIMIT = 48 * 1024   # static shared memory per block without an opt-in
+
+
+@dataclass
+class Schedule:
+    """A scheduled module, or why none could be made."""
+    kind: str                   # metaschedule / dlight
+    key: str                    # unique within the workload
+    variant: dict
+    mod: Optional[object] = None
+    error: str = ""
+
+
+def cuda_target(arch: str) -> Target:
+    return Target({"kind": "cuda", "arch": arch.rstrip("a"), "max_threads_per_block": 1024,
+                   "max_shared_memory_per_block": SHARED_LIMIT, "thread_warp_size": 32})
+
+
+def prim_func(tensors: list, symbol: str):
+    from tvm import te
+    return te.create_prim_func(tensors).with_attr("global_symbol", symbol)
+
+
+def sample_seed(base_seed: int, index: int) -> int:
+    digest = hashlib.sha256(f"tvm-schedule/{base_seed}/{index}".encode()).digest()
+    return int.from_bytes(digest[:4], "little") & 0x7FFFFFFF
+
+
+class DesignSpaces:
+    """MetaSchedule's design spaces of one PrimFunc for one target, generated once: the
+    traces of ``PostOrderApply`` with the CUDA rules, and the CUDA postprocessors."""
+
+    def __init__(self, func, target: Target):
+        import tvm.s_tir.tensor_intrin  # noqa: F401  (registers the tensor intrinsics rules refer to)
+        from tvm.s_tir import meta_schedule as ms
+        generator = ms.space_generator.PostOrderApply(sch_rules="cuda", postprocs="cuda", mutator_probs={})
+        self.context = ms.TuneContext(mod=func, target=target, space_generator=generator, num_threads=1,
+                                      rand_state=1)
+        self.traces = [space.trace for space in self.context.generate_design_space()]
+        self.postprocs = list(self.context.space_generator.postprocs)
+
+    def sample(self, space: int, rand_state: int):
+        """Replay design space ``space`` with every decision drawn afresh from ``rand_state``."""
+        from tvm import s_tir
+        trace = self.traces[space % len(self.traces)]
+        sch = s_tir.Schedule(self.context.mod, seed=rand_state, debug_mask="none")
+        s_tir.Trace(trace.insts, {}).apply_to_schedule(sch, remove_postproc=True)
+        return sch
+
+
+def metaschedule(spaces: DesignSpaces, rand_state: int, space: int) -> Schedule:
+    """Design space ``space`` sampled with ``rand_state``, postprocessed."""
+    space = space % len(spaces.traces)
+    key = f"ms/{space}/{rand_state}"
+    variant = {"generator": "metaschedule", "space": space, "spaces": len(spaces.traces),
+               "rand_state": rand_state}
+    try:
+        sch = spaces.sample(space, rand_state)
+        for post in spaces.postprocs:
+            if not post.apply(sch):
+                return Schedule("metaschedule", key, variant,
+                                error=f"postprocessor {type(post).__name__} rejected the sample")
+        variant["trace"] = str(sch.trace)
+        return Schedule("metaschedule", key, variant, sch.mod)
+    except Exception as exc:  # TVM raises its own error types
+        return Schedule("metaschedule", key, variant, error=f"{type(exc).__name__}: {exc}"[:4000])
+
+
+DLIGHT_RULES = ("Matmul", "GEMV", "Reduction", "GeneralReduction", "Fallback")
+
+
+def dlight(func, target: Target, tensor_core_inputs: bool = False) -> Schedule:
+    """TVM's rule-based GPU schedule (dlight: Matmul, GEMV, Reduction, GeneralReduction,
+    then Fallback), as applied to models by TVM's default pipeline. With float16 matmul
+    inputs the Matmul rule is left out: it tensorizes with MMA intrinsics, and this wheel's
+    Tensorize crashes the process."""
+    from tvm.s_tir import dlight as dl
+    rules = [r for r in DLIGHT_RULES if not (tensor_core_inputs and r == "Matmul")]
+    variant = {"generator": "dlight", "rules": rules}
+    try:
+        mod = tvm.IRModule({"main": func})
+        with target:
+            mod = dl.ApplyDefaultSchedule(*[getattr(dl.gpu, r)() for r in rules])(mod)
+        return Schedule("dlight", "dlight", variant, mod)
+    except Exception as exc:
+        return Schedule("dlight", "dlight", variant, error=f"{type(exc).__name__}: {exc}"[:4000])
+
+
+def candidates(func, target: Target, base_seed: int, index: int, tensor_core_inputs: bool = False,
+               spaces: Optional[DesignSpaces] = None) -> Schedule:
+    """The ``index``-th candidate schedule: 0 is dlight, then MetaSchedule samples that
+    cycle over the design spaces (``spaces``: generated once per workload and target)."""
+    if index == 0:
+        return dlight(func, target, tensor_core_inputs)
+    return metaschedule(spaces or DesignSpaces(func, target), sample_seed(base_seed, index), index - 1)

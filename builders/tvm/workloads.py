@@ -1,0 +1,163 @@
+"""The TVM source's workloads: per workload a TE definition and the ptxds Problem it
+computes, at a small and a large size.
+
+Each workload is one tensor program; its buffers are named as the registry's op expects
+(``dataset_spec/problems.py``), so the TE placeholders and the Problem's buffers share
+names and the lowered kernels' pointer parameters map onto them by name.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from dataset_spec.model import Buffer, Problem
+
+SOURCE = "tvm"
+
+
+@dataclass(frozen=True)
+class Workload:
+    """One tensor program at one size. ``dims`` are its sizes; ``build_te`` and ``problem``
+    read them."""
+    name: str
+    size: str       # small / large
+    op: str         # registry op
+    dims: tuple
+
+    @property
+    def group_id(self) -> str:
+        return f"{SOURCE}/{self.name}/{self.size}"
+
+    @property
+    def symbol(self) -> str:
+        return f"tvm_{self.name}"
+
+
+def _gemm_te(dims, dtype, te):
+    m, n, k = dims
+    A = te.placeholder((m, k), dtype, name="A")
+    B = te.placeholder((k, n), dtype, name="B")
+    r = te.reduce_axis((0, k), name="k")
+    if dtype == "float32":
+        C = te.compute((m, n), lambda i, j: te.sum(A[i, r] * B[r, j], axis=r), name="D")
+        return [A, B, C]
+    acc = te.compute((m, n), lambda i, j: te.sum(A[i, r].astype("float32") * B[r, j].astype("float32"), axis=r),
+                     name="acc")
+    D = te.compute((m, n), lambda i, j: acc[i, j].astype(dtype), name="D")
+    return [A, B, D]
+
+
+def _batch_matmul_te(dims, te):
+    b, m, n, k = dims
+    A = te.placeholder((b, m, k), "float32", name="A")
+    B = te.placeholder((b, k, n), "float32", name="B")
+    r = te.reduce_axis((0, k), name="k")
+    C = te.compute((b, m, n), lambda z, i, j: te.sum(A[z, i, r] * B[z, r, j], axis=r), name="C")
+    return [A, B, C]
+
+
+def _conv_te(dims, te, topi):
+    n, c, h, w, k, r = dims
+    X = te.placeholder((n, c, h, w), "float32", name="X")
+    W = te.placeholder((k, c, r, r), "float32", name="W")
+    bias = te.placeholder((k,), "float32", name="bias")
+    conv = topi.nn.conv2d_nchw(X, W, stride=1, padding=r // 2, dilation=1)
+    Y = te.compute(conv.shape, lambda a, b, i, j: te.max(conv[a, b, i, j] + bias[b], 0.0), name="Y")
+    return [X, W, bias, Y]
+
+
+def _depthwise_te(dims, te, topi):
+    n, c, h, w, r = dims
+    X = te.placeholder((n, c, h, w), "float32", name="X")
+    W = te.placeholder((c, 1, r, r), "float32", name="W")
+    Y = topi.nn.depthwise_conv2d_nchw(X, W, stride=1, padding=r // 2, dilation=1)
+    return [X, W, Y]
+
+
+def _softmax_te(dims, te, topi):
+    rows, cols = dims
+    x = te.placeholder((rows, cols), "float32", name="x")
+    return [x, topi.nn.softmax(x)]
+
+
+def _row_sum_te(dims, te):
+    rows, cols = dims
+    x = te.placeholder((rows, cols), "float32", name="x")
+    r = te.reduce_axis((0, cols), name="k")
+    return [x, te.compute((rows,), lambda i: te.sum(x[i, r], axis=r), name="out")]
+
+
+def build_te(workload: Workload) -> list:
+    """The TE tensors [inputs..., output] of ``workload``."""
+    from tvm import te, topi
+    d = workload.dims
+    kind = workload.name
+    if kind == "matmul_fp32":
+        return _gemm_te(d, "float32", te)
+    if kind == "matmul_fp16":
+        return _gemm_te(d, "float16", te)
+    if kind == "batch_matmul":
+        return _batch_matmul_te(d, te)
+    if kind == "conv2d_bias_relu":
+        return _conv_te(d, te, topi)
+    if kind == "depthwise_conv2d":
+        return _depthwise_te(d, te, topi)
+    if kind == "softmax":
+        return _softmax_te(d, te, topi)
+    if kind == "row_sum":
+        return _row_sum_te(d, te)
+    raise ValueError(f"unknown TVM workload {kind!r}")
+
+
+def problem(workload: Workload) -> Problem:
+    """The Problem of ``workload``: the registry op, buffers named as the TE tensors."""
+    d, kind, pid = workload.dims, workload.name, workload.group_id
+    if kind.startswith("matmul"):
+        m, n, k = d
+        dtype = "float16" if kind == "matmul_fp16" else "float32"
+        return Problem(pid, "gemm", [Buffer("A", dtype, (m, k)), Buffer("B", dtype, (k, n)),
+                                     Buffer("D", dtype, (m, n), "out")],
+                       {"M": m, "N": n, "K": k, "accumulator": "float32"})
+    if kind == "batch_matmul":
+        b, m, n, k = d
+        return Problem(pid, "batch_matmul", [Buffer("A", "float32", (b, m, k)), Buffer("B", "float32", (b, k, n)),
+                                             Buffer("C", "float32", (b, m, n), "out")])
+    if kind == "conv2d_bias_relu":
+        n, c, h, w, k, r = d
+        return Problem(pid, "conv2d_bias_relu",
+                       [Buffer("X", "float32", (n, c, h, w)), Buffer("W", "float32", (k, c, r, r)),
+                        Buffer("bias", "float32", (k,)), Buffer("Y", "float32", (n, k, h, w), "out")],
+                       {"stride": 1, "padding": r // 2, "layout": "NCHW"})
+    if kind == "depthwise_conv2d":
+        n, c, h, w, r = d
+        return Problem(pid, "depthwise_conv2d",
+                       [Buffer("X", "float32", (n, c, h, w)), Buffer("W", "float32", (c, 1, r, r)),
+                        Buffer("DepthwiseConv2d", "float32", (n, c, h, w), "out")],
+                       {"stride": 1, "padding": r // 2, "layout": "NCHW"})
+    if kind == "softmax":
+        rows, cols = d
+        return Problem(pid, "softmax", [Buffer("x", "float32", (rows, cols)),
+                                        Buffer("T_softmax_norm", "float32", (rows, cols), "out")])
+    if kind == "row_sum":
+        rows, cols = d
+        return Problem(pid, "row_sum", [Buffer("x", "float32", (rows, cols)), Buffer("out", "float32", (rows,), "out")])
+    raise ValueError(f"unknown TVM workload {kind!r}")
+
+
+# Large sizes: the fastest member runs >= 50 us on an H100, and the float64 reference of
+# each stays a few seconds on the host (at most ~600 MiB of float64 copies).
+WORKLOADS = [
+    Workload("matmul_fp32", "small", "gemm", (256, 256, 256)),
+    Workload("matmul_fp32", "large", "gemm", (2048, 2048, 2048)),
+    Workload("matmul_fp16", "small", "gemm", (256, 256, 256)),
+    Workload("matmul_fp16", "large", "gemm", (4096, 4096, 4096)),
+    Workload("batch_matmul", "small", "batch_matmul", (4, 128, 128, 128)),
+    Workload("batch_matmul", "large", "batch_matmul", (16, 512, 512, 512)),
+    Workload("conv2d_bias_relu", "small", "conv2d_bias_relu", (1, 32, 28, 28, 64, 3)),
+    Workload("conv2d_bias_relu", "large", "conv2d_bias_relu", (8, 64, 56, 56, 64, 3)),
+    Workload("depthwise_conv2d", "small", "depthwise_conv2d", (1, 64, 56, 56, 3)),
+    Workload("depthwise_conv2d", "large", "depthwise_conv2d", (8, 256, 112, 112, 3)),
+    Workload("softmax", "small", "softmax", (64, 1000)),
+    Workload("softmax", "large", "softmax", (8192, 4096)),
+    Workload("row_sum", "small", "row_sum", (1024, 1000)),
+    Workload("row_sum", "large", "row_sum", (8192, 8192)),
+]
