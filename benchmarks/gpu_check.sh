@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# One GPU session for new work: the GPU tests, then `ptxds verify` on each dataset given,
+# then a per-group or per-family table of each result. Datasets are built on a CPU machine
+# beforehand (commands in docs/gpu-results.md) and carried.
+# Usage: benchmarks/gpu_check.sh OUTDIR [tests|notests] DATASET...
+#   env: PTXDS_CHECK_WORK (verified output, default /tmp/ptxds-check), VERIFY_TIMEOUT (s per dataset)
+#   a DATASET that is a folder of datasets (e.g. .gpu/families) is expanded one level.
+set -uo pipefail
+out=${1:?usage: gpu_check.sh OUTDIR [tests|notests] DATASET...}; shift
+phase=${1:-tests}; shift || true
+mkdir -p "$out"
+export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
+pytag=$(python3 -c 'import sys; print(f"cp{sys.version_info[0]}{sys.version_info[1]}")')
+cupti_whl=$(ls .whl/cupti_python-*-"$pytag"-*.whl 2>/dev/null | sort -V | tail -n 1)
+if [ -n "$cupti_whl" ] && python3 -m pip install -q --no-index --no-deps --target /tmp/ptxds-site "$cupti_whl"; then
+  export PYTHONPATH=/tmp/ptxds-site:$PYTHONPATH
+fi
+if ! python3 -c "import ptx_tools; ptx_tools.find_tool('nvcc')" 2>/dev/null && command -v nvcc >/dev/null; then
+  export PTXDS_CUDA_HOME=$(dirname "$(dirname "$(command -v nvcc)")")
+fi
+nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
+# verify resumes: a second call with the same work folder (kept on a warm machine) goes on
+work=${PTXDS_CHECK_WORK:-/tmp/ptxds-check}; mkdir -p "$work"
+if [ "$phase" = tests ]; then
+  timeout 360 python3 -m pytest -m gpu -q -rs -p no:cacheprovider tests 2>&1 | tail -n 30 | tee "$out/pytest-gpu.log"
+fi
+datasets=()
+for d in "$@"; do
+  if [ -f "$d/README.md" ]; then datasets+=("$d"); else
+    for sub in "$d"/*/; do [ -f "$sub/README.md" ] && datasets+=("${sub%/}"); done
+  fi
+done
+for ds in "${datasets[@]}"; do
+  name=$(echo "$ds" | sed 's#^\.gpu/##; s#/#-#g')
+  echo "== ptxds verify $ds"
+  start=$(date +%s)
+  timeout "${VERIFY_TIMEOUT:-300}" python3 -m ptxds verify "$ds" --out "$work/$name" --silent 2>&1 | grep -v "^  " | tee -a "$out/verify.log"
+  echo "$name: $(( $(date +%s) - start )) s wall" | tee -a "$out/verify.log"
+done
+for v in "$work"/*/; do
+  echo "== $(basename "$v")"
+  case "$(basename "$v")" in
+    tvm*) python3 benchmarks/tvm_groups.py "$v" ;;
+    *) python3 benchmarks/families_table.py "$v" ;;
+  esac
+done 2>&1 | tee "$out/tables.md"
+tar -czf "$out/verified.tar.gz" -C "$work" .
