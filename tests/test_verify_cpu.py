@@ -130,6 +130,22 @@ def test_poison_detection(dtype):
         assert unwritten_count(np.full(3, np.nan, np.float32), dtype) == 0
 
 
+@pytest.mark.parametrize("dtype", ["int8", "int32", "uint8"])
+def test_integer_poison_that_is_also_the_right_value_is_not_unwritten(dtype):
+    """All-ones poison is -1 (255 unsigned), a value an integer GEMM may rightly store: where
+    the reference holds it the element is right either way; elsewhere poison is unwritten."""
+    poison_value = float(from_storage(poison_array(dtype, (1,)), dtype)[0])
+    reference = np.array([poison_value, 3.0, poison_value, 5.0])
+    out = float_to_bits(reference, dtype)
+    assert unwritten_count(out, dtype, reference) == 0
+    assert unwritten_count(out, dtype) == 2  # without the reference, the values look like poison
+    out[1] = poison_array(dtype, (1,))[0]
+    assert unwritten_count(out, dtype, reference) == 1
+    # float poison is a NaN no reference holds: a NaN reference does not hide it
+    f32 = poison_array("float32", (2,))
+    assert unwritten_count(f32, "float32", np.array([np.nan, 1.0])) == 2
+
+
 def test_trial_inputs_are_seeded_and_alternate_kinds():
     problem = Problem("p", "vector_add", [Buffer("x", "float32", (64,)), Buffer("y", "float32", (64,)),
                                           Buffer("out", "float32", (64,), role="out")],

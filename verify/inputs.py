@@ -71,12 +71,21 @@ def poison_array(dtype: str, shape) -> np.ndarray:
     return words.view(np.uint8).view(STORAGE_NUMPY[dtype]).reshape(shape)
 
 
-def unwritten_count(output: np.ndarray, dtype: str) -> int:
-    """How many elements still hold the poison bits (compared as bits, since NaN != NaN)."""
+def unwritten_count(output: np.ndarray, dtype: str, reference: Optional[np.ndarray] = None) -> int:
+    """How many elements still hold the poison bits (compared as bits, since NaN != NaN).
+
+    Integer poison (all ones: -1, or 255 unsigned) is also a value a kernel may rightly
+    write, so where ``reference`` (float64, the expected values) equals the poison's value,
+    the element cannot tell written from unwritten and is not counted: it holds the right
+    value either way. Float poison is a NaN with a payload no reference holds."""
     size = DTYPES[dtype][0]
     bits = np.ascontiguousarray(output).view(BITS_NUMPY[size])
-    poison = poison_array(dtype, (1,)).view(BITS_NUMPY[size])[0]
-    return int(np.count_nonzero(bits == poison))
+    poison_bits = poison_array(dtype, (1,))
+    still_poison = bits == poison_bits.view(BITS_NUMPY[size])[0]
+    if reference is not None and not is_float(dtype):
+        poison_value = float(from_storage(poison_bits, dtype)[0])
+        still_poison &= np.asarray(reference).reshape(still_poison.shape) != poison_value
+    return int(np.count_nonzero(still_poison))
 
 
 def bf16_bits(values) -> np.ndarray:

@@ -109,11 +109,11 @@ def classify(result: CheckResult, specs: list, references: list) -> Verdict:
         if run.modified_inputs:
             return Verdict("modified_input", f"trial {run.trial}: input buffer(s) {', '.join(run.modified_inputs)} "
                            "changed by the kernel", trials=trials)
-    for run in result.runs:
+    for run, ref in zip(result.runs, references):
         for spec in specs:
             if spec.name not in run.outputs:
                 return Verdict("crashed", f"trial {run.trial}: output {spec.name} missing from the worker result")
-            n = unwritten_count(run.outputs[spec.name], spec.dtype)
+            n = unwritten_count(run.outputs[spec.name], spec.dtype, ref.get(spec.name))
             if n:
                 size = run.outputs[spec.name].size
                 return Verdict("unwritten_output", f"trial {run.trial}: {n} of {size} elements of {spec.name} "

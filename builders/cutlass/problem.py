@@ -120,9 +120,19 @@ MATH_INPUT_NAMES = {"tf32": "tf32", "f16": "float16", "bf16": "bfloat16"}
 FP8 = ("e4m3", "e5m2")
 # Integer operands: small values, so every product sum is exact in an int32 accumulator and
 # in the float32 epilogue (|sum| <= K * 64 < 2^24 up to K = 2^18), and a saturating int8
-# store clamps a good share of the outputs.
+# store clamps a good share of the outputs. Unsigned operands of an unsigned 8-bit output
+# are 0 or 1: sums of products of 0..7 all exceed 255 at K = 520, so every output would
+# clamp to 255 and a kernel writing the constant would pass (a trivial reference).
 INTEGER_INPUTS = {"s8": Distribution("randint", {"low": -8, "high": 8}),
                   "u8": Distribution("randint", {"low": 0, "high": 8})}
+UNSIGNED_BYTE_OUTPUT_INPUTS = Distribution("randint", {"low": 0, "high": 2})
+
+
+def integer_inputs(element: str, element_d: str):
+    """The init of an integer operand (None for float operands)."""
+    if element == "u8" and element_d == "u8":
+        return UNSIGNED_BYTE_OUTPUT_INPUTS
+    return INTEGER_INPUTS.get(element)
 
 
 def epilogue_misfit(spec: KernelSpec, alpha: float, beta: float) -> str:
@@ -162,13 +172,13 @@ def make_problem(spec: KernelSpec, m: int, n: int, k: int, alpha: float = 1.0, b
     g = kernel_gemm(spec)
     buffers = [
         Buffer("A", DTYPE_NAMES[g.element_a], storage_shape(g.layout_a, m, k), "in",
-               init=INTEGER_INPUTS.get(g.element_a)),
+               init=integer_inputs(g.element_a, g.element_d)),
         Buffer("B", DTYPE_NAMES[g.element_b], storage_shape(g.layout_b, k, n), "in",
-               init=INTEGER_INPUTS.get(g.element_b)),
+               init=integer_inputs(g.element_b, g.element_d)),
     ]
     if beta != 0 and g.element_c != "void":
         buffers.append(Buffer("C", DTYPE_NAMES[g.element_c], storage_shape(g.layout_c, m, n), "in",
-                              init=INTEGER_INPUTS.get(g.element_c)))
+                              init=integer_inputs(g.element_c, g.element_d)))
     buffers.append(Buffer("D", DTYPE_NAMES[g.element_d], storage_shape(g.layout_c, m, n), "out"))
     params = {
         "M": m, "N": n, "K": k, "layout_a": g.layout_a, "layout_b": g.layout_b,
