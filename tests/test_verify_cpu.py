@@ -508,3 +508,25 @@ def test_kernel_id_depends_on_arch():
     record = _vector_add_record("// ptx")
     ids = {make_kernel_id("h", record.launches, record.problem, arch) for arch in ("sm_80", "sm_90a")}
     assert len(ids) == 2
+
+
+def test_error_stats_over_several_chunks_finds_the_worst_element():
+    """error_stats works chunk by chunk: counts, maxima and the worst index must be those of
+    the whole array, with violations and non-finite values in different chunks."""
+    from verify import compare
+    rng = np.random.default_rng(3)
+    n = 3 * compare.CHUNK + 17
+    ref = rng.standard_normal(n)
+    bound = np.abs(ref) * 1e-3 + 1e-6
+    out = ref + 0.5 * bound
+    out[5] += 3 * bound[5]                       # chunk 0, ratio ~3.5
+    out[2 * compare.CHUNK + 9] += 9 * bound[2 * compare.CHUNK + 9]   # chunk 2, the worst (~9.5)
+    out[n - 1] = np.inf                          # last chunk: non-finite output, infinite error
+    stats = compare.error_stats(out, ref, bound)
+    assert stats.n_bad == 3 and stats.n_total == n
+    assert stats.max_err_ratio == np.inf and stats.worst_index == (n - 1,)
+    out[n - 1] = ref[n - 1]
+    stats = compare.error_stats(out, ref, bound)
+    assert stats.n_bad == 2 and stats.worst_index == (2 * compare.CHUNK + 9,)
+    assert stats.max_err_ratio == pytest.approx(9.5)
+    assert compare.error_stats(out, ref, 1.0).n_bad == 0  # a one-value bound

@@ -27,39 +27,73 @@ class ErrorStats:
         return self.n_bad == 0
 
 
+CHUNK = 1 << 18  # elements per pass: each chunk's temporaries stay in cache
+
+
 def error_stats(out: np.ndarray, ref: np.ndarray, bound: np.ndarray) -> ErrorStats:
-    """Errors of ``out`` against ``ref`` (float64, same shape) under the per-element ``bound``."""
-    out = np.asarray(out, dtype=np.float64)
-    ref = np.asarray(ref, dtype=np.float64)
-    bound = np.broadcast_to(np.asarray(bound, dtype=np.float64), ref.shape)
+    """Errors of ``out`` against ``ref`` (float64, same shape) under the per-element ``bound``.
+
+    Works through the arrays in chunks: at tens of millions of elements, whole-array
+    temporaries (several float64 copies) made this the slowest part of a verify."""
+    out, ref = np.asarray(out), np.asarray(ref, dtype=np.float64)
     if out.shape != ref.shape:
         raise ValueError(f"output shape {out.shape} != reference shape {ref.shape}")
+    bound = np.asarray(bound, dtype=np.float64)
+    flat_out, flat_ref = out.reshape(-1), ref.reshape(-1)
+    # a one-value bound stays one value; an array bound is made flat (a copy only if broadcast)
+    flat_bound = None if bound.size == 1 else np.broadcast_to(bound, ref.shape).reshape(-1)
+    total = flat_ref.size
+    summary = _Running()
+    for begin in range(0, total, CHUNK):
+        end = min(begin + CHUNK, total)
+        chunk_bound = (np.full(end - begin, float(bound.reshape(-1)[0])) if flat_bound is None
+                       else flat_bound[begin:end])
+        summary.add(begin, *_chunk_errors(flat_out[begin:end].astype(np.float64), flat_ref[begin:end], chunk_bound))
+    return summary.stats(total, ref.shape)
+
+
+def _chunk_errors(out: np.ndarray, ref: np.ndarray, bound: np.ndarray) -> tuple:
+    """(abs_err, |ref| used for the relative error, bound) of one chunk. Non-finite on one
+    side only is an infinite error; a non-finite reference must be matched exactly (same
+    infinity, or NaN), whatever the bound says."""
     with np.errstate(invalid="ignore", over="ignore"):
         abs_err = np.abs(out - ref)
     if np.isfinite(abs_err).all():  # the common case: no non-finite value on either side
-        return _summarise(abs_err, np.abs(ref), bound)
+        return abs_err, np.abs(ref), bound
     ref_finite = np.isfinite(ref)
     matches = (np.isnan(ref) & np.isnan(out)) | (ref == out)
-    # Non-finite on one side only is an infinite error; a non-finite reference must be
-    # matched exactly (same infinity, or NaN), whatever the bound says.
     abs_err = np.where(ref_finite, np.where(np.isfinite(out), abs_err, np.inf), np.where(matches, 0.0, np.inf))
-    return _summarise(abs_err, np.abs(np.where(ref_finite, ref, 0.0)), np.where(ref_finite, bound, 0.0))
+    return abs_err, np.abs(np.where(ref_finite, ref, 0.0)), np.where(ref_finite, bound, 0.0)
 
 
-def _summarise(abs_err: np.ndarray, ref_magnitude: np.ndarray, bound: np.ndarray) -> ErrorStats:
-    """ErrorStats from per-element errors (inf where non-finite values disagree)."""
-    tiny = np.finfo(np.float64).tiny
-    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-        ratio = abs_err / np.maximum(bound, tiny)
-        ratio[abs_err == 0] = 0.0
-        rel = abs_err / np.maximum(np.maximum(ref_magnitude, bound), tiny)
-    n_bad = int(np.count_nonzero(abs_err > bound))
-    worst = tuple(int(i) for i in np.unravel_index(int(np.argmax(ratio)), ratio.shape)) if n_bad else ()
-    return ErrorStats(
-        max_abs_err=float(abs_err.max()) if abs_err.size else 0.0,
-        max_rel_err=float(rel.max()) if rel.size else 0.0,
-        max_err_ratio=float(ratio.max()) if ratio.size else 0.0,
-        n_bad=n_bad, n_total=int(abs_err.size), worst_index=worst)
+class _Running:
+    """Maxima and counts over chunks, with the flat index of the worst violation."""
+    TINY = np.finfo(np.float64).tiny
+
+    def __init__(self):
+        self.max_abs = self.max_rel = self.max_ratio = 0.0
+        self.n_bad = 0
+        self.worst_ratio, self.worst_flat = -1.0, -1
+
+    def add(self, offset: int, abs_err: np.ndarray, ref_magnitude: np.ndarray, bound: np.ndarray) -> None:
+        if not abs_err.size:
+            return
+        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+            ratio = abs_err / np.maximum(bound, self.TINY)  # 0 where the error is 0
+            rel = abs_err / np.maximum(np.maximum(ref_magnitude, bound), self.TINY)
+        bad = int(np.count_nonzero(abs_err > bound))
+        self.n_bad += bad
+        self.max_abs = max(self.max_abs, float(abs_err.max()))
+        self.max_rel = max(self.max_rel, float(rel.max()))
+        chunk_ratio = float(ratio.max())
+        self.max_ratio = max(self.max_ratio, chunk_ratio)
+        if bad and chunk_ratio > self.worst_ratio:
+            self.worst_ratio, self.worst_flat = chunk_ratio, offset + int(np.argmax(ratio))
+
+    def stats(self, total: int, shape: tuple) -> ErrorStats:
+        worst = tuple(int(i) for i in np.unravel_index(self.worst_flat, shape)) if self.n_bad else ()
+        return ErrorStats(max_abs_err=self.max_abs, max_rel_err=self.max_rel, max_err_ratio=self.max_ratio,
+                          n_bad=self.n_bad, n_total=total, worst_index=worst)
 
 
 def trivial_reason(ref: np.ndarray, bound: np.ndarray) -> str:
