@@ -9,20 +9,12 @@ set -uo pipefail
 out=${1:?usage: gpu_check.sh OUTDIR [tests|notests] DATASET...}; shift
 phase=${1:-tests}; shift || true
 mkdir -p "$out"
-export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
-pytag=$(python3 -c 'import sys; print(f"cp{sys.version_info[0]}{sys.version_info[1]}")')
-cupti_whl=$(ls .whl/cupti_python-*-"$pytag"-*.whl 2>/dev/null | sort -V | tail -n 1)
-if [ -n "$cupti_whl" ] && python3 -m pip install -q --no-index --no-deps --target /tmp/ptxds-site "$cupti_whl"; then
-  export PYTHONPATH=/tmp/ptxds-site:$PYTHONPATH
-fi
-if ! python3 -c "import ptx_tools; ptx_tools.find_tool('nvcc')" 2>/dev/null && command -v nvcc >/dev/null; then
-  export PTXDS_CUDA_HOME=$(dirname "$(dirname "$(command -v nvcc)")")
-fi
+source benchmarks/gpu_env.sh
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
 # verify resumes: a second call with the same work folder (kept on a warm machine) goes on
 work=${PTXDS_CHECK_WORK:-/tmp/ptxds-check}; mkdir -p "$work"
 if [ "$phase" = tests ]; then
-  timeout 360 python3 -m pytest -m gpu -q -rs -p no:cacheprovider tests 2>&1 | tail -n 30 | tee "$out/pytest-gpu.log"
+  timeout 360 python3 -m pytest -m gpu -q -rfs -p no:cacheprovider tests 2>&1 | tail -n 30 | tee "$out/pytest-gpu.log"
 fi
 datasets=()
 for d in "$@"; do

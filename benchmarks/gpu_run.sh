@@ -10,21 +10,9 @@ set -uo pipefail
 out=${1:?usage: gpu_run.sh OUTDIR [all|tests|timing]}
 phase=${2:-all}
 mkdir -p "$out"
-export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
-# CUPTI kernel times need cupti-python; a wheel carried in .whl/ (for this Python) is
-# installed beside the machine's packages. Without it, timing falls back to CUDA events.
-pytag=$(python3 -c 'import sys; print(f"cp{sys.version_info[0]}{sys.version_info[1]}")')
-cupti_whl=$(ls .whl/cupti_python-*-"$pytag"-*.whl 2>/dev/null | sort -V | tail -n 1)
-if [ -n "$cupti_whl" ] && python3 -m pip install -q --no-index --no-deps --target /tmp/ptxds-site "$cupti_whl"; then
-  export PYTHONPATH=/tmp/ptxds-site:$PYTHONPATH
-fi
+source benchmarks/gpu_env.sh
 python3 -c "import importlib.metadata as m; from cupti import cupti; print('cupti-python', m.version('cupti-python'))" \
   2>&1 | tail -n 1
-# GPU tests compile small CUDA C kernels; a machine without the pinned wheels can point
-# ptx_tools at its own CUDA 13.0 toolkit.
-if ! python3 -c "import ptx_tools; ptx_tools.find_tool('nvcc')" 2>/dev/null && command -v nvcc >/dev/null; then
-  export PTXDS_CUDA_HOME=$(dirname "$(dirname "$(command -v nvcc)")")
-fi
 work=/tmp/ptxds-gpu; rm -rf "$work"; mkdir -p "$work"
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
 git rev-parse --short HEAD 2>/dev/null || true

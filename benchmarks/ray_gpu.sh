@@ -14,15 +14,7 @@ if ! python3 -c "import ray" 2>/dev/null; then
   bash benchmarks/ray_install.sh "$wheels" /tmp/ray-site || exit 1
   export PYTHONPATH=/tmp/ray-site:$PYTHONPATH
 fi
-# CUPTI kernel times need cupti-python; a wheel carried in .whl/ is used when present.
-pytag=$(python3 -c 'import sys; print(f"cp{sys.version_info[0]}{sys.version_info[1]}")')
-cupti_whl=$(ls .whl/cupti_python-*-"$pytag"-*.whl 2>/dev/null | sort -V | tail -n 1)
-if [ -n "$cupti_whl" ] && python3 -m pip install -q --no-index --no-deps --target /tmp/ptxds-site "$cupti_whl"; then
-  export PYTHONPATH=/tmp/ptxds-site:$PYTHONPATH
-fi
-if ! python3 -c "import ptx_tools; ptx_tools.find_tool('nvcc')" 2>/dev/null && command -v nvcc >/dev/null; then
-  export PTXDS_CUDA_HOME=$(dirname "$(dirname "$(command -v nvcc)")")
-fi
+source benchmarks/gpu_env.sh
 nvidia-smi --query-gpu=index,name,pci.bus_id --format=csv,noheader
 git rev-parse --short HEAD 2>/dev/null || true
 echo "== GPU tests of the executors"
