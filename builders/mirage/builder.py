@@ -20,7 +20,8 @@ from pathlib import Path
 from builders.base import Builder, BuildOptions, WorkItem
 from dataset_spec.model import Arg, Buffer, KernelRecord, Launch, Problem
 
-from .compile import FLAGS, MirageCompileError, compile_to_ptx, nvcc_version
+from ptx_tools import CompileError, toolchain_versions
+from ptx_tools.ptx_cache import DEFAULT_FLAGS, cached_ptx
 from .cuda import module_source
 from .graph import MuGraph, MuGraphError, MuGraphFileError, load_file
 from .operators import make_problem, recognise
@@ -147,7 +148,7 @@ class MirageBuilder(Builder):
         record = KernelRecord(
             group_id=info.group_id, source=SOURCE, variant={"mugraph": p["index"], "file": info.path.name},
             name=f"{info.path.stem}_mugraph{p['index']}", arch=p["arch"], ptx="", launches=[],
-            problem=info.problem, toolchain={"compiler": "nvcc", "nvcc": nvcc_version(), "nvcc_flags": FLAGS},
+            problem=info.problem, toolchain={"compiler": "nvcc", "nvcc": toolchain_versions()["nvcc"], "nvcc_flags": list(DEFAULT_FLAGS)},
             provenance=self._provenance(info, p["index"]))
         if isinstance(graph, MuGraphError):
             record.status, record.status_message = "build_failed", str(graph)
@@ -156,13 +157,14 @@ class MirageBuilder(Builder):
         try:
             plan = plan_of(info, graph)
             source, entries = module_source(plan)
-            record.ptx = compile_to_ptx(source, p["arch"])
+            record.ptx = cached_ptx(source, p["arch"], "mirage")
         except MuGraphError as exc:
             record.status, record.status_message = "build_failed", str(exc)
             return [record]
-        except MirageCompileError as exc:
+        except CompileError as exc:
             record.status = "build_failed"
-            record.status_message = f"{info.path.name}: muGraph {p['index']}: {exc}\n{exc.log}"[-8000:]
+            record.status_message = (f"{info.path.name}: muGraph {p['index']}: {str(exc).splitlines()[0]}\n"
+                                     f"{exc.log[-20000:]}")[-8000:]
             return [record]
         record.launches = launches_of(plan, entries)
         record.scratch = scratch_of(plan)

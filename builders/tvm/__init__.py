@@ -1,7 +1,7 @@
 """The ``tvm`` source: TE workloads scheduled by TVM (MetaSchedule samples and dlight),
 lowered by TVM to CUDA C and launch recipes, compiled to PTX with the pinned nvcc
 (workloads.py defines the programs and problems, schedules.py draws schedules, lower.py
-lowers them, compile.py runs nvcc, builder.py makes the rows)."""
+lowers them, ptx_tools.ptx_cache runs nvcc, builder.py makes the rows)."""
 from .builder import TvmBuilder
 
 __all__ = ["TvmBuilder"]

@@ -19,7 +19,8 @@ from builders.base import Builder, BuildOptions, WorkItem
 from dataset_spec.model import Arg, Buffer, KernelRecord, Launch
 from ptx_tools import ptx_hash
 
-from .compile import FLAGS, TvmCompileError, compile_to_ptx, nvcc_version
+from ptx_tools import CompileError, toolchain_versions
+from ptx_tools.ptx_cache import DEFAULT_FLAGS, cached_ptx
 from .workloads import SOURCE, WORKLOADS, Workload, build_te, problem
 
 DEFAULT_SCHEDULES = 10
@@ -96,12 +97,12 @@ class TvmBuilder(Builder):
                     if w.size == "large" and min(k.grid[0] * k.grid[1] * k.grid[2] for k in lowered.launches) < MIN_LARGE_GRID:
                         stats["underfilled"] += 1   # less than one wave: slow to verify, redraw
                         continue
-                    record.ptx = compile_to_ptx(lowered.cuda, arch)
+                    record.ptx = cached_ptx(lowered.cuda, arch, "tvm")
                 except LoweringError as exc:
                     record.status, record.status_message = "build_failed", f"{w.group_id} {sch.key}: {exc}"
-                except TvmCompileError as exc:
+                except CompileError as exc:
                     record.status = "build_failed"
-                    record.status_message = f"{w.group_id} {sch.key}: {exc}\n{exc.log}"[:8000]
+                    record.status_message = f"{w.group_id} {sch.key}: {str(exc).splitlines()[0]}\n{exc.log}"[:8000]
                 except Exception as exc:  # TVM's own errors while lowering
                     record.status = "build_failed"
                     record.status_message = f"{w.group_id} {sch.key}: {type(exc).__name__}: {exc}"[:8000]
@@ -129,7 +130,7 @@ class TvmBuilder(Builder):
         return KernelRecord(
             group_id=w.group_id, source=SOURCE, variant=dict(sch.variant), name=f"{w.symbol}_{w.size}_{sch.key}",
             arch=arch, ptx="", launches=[], problem=prob,
-            toolchain={"compiler": "nvcc", "nvcc": nvcc_version(), "nvcc_flags": FLAGS, "tvm": tvm_version()},
+            toolchain={"compiler": "nvcc", "nvcc": toolchain_versions()["nvcc"], "nvcc_flags": list(DEFAULT_FLAGS), "tvm": tvm_version()},
             provenance={"generator": f"Apache TVM {tvm_version()} ({sch.kind})", "licence": LICENCE,
                         "workload": {"name": w.name, "size": w.size, "dims": list(w.dims)},
                         "command": " ".join(shlex.quote(a) for a in sys.argv)})
