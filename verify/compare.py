@@ -40,14 +40,13 @@ def error_stats(out: np.ndarray, ref: np.ndarray, bound: np.ndarray) -> ErrorSta
         raise ValueError(f"output shape {out.shape} != reference shape {ref.shape}")
     bound = np.asarray(bound, dtype=np.float64)
     flat_out, flat_ref = out.reshape(-1), ref.reshape(-1)
-    # a one-value bound stays one value; an array bound is made flat (a copy only if broadcast)
-    flat_bound = None if bound.size == 1 else np.broadcast_to(bound, ref.shape).reshape(-1)
+    # a one-value bound stays a scalar; an array bound is made flat (a copy only if broadcast)
+    flat_bound = bound.reshape(()) if bound.size == 1 else np.broadcast_to(bound, ref.shape).reshape(-1)
     total = flat_ref.size
     summary = _Running()
     for begin in range(0, total, CHUNK):
         end = min(begin + CHUNK, total)
-        chunk_bound = (np.full(end - begin, float(bound.reshape(-1)[0])) if flat_bound is None
-                       else flat_bound[begin:end])
+        chunk_bound = flat_bound if flat_bound.ndim == 0 else flat_bound[begin:end]
         summary.add(begin, *_chunk_errors(flat_out[begin:end].astype(np.float64), flat_ref[begin:end], chunk_bound))
     return summary.stats(total, ref.shape)
 
