@@ -30,7 +30,14 @@ def load_builder(name: str):
     """The builder class registered under ``name``."""
     if name not in BUILDERS:
         raise UnknownSourceError(f"unknown source {name!r}; known sources: {', '.join(sorted(BUILDERS))}")
-    module_name, class_name = BUILDERS[name].split(":")
+    return import_builder(name, BUILDERS[name])
+
+
+def import_builder(name: str, path: str):
+    """The class at ``path`` ("module:Class"), the builder of source ``name``; a missing
+    optional dependency is one line naming the extra to install. Workers of a build import
+    by path, so a source registered only in the driver still reaches them."""
+    module_name, class_name = path.split(":")
     try:
         module = importlib.import_module(module_name)
     except ModuleNotFoundError as exc:

@@ -14,9 +14,14 @@ from .toolchain import compile_cuda, toolchain_versions
 DEFAULT_FLAGS = ("-std=c++17", "-O3", "-w")
 
 
+CACHE_ROOT_ENV = "PTXDS_CACHE"  # one folder for every source's cache (``ptxds build --cache``)
+
+
 def cache_folder(name: str) -> Path:
-    """``~/.cache/ptxds/NAME``, or ``$PTXDS_<NAME>_CACHE`` where set."""
-    root = Path(os.environ.get(f"PTXDS_{name.upper()}_CACHE", Path.home() / ".cache" / "ptxds" / name))
+    """A source's compile cache: ``$PTXDS_<NAME>_CACHE`` where set, else
+    ``$PTXDS_CACHE/NAME``, else ``~/.cache/ptxds/NAME``."""
+    default_root = Path(os.environ.get(CACHE_ROOT_ENV, Path.home() / ".cache" / "ptxds"))
+    root = Path(os.environ.get(f"PTXDS_{name.upper()}_CACHE", default_root / name))
     root.mkdir(parents=True, exist_ok=True)
     return root
 

@@ -77,7 +77,7 @@ def run_build(source: str, out_dir, options: BuildOptions, jobs: int = 0, sass: 
     todo = [item for item in items if item.key not in finished]
     summary = BuildSummary(source, str(out), items_total=len(items),
                            items_skipped=len(items) - len(todo))
-    task = BuildTask(BUILDERS[source], options, sass, str(Path(cache_dir).resolve()) if cache_dir else None,
+    task = BuildTask(source, BUILDERS[source], options, sass, str(Path(cache_dir).resolve()) if cache_dir else None,
                      builder_cls.task_memory_bytes)
     executor = executor or LocalExecutor(jobs)
     summary.executor = executor.describe()

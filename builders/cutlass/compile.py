@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ptx_tools import CompileError, compile_cuda, find_tool, toolchain_versions
+from ptx_tools.ptx_cache import cache_folder
 from ptx_tools.toolchain import run_tool
 
 COMPILE_TIMEOUT_S = 900
@@ -35,9 +36,7 @@ class CutlassCompileError(RuntimeError):
 
 
 def cache_dir() -> Path:
-    root = Path(os.environ.get("PTXDS_CUTLASS_CACHE", Path.home() / ".cache" / "ptxds" / "cutlass"))
-    root.mkdir(parents=True, exist_ok=True)
-    return root
+    return cache_folder("cutlass")
 
 
 def cutlass_include_dirs() -> list[Path]:

@@ -12,13 +12,14 @@ and a run started with one executor resumes with another.
 from __future__ import annotations
 
 import contextlib
-import importlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
+from builders import import_builder
 from builders.base import BuildOptions, WorkItem
+from ptx_tools.ptx_cache import CACHE_ROOT_ENV
 
 from ..finalize import finalize_record
 
@@ -32,6 +33,7 @@ class ExecutorUnavailable(RuntimeError):
 @dataclass(frozen=True)
 class BuildTask:
     """What every work item of one build shares; sent to each worker once."""
+    source: str                      # the registry name (for messages)
     builder: str                     # "module:Class", resolved from the registry by the driver
     options: BuildOptions
     sass: bool = False
@@ -51,8 +53,8 @@ def cache_environment(cache_dir: Optional[str]) -> dict:
     """Environment that points the content-keyed compile caches into ``cache_dir``."""
     if not cache_dir:
         return {}
-    root = Path(cache_dir)
-    return {"TRITON_CACHE_DIR": str(root / "triton"), "PTXDS_CUTLASS_CACHE": str(root / "cutlass")}
+    # Triton reads its own variable; every ptxds cache lives under PTXDS_CACHE
+    return {"TRITON_CACHE_DIR": str(Path(cache_dir) / "triton"), CACHE_ROOT_ENV: str(cache_dir)}
 
 
 _BUILDERS: dict = {}
@@ -62,8 +64,7 @@ def _builder_for(task: BuildTask):
     """One builder per task per worker process (builders keep catalogs and caches)."""
     key = repr((task.builder, task.options))
     if key not in _BUILDERS:
-        module_name, class_name = task.builder.split(":")
-        _BUILDERS[key] = getattr(importlib.import_module(module_name), class_name)(task.options)
+        _BUILDERS[key] = import_builder(task.source, task.builder)(task.options)
     return _BUILDERS[key]
 
 
