@@ -173,9 +173,10 @@ class CutlassBuilder(Builder):
         if spec.name in failures:
             return self._record(spec, item, size, "", [], [], "build_failed", failures[spec.name], shared)
         entry, ptx = ptx_by_name[spec.name]
-        misfit = alignment_misfit(spec, *size) or epilogue_misfit(spec, p["alpha"], p["beta"])
+        size_misfit = alignment_misfit(spec, *size)
+        misfit = size_misfit or epilogue_misfit(spec, p["alpha"], p["beta"])
         if misfit:  # built-in sizes are fitted per group; a user's size, alpha or beta may miss
-            status = "not_applicable" if p["exact"] or not alignment_misfit(spec, *size) else "build_failed"
+            status = "not_applicable" if p["exact"] or not size_misfit else "build_failed"
             return self._record(spec, item, size, ptx, [], [], status, misfit, shared)
         try:
             launch, scratch = self._launch(spec, packer, entry, ptx, p, size)

@@ -68,12 +68,6 @@ class KernelSpec:
     sm: int
     knobs: dict = field(default_factory=dict)
 
-    @property
-    def family_key(self) -> str:
-        """Element types, accumulator and epilogue: kernels that may share a group."""
-        k = self.knobs
-        return "_".join([k["element_a"], k["element_b"], k["element_accumulator"], k["element_d"]])
-
 
 def parse_name(name: str) -> dict:
     """The knobs a procedural name spells out (tile, stages, layouts, alignment, ...)."""

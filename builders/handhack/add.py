@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import re
 from pathlib import Path
 from typing import Optional
 
@@ -71,9 +70,8 @@ def pick_base(records: list, group: str, arch: Optional[str]) -> KernelRecord:
 
 def ptx_target(ptx: str) -> Optional[str]:
     """The ``.target`` arch of a PTX module (sm_XX), or None."""
-    parse_ptx(ptx)  # malformed text raises PtxError here
-    match = re.search(r"^\s*\.target\s+(sm_\w+)", ptx, re.M)
-    return match.group(1) if match else None
+    arch = parse_ptx(ptx).arch  # malformed text raises PtxError here
+    return arch if arch.startswith("sm_") else None
 
 
 def build_added_record(dataset, group: str, ptx_path: str, launch_path: Optional[str] = None,
