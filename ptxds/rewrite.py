@@ -19,7 +19,7 @@ from pathlib import Path
 from dataset_spec.card import write_card
 from dataset_spec.model import SpecError, make_build_key
 from dataset_spec.schema import VERIFIER_COLUMNS
-from dataset_spec.shards import ShardWriter, done_keys, read_records
+from dataset_spec.shards import ShardWriter, read_records
 from ptx_tools import parse_ptx
 from ptx_tools.rewrite import MUTATIONS, REWRITES, Context, NotApplicable, apply_mutation, apply_rewrites
 
@@ -82,17 +82,29 @@ def _diff(before: str, after: str, limit: int = 200) -> str:
     return "\n".join(lines[:limit]) + ("\n..." if len(lines) > limit else "")
 
 
-def _rewritten(base, index: int, seed: int, summary: RewriteSummary):
+def _new_row(base, ptx: str, variant: dict, provenance: dict, present: set, summary: RewriteSummary):
+    """The finalised row, or None when a rerun finds its build_key already written (checked
+    before assembling, so a rerun runs no ptxas for rows it has)."""
+    row = _derived_row(base, ptx, variant, provenance)
+    if row.build_key in present:
+        summary.already_present += 1
+        return None
+    return finalize_record(row)
+
+
+def _rewritten(base, context: Context, index: int, seed: int, present: set, summary: RewriteSummary):
     rng = random.Random(f"{seed}:{base.kernel_id}:rewrite:{index}")
     names = rng.sample(sorted(REWRITES), REWRITES_PER_MEMBER)
-    ptx, edits = apply_rewrites(base.ptx, names, rng, context_for(base))
+    ptx, edits = apply_rewrites(base.ptx, names, rng, context)
     if not edits:
         return None
     variant = {"base": base.kernel_id, "base_variant": base.variant, "rewrites": [e.op for e in edits],
                "seed": seed, "index": index}
     provenance = {"generator": "ptxds rewrite", "base": base.kernel_id, "seed": seed,
                   "trace": [e.to_dict() for e in edits], "diff": _diff(base.ptx, ptx)}
-    row = finalize_record(_derived_row(base, ptx, variant, provenance))
+    row = _new_row(base, ptx, variant, provenance, present, summary)
+    if row is None:
+        return None
     if row.status != "built":
         summary.rewrite_failures.append((base.name, variant["rewrites"], row.status_message))
         return None
@@ -100,7 +112,7 @@ def _rewritten(base, index: int, seed: int, summary: RewriteSummary):
     return row
 
 
-def _mutant(base, index: int, seed: int, summary: RewriteSummary):
+def _mutant(base, context: Context, index: int, seed: int, present: set, summary: RewriteSummary):
     rng = random.Random(f"{seed}:{base.kernel_id}:mutant:{index}")
     operators = sorted(MUTATIONS)
     first = index % len(operators)  # operators take turns so each gets its share
@@ -108,7 +120,7 @@ def _mutant(base, index: int, seed: int, summary: RewriteSummary):
     for attempt in range(MUTATION_TRIES):
         name = order[attempt % len(order)]
         try:
-            ptx, edit = apply_mutation(base.ptx, name, rng, context_for(base))
+            ptx, edit = apply_mutation(base.ptx, name, rng, context)
         except NotApplicable:
             continue
         if ptx == base.ptx:
@@ -117,7 +129,9 @@ def _mutant(base, index: int, seed: int, summary: RewriteSummary):
                    "seed": seed, "index": index}
         provenance = {"generator": "ptxds rewrite", "base": base.kernel_id, "seed": seed,
                       "trace": [edit.to_dict()], "diff": _diff(base.ptx, ptx)}
-        row = finalize_record(_derived_row(base, ptx, variant, provenance))
+        row = _new_row(base, ptx, variant, provenance, present, summary)
+        if row is None:
+            return None
         if row.status != "built":
             summary.mutants_rejected[name] += 1
             continue
@@ -136,7 +150,7 @@ def rewrite_dataset(root, rewrites: int = 2, mutants: int = 4, seed: int = 0, gr
     records = read_records(root)
     if not records:
         raise SpecError(f"{root} holds no kernel rows; build one with ptxds build first")
-    present = done_keys(root)
+    present = {r.build_key for r in records}
     by_group = defaultdict(list)
     for record in records:
         if record.status in BASE_STATUSES and not is_derived(record) and record.ptx:
@@ -146,14 +160,15 @@ def rewrite_dataset(root, rewrites: int = 2, mutants: int = 4, seed: int = 0, gr
     writer = ShardWriter(root, "kernels")
     for group, bases in sorted(by_group.items()):
         bases.sort(key=lambda r: r.kernel_id)
+        contexts = {}  # one parse of each base, however many rows it gives
         new = []
         for kind, count, make in (("rewrite", rewrites, _rewritten), ("mutant", mutants, _mutant)):
             for index in range(count):
-                row = make(bases[index % len(bases)], index, seed, summary)
+                base = bases[index % len(bases)]
+                if base.kernel_id not in contexts:
+                    contexts[base.kernel_id] = context_for(base)
+                row = make(base, contexts[base.kernel_id], index, seed, present, summary)
                 if row is None:
-                    continue
-                if row.build_key in present:
-                    summary.already_present += 1
                     continue
                 new.append(row)
                 present.add(row.build_key)
