@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from dataset_spec.model import BUILD_STATUSES  # noqa: E402
 from dataset_spec.shards import read_records  # noqa: E402
-from ptxds.pairs import KILLED_STATUSES  # noqa: E402
+from dataset_spec.labels import KILLED_STATUSES  # noqa: E402
 
 
 def verified_dir(dataset: Path, work: Path, kernel_timeout: float) -> Path:

@@ -7,6 +7,7 @@ import json
 from collections import Counter, defaultdict
 from pathlib import Path
 
+from .labels import mutant_killed
 from .model import BUILD_STATUSES, SCHEMA_VERSION
 from .problems import OPS
 from .shards import SPLITS, read_table, shards_fingerprint, splits_present
@@ -186,8 +187,7 @@ same buffers but different functions. Pairs with a `mutation` involve a mutant m
 a surviving mutant (it passed every trial) stays labelled equivalent, also `verified`."""
 
 
-def _labels_section(root: Path, rows: list) -> list:
-    pairs = read_table(root, "pairs", columns=["equivalent", "label_source", "mutation"]).to_pylist()
+def _labels_section(pairs: list, rows: list) -> list:
     if not pairs:
         return []
     counts = Counter((p["label_source"], "equivalent" if p["equivalent"] else "different",
@@ -195,10 +195,13 @@ def _labels_section(root: Path, rows: list) -> list:
     parts = ["## Labels", "", LABELS_TEXT, "",
              _table(["label_source", "label", "mutant pair", "pairs"], [[*k, n] for k, n in sorted(counts.items())])]
     mutants = Counter()
+    sanitizer_of = {row["kernel_id"]: row["sanitizer"] for row in rows}
     for row in rows:
-        mutation = json.loads(row["variant"] or "{}").get("mutation")
-        if mutation and row["status"] not in BUILD_STATUSES:
-            mutants[(mutation, "survived" if row["status"] == "passed" else "killed")] += 1
+        variant = json.loads(row["variant"] or "{}")
+        if variant.get("mutation") and row["status"] not in BUILD_STATUSES:
+            killed = mutant_killed(row["status"], row["sanitizer"], sanitizer_of.get(variant.get("base")),
+                                   variant.get("base") in sanitizer_of)
+            mutants[(variant["mutation"], "killed" if killed else "survived")] += 1
     if mutants:
         operators = sorted({op for op, _ in mutants})
         parts += ["", "Mutants by operator (killed: the verifier proved the mutant different):", "",
@@ -211,10 +214,12 @@ def write_card(root, title: str = "PTX equivalence groups") -> Path:
     """(Re)write DIR/README.md from the shards present."""
     root = Path(root)
     columns = ["group_id", "source", "arch", "status", "provenance", "toolchain",
-               "name", "time_us_median", "op", "problem", "catches_rel_err", "time_method", "variant"]
+               "name", "time_us_median", "op", "problem", "catches_rel_err", "time_method", "variant",
+               "kernel_id", "sanitizer"]
     rows = read_table(root, "kernels", columns=columns).to_pylist()
     verified = any(r["status"] not in BUILD_STATUSES for r in rows)
-    pair_count = read_table(root, "pairs", columns=["kernel_a"]).num_rows
+    pairs = read_table(root, "pairs", columns=["equivalent", "label_source", "mutation"]).to_pylist()
+    pair_count = len(pairs)
     parts = [
         "---", "license: other", f"pretty_name: {title}",
         "tags:", "- ptx", "- cuda", "- compilers", "- code",
@@ -243,7 +248,7 @@ def write_card(root, title: str = "PTX equivalence groups") -> Path:
         parts += ["## Verification", "", VERIFY_METHOD, "", "### Sensitivity of the error bound", "",
                   _sensitivity_table(rows), "", f"Timing methods: {_timing_methods(rows)}.", "",
                   "### Results", "", _results_table(rows), ""]
-    parts += _labels_section(root, rows)
+    parts += _labels_section(pairs, rows)
     parts += _plots_section(root)
     path = root / "README.md"
     tmp = path.with_name(".README.md.tmp")

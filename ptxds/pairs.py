@@ -23,35 +23,20 @@ import json
 import random
 from collections import defaultdict
 
+from dataset_spec.labels import KILLED_STATUSES, mutant_killed  # noqa: F401 (KILLED_STATUSES: re-exported)
 from dataset_spec.model import Pair
 from dataset_spec.shards import ShardWriter, part_files, read_records
 
 MAX_PAIRS_PER_GROUP = 2000
 MAX_CROSS_PAIRS = 200
-# Outcomes that prove a mutant differs from its base, which passed the same trials.
-KILLED_STATUSES = ("wrong_result", "unwritten_output", "out_of_bounds_write", "modified_input",
-                   "disagrees", "crashed", "launch_failed", "timeout")
-
-
 def mutation_of(record):
     return record.variant.get("mutation") if isinstance(record.variant, dict) else None
 
 
-def race_hazards(record):
-    """racecheck's hazard count from the ``sanitizer`` column; None when it did not run."""
-    if not record.sanitizer:
-        return None
-    report = json.loads(record.sanitizer).get("racecheck") or {}
-    return report.get("errors")
-
-
 def is_killed(mutant, by_id: dict) -> bool:
-    """The verifier proved the mutant differs from its base."""
-    if mutant.status in KILLED_STATUSES:
-        return True
+    """The verifier proved the mutant differs from its base (dataset_spec.labels)."""
     base = by_id.get(mutant.variant.get("base"))
-    return (mutant.status == "passed" and (race_hazards(mutant) or 0) > 0
-            and base is not None and race_hazards(base) == 0)
+    return mutant_killed(mutant.status, mutant.sanitizer, base.sanitizer if base else None, base is not None)
 
 
 def _mutant_negatives(killed: list, partners: list, target: int, group: str) -> list:
