@@ -362,6 +362,12 @@ class KernelRecord:
         if not self.build_key:
             self.build_key = make_build_key(self.source, self.group_id, self.variant, self.arch, self.name)
 
+    @property
+    def base_kernel_id(self) -> Optional[str]:
+        """The member this row was derived from (a hand edit, a rewrite, a mutant), None for
+        a row a builder made from source (rewrite rows before this key wrote ``base``)."""
+        return self.provenance.get("base_kernel_id") or self.provenance.get("base")
+
     def buffers(self) -> list:
         """The problem's buffers followed by this row's scratch buffers."""
         return list(self.problem.buffers) + list(self.scratch)

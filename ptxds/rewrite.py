@@ -43,10 +43,6 @@ class RewriteSummary:
     by_operator: Counter = field(default_factory=Counter)
 
 
-def is_derived(record) -> bool:
-    return "mutation" in record.variant or "rewrites" in record.variant
-
-
 def context_for(record) -> Context:
     """Read-only and address-holding parameters of each entry, from the launch: a buffer
     counts as read-only when its role is ``in`` and no other parameter of the launch
@@ -100,7 +96,7 @@ def _rewritten(base, context: Context, index: int, seed: int, present: set, summ
         return None
     variant = {"base": base.kernel_id, "base_variant": base.variant, "rewrites": [e.op for e in edits],
                "seed": seed, "index": index}
-    provenance = {"generator": "ptxds rewrite", "base": base.kernel_id, "seed": seed,
+    provenance = {"generator": "ptxds rewrite", "base_kernel_id": base.kernel_id, "seed": seed,
                   "trace": [e.to_dict() for e in edits], "diff": _diff(base.ptx, ptx)}
     row = _new_row(base, ptx, variant, provenance, present, summary)
     if row is None:
@@ -127,7 +123,7 @@ def _mutant(base, context: Context, index: int, seed: int, present: set, summary
             continue
         variant = {"base": base.kernel_id, "base_variant": base.variant, "mutation": name,
                    "seed": seed, "index": index}
-        provenance = {"generator": "ptxds rewrite", "base": base.kernel_id, "seed": seed,
+        provenance = {"generator": "ptxds rewrite", "base_kernel_id": base.kernel_id, "seed": seed,
                       "trace": [edit.to_dict()], "diff": _diff(base.ptx, ptx)}
         row = _new_row(base, ptx, variant, provenance, present, summary)
         if row is None:
@@ -153,7 +149,7 @@ def rewrite_dataset(root, rewrites: int = 2, mutants: int = 4, seed: int = 0, gr
     present = {r.build_key for r in records}
     by_group = defaultdict(list)
     for record in records:
-        if record.status in BASE_STATUSES and not is_derived(record) and record.ptx:
+        if record.status in BASE_STATUSES and record.base_kernel_id is None and record.ptx:
             if groups is None or record.group_id in groups:
                 by_group[record.group_id].append(record)
     summary = RewriteSummary(groups=len(by_group))

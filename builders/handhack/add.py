@@ -64,7 +64,7 @@ def pick_base(records: list, group: str, arch: Optional[str]) -> KernelRecord:
     if not usable:
         raise AddError(f"group {group!r} has no built member{f' for {arch}' if arch else ''} to inherit "
                        f"a launch from")
-    usable.sort(key=lambda r: (r.provenance.get("base_kernel_id") is not None, r.name, r.kernel_id))
+    usable.sort(key=lambda r: (r.base_kernel_id is not None, r.name, r.kernel_id))
     return usable[0]
 
 
