@@ -122,18 +122,28 @@ def _results_table(rows: list) -> str:
     return _table(["group", "members", "passed", "fastest member", "slowest/fastest"], body)
 
 
-def _sensitivity_table(rows: list) -> str:
-    """Per op and output dtype: its error scale S and the largest (weakest)
-    ``catches_rel_err`` of its groups."""
+def output_dtype(problem: dict) -> str:
+    """The dtype of a problem's (first) output buffer, from its JSON form."""
+    return next((b["dtype"] for b in problem.get("buffers", []) if b.get("role") in ("out", "inout")), "?")
+
+
+def weakest_catches(rows: list) -> dict:
+    """(op, output dtype) -> the largest (weakest) ``catches_rel_err`` of its rows."""
     worst = {}
     for row in rows:
         value = row.get("catches_rel_err")
         if value is None:
             continue
         problem = json.loads(row["problem"] or "{}")
-        dtype = next((b["dtype"] for b in problem.get("buffers", []) if b.get("role") in ("out", "inout")), "?")
-        key = (row.get("op") or problem.get("op", "?"), dtype)
+        key = (row.get("op") or problem.get("op", "?"), output_dtype(problem))
         worst[key] = max(worst.get(key, 0.0), value)
+    return worst
+
+
+def _sensitivity_table(rows: list) -> str:
+    """Per op and output dtype: its error scale S and the largest (weakest)
+    ``catches_rel_err`` of its groups."""
+    worst = weakest_catches(rows)
     return _table(["op", "output dtype", "error scale S", "smallest uniform relative error caught (weakest group)"],
                   [[op, dtype, _scale_text(op), f"{value:.2e}"] for (op, dtype), value in sorted(worst.items())])
 

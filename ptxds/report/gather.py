@@ -9,6 +9,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from dataset_spec.card import output_dtype, weakest_catches
 from dataset_spec.model import BUILD_STATUSES
 from dataset_spec.shards import read_table
 
@@ -219,10 +220,6 @@ def _member(row: dict) -> Member:
         time_us_min=row["time_us_min"], max_err_ratio=row["max_err_ratio"])
 
 
-def _output_dtype(problem: dict) -> str:
-    return next((b["dtype"] for b in problem.get("buffers", []) if b.get("role") in ("out", "inout")), "?")
-
-
 def _groups(rows: list) -> list:
     from builders.shapes import group_shape
     by_group = defaultdict(list)
@@ -233,7 +230,7 @@ def _groups(rows: list) -> list:
         first = members[0]
         problem = _loads(first["problem"])
         groups.append(Group(group_id=group_id, op=first["op"] or problem.get("op", "?"),
-                            shape=group_shape(group_id, first["problem"]), dtype=_output_dtype(problem),
+                            shape=group_shape(group_id, first["problem"]), dtype=output_dtype(problem),
                             members=[_member(r) for r in members]))
     return groups
 
@@ -267,16 +264,14 @@ def _pair_balance(root: Path) -> PairBalance:
 
 
 def _evidence(rows: list) -> Evidence:
-    kinds_by_group, bounds, sensitivity = {}, {}, {}
+    kinds_by_group, bounds = {}, {}
     for row in rows:
         verify = _loads(row["provenance"]).get("verify") or {}
         if verify.get("trial_kinds"):
             kinds_by_group[row["group_id"]] = verify["trial_kinds"]
         if verify.get("error_bound") and row["op"] not in bounds:
             bounds[row["op"]] = verify["error_bound"]
-        if row["catches_rel_err"] is not None:
-            key = f"{row['op']} {_output_dtype(_loads(row['problem']))}"
-            sensitivity[key] = max(sensitivity.get(key, 0.0), row["catches_rel_err"])
+    sensitivity = {f"{op} {dtype}": value for (op, dtype), value in weakest_catches(rows).items()}
     timed = [r for r in rows if r["status"] == "passed" and r["time_us_median"]]
     samples = [r["time_samples"] for r in timed if r["time_samples"]]
     return Evidence(
