@@ -113,12 +113,14 @@ def _read_part(path, schema: pa.Schema, columns=None) -> pa.Table:
     return pa.Table.from_arrays(arrays, schema=pa.schema([schema.field(c) for c in wanted]))
 
 
+def latest_rows(rows: list) -> list:
+    """One row per build_key, the last written (as a resumed verify leaves them)."""
+    return list({row["build_key"]: row for row in rows}.values())
+
+
 def read_records(root) -> list:
     """All KernelRecords of a dataset folder (last write of a build_key wins)."""
-    by_key: dict = {}
-    for row in read_table(root, "kernels").to_pylist():
-        by_key[row["build_key"]] = row
-    return [row_to_record(row) for row in by_key.values()]
+    return [row_to_record(row) for row in latest_rows(read_table(root, "kernels").to_pylist())]
 
 
 def read_pairs(root) -> list:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from dataset_spec.card import output_dtype, weakest_catches
 from dataset_spec.model import BUILD_STATUSES
-from dataset_spec.shards import read_table
+from dataset_spec.shards import latest_rows, read_table
 
 # The schedule knobs a report can plot time against, in the order it shows them.
 KNOBS = ("tile", "stages", "warps", "schedule")
@@ -148,20 +148,12 @@ class Report:
 def gather(root) -> Report:
     """Every number of a report for the dataset folder ``root``."""
     root = Path(root)
-    rows = _latest_rows(read_table(root, "kernels", columns=_COLUMNS).to_pylist())
+    rows = latest_rows(read_table(root, "kernels", columns=_COLUMNS).to_pylist())
     if not rows:
         raise EmptyDatasetError(f"{root} holds no kernel rows; build one with ptxds build")
     groups = _groups(rows)
     return Report(summary=_summary(root, rows, groups), groups=groups,
                   pairs=_pair_balance(root), evidence=_evidence(rows))
-
-
-def _latest_rows(rows: list) -> list:
-    """One row per build_key, the last written (as a resumed verify leaves them)."""
-    by_key = {}
-    for row in rows:
-        by_key[row["build_key"]] = row
-    return list(by_key.values())
 
 
 def _loads(text) -> dict:
