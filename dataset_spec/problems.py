@@ -235,6 +235,14 @@ def _last_dim(problem: Problem) -> int:
 
 # ---- error scales S (float64 magnitudes of the terms behind each output element) ----------
 
+def on_magnitudes(reference):
+    """The error scale of a sum of products: the reference evaluated on |inputs|."""
+    def scale(inputs, problem):
+        return reference({name: np.abs(value) for name, value in inputs.items()}, problem)
+    scale.__doc__ = f"{reference.__name__} of |inputs|"
+    return scale
+
+
 def scale_vector_add(inputs, problem):
     x, y = _inputs_of(problem, inputs, "x", "y")
     return {_out_name(problem): np.abs(x) + np.abs(y)}
@@ -366,8 +374,7 @@ def ref_batch_matmul(inputs, problem):
     return {_out_name(problem): np.matmul(a, b)}
 
 
-def scale_batch_matmul(inputs, problem):
-    return ref_batch_matmul({k: np.abs(v) for k, v in inputs.items()}, problem)
+scale_batch_matmul = on_magnitudes(ref_batch_matmul)
 
 
 def batch_matmul_length(problem: Problem) -> int:
@@ -395,7 +402,7 @@ def ref_conv2d_bias_relu(inputs, problem):
 
 
 def scale_conv2d_bias_relu(inputs, problem):
-    x, w, bias = _inputs_of(problem, inputs, "X", "W", "bias")
+    x, w, bias = _inputs_of(problem, inputs, "X", "W", "bias")  # the relu's clamp is not part of S
     return {_out_name(problem): _conv_nchw(np.abs(x), np.abs(w), problem) + np.abs(bias).reshape(1, -1, 1, 1)}
 
 
@@ -423,9 +430,7 @@ def ref_depthwise_conv2d(inputs, problem):
     return {_out_name(problem): _depthwise(x, w, problem)}
 
 
-def scale_depthwise_conv2d(inputs, problem):
-    x, w = _inputs_of(problem, inputs, "X", "W")
-    return {_out_name(problem): _depthwise(np.abs(x), np.abs(w), problem)}
+scale_depthwise_conv2d = on_magnitudes(ref_depthwise_conv2d)
 
 
 def depthwise_length(problem: Problem) -> int:
@@ -438,9 +443,7 @@ def ref_row_sum(inputs, problem):
     return {_out_name(problem): x.reshape(-1, _last_dim(problem)).sum(axis=-1)}
 
 
-def scale_row_sum(inputs, problem):
-    (x,) = _inputs_of(problem, inputs, "x")
-    return {_out_name(problem): np.abs(x).reshape(-1, _last_dim(problem)).sum(axis=-1)}
+scale_row_sum = on_magnitudes(ref_row_sum)
 
 
 def range_products(problem, buffer):
