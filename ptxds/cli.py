@@ -250,7 +250,8 @@ def rewrite(dataset, rewrites, mutants, seed):
 @click.option("--kernel-timeout", type=float, default=20.0, show_default=True,
               help="seconds before a member counts as hung")
 @click.option("--reference", type=click.Choice(["auto", "numpy", "torch"]), default="auto", show_default=True,
-              help="where float64 references run (auto: torch on the GPU for large GEMMs when installed)")
+              help="where float64 references and per-element checks run (auto: torch on the GPU for large "
+                   "GEMM references and outputs of 1M+ elements, when installed)")
 @click.option("--sanitize", is_flag=True,
               help="also run every member under compute-sanitizer (memcheck, racecheck); slow")
 @executor_options

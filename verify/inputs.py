@@ -128,6 +128,15 @@ def from_storage(array: np.ndarray, dtype: str) -> np.ndarray:
     return np.asarray(array).astype(np.float64)
 
 
+def exact_values(array: np.ndarray, dtype: str) -> np.ndarray:
+    """Storage array -> an array whose values are exact: the storage itself where numpy
+    holds the dtype (float16/32/64, integers), float64 otherwise (bfloat16, fp8). The
+    checks widen it chunk by chunk, so no full-size float64 copy is made."""
+    if dtype == "bfloat16" or is_fp8(dtype):
+        return from_storage(array, dtype)
+    return np.asarray(array)
+
+
 def trial_seed(group_id: str, problem_digest: str, trial: int) -> int:
     """A stable 63-bit seed for one trial of one group (the same on every machine)."""
     text = f"{group_id}\0{problem_digest}\0{trial}".encode()

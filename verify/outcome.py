@@ -13,7 +13,8 @@ from typing import Optional
 import numpy as np
 
 from .compare import agreement, error_stats
-from .inputs import from_storage, unwritten_count
+from .inputs import exact_values, is_float, unwritten_count
+from .judge import to_host
 
 # Worker-side failure kinds -> row status.
 ERROR_STATUS = {
@@ -113,7 +114,9 @@ def classify(result: CheckResult, specs: list, references: list) -> Verdict:
         for spec in specs:
             if spec.name not in run.outputs:
                 return Verdict("crashed", f"trial {run.trial}: output {spec.name} missing from the worker result")
-            n = unwritten_count(run.outputs[spec.name], spec.dtype, ref.get(spec.name))
+            expected = ref.get(spec.name)
+            n = unwritten_count(run.outputs[spec.name], spec.dtype,
+                                None if expected is None or is_float(spec.dtype) else to_host(expected))
             if n:
                 size = run.outputs[spec.name].size
                 return Verdict("unwritten_output", f"trial {run.trial}: {n} of {size} elements of {spec.name} "
@@ -128,7 +131,7 @@ def classify(result: CheckResult, specs: list, references: list) -> Verdict:
             runs_to_check.append((" (rerun)", run.rerun_outputs))
         for label, outputs in runs_to_check:
             for spec in specs:
-                out = from_storage(outputs[spec.name], spec.dtype)
+                out = exact_values(outputs[spec.name], spec.dtype)
                 stats = error_stats(out, ref[spec.name], spec.bounds[index])
                 max_abs, max_rel = max(max_abs, stats.max_abs_err), max(max_rel, stats.max_rel_err)
                 max_ratio = max(max_ratio, stats.max_err_ratio)
@@ -150,7 +153,7 @@ def disagreement(outputs: list, other: list, specs: list) -> tuple:
     worst, message = 0.0, ""
     for index, (mine, theirs) in enumerate(zip(outputs, other)):
         for spec in specs:
-            stats = agreement(from_storage(mine[spec.name], spec.dtype), from_storage(theirs[spec.name], spec.dtype),
+            stats = agreement(exact_values(mine[spec.name], spec.dtype), exact_values(theirs[spec.name], spec.dtype),
                               spec.agreement_bounds[index])
             worst = max(worst, stats.max_err_ratio)
             if not stats.ok and not message:

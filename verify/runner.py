@@ -12,7 +12,10 @@ from __future__ import annotations
 import dataclasses
 import fnmatch
 import json
+import contextlib
 import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,12 +33,17 @@ from dataset_spec.numerics import smallest_caught_relative_error
 from .assembly_pool import AssemblyPool, runnable_reason
 from .compare import agreement_bound, trivial_reason
 from .inputs import make_trial_inputs, trial_count
+from .judge import judge_device, on_device
 from .reference import reference_outputs
 from .timing import TARGET_RSE
 from .outcome import Consensus, OutputSpec, Verdict, classify
 
 PASS_THROUGH = ("build_failed", "no_problem", "not_applicable")
 PREFETCH_GROUPS = 4
+# Groups whose inputs, references and bounds are prepared ahead of the GPU, and the host
+# threads that do it (numpy releases the GIL in its array loops).
+PREPARE_AHEAD = 1
+PREPARE_THREADS = 2
 MAX_TIMING_SAMPLES = 2000
 
 
@@ -85,11 +93,17 @@ class VerifySummary:
     skipped_groups: int = 0                          # already in out_dir (resumed)
     not_runnable: int = 0                            # rows this GPU cannot run
     gpu_name: str = ""
+    # seconds of the GPU threads' wall time per stage: run (load, trials, downloads), judge
+    # (checks and agreement), time, wait_prepare (inputs and references not ready yet)
+    stage_seconds: dict = field(default_factory=dict)
 
     def format(self) -> str:
         lines = [f"verified {len(self.groups)} group(s) on {self.gpu_name or 'no GPU'}; "
                  f"{self.skipped_groups} already done; {self.not_runnable} row(s) not runnable here"]
         lines.append("status counts: " + ", ".join(f"{k}={v}" for k, v in sorted(self.counts.items())))
+        if self.stage_seconds:
+            lines.append("seconds per stage: " + ", ".join(
+                f"{k} {v:.1f}" for k, v in sorted(self.stage_seconds.items(), key=lambda kv: -kv[1])))
         for g in self.groups:
             spread = f", spread {g.spread:.2f}x" if g.spread else ""
             fastest = f", fastest {g.fastest} ({g.fastest_us:.2f} us)" if g.fastest else ""
@@ -209,6 +223,9 @@ class _Run:
         self.not_runnable = 0
         self.bar = progress_bar
         self.error: Optional[BaseException] = None
+        self.stage_seconds: Counter = Counter()  # where the GPU threads' wall time went
+        self.preparing: dict = {}  # (group_id, problem digest) -> Future of _ProblemTrials
+        self.prepare_pool = ThreadPoolExecutor(max_workers=PREPARE_THREADS, thread_name_prefix="verify-prepare")
 
     def take(self) -> Optional[int]:
         """Next group index; also keeps assembly PREFETCH_GROUPS groups ahead of the GPU."""
@@ -222,13 +239,53 @@ class _Run:
                     if row.status not in PASS_THROUGH:
                         self.pool.submit(row)
                 self.submitted += 1
+            for ahead in range(index, min(len(self.groups), index + 1 + PREPARE_AHEAD)):
+                self._submit_prepare(*self.groups[ahead])
             return index
+
+    @contextlib.contextmanager
+    def stopwatch(self, stage: str):
+        """Adds the block's wall time to ``stage_seconds[stage]`` (summed over GPU threads)."""
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            with self.lock:
+                self.stage_seconds[stage] += time.perf_counter() - start
+
+    def _submit_prepare(self, group_id: str, rows: list) -> None:
+        """Start preparing a group's problems (inputs, references, bounds) on a host thread,
+        so that this host work overlaps the GPU's work on the groups before it. Called
+        under the lock."""
+        for row in rows:
+            if row.status in PASS_THROUGH or runnable_reason(row.arch, self.cc):
+                continue
+            key = (group_id, row.problem.digest())
+            if key not in self.preparing:
+                self.preparing[key] = self.prepare_pool.submit(
+                    prepare_problem, row.problem, group_id, self.trials, self.reference)
+
+    def prepared(self, group_id: str, problem: Problem) -> _ProblemTrials:
+        with self.lock:
+            key = (group_id, problem.digest())
+            future = self.preparing.get(key)
+            if future is None:
+                future = self.preparing[key] = self.prepare_pool.submit(
+                    prepare_problem, problem, group_id, self.trials, self.reference)
+        return future.result()
+
+    def forget_prepared(self, group_id: str) -> None:
+        """Drop a written group's prepared problems (their arrays are large)."""
+        with self.lock:
+            for key in [k for k in self.preparing if k[0] == group_id]:
+                del self.preparing[key]
 
     def verify_group(self, worker, group_id: str, rows: list) -> tuple:
         gpu = dict(worker.info)
         out_rows, results = [], {}
         prepared_by_digest: dict = {}
         consensus_by_digest: dict = {}
+        judged_by_digest: dict = {}  # the same problems with their arrays where members are judged
         for row in rows:
             if row.status in PASS_THROUGH:
                 out_rows.append(row)
@@ -243,9 +300,13 @@ class _Run:
                 continue
             digest = row.problem.digest()
             if digest not in prepared_by_digest:
-                prepared_by_digest[digest] = prepare_problem(row.problem, group_id, self.trials, self.reference)
-                consensus_by_digest[digest] = Consensus(prepared_by_digest[digest].specs)
-            prepared = prepared_by_digest[digest]
+                with self.stopwatch("wait_prepare"):
+                    prepared = self.prepared(group_id, row.problem)
+                judged_by_digest[digest] = on_device(
+                    prepared, judge_device(row.problem, self.reference, getattr(worker, "ordinal", 0)))
+                prepared_by_digest[digest] = prepared
+                consensus_by_digest[digest] = Consensus(judged_by_digest[digest].specs)
+            prepared, judged = prepared_by_digest[digest], judged_by_digest[digest]
             if prepared.refusal:
                 status = prepared.refusal_status or "trivial_reference"
                 verdict = Verdict(status, prepared.refusal, trials=0)
@@ -255,8 +316,10 @@ class _Run:
             assembled = self.pool.result(row) if self.pool is not None else None
             cubin = assembled.cubin if assembled else None
             payload = [(t.trial, f"{digest}:{t.trial}", t.seed, t.storage) for t in prepared.trials]
-            check = worker.check(row.to_json(), group_id, payload, cubin, self.kernel_timeout)
-            verdict = classify(check, prepared.specs, prepared.references)
+            with self.stopwatch("run"):
+                check = worker.check(row.to_json(), group_id, payload, cubin, self.kernel_timeout)
+            with self.stopwatch("judge"):
+                verdict = classify(check, judged.specs, judged.references)
             load_path = check.load_path or ("driver_jit" if not cubin else "cubin")
             if load_path == "cubin" and assembled:
                 load_path = assembled.path
@@ -265,12 +328,14 @@ class _Run:
             if verdict.status == "passed":
                 consensus_by_digest[digest].add(row.build_key, verdict.outputs)
                 if self.timing:
-                    self._time(worker, new_row)
+                    with self.stopwatch("time"):
+                        self._time(worker, new_row)
             if self.sanitizer and verdict.status not in ("jit_failed", "timeout"):
                 new_row.sanitizer = self._sanitize(row, prepared)
             out_rows.append(new_row)
             results[row.build_key] = new_row.status
-        self._apply_consensus(out_rows, results, consensus_by_digest)
+        with self.stopwatch("judge"):
+            self._apply_consensus(out_rows, results, consensus_by_digest)
         return out_rows, results
 
     def _sanitize(self, row: KernelRecord, prepared: _ProblemTrials) -> str:
@@ -346,6 +411,7 @@ class _Run:
                     return
                 group_id, rows = self.groups[index]
                 out_rows, results = self.verify_group(worker, group_id, rows)
+                self.forget_prepared(group_id)
                 summary = self.summarise(group_id, out_rows, results)
                 with self.lock:
                     self.writer.write(out_rows)
@@ -385,8 +451,9 @@ def verify_dataset(in_dir, out_dir, *, groups: Optional[str] = None, trials: Opt
     its worker is killed (status timeout). ``assemble_jobs``: processes assembling PTX ahead
     of the GPU (None: all cores, 0: none, the driver JIT does it). ``time_budget``: seconds
     of timing per passing row. ``sanitize``: also run each member under compute-sanitizer
-    (memcheck, racecheck; the ``sanitizer`` column). ``reference``: auto (torch on the GPU for large array-API
-    ops when torch is importable, else numpy), numpy, or torch. ``start_workers``: a
+    (memcheck, racecheck; the ``sanitizer`` column). ``reference``: where float64 work runs: auto (torch on the
+    GPU for large array-API references and for the per-element checks of large outputs,
+    when torch with CUDA is importable; else numpy), numpy, or torch (judge.py). ``start_workers``: a
     function of ``workers`` returning objects with ``GpuWorker``'s interface (default:
     local worker processes; the Ray executor gives actors on a cluster's GPUs).
     ``assembly_pool``: a function of (compute capability, ``assemble_jobs``) returning an
@@ -414,6 +481,7 @@ def verify_dataset(in_dir, out_dir, *, groups: Optional[str] = None, trials: Opt
     gpu_workers = (start_workers or start_local_workers)(workers)
     pool = None
     bar = None
+    run = None
     try:
         info = gpu_workers[0].info
         summary.gpu_name = info.get("name", "")
@@ -437,11 +505,14 @@ def verify_dataset(in_dir, out_dir, *, groups: Optional[str] = None, trials: Opt
         summary.groups = [run.summaries[i] for i in sorted(run.summaries)]
         summary.counts = dict(run.counts)
         summary.not_runnable = run.not_runnable
+        summary.stage_seconds = dict(run.stage_seconds)
         return summary
     finally:
         if bar is not None:
             bar.close()
         if pool is not None:
             pool.close()
+        if run is not None:
+            run.prepare_pool.shutdown(wait=False, cancel_futures=True)
         for w in gpu_workers:
             w.close()

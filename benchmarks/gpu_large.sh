@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Verify large groups within a wall-clock allowance, resuming where an earlier call stopped,
+# and print each result's per-group table with the stage seconds of every verify call.
+# Usage: benchmarks/gpu_large.sh OUTDIR SECONDS DATASET[=GROUP_GLOB] ...
+#   OUTDIR/verified/<name> holds the verified rows (copy it back in to resume later: a
+#   dataset's rows already in OUTDIR/verified/<name>, or in .gpu-v/<name>, are skipped).
+set -uo pipefail
+out=${1:?usage: gpu_large.sh OUTDIR SECONDS DATASET[=GROUP_GLOB] ...}; shift
+allowance=${1:?seconds}; shift
+source benchmarks/gpu_env.sh
+nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
+deadline=$(( $(date +%s) + allowance ))
+mkdir -p "$out/verified"
+for spec in "$@"; do
+  ds=${spec%%=*}; glob=""; [ "$spec" != "$ds" ] && glob=${spec#*=}
+  name=$(echo "$ds" | sed 's#^\.gpu/##; s#/#-#g')
+  dest="$out/verified/$name"
+  [ -d ".gpu-v/$name" ] && [ ! -d "$dest" ] && cp -r ".gpu-v/$name" "$dest"
+  left=$(( deadline - $(date +%s) ))
+  if [ "$left" -lt 30 ]; then echo "== $ds ${glob:+($glob) }skipped: allowance spent"; continue; fi
+  echo "== ptxds verify $ds ${glob:+--groups '$glob' }(up to $left s)"
+  start=$(date +%s)
+  timeout "$left" python3 -m ptxds verify "$ds" --out "$dest" ${glob:+--groups "$glob"} --silent 2>&1 \
+    | grep -v "^  " | tee -a "$out/verify.log"
+  echo "$name ${glob}: $(( $(date +%s) - start )) s wall" | tee -a "$out/verify.log"
+done
+for v in "$out"/verified/*/; do
+  echo "== $(basename "$v")"
+  python3 benchmarks/tvm_groups.py "$v"
+done 2>&1 | tee "$out/tables.md"

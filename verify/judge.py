@@ -1,0 +1,87 @@
+"""Where the per-element checks of a member's outputs run: numpy on the host, or torch on
+the GPU the member ran on.
+
+At tens of millions of output elements, the float64 passes over every member's outputs
+(error against the reference, agreement with the other members) took most of a group's
+verify time on the host. On the GPU they take milliseconds, so with torch installed the
+reference, the error bounds and the agreement bounds of a large problem are copied once to
+the worker's GPU and every member's outputs are judged there. The verdicts do not depend
+on where they are computed: both paths evaluate the same float64 formulas
+(``compare.error_stats``).
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Optional
+
+import numpy as np
+
+from .reference import BACKENDS, _torch_cuda
+
+# Below this many output elements per trial the copies to the GPU cost more than numpy's pass.
+MIN_GPU_ELEMENTS = 1 << 20
+
+
+def output_elements(problem) -> int:
+    return sum(b.numel for b in problem.buffers if b.role in ("out", "inout"))
+
+
+def judge_device(problem, backend: str = "auto", device_index: int = 0):
+    """The torch device that judges ``problem``'s members, or None for numpy on the host.
+    ``backend`` is the verifier's ``reference`` choice (auto, numpy, torch)."""
+    if backend not in BACKENDS:
+        raise ValueError(f"reference backend must be one of {BACKENDS}, got {backend!r}")
+    if backend == "numpy":
+        return None
+    torch = _torch_cuda()
+    if torch is None:
+        if backend == "torch":
+            raise ValueError("reference backend torch needs torch with a CUDA device; use --reference numpy")
+        return None
+    if backend == "auto" and output_elements(problem) < MIN_GPU_ELEMENTS:
+        return None
+    return torch.device("cuda", int(device_index) % max(1, torch.cuda.device_count()))
+
+
+def to_device(array, device):
+    """A float64 array as a tensor on ``device``; an array that broadcasts one value stays
+    a 0-d tensor (no full-size copy)."""
+    import torch
+    array = np.asarray(array)
+    if array.size and all(stride == 0 for stride in array.strides):
+        return torch.tensor(float(array.reshape(-1)[0]), dtype=torch.float64, device=device)
+    host = np.ascontiguousarray(array, dtype=np.float64)
+    if not host.flags.writeable:  # a broadcast view: torch wants memory it may own
+        host = host.copy()
+    return torch.from_numpy(host).to(device)
+
+
+def to_host(array) -> np.ndarray:
+    """numpy view of an array that may be a torch tensor."""
+    if hasattr(array, "detach"):
+        return array.detach().cpu().numpy()
+    return np.asarray(array)
+
+
+def on_device(prepared, device):
+    """A copy of a prepared problem (runner._ProblemTrials) whose references, error bounds
+    and agreement bounds live on ``device``; ``prepared`` itself when ``device`` is None."""
+    if device is None or prepared.refusal:
+        return prepared
+    specs = [dataclasses.replace(spec, bounds=[to_device(b, device) for b in spec.bounds],
+                                 agreement_bounds=[to_device(b, device) for b in spec.agreement_bounds])
+             for spec in prepared.specs]
+    references = [{name: to_device(ref, device) for name, ref in trial.items()} for trial in prepared.references]
+    return dataclasses.replace(prepared, specs=specs, references=references)
+
+
+def is_tensor(array) -> bool:
+    return hasattr(array, "detach") and hasattr(array, "device")
+
+
+def device_of(*arrays) -> Optional[object]:
+    """The device of the first torch tensor among ``arrays`` (None: all numpy)."""
+    for array in arrays:
+        if is_tensor(array):
+            return array.device
+    return None
