@@ -52,6 +52,20 @@ def max_finite(dtype: str) -> float:
     return float(_positive_codes(dtype)[0][-1])
 
 
+def unit_roundoff(dtype: str) -> float:
+    """Half an ulp of 1: 2^-(mantissa bits + 1)."""
+    return 2.0 ** -(FP8_LAYOUTS[dtype][1] + 1)
+
+
+def smallest_normal(dtype: str) -> float:
+    exp_bits = FP8_LAYOUTS[dtype][0]
+    return 2.0 ** (2 - (1 << (exp_bits - 1)))  # 2^(1 - bias)
+
+
+def smallest_subnormal(dtype: str) -> float:
+    return smallest_normal(dtype) * 2.0 ** -FP8_LAYOUTS[dtype][1]
+
+
 def fp8_bits(values, dtype: str) -> np.ndarray:
     """float64 values -> uint8 codes of ``dtype``, round to nearest, ties to an even code."""
     values = np.asarray(values, dtype=np.float64)

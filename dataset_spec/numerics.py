@@ -25,6 +25,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import fp8
+
 C_ACC = 2.0  # margin on the accumulation term: about 6 standard deviations of a random-walk sum
 
 
@@ -43,8 +45,8 @@ FORMATS = {
     "bfloat16": FloatFormat("bfloat16", 2.0 ** -8, float(np.float32(3.3895313892515355e38)), 2.0 ** -126, 2.0 ** -133),
     "float32": FloatFormat("float32", 2.0 ** -24, float(np.finfo(np.float32).max), 2.0 ** -126, 2.0 ** -149),
     "float64": FloatFormat("float64", 2.0 ** -53, float(np.finfo(np.float64).max), 2.0 ** -1022, 2.0 ** -1074),
-    "float8_e4m3": FloatFormat("float8_e4m3", 2.0 ** -4, 448.0, 2.0 ** -6, 2.0 ** -9),
-    "float8_e5m2": FloatFormat("float8_e5m2", 2.0 ** -3, 57344.0, 2.0 ** -14, 2.0 ** -16),
+    **{name: FloatFormat(name, fp8.unit_roundoff(name), fp8.max_finite(name), fp8.smallest_normal(name),
+                         fp8.smallest_subnormal(name)) for name in fp8.FP8_LAYOUTS},
 }
 # Accumulators that are not a storage dtype. Hopper's FP8 tensor cores add products into
 # fewer bits than float32 (about 14 significant bits, DeepSeek-V3 report, section 3.3.2);

@@ -19,7 +19,8 @@ pytest.importorskip("cutlass_library", reason="nvidia-cutlass is not installed (
 from builders.base import BuildOptions, WorkItem  # noqa: E402
 from builders.cutlass import CutlassBuilder, catalog  # noqa: E402
 from builders.cutlass.problem import make_problem  # noqa: E402
-from dataset_spec.fp8 import decode_table, fp8_bits, fp8_to_float, max_finite  # noqa: E402
+from dataset_spec.fp8 import FP8_LAYOUTS, decode_table, fp8_bits, fp8_to_float, max_finite  # noqa: E402
+from dataset_spec.numerics import FORMATS  # noqa: E402
 from dataset_spec.problems import get_op  # noqa: E402
 from conftest import needs_nvcc  # noqa: E402
 
@@ -94,6 +95,11 @@ def test_fp8_codes_round_trip_and_round_to_nearest_even():
         finite = np.flatnonzero(np.isfinite(table))
         assert np.array_equal(fp8_bits(table[finite], dtype), finite.astype(np.uint8))
         assert max_finite(dtype) == top
+        # the error bound's format constants are the ones the code table decodes to
+        fmt, man_bits = FORMATS[dtype], FP8_LAYOUTS[dtype][1]
+        one = int(np.flatnonzero(table == 1.0)[0])
+        assert fmt.max_finite == top and fmt.unit_roundoff == (table[one + 1] - 1.0) / 2
+        assert fmt.tiny == table[1 << man_bits] and fmt.subnormal_min == table[1]
     e4m3 = fp8_to_float(fp8_bits([1.0625, 1.1875, 449.0, 500.0, -2.0 ** -10], "float8_e4m3"), "float8_e4m3")
     assert e4m3[:3].tolist() == [1.0, 1.25, 448.0] and np.isnan(e4m3[3]) and e4m3[4] == 0.0
     assert np.signbit(e4m3[4])
