@@ -281,6 +281,9 @@ def verify(dataset, out_dir, groups, trials, no_timing, workers, kernel_timeout,
                                  start_workers=runner.gpu_workers, assembly_pool=runner.assembly_pool)
     finally:
         runner.close()
+    if not summary.groups and not summary.skipped_groups:
+        selection = f"matches --groups {groups!r}" if groups else "is in it"
+        raise click.ClickException(f"no group of {dataset} {selection}; `ptxds info {dataset}` lists its groups")
     write_pairs(out_dir)
     write_card(out_dir)
     click.echo(summary.format())

@@ -132,6 +132,15 @@ def test_verify_without_a_gpu_is_one_clear_error(small_triton_build, tmp_path):
     assert len(result.output.strip().splitlines()) == 1
 
 
+def test_verify_of_no_matching_group_is_one_clear_error_and_writes_nothing(small_triton_build, tmp_path):
+    out = tmp_path / "not" / "there"
+    result = run_cli("verify", str(small_triton_build), "--out", str(out), "--groups", "no-such-group*")
+    assert result.exit_code == 1
+    assert result.output.startswith("Error: no group of ") and "matches --groups 'no-such-group*'" in result.output
+    assert len(result.output.strip().splitlines()) == 1
+    assert not (tmp_path / "not").exists()
+
+
 def test_schedules_applies_to_tvm_only(tmp_path):
     result = run_cli("build", "--source", "mirage", "--schedules", "3", "--out", str(tmp_path / "d"))
     assert result.exit_code != 0
