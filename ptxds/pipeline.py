@@ -61,8 +61,9 @@ def run_build(source: str, out_dir, options: BuildOptions, jobs: int = 0, sass: 
               cache_dir=None) -> BuildSummary:
     """Build ``source`` into ``out_dir`` and (re)write its card. Safe to rerun, with any
     executor: items whose rows are on disk are skipped, and a row whose ``build_key`` is
-    already written (a retried task's duplicate) is dropped here, so no row lands twice.
-    ``executor``: from ``executors.make_executor`` (default: local with ``jobs``
+    already written (a retried task's duplicate) is dropped here, so no row lands twice; a
+    row whose ``build_key`` another item of this run made is a builder bug, reported as a
+    failed item. ``executor``: from ``executors.make_executor`` (default: local with ``jobs``
     processes). ``cache_dir``: a compile cache folder every worker shares."""
     start = time.time()
     find_tool("ptxas")  # a missing toolchain is one clear error before any work
@@ -92,8 +93,19 @@ def run_build(source: str, out_dir, options: BuildOptions, jobs: int = 0, sass: 
             pending = []
         last_flush = time.time()
 
-    def take(records):
-        fresh = [r for r in records if r.build_key not in written]
+    made_by: dict = {}  # build_key -> the item that made it, for rows taken in this run
+
+    def take(item, records):
+        fresh = []
+        for record in records:
+            first = made_by.setdefault(record.build_key, item.key)
+            if first != item.key:  # not a retried task's copy: two items claim one row
+                summary.failed_items.append((item.label, (
+                    f"row {record.name!r} of group {record.group_id} has the build_key of a row item {first!r} "
+                    "already made (same source, group, variant, arch and name); the first row is kept, "
+                    "so the builder must give these items distinct variants")))
+            elif record.build_key not in written:
+                fresh.append(record)
         written.update(r.build_key for r in fresh)
         for record in fresh:
             summary.by_status[record.status] += 1
@@ -109,7 +121,7 @@ def run_build(source: str, out_dir, options: BuildOptions, jobs: int = 0, sass: 
             for outcome in outcomes:
                 if outcome.error:
                     summary.failed_items.append((outcome.item.label, outcome.error))
-                take(outcome.records)
+                take(outcome.item, outcome.records)
                 bar.update(1)
     except KeyboardInterrupt:
         summary.interrupted = True

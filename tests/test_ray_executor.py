@@ -5,6 +5,7 @@ driver-side guarantee (a build_key is written once whatever the executor hands b
 tested without Ray."""
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections import Counter
 from pathlib import Path
@@ -120,6 +121,29 @@ def test_driver_writes_each_build_key_once_whatever_the_executor_returns(tmp_pat
                         executor=_RepeatingExecutor(1), flush_rows=1)
     assert summary.rows_written == 3
     assert set(build_keys_on_disk(tmp_path).values()) == {1}
+
+
+class _CollidingExecutor(LocalExecutor):
+    """The second item also hands back the first item's rows: two items claiming one row,
+    as a builder that gave two items the same variant would."""
+
+    def run_items(self, task, items):
+        first = None
+        for outcome in super().run_items(task, items):
+            if first is None:
+                first = outcome
+            elif first.item.key != outcome.item.key:
+                outcome = dataclasses.replace(outcome, records=list(first.records) + list(outcome.records))
+            yield outcome
+
+
+def test_rows_two_items_claim_are_reported_not_dropped_silently(tmp_path):
+    summary = run_build("triton", tmp_path, BuildOptions(archs=["sm_80"], limit=3), progress=False,
+                        executor=_CollidingExecutor(1), flush_rows=1)
+    assert summary.rows_written == 3
+    assert set(build_keys_on_disk(tmp_path).values()) == {1}
+    assert len(summary.failed_items) == 2  # items 2 and 3 each claimed item 1's row
+    assert all("already made" in message and "distinct variants" in message for _, message in summary.failed_items)
 
 
 def test_one_job_build_puts_the_cache_environment_back(tmp_path, monkeypatch):
