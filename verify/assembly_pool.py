@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import re
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import Optional
 
@@ -113,37 +113,60 @@ def assemble_for_gpu(ptx: str, arch: str, use_nvjitlink: bool = True) -> Assembl
 
 class AssemblyPool:
     """Submits rows for assembly and hands back cubins. ``jobs=0`` assembles nothing (every
-    row goes to the driver JIT); ``jobs=None`` uses every CPU core."""
+    row goes to the driver JIT); ``jobs=None`` uses every CPU core. Subclasses run the
+    same bookkeeping on other executors by overriding ``_start``, ``_wait`` and
+    ``_cancel`` (the Ray executor's tasks, for one)."""
+
+    failure_label = "assembly pool"
 
     def __init__(self, cc: tuple, jobs: Optional[int] = None):
         self.cc = tuple(cc)
         self.jobs = jobs
-        self._futures: dict = {}
+        self._pending: dict = {}  # build_key -> handle of the running assembly
         self._executor = None
         if jobs != 0:
             # spawn: the parent may hold threads (progress bar, worker watchdogs); fork would copy them.
             self._executor = ProcessPoolExecutor(max_workers=jobs, mp_context=mp.get_context("spawn"))
 
+    # ---- where assembly runs (overridden by other executors) -------------------------
+    @property
+    def accepting(self) -> bool:
+        return self._executor is not None
+
+    def _start(self, ptx: str, arch: str):
+        return self._executor.submit(assemble_for_gpu, ptx, arch)
+
+    def _wait(self, handle, timeout: float) -> Assembled:
+        return handle.result(timeout=timeout)
+
+    def _cancel(self, handle) -> None:
+        handle.cancel()
+
+    def _shutdown(self) -> None:
+        if self._executor is not None:
+            self._executor.shutdown(wait=False, cancel_futures=True)
+            self._executor = None
+
+    # ---- the interface the verifier uses ---------------------------------------------
     def submit(self, record) -> None:
-        if self._executor is None or record.build_key in self._futures:
+        if not self.accepting or record.build_key in self._pending:
             return
         if runnable_reason(record.arch, self.cc):
             return
-        self._futures[record.build_key] = self._executor.submit(
-            assemble_for_gpu, record.ptx, target_arch(record.arch, self.cc))
+        self._pending[record.build_key] = self._start(record.ptx, target_arch(record.arch, self.cc))
 
     def result(self, record, timeout: float = 600.0) -> Assembled:
-        future: Optional[Future] = self._futures.pop(record.build_key, None)
-        if future is None:
+        handle = self._pending.pop(record.build_key, None)
+        if handle is None:
             return Assembled(None, "driver_jit", "not assembled ahead")
         try:
-            return future.result(timeout=timeout)
-        except Exception as exc:  # a dead pool process costs this row's cubin, not the run
-            return Assembled(None, "driver_jit", f"assembly pool: {type(exc).__name__}: {exc}")
+            return self._wait(handle, timeout)
+        except Exception as exc:  # a lost process or task costs this row's cubin (the driver JIT loads it), not the run
+            message = str(exc).splitlines()[0] if str(exc) else ""
+            return Assembled(None, "driver_jit", f"{self.failure_label}: {type(exc).__name__}: {message}")
 
     def close(self) -> None:
-        if self._executor is not None:
-            for future in self._futures.values():
-                future.cancel()
-            self._executor.shutdown(wait=False, cancel_futures=True)
-            self._executor = None
+        for handle in self._pending.values():
+            self._cancel(handle)
+        self._pending = {}
+        self._shutdown()

@@ -9,6 +9,8 @@ import os
 from pathlib import Path
 from typing import Iterator, Optional
 
+from verify.assembly_pool import AssemblyPool, assemble_for_gpu
+
 from . import BuildTask, ExecutorUnavailable, ItemOutcome, build_item
 
 MAX_RETRIES = 3          # a build task lost with its worker or node is run again this often
@@ -143,36 +145,29 @@ class RayExecutor:
             self.ray.shutdown()
 
 
-class RayAssemblyPool:
-    """``AssemblyPool``'s interface on Ray tasks: each row's PTX is assembled on any node's
-    CPU, so verify on many GPUs is not capped by the driver's cores."""
+class RayAssemblyPool(AssemblyPool):
+    """``AssemblyPool`` on Ray tasks: each row's PTX is assembled on any node's CPU, so
+    verify on many GPUs is not capped by the driver's cores."""
+
+    failure_label = "assembly task"
 
     def __init__(self, ray, cc: tuple):
-        from verify.assembly_pool import assemble_for_gpu
-        self.ray, self.cc = ray, tuple(cc)
+        super().__init__(cc, jobs=0)
+        self.ray = ray
         self.remote = ray.remote(assemble_for_gpu).options(num_cpus=1, max_retries=MAX_RETRIES)
-        self.refs: dict = {}
 
-    def submit(self, record) -> None:
-        from verify.assembly_pool import runnable_reason, target_arch
-        if record.build_key in self.refs or runnable_reason(record.arch, self.cc):
-            return
-        self.refs[record.build_key] = self.remote.remote(record.ptx, target_arch(record.arch, self.cc))
+    @property
+    def accepting(self) -> bool:
+        return True
 
-    def result(self, record, timeout: float = 600.0):
-        from verify.assembly_pool import Assembled
-        ref = self.refs.pop(record.build_key, None)
-        if ref is None:
-            return Assembled(None, "driver_jit", "not assembled ahead")
-        try:
-            return self.ray.get(ref, timeout=timeout)
-        except Exception as exc:  # a lost task costs this row's cubin (the driver JIT loads it), not the run
-            return Assembled(None, "driver_jit", f"assembly task: {type(exc).__name__}: {str(exc).splitlines()[0]}")
+    def _start(self, ptx: str, arch: str):
+        return self.remote.remote(ptx, arch)
 
-    def close(self) -> None:
-        for ref in self.refs.values():
-            self.ray.cancel(ref, force=True)
-        self.refs = {}
+    def _wait(self, handle, timeout: float):
+        return self.ray.get(handle, timeout=timeout)
+
+    def _cancel(self, handle) -> None:
+        self.ray.cancel(handle, force=True)
 
 
 class GpuActor:
