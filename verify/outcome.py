@@ -47,6 +47,7 @@ class CheckResult:
     message: str = ""
     fatal: bool = False  # the worker exited (dead context); the parent starts a new one
     load_path: str = ""
+    seconds: dict = field(default_factory=dict)  # worker wall time per phase (load, upload, kernel, ...)
 
 
 @dataclass
@@ -83,7 +84,7 @@ def output_hash(runs: list, specs: list) -> str:
     digest = hashlib.sha256()
     for run in runs:
         for spec in specs:
-            digest.update(np.ascontiguousarray(run.outputs[spec.name]).tobytes())
+            digest.update(memoryview(np.ascontiguousarray(run.outputs[spec.name]).reshape(-1).view(np.uint8)))
     return digest.hexdigest()[:16]
 
 
@@ -223,6 +224,8 @@ class Consensus:
 
 
 def inputs_changed(before: dict, after: dict) -> list:
-    """Names of buffers whose bits differ between ``before`` and ``after``."""
-    return [name for name in before
-            if np.ascontiguousarray(before[name]).tobytes() != np.ascontiguousarray(after[name]).tobytes()]
+    """Names of buffers whose bits differ between ``before`` and ``after`` (compared as
+    bytes, since NaN != NaN)."""
+    def raw(array):
+        return np.ascontiguousarray(array).reshape(-1).view(np.uint8)
+    return [name for name in before if not np.array_equal(raw(before[name]), raw(after[name]))]

@@ -93,8 +93,10 @@ class VerifySummary:
     skipped_groups: int = 0                          # already in out_dir (resumed)
     not_runnable: int = 0                            # rows this GPU cannot run
     gpu_name: str = ""
-    # seconds of the GPU threads' wall time per stage: run (load, trials, downloads), judge
-    # (checks and agreement), time, wait_prepare (inputs and references not ready yet)
+    # seconds of the GPU threads' wall time per stage: run (in the worker process, split
+    # into run.load/upload/kernel/download/compare; the rest of run is moving the job and
+    # its outputs between processes), judge (checks and agreement), time, wait_prepare
+    # (inputs and references not ready yet)
     stage_seconds: dict = field(default_factory=dict)
 
     def format(self) -> str:
@@ -318,6 +320,9 @@ class _Run:
             payload = [(t.trial, f"{digest}:{t.trial}", t.seed, t.storage) for t in prepared.trials]
             with self.stopwatch("run"):
                 check = worker.check(row.to_json(), group_id, payload, cubin, self.kernel_timeout)
+            with self.lock:
+                for phase, seconds in (check.seconds or {}).items():
+                    self.stage_seconds[f"run.{phase}"] += seconds
             with self.stopwatch("judge"):
                 verdict = classify(check, judged.specs, judged.references)
             load_path = check.load_path or ("driver_jit" if not cubin else "cubin")

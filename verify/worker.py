@@ -83,8 +83,17 @@ class _Worker:
             self.inputs, self.inputs_group = {}, job.get("group")
         self.inputs.update(job.get("inputs") or {})
         record = KernelRecord.from_json(job["record"])
+        seconds: dict = {}
+        clock = time.perf_counter()
+
+        def lap(stage: str) -> None:
+            nonlocal clock
+            now = time.perf_counter()
+            seconds[stage] = seconds.get(stage, 0.0) + now - clock
+            clock = now
         try:
             load_path = self._load_row(record, job.get("cubin"))
+            lap("load")
         except ArgError as exc:
             return CheckResult(error="arg_error", message=str(exc))
         except DriverError as exc:
@@ -93,23 +102,28 @@ class _Worker:
         runs = []
         for trial, key, seed in job["trials"]:
             inputs = self.inputs[key]
-            outputs, out_of_bounds = [], []
-            for _ in range(2):  # the second run checks determinism
+            outputs, out_of_bounds, after = [], [], {}
+            for rerun in (False, True):  # the rerun checks determinism
                 self._prepare(inputs, seed)
+                lap("upload")
                 try:
                     self._run_once()
                 except DriverError as exc:
                     during_launch = exc.call == "cuLaunchKernelEx" and not exc.sticky
                     return CheckResult(runs=runs, error="launch_failed" if during_launch else "crashed",
                                        message=f"trial {trial}: {exc}", fatal=exc.sticky, load_path=load_path)
+                lap("kernel")
                 outputs.append(self._download(("out", "inout")))
-                after = self._download(("in",))
+                if not rerun:  # inputs are uploaded afresh before each run: the first run tells
+                    after = self._download(("in",))
                 out_of_bounds = out_of_bounds or self.row.guard_hits()
+                lap("download")
             before = {name: inputs[name] for name in after}
             same = not inputs_changed(outputs[0], outputs[1])
             runs.append(TrialRun(trial, outputs[0], None if same else outputs[1], inputs_changed(before, after),
                                  out_of_bounds))
-        return CheckResult(runs=runs, load_path=load_path)
+            lap("compare")
+        return CheckResult(runs=runs, load_path=load_path, seconds=seconds)
 
     def time_job(self, job: dict) -> dict:
         from .driver import check, cu
