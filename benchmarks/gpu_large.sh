@@ -2,8 +2,8 @@
 # Verify large groups within a wall-clock allowance, resuming where an earlier call stopped,
 # and print each result's per-group table with the stage seconds of every verify call.
 # Usage: benchmarks/gpu_large.sh OUTDIR SECONDS DATASET[=GROUP_GLOB] ...
-#   OUTDIR/verified/<name> holds the verified rows (copy it back in to resume later: a
-#   dataset's rows already in OUTDIR/verified/<name>, or in .gpu-v/<name>, are skipped).
+#   The verified rows end in OUTDIR/verified.tar.gz; unpacked into .gpu-v/ and carried,
+#   a later call resumes from them (rows already in .gpu-v/<name> are skipped).
 set -uo pipefail
 out=${1:?usage: gpu_large.sh OUTDIR SECONDS DATASET[=GROUP_GLOB] ...}; shift
 allowance=${1:?seconds}; shift
@@ -28,3 +28,4 @@ for v in "$out"/verified/*/; do
   echo "== $(basename "$v")"
   python3 benchmarks/tvm_groups.py "$v"
 done 2>&1 | tee "$out/tables.md"
+tar -czf "$out/verified.tar.gz" -C "$out" verified && rm -rf "$out/verified"
