@@ -149,7 +149,7 @@ WORKLOADS = [
     Workload("matmul_fp32", "small", "gemm", (256, 256, 256)),
     Workload("matmul_fp32", "large", "gemm", (2048, 2048, 2048)),
     Workload("matmul_fp16", "small", "gemm", (256, 256, 256)),
-    Workload("matmul_fp16", "large", "gemm", (4096, 4096, 4096)),
+    Workload("matmul_fp16", "large", "gemm", (2048, 2048, 2048)),
     Workload("batch_matmul", "small", "batch_matmul", (4, 128, 128, 128)),
     Workload("batch_matmul", "large", "batch_matmul", (16, 512, 512, 512)),
     Workload("conv2d_bias_relu", "small", "conv2d_bias_relu", (1, 32, 28, 28, 64, 3)),
