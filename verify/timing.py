@@ -163,13 +163,20 @@ class SampleSet:
                       summarise(self.event_us, target_rse) if self.event_us else None, self.fallback_reason)
 
 
+def flush_l2(flush, sample: int, stream) -> None:
+    """Evict L2 before a sample: overwrite ``flush`` (``worker.flush_buffer``, at least twice
+    the L2 size) with a byte that changes from sample to sample, so no write is skipped."""
+    flush.fill_bytes(sample & 0xFF, stream)
+
+
 def time_launches(stream, launches: Sequence, flush, before: Optional[Callable[[], None]] = None,
                   budget_s: float = 1.0, min_samples: int = MIN_SAMPLES, max_samples: int = MAX_SAMPLES,
                   target_rse: float = TARGET_RSE, warmup: int = 3, warmup_s: float = WARMUP_SECONDS,
                   hold=None, kernel_clock=None, no_clock_reason: str = "") -> Timing:
     """Time a launch sequence (``PreparedLaunch`` objects) on ``stream``.
 
-    ``flush``: a DeviceBuffer of at least twice the L2 size, overwritten before each sample.
+    ``flush``: a DeviceBuffer of at least twice the L2 size (``worker.flush_buffer``),
+    overwritten before each sample (``flush_l2``).
     ``before``: enqueues work that must precede every sample outside the timed region
     (re-initialising zero-init scratch such as semaphores). ``hold``: a ``hold.StreamHold``
     that keeps the GPU waiting while each batch is enqueued. ``kernel_clock``: a
@@ -184,7 +191,7 @@ def time_launches(stream, launches: Sequence, flush, before: Optional[Callable[[
         # lines the re-init just wrote, or a kernel with a workspace (stream-K) starts warm.
         if before is not None:
             before()
-        flush.fill_bytes(i & 0xFF, stream)
+        flush_l2(flush, i, stream)
 
     def synchronize() -> None:
         check(cu.cuStreamSynchronize(stream), "cuStreamSynchronize")

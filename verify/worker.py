@@ -23,6 +23,13 @@ HELLO_TIMEOUT = 120.0  # first context creation can take a while on a cold GPU
 FLUSH_MIN_BYTES = 64 << 20
 
 
+def flush_buffer(ctx):
+    """The buffer that ``timing.flush_l2`` overwrites before each timing sample: twice the
+    GPU's L2, and at least FLUSH_MIN_BYTES."""
+    from .driver import DeviceBuffer
+    return DeviceBuffer(max(2 * ctx.info.l2_bytes, FLUSH_MIN_BYTES))
+
+
 class WorkerTimeout(RuntimeError):
     """The worker did not answer within the job's timeout and was killed."""
 
@@ -37,10 +44,10 @@ class WorkerDied(RuntimeError):
 
 class _Worker:
     def __init__(self, conn, ordinal: int):
-        from .driver import Context, DeviceBuffer, sm_clock_mhz
+        from .driver import Context, sm_clock_mhz
         self.conn = conn
         self.ctx = Context(ordinal)
-        self.flush = DeviceBuffer(max(2 * self.ctx.info.l2_bytes, FLUSH_MIN_BYTES))
+        self.flush = flush_buffer(self.ctx)
         self.row = None  # the loaded row (row.LoadedRow), kept for its timing job
         self.inputs: dict = {}
         self.inputs_group = None
