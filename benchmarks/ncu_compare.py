@@ -19,14 +19,12 @@ Cache modes (``--cache-control``, a comma-separated list, each its own ncu proce
   all   ncu --cache-control all: ncu flushes every GPU cache it can (L2, and also the
         per-SM instruction, constant and L1 caches) before each profiled kernel.
   l2    ncu --cache-control none, and the driver flushes L2 before each profiled launch
-        sequence exactly as verify's timer does (verify.worker.flush_buffer, written by
-        verify.timing.flush_l2), so ours and ncu's numbers see the same cache state. The
-        flush is a memset, not a kernel; should ncu ever profile it, the kernels of a
-        profiled range holding only flushes (run first) name it and are left out.
-  l2clean  as l2, then a kernel (FLUSH_READ_ENTRY) reads the whole flush buffer, so the
-        dirty lines the flush's write leaves in L2 are written back before the row runs and
-        L2 holds clean lines, as ncu's own flush leaves it (an experiment on the flush's cost,
-        not verify's method; the read kernel is left out like any flush kernel).
+        sequence exactly as verify's timer does (verify.worker.flush_buffer, run by
+        verify.timing.flush_l2: a write of twice the L2, then a read kernel over it), so ours
+        and ncu's numbers see the same cache state. The flush's kernels are not a row's: a
+        profiled range holding only flushes (run first) names them and they are left out.
+  l2write  as l2 with the write alone, no read-back (verify's flush before the read-back
+        was added): L2 then holds the flush's dirty lines when the row starts.
   none  ncu --cache-control none and no flush: caches stay warm between repeats.
 
 The numbers, per row and mode:
@@ -74,63 +72,10 @@ METRIC = "gpu__time_duration.sum"
 HOLD_KERNEL_NAME = "ptxds_hold_stream"  # verify.kernel_clock.HOLD_KERNEL_NAME; never a member
 TO_US = {"nsecond": 1e-3, "ns": 1e-3, "usecond": 1.0, "us": 1.0, "msecond": 1e3, "ms": 1e3,
          "second": 1e6, "s": 1e6}
-CACHE_MODES = ("all", "l2", "l2clean", "none")
-NCU_CACHE_CONTROL = {"all": "all", "l2": "none", "l2clean": "none", "none": "none"}
+CACHE_MODES = ("all", "l2", "l2write", "none")
+NCU_CACHE_CONTROL = {"all": "all", "l2": "none", "l2write": "none", "none": "none"}
 FLUSH_PROBE_KEY = "(L2 flush only)"  # the driver's first profiled range in mode l2: flushes, no row
 FLUSH_PROBES = 2
-# Mode l2clean: after verify's flush, read the flush buffer back (16 bytes a thread per step);
-# the xor only feeds a store that never happens, so the loads cannot be dropped.
-FLUSH_READ_ENTRY = "ptxds_flush_read"
-FLUSH_READ_PTX = r"""
-.version 7.0
-.target sm_70
-.address_size 64
-
-.visible .entry ptxds_flush_read(
-	.param .u64 ptxds_flush_read_buf,
-	.param .u64 ptxds_flush_read_n16,
-	.param .u64 ptxds_flush_read_out
-)
-{
-	.reg .pred 	%p<3>;
-	.reg .b32 	%r<10>;
-	.reg .b64 	%rd<10>;
-
-	ld.param.u64 	%rd1, [ptxds_flush_read_buf];
-	ld.param.u64 	%rd2, [ptxds_flush_read_n16];
-	ld.param.u64 	%rd3, [ptxds_flush_read_out];
-	cvta.to.global.u64 	%rd1, %rd1;
-	cvta.to.global.u64 	%rd3, %rd3;
-	mov.u32 	%r1, %ctaid.x;
-	mov.u32 	%r2, %ntid.x;
-	mov.u32 	%r3, %tid.x;
-	mov.u32 	%r4, %nctaid.x;
-	mul.wide.u32 	%rd4, %r1, %r2;
-	cvt.u64.u32 	%rd5, %r3;
-	add.u64 	%rd4, %rd4, %rd5;
-	mul.wide.u32 	%rd6, %r4, %r2;
-	mov.u32 	%r5, 0;
-	setp.ge.u64 	%p1, %rd4, %rd2;
-	@%p1 bra 	$L__done;
-$L__loop:
-	shl.b64 	%rd7, %rd4, 4;
-	add.u64 	%rd8, %rd1, %rd7;
-	ld.global.v4.u32 	{%r6, %r7, %r8, %r9}, [%rd8];
-	xor.b32 	%r5, %r5, %r6;
-	xor.b32 	%r5, %r5, %r7;
-	xor.b32 	%r5, %r5, %r8;
-	xor.b32 	%r5, %r5, %r9;
-	add.u64 	%rd4, %rd4, %rd6;
-	setp.lt.u64 	%p2, %rd4, %rd2;
-	@%p2 bra 	$L__loop;
-$L__done:
-	setp.ne.s32 	%p1, %r5, 1;
-	@%p1 bra 	$L__end;
-	st.global.u32 	[%rd3], %r5;
-$L__end:
-	ret;
-}
-"""
 MEDIAN_GOAL, WORST_GOAL, SPEARMAN_GOAL, REPEAT_GOAL = 0.03, 0.10, 0.9, 0.01
 WORST_MIN_US, REPEAT_MIN_US = 5.0, 10.0
 
@@ -391,34 +336,27 @@ def parse_modes(text: str) -> list:
 def driver_main(dataset: str, keys_path: str, manifest_path: str, repeats: int, warmup: int,
                 flush_mode: str = "") -> None:
     """Load each row, warm it up unprofiled, run it ``repeats`` times in a profiled range.
-    ``flush_mode`` l2 (or l2clean): flush L2 before every run with verify's own flush (then
-    read the flush buffer back), after a first profiled range of flushes alone that names
-    any kernel the flush is made of."""
+    ``flush_mode`` l2: flush L2 before every run with verify's own flush (l2write: its write
+    alone), after a first profiled range of flushes alone that names the flush's kernels."""
     from dataset_spec.shards import read_records
     from verify.assembly_pool import assemble_for_gpu, target_arch
-    from verify.driver import Context, DeviceBuffer, Module, PreparedLaunch, check, cu
+    from verify.driver import Context, DeviceBuffer, check, cu
     from verify.inputs import init_array, make_trial_inputs
     from verify.row import load_row
     from verify.timing import flush_l2
+    from verify.l2flush import flush_bytes
     from verify.worker import flush_buffer
 
     ctx = Context(0)
     keys = json.loads(Path(keys_path).read_text())
     by_key = {r.build_key: r for r in read_records(dataset)}
     manifest = []
-    flush = flush_buffer(ctx) if flush_mode in ("l2", "l2clean") else None
-    read_back = None
-    if flush_mode == "l2clean":
-        sink = DeviceBuffer(16)
-        params = b"".join(int(v).to_bytes(8, "little") for v in (flush.address, flush.nbytes // 16, sink.address))
-        read_back = PreparedLaunch(Module.from_ptx(FLUSH_READ_PTX).function(FLUSH_READ_ENTRY),
-                                   (4 * ctx.info.sm_count, 1, 1), (512, 1, 1), params, [0, 8, 16], ctx.stream)
+    flush = {"l2": lambda: flush_buffer(ctx),
+             "l2write": lambda: DeviceBuffer(flush_bytes(ctx.info.l2_bytes))}.get(flush_mode, lambda: None)()
     runs = 0  # every run gets the next flush byte, as verify's samples do
 
     def flush_now():
         flush_l2(flush, runs, ctx.stream)
-        if read_back is not None:
-            read_back.enqueue()
 
     def profiled(body, count):
         check(cu.cuProfilerStart(), "cuProfilerStart")
@@ -555,7 +493,8 @@ def main() -> None:
     parser.add_argument("--logs", default=None, help="folder to keep ncu's CSV output in (DATASET-MODE.csv)")
     parser.add_argument("--cache-control", default="all",
                         help="comma-separated cache modes, one ncu process each: all (ncu flushes every cache), "
-                             "l2 (ncu flushes nothing, the driver flushes L2 as verify does), none")
+                             "l2 (ncu flushes nothing, the driver flushes L2 as verify does), l2write (the flush's "
+                             "write alone), none")
     parser.add_argument("--calibration", default=None,
                         help="calibration dataset (benchmarks/calibration; built or verified): c is measured on it "
                              "in each cache mode")
@@ -609,7 +548,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="ptxds-ncu-") as scratch:
         for mode in modes:
             print(f"\n## cache mode {mode} (ncu --cache-control {NCU_CACHE_CONTROL[mode]}"
-                  f"{'; L2 flushed by the driver as verify does' if mode in ('l2', 'l2clean') else ''}{', then read back' if mode == 'l2clean' else ''})", flush=True)
+                  f"{'; L2 flushed by the driver as verify does' if mode == 'l2' else ''}{'; L2 written by the driver, no read-back' if mode == 'l2write' else ''})", flush=True)
             cost = args.fixed_cost_us
             if calibration is not None:
                 cal_times, cal_manifest, flushed = run_ncu(calibration, calibration_rows, args.ncu, args.repeats,

@@ -17,17 +17,16 @@ from typing import Optional
 
 import numpy as np
 
+from .l2flush import L2Flush
 from .outcome import CheckResult, TrialRun, inputs_changed
 
 HELLO_TIMEOUT = 120.0  # first context creation can take a while on a cold GPU
-FLUSH_MIN_BYTES = 64 << 20
 
 
-def flush_buffer(ctx):
-    """The buffer that ``timing.flush_l2`` overwrites before each timing sample: twice the
-    GPU's L2, and at least FLUSH_MIN_BYTES."""
-    from .driver import DeviceBuffer
-    return DeviceBuffer(max(2 * ctx.info.l2_bytes, FLUSH_MIN_BYTES))
+def flush_buffer(ctx) -> L2Flush:
+    """The L2 flush that ``timing.flush_l2`` runs before each timing sample: a buffer of twice
+    the GPU's L2 (at least l2flush.FLUSH_MIN_BYTES), written, then read back."""
+    return L2Flush(ctx.info.l2_bytes, ctx.info.sm_count)
 
 
 class WorkerTimeout(RuntimeError):
