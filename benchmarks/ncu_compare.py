@@ -15,7 +15,8 @@ unprofiled, then --repeats times between cuProfilerStart and cuProfilerStop (ncu
 --profile-from-start off), so only those launches are profiled. Clocks are left alone
 (--clock-control none), as verify does.
 
-Cache modes (``--cache-control``, a comma-separated list, each its own ncu process):
+Cache modes (``--cache-control``, a comma-separated list, each its own ncu process; default
+l2, the reference the timing goal is stated against, with --calibration for c):
   all   ncu --cache-control all: ncu flushes every GPU cache it can (L2, and also the
         per-SM instruction, constant and L1 caches) before each profiled kernel.
   l2    ncu --cache-control none, and the driver flushes L2 before each profiled launch
@@ -491,7 +492,7 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=1800.0, help="seconds one ncu process may take")
     parser.add_argument("--csv", default=None)
     parser.add_argument("--logs", default=None, help="folder to keep ncu's CSV output in (DATASET-MODE.csv)")
-    parser.add_argument("--cache-control", default="all",
+    parser.add_argument("--cache-control", default="l2",
                         help="comma-separated cache modes, one ncu process each: all (ncu flushes every cache), "
                              "l2 (ncu flushes nothing, the driver flushes L2 as verify does), l2write (the flush's "
                              "write alone), none")

@@ -13,52 +13,54 @@ from verify.kernel_clock import HOLD_KERNEL_NAME
 
 SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "ncu_compare.py"
 
-# ncu --csv --page raw --print-units base --print-kernel-base mangled, mode l2: the driver's
-# first profiled range holds two L2 flushes alone; here ncu is shown profiling each flush as
-# a kernel of the driver's, the case the mode must survive (a memset is normally not profiled).
-NCU_L2_WITH_FLUSH_KERNELS = """==PROF== Connected to process 5151 (/usr/bin/python3.12)
-==PROF== Profiling "memset32_aligned1D": 0%....50%....100% - 1 pass
-"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size","Device","CC","gpu__time_duration.sum"
-"","","","","","","","","","","","nsecond"
-"0","5151","python3.12","127.0.0.1","memset32_aligned1D","1","13","(512, 1, 1)","(132, 1, 1)","0","9.0","21,344"
-"1","5151","python3.12","127.0.0.1","memset32_aligned1D","1","13","(512, 1, 1)","(132, 1, 1)","0","9.0","21,216"
-"2","5151","python3.12","127.0.0.1","memset32_aligned1D","1","13","(512, 1, 1)","(132, 1, 1)","0","9.0","21,280"
-"3","5151","python3.12","127.0.0.1","spin_add","1","13","(256, 1, 1)","(132, 1, 1)","0","9.0","7,968"
-"4","5151","python3.12","127.0.0.1","memset32_aligned1D","1","13","(512, 1, 1)","(132, 1, 1)","0","9.0","21,312"
-"5","5151","python3.12","127.0.0.1","spin_add","1","13","(256, 1, 1)","(132, 1, 1)","0","9.0","8,032"
-"6","5151","python3.12","127.0.0.1","memset32_aligned1D","1","13","(512, 1, 1)","(132, 1, 1)","0","9.0","21,248"
-"7","5151","python3.12","127.0.0.1","gemm_tn","1","13","(128, 1, 1)","(48, 1, 1)","0","9.0","12,512"
-"8","5151","python3.12","127.0.0.1","memset32_aligned1D","1","13","(512, 1, 1)","(132, 1, 1)","0","9.0","21,376"
-"9","5151","python3.12","127.0.0.1","gemm_tn","1","13","(128, 1, 1)","(48, 1, 1)","0","9.0","12,448"
-==PROF== Disconnected from process 5151
+# The start of a real ncu log (ncu 2025.3.1, H100; --csv --page raw --print-units base, mode
+# l2 on the calibration set, run 29), reduced to a few of its ~300 columns: the driver's
+# flush-only range (IDs 0-1: two flushes, whose read-back kernel ncu profiles), then the
+# first row's three repeats, each after a flush.
+NCU_L2_REAL = """==WARNING== Note: Running with uncontrolled GPU caches. Profiling results may be inconsistent.
+==WARNING== Note: Running with unmodified GPU clocks. If not controlled otherwise, profiling results may be inconsistent.
+==PROF== Connected to process 5813 (/usr/bin/python3.12)
+==PROF== Disconnected from process 5813
+"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size","Device","CC","gpu__time_duration.avg","gpu__time_duration.sum","launch__grid_size","profiler__replayer_passes"
+"","","","","","","","","","","","ns","ns","","pass"
+"0","5813","python3.12","127.0.0.1","ptxds_flush_read","1","13","(512, 1, 1)","(528, 1, 1)","0","9.0","43,616","43,616","528","1"
+"1","5813","python3.12","127.0.0.1","ptxds_flush_read","1","13","(512, 1, 1)","(528, 1, 1)","0","9.0","43,648","43,648","528","1"
+"2","5813","python3.12","127.0.0.1","ptxds_flush_read","1","13","(512, 1, 1)","(528, 1, 1)","0","9.0","43,136","43,136","528","1"
+"3","5813","python3.12","127.0.0.1","spin_add","1","13","(256, 1, 1)","(132, 1, 1)","0","9.0","4,864","4,864","132","1"
+"4","5813","python3.12","127.0.0.1","ptxds_flush_read","1","13","(512, 1, 1)","(528, 1, 1)","0","9.0","43,392","43,392","528","1"
+"5","5813","python3.12","127.0.0.1","spin_add","1","13","(256, 1, 1)","(132, 1, 1)","0","9.0","4,800","4,800","132","1"
+"6","5813","python3.12","127.0.0.1","ptxds_flush_read","1","13","(512, 1, 1)","(528, 1, 1)","0","9.0","42,976","42,976","528","1"
+"7","5813","python3.12","127.0.0.1","spin_add","1","13","(256, 1, 1)","(132, 1, 1)","0","9.0","4,768","4,768","132","1"
 """
 
 PROBE = {"key": nc.FLUSH_PROBE_KEY, "entries": [], "repeats": nc.FLUSH_PROBES, "profiled": True,
          "flush_probe": True, "error": ""}
-ROWS = [{"key": "spin", "entries": ["spin_add"], "repeats": 2, "profiled": True, "error": ""},
-        {"key": "gemm", "entries": ["gemm_tn"], "repeats": 2, "profiled": True, "error": ""}]
+ROWS = [{"key": "spin_2us", "entries": ["spin_add"], "repeats": 3, "profiled": True, "error": ""}]
 
 
 def test_flush_kernels_are_named_by_the_flush_only_range_and_left_out():
-    kernels = nc.parse_ncu_csv(NCU_L2_WITH_FLUSH_KERNELS)
+    kernels = nc.parse_ncu_csv(NCU_L2_REAL)
+    assert len(kernels) == 8 and kernels[0] == ("ptxds_flush_read", pytest.approx(43.616))
     names = nc.flush_kernel_names(kernels, [PROBE] + ROWS)
-    assert names == {"memset32_aligned1D"}
+    assert names == {"ptxds_flush_read"}
     times, wrong = nc.ncu_row_times(kernels, [PROBE] + ROWS, names)
-    assert times == {"spin": [7.968, 8.032], "gemm": [12.512, 12.448]} and wrong == 0
+    assert times == {"spin_2us": pytest.approx([4.864, 4.800, 4.768])} and wrong == 0
     assert nc.FLUSH_PROBE_KEY not in times
     # without dropping them the flush's kernels break the count, so a wrong split cannot pass
-    with pytest.raises(ValueError, match="profiled 10 kernels"):
+    with pytest.raises(ValueError, match="profiled 8 kernels"):
         nc.ncu_row_times(kernels, [PROBE] + ROWS)
 
 
 def test_no_flush_kernels_when_ncu_profiles_none_or_there_is_no_flush_range():
-    kernels = nc.parse_ncu_csv(NCU_L2_WITH_FLUSH_KERNELS)
-    members_only = [k for k in kernels if k[0] != "memset32_aligned1D"]
+    kernels = nc.parse_ncu_csv(NCU_L2_REAL)
+    members_only = [k for k in kernels if k[0] != "ptxds_flush_read"]  # the write-only flush: a memset
     assert nc.flush_kernel_names(members_only, [PROBE] + ROWS) == set()
     times, _ = nc.ncu_row_times(members_only, [PROBE] + ROWS, set())
-    assert times["gemm"] == [12.512, 12.448]
+    assert times["spin_2us"] == pytest.approx([4.864, 4.800, 4.768])
     # mode all has no flush-only range: a stray leading kernel is a mismatch, never dropped
     assert nc.flush_kernel_names(kernels, ROWS) == set()
+    with pytest.raises(ValueError):
+        nc.ncu_row_times(kernels, ROWS, nc.flush_kernel_names(kernels, ROWS))
     # the hold kernel is filtered as always and is never taken for the flush
     with_hold = [(HOLD_KERNEL_NAME, 1e6)] + members_only
     assert nc.flush_kernel_names(with_hold, [PROBE] + ROWS) == set()
