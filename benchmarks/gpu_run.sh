@@ -31,6 +31,7 @@ for name in triton cutlass $(cd .gpu && ls -d */ | tr -d / | grep -vx -e triton 
   elif [ -d "$work/$name-verified" ] && command -v ncu >/dev/null; then
     echo "== ncu comparison $name"
     timeout 300 python3 benchmarks/ncu_compare.py "$work/$name-verified" --reverify "$ds" --work "$work/ncu-$name" \
+      --cache-control l2,all $( [ -d .gpu/calibration ] && echo --calibration .gpu/calibration ) \
       --csv "$out/ncu-$name.csv" 2>&1 | tee "$out/ncu-$name.log"
   fi
 done

@@ -74,12 +74,12 @@ def timing_comparison(rows: list) -> list:
     from verify.kernel_clock import shared_clock
     from verify.row import load_row
     from verify.timing import time_launches
-    from verify.worker import FLUSH_MIN_BYTES
+    from verify.worker import flush_buffer
 
     ctx = Context(0)
     torch.cuda.init()
     stream = torch.cuda.ExternalStream(int(ctx.stream))
-    flush = DeviceBuffer(max(2 * ctx.info.l2_bytes, FLUSH_MIN_BYTES))
+    flush = flush_buffer(ctx)
     zero_flush = ZeroFlush(DeviceBuffer(256 << 20))
     hold = StreamHold(ctx.stream)
     clock, no_clock_reason = shared_clock()

@@ -18,8 +18,12 @@ import time
 from dataclasses import dataclass
 from typing import Iterable, Optional
 
+from .l2flush import FLUSH_READ_ENTRY
+
 # The entry of hold.HOLD_PTX: it spins while a batch is enqueued and is never a member's kernel.
 HOLD_KERNEL_NAME = "ptxds_hold_stream"
+# Kernels of the timer's own, never a member's: the hold, and the L2 flush's read-back.
+TIMER_KERNEL_NAMES = (HOLD_KERNEL_NAME, FLUSH_READ_ENTRY)
 FLUSH_FORCED = 1  # CUPTI_ACTIVITY_FLAG_FLUSH_FORCED
 
 
@@ -54,12 +58,12 @@ class KernelActivity:
 
 
 def assemble_samples(records: Iterable[KernelActivity], samples: int, launches_per_sample: int,
-                     after_correlation_id: int = 0, excluded_names=(HOLD_KERNEL_NAME,),
+                     after_correlation_id: int = 0, excluded_names=TIMER_KERNEL_NAMES,
                      member_names: Optional[frozenset] = None) -> list:
     """Per-sample kernel time in us of one batch: each sample is the sum of the durations of
     its ``launches_per_sample`` launches.
 
-    Records of ``excluded_names`` (the hold kernel), of names outside ``member_names`` when
+    Records of ``excluded_names`` (the hold kernel, the flush's read kernel), of names outside ``member_names`` when
     given (kernels the driver might run for a flush or copy), and at or below
     ``after_correlation_id`` (launched before this batch) are ignored. The rest are put in
     launch order by correlation id (CUPTI numbers API calls in the order they are made; the
@@ -171,7 +175,7 @@ class KernelClock:
         """After one run of the bare launch sequence (no flush, no re-init) and a sync: its
         records name the row's kernels; later batches count only kernels of these names."""
         _, fresh = self._take_batch(1, launches_per_sample)
-        self._member_names = frozenset(r.name for r in fresh if r.name != HOLD_KERNEL_NAME)
+        self._member_names = frozenset(r.name for r in fresh if r.name not in TIMER_KERNEL_NAMES)
 
     def batch_durations_us(self, samples: int, launches_per_sample: int) -> list:
         """Per-sample kernel time (us) of the batch enqueued since the last call; the caller has

@@ -17,10 +17,16 @@ from typing import Optional
 
 import numpy as np
 
+from .l2flush import L2Flush
 from .outcome import CheckResult, TrialRun, inputs_changed
 
 HELLO_TIMEOUT = 120.0  # first context creation can take a while on a cold GPU
-FLUSH_MIN_BYTES = 64 << 20
+
+
+def flush_buffer(ctx) -> L2Flush:
+    """The L2 flush that ``timing.flush_l2`` runs before each timing sample: a buffer of twice
+    the GPU's L2 (at least l2flush.FLUSH_MIN_BYTES), written, then read back."""
+    return L2Flush(ctx.info.l2_bytes, ctx.info.sm_count)
 
 
 class WorkerTimeout(RuntimeError):
@@ -37,10 +43,10 @@ class WorkerDied(RuntimeError):
 
 class _Worker:
     def __init__(self, conn, ordinal: int):
-        from .driver import Context, DeviceBuffer, sm_clock_mhz
+        from .driver import Context, sm_clock_mhz
         self.conn = conn
         self.ctx = Context(ordinal)
-        self.flush = DeviceBuffer(max(2 * self.ctx.info.l2_bytes, FLUSH_MIN_BYTES))
+        self.flush = flush_buffer(self.ctx)
         self.row = None  # the loaded row (row.LoadedRow), kept for its timing job
         self.inputs: dict = {}
         self.inputs_group = None
