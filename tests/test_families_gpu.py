@@ -18,7 +18,8 @@ from dataset_spec.shards import read_records
 pytestmark = pytest.mark.gpu
 
 FAMILIES = Path(__file__).resolve().parents[1] / ".gpu" / "families"
-DATASETS = ("cutlass-sm80", "cutlass-beta", "cutlass-sm90", "cutlass-cvt", "cutlass-cvt-seed3")
+DATASETS = ("cutlass-sm80", "cutlass-beta", "cutlass-sm90", "cutlass-cvt", "cutlass-cvt-seed3",
+            "cutlass-cvt-schedules")
 
 
 @pytest.mark.parametrize("name", DATASETS)
