@@ -47,9 +47,9 @@ EXTRA_OPERANDS = {
 
 # 3.x ConvertOnly kernels named ``..._cvt_shfl_...`` read the narrow operand from a
 # reordered layout (the generator's compute_memory_reordering_atom), which a caller makes
-# with a separate reorder pass; the row's A is a plain row-major array.
-SHUFFLED_NARROW_OPERAND = ("3.x mixed-input mainloop with a shuffled narrow operand: it reads A in "
-                           "CUTLASS's reordered layout, not a row- or column-major array")
+# with a separate reorder pass; a row's operands are plain row- or column-major arrays.
+SHUFFLED_NARROW_OPERAND = ("3.x mixed-input mainloop with a shuffled narrow operand: it reads that "
+                           "operand in CUTLASS's reordered layout, not a row- or column-major array")
 
 NAME_2X = re.compile(
     r"^cutlass_(?P<opcode_class>tensorop|simt|wmma_tensorop)_(?P<extended>.+)_"
