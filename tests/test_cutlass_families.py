@@ -186,6 +186,89 @@ def test_every_family_builds_one_kernel(family):
     assert rows[0].status == "built", rows[0].status_message[:2000]
 
 
+CONVERT_ONLY = "multiply_add+ConvertOnly"
+BYTE_WIDE_NARROW = ("e4m3", "e5m2", "s8", "u8")
+
+
+def test_convert_only_families_with_byte_wide_operands_are_built(table):
+    """The 8 SM90 ConvertOnly families with a byte-wide narrow operand are built (their
+    shuffled-layout kernels are not); the sub-byte ones stay excluded for being sub-byte."""
+    cvt = [f for f in table if f.math_operation == CONVERT_ONLY]
+    assert len(cvt) == 16 and {f.sm for f in cvt} == {90}
+    byte_wide = [f for f in cvt if f.types.split("_")[0] in BYTE_WIDE_NARROW]
+    assert len(byte_wide) == 8 and not any(f.excluded for f in byte_wide)
+    for family in cvt:
+        if family not in byte_wide:
+            assert family.excluded.startswith("sub-byte operands (") and family.types.split("_")[0] in family.excluded
+    ops = catalog.load_manifest_operations(90)
+    for family in byte_wide:
+        assert len(family.kernels) == 40 and all("_cvt_" in n and "_shfl_" not in n for n in family.kernels)
+        assert all(n in ops for n in family.kernels)
+    shuffled = [op for name, op in catalog._all_operations(90).items()
+                if "_cvt_shfl_" in name and name.split("_")[4] in BYTE_WIDE_NARROW]
+    assert len(shuffled) == 320 and all(catalog.exclusion_reason(op) == catalog.SHUFFLED_NARROW_OPERAND
+                                        for op in shuffled)
+
+
+def test_convert_only_problem_is_a_16_bit_gemm_of_exact_narrow_values():
+    """The narrow operand is converted to the wide type before the MMA: a float32
+    accumulator (not FP8's), integer operands drawn small, FP8 operands stored as FP8."""
+    ops = catalog.load_manifest_operations(90)
+    fp8 = _spec(90, next(n for n in ops if n.startswith("cutlass3x_sm90_tensorop_gemm_e4m3_bf16_f32_bf16_bf16_cvt_")))
+    assert fp8.knobs["mixed_input_mode"] == "ConvertOnly"
+    problem = make_problem(fp8, 64, 128, 64)
+    assert problem.params["accumulator"] == "float32" and problem.params["math_input"] == ""
+    assert [problem.buffer(n).dtype for n in "ABD"] == ["float8_e4m3", "bfloat16", "bfloat16"]
+    assert (problem.params["layout_a"], problem.params["layout_b"], problem.params["layout_c"]) == ("row", "col", "col")
+    assert problem.problem_id == "cutlass/gemm/e4m3_bf16_f32_bf16/rcc/a1b0/M64N128K64"
+    integer = make_problem(_spec(90, next(n for n in ops if n.startswith("cutlass3x_sm90_tensorop_gemm_u8_f16_f32_f16_f16_cvt_"))),
+                           64, 128, 64)
+    assert integer.buffer("A").init.kind == "randint" and integer.buffer("A").init.params == {"low": 0, "high": 8}
+    plain = _spec(90, next(n for n in ops if n.startswith("cutlass3x_sm90_tensorop_gemm_e4m3_e4m3_f32_bf16_bf16_")))
+    assert "mixed_input_mode" not in plain.knobs
+    assert make_problem(plain, 64, 128, 64).params["accumulator"] == "fp8_tensor_core"
+
+
+@needs_nvcc
+def test_convert_only_kernel_builds_an_assembling_tma_row(tmp_path):
+    """One s8 x bf16 ConvertOnly kernel (``--per-family 1``): Params packed from plain
+    Arguments (no scales), TMA descriptors of A (raw bytes), B (raw 16-bit) and D found
+    by their buffers, blanked in the blob, and the PTX assembles for sm_90a."""
+    import subprocess
+    from builders.cutlass import entry_params
+    from ptx_tools import find_tool
+    builder = CutlassBuilder(BuildOptions(archs=["sm_90a"], extra={
+        "family": "cutlass3x_sm90_tensorop_gemm_s8_bf16_f32_bf16_bf16_cvt_*", "per_family": 1}))
+    (item,) = builder.work_items()
+    (row,) = builder.build(item)
+    assert row.status == "built", row.status_message[:2000]
+    assert row.group_id == "cutlass/gemm/s8_bf16_f32_bf16/rcc/a1b0/M512N768K528"  # K fitted to align 16
+    assert row.variant["mixed_input_mode"] == "ConvertOnly" and "_shfl_" not in row.name
+    assert "wgmma.mma_async" in row.ptx and "cp.async.bulk.tensor" in row.ptx
+    assert row.problem.buffer("A").dtype == "int8" and row.problem.buffer("A").init.kind == "randint"
+    (launch,) = row.launches
+    (param,) = entry_params(row.ptx, launch.entry)
+    blob = launch.args[0].blob
+    assert param.align >= 64 and param.size == len(blob)
+    assert list(launch.cluster) == row.variant["cluster_shape"] and launch.block == (384, 1, 1)
+    patches = launch.args[0].patches
+    tensormaps = {p.buffer: p for p in patches if p.kind == "tensormap"}
+    assert set(tensormaps) == {"A", "B", "D"} and all(p.addend == 0 for p in tensormaps.values())
+    a, b = tensormaps["A"].tensormap, tensormaps["B"].tensormap
+    # CUtensorMapDataType: UINT8 = 0, UINT16 = 1 (TMA moves the operands' bits unconverted)
+    assert (a["data_type"], a["global_dim"][:2], a["global_strides"][0]) == (0, [528, 512], 528)
+    assert (b["data_type"], b["global_dim"][:2], b["global_strides"][0]) == (1, [528, 768], 2 * 528)
+    for p in patches:
+        assert blob[p.offset:p.offset + p.size] == bytes(p.size)
+    if "stream_k" in row.name:
+        assert row.scratch and row.scratch[0].name == "workspace" and "workspace" in {p.buffer for p in patches}
+    path = tmp_path / "cvt.ptx"
+    path.write_text(row.ptx)
+    proc = subprocess.run([str(find_tool("ptxas")), "-arch=sm_90a", str(path), "-o", str(tmp_path / "cvt.cubin")],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+
+
 def test_docs_list_the_current_family_table():
     from pathlib import Path
     docs = (Path(__file__).resolve().parents[1] / "docs" / "cutlass.md").read_text()

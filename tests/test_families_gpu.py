@@ -1,5 +1,5 @@
 """GPU test of the new CUTLASS families (int8 with saturating stores, FP8, f64 DMMA, SIMT,
-mixed input, reduced-precision float32 math, beta != 0): verifies the datasets built into
+mixed input, SM90 ConvertOnly mixed input, reduced-precision float32 math, beta != 0): verifies the datasets built into
 ``.gpu/families/cutlass-*`` (docs/cutlass.md, "Families"; the build commands are in
 docs/gpu-results.md) and expects every row to pass or be ``not_applicable``.
 
@@ -18,7 +18,8 @@ from dataset_spec.shards import read_records
 pytestmark = pytest.mark.gpu
 
 FAMILIES = Path(__file__).resolve().parents[1] / ".gpu" / "families"
-DATASETS = ("cutlass-sm80", "cutlass-beta", "cutlass-sm90")
+DATASETS = ("cutlass-sm80", "cutlass-beta", "cutlass-sm90", "cutlass-cvt", "cutlass-cvt-seed3",
+            "cutlass-cvt-schedules")
 
 
 @pytest.mark.parametrize("name", DATASETS)

@@ -45,6 +45,12 @@ EXTRA_OPERANDS = {
     "PlanarComplexArray": "complex operands in separate real/imaginary planes",
 }
 
+# 3.x ConvertOnly kernels named ``..._cvt_shfl_...`` read the narrow operand from a
+# reordered layout (the generator's compute_memory_reordering_atom), which a caller makes
+# with a separate reorder pass; a row's operands are plain row- or column-major arrays.
+SHUFFLED_NARROW_OPERAND = ("3.x mixed-input mainloop with a shuffled narrow operand: it reads that "
+                           "operand in CUTLASS's reordered layout, not a row- or column-major array")
+
 NAME_2X = re.compile(
     r"^cutlass_(?P<opcode_class>tensorop|simt|wmma_tensorop)_(?P<extended>.+)_"
     r"(?P<tile_m>\d+)x(?P<tile_n>\d+)_(?P<tile_k>\d+)x(?P<stages>\d+)_"
@@ -134,6 +140,9 @@ def describe_operation(op) -> KernelSpec:
     })
     if op.is_3x:
         knobs["cluster_shape"] = list(td.cluster_shape)
+    mixed = getattr(op, "mixed_input_mode", None)
+    if mixed is not None:  # 3.x mixed input: ConvertOnly (built), ScaleOnly, ScaleWithZeroPoint
+        knobs["mixed_input_mode"] = _enum_name(mixed)
     return KernelSpec(name=name, generation=3 if op.is_3x else 2, sm=int(op.arch), knobs=knobs)
 
 
@@ -147,10 +156,7 @@ def exclusion_reason(op) -> str:
     if op.is_complex():
         return "complex-valued GEMM: the verifier's buffers hold real numbers"
     mixed = getattr(op, "mixed_input_mode", None)
-    if mixed is not None and _enum_name(mixed) == "ConvertOnly":
-        return ("3.x mixed-input mainloop (ConvertOnly): its Arguments (swapped operands, scale "
-                "fields) are not filled by the host packer yet")
-    if mixed is not None:
+    if mixed is not None and _enum_name(mixed) != "ConvertOnly":
         return (f"3.x mixed-input mainloop ({_enum_name(mixed)}): needs scale/zero-point "
                 f"tensors and a group size that the GEMM problem does not state")
     elements = [DataTypeNames[t.element] for t in (op.A, op.B, op.C, op.D)]
@@ -158,6 +164,8 @@ def exclusion_reason(op) -> str:
         math = _enum_name(op.tile_description.math_instruction.math_operation)
         extra = " and its math is a popcount of AND/XOR, not a product" if "popc" in math else ""
         return f"sub-byte operands ({'/'.join(sorted(set(elements) & set(SUB_BYTE)))}): buffers are byte-granular{extra}"
+    if mixed is not None and getattr(op, "mixed_input_shuffle", False):
+        return SHUFFLED_NARROW_OPERAND
     if any(t.layout not in plain_layouts for t in (op.A, op.B, op.C)):
         return "interleaved layout: buffers are row- or column-major arrays"
     if op.is_3x and op.tile_description.cluster_shape[0] <= 0:

@@ -10,6 +10,11 @@ CUtensorMap descriptors (3.x TMA kernels) are encoded by the packer's stand-in f
 ``cuTensorMapEncodeTiled`` as a marker plus a record of the encode arguments. Each marker
 found in the Params becomes a ``Patch(kind="tensormap")`` whose buffer and addend come from
 the recorded global address, matched against the sentinels like any pointer field.
+
+3.x mixed-input ConvertOnly kernels take the same Arguments: their scale and zero-point
+fields stay zero (read only in the scale modes), and when the narrow operand is B the
+collective swaps A and B inside ``to_underlying_arguments``; since every patch is found by
+its sentinel address, a swapped descriptor still names the right buffer.
 """
 from __future__ import annotations
 

@@ -150,9 +150,10 @@ def epilogue_misfit(spec: KernelSpec, alpha: float, beta: float) -> str:
 
 def accumulator_name(spec: KernelSpec) -> str:
     """The accumulation precision the verifier's bound uses (FP8 tensor cores add in fewer
-    bits than float32: numerics.ACCUMULATORS)."""
+    bits than float32: numerics.ACCUMULATORS). A 3.x ConvertOnly kernel converts its one FP8
+    operand to the other's 16-bit type before the MMA, so it adds like a bf16/f16 GEMM."""
     g = kernel_gemm(spec)
-    if g.element_a in FP8 or g.element_b in FP8:
+    if g.element_a in FP8 and g.element_b in FP8:
         return "fp8_tensor_core"
     return DTYPE_NAMES[g.element_accumulator]
 
