@@ -8,6 +8,7 @@ reference is finite; where the reference itself is non-finite the output must ma
 """
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -77,8 +78,10 @@ TORCH_CHUNK = 1 << 25  # elements per GPU pass: bounds the float64 temporaries t
 def _error_stats_torch(out, ref, bound, device) -> ErrorStats:
     """``error_stats`` on the GPU: the same rules, in float64, chunked like the host path."""
     import torch
-    out_t = out if is_tensor(out) else torch.from_numpy(np.ascontiguousarray(out))
-    ref_t = ref if is_tensor(ref) else torch.from_numpy(np.ascontiguousarray(ref))
+    with warnings.catch_warnings():  # read-only arrays (Ray's object store) are only read here
+        warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
+        out_t = out if is_tensor(out) else torch.from_numpy(np.ascontiguousarray(out))
+        ref_t = ref if is_tensor(ref) else torch.from_numpy(np.ascontiguousarray(ref))
     bound_t = bound if is_tensor(bound) else torch.as_tensor(np.asarray(bound, dtype=np.float64))
     if tuple(out_t.shape) != tuple(ref_t.shape):
         raise ValueError(f"output shape {tuple(out_t.shape)} != reference shape {tuple(ref_t.shape)}")
