@@ -22,14 +22,16 @@ def library_errors(func):
         from dataset_spec.model import SpecError
         from ptx_tools import ToolchainError
         from .executors import ExecutorUnavailable
-        from .report import EmptyDatasetError, UnknownKnobError
         try:
             return func(*args, **kwargs)
         except (UnknownSourceError, MissingSourceDependency, ToolchainError, SpecError, ExecutorUnavailable,
-                FileNotFoundError, EmptyDatasetError, UnknownKnobError) as exc:
+                FileNotFoundError) as exc:
             raise click.ClickException(str(exc).splitlines()[0]) from None
         except Exception as exc:
-            if type(exc).__name__ in ("ManifestError", "NoDriverError", "DriverError", "SanitizerMissing"):
+            # matched by name: importing their modules (the report's pulls in matplotlib, about
+            # a second) would cost every command, build workers included
+            if type(exc).__name__ in ("ManifestError", "NoDriverError", "DriverError", "SanitizerMissing",
+                                      "EmptyDatasetError", "UnknownKnobError"):
                 raise click.ClickException(str(exc).splitlines()[0]) from None
             raise
     return wrapper

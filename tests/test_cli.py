@@ -141,6 +141,18 @@ def test_verify_of_no_matching_group_is_one_clear_error_and_writes_nothing(small
     assert not (tmp_path / "not").exists()
 
 
+def test_commands_outside_report_do_not_import_the_plotting_stack(small_triton_build, tmp_path):
+    """Every command's error handling used to import the report package, and with it
+    matplotlib: about a second on each command and each build's start."""
+    code = ("import sys\nfrom ptxds.cli import cli\n"
+            f"try:\n    cli(['verify', {str(small_triton_build)!r}, '--out', {str(tmp_path / 'v')!r}, '--groups', 'zz*'])\n"
+            "except SystemExit:\n    pass\n"
+            "print('plotting imported:', 'matplotlib' in sys.modules or 'ptxds.report' in sys.modules)")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert "Error: no group of" in result.stderr + result.stdout
+    assert "plotting imported: False" in result.stdout
+
+
 def test_schedules_applies_to_tvm_only(tmp_path):
     result = run_cli("build", "--source", "mirage", "--schedules", "3", "--out", str(tmp_path / "d"))
     assert result.exit_code != 0
