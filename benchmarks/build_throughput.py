@@ -3,7 +3,7 @@ cold compiler cache and again from a warm one, on this machine's cores.
 
     python benchmarks/build_throughput.py --source triton --arch sm_80,sm_90a [--limit N]
 
-Cold: fresh Triton cache and a fresh output folder. Warm: the compiler cache kept, a fresh
+Cold: fresh compile caches (Triton's and ptxds's own) and a fresh output folder. Warm: the compiler cache kept, a fresh
 output folder (so every row is compiled, finalised and written again).
 """
 from __future__ import annotations
@@ -18,6 +18,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from ptx_tools.ptx_cache import CACHE_ROOT_ENV  # noqa: E402
 
 
 def timed_build(source: str, archs: str, out: Path, env: dict, extra: list) -> tuple:
@@ -42,8 +45,10 @@ def main() -> None:
     extra = (["--limit", str(args.limit)] if args.limit else []) + \
         (["--jobs", str(args.jobs)] if args.jobs else [])
     work = Path(tempfile.mkdtemp(prefix="ptxds-bench-"))
-    env = dict(os.environ, TRITON_CACHE_DIR=str(work / "triton-cache"),
-               PTXDS_CACHE_DIR=str(work / "ptxds-cache"))
+    # every compile cache starts empty: Triton's, and every ptxds source's (CUTLASS, TVM,
+    # Mirage) under the one root; per-source overrides would win over the root, so drop them
+    env = {k: v for k, v in os.environ.items() if not (k.startswith("PTXDS_") and k.endswith("_CACHE"))}
+    env.update(TRITON_CACHE_DIR=str(work / "triton-cache"), **{CACHE_ROOT_ENV: str(work / "ptxds-cache")})
     print(f"{'cache':<6}{'rows':>6}{'built':>7}{'seconds':>10}{'kernels/min':>13}   cores={os.cpu_count()}")
     for label in ("cold", "warm"):
         seconds, rows, built = timed_build(args.source, args.arch, work / f"out-{label}", env, extra)
