@@ -34,7 +34,8 @@ kernel and a 1% error never passes (`max_err_ratio` is the largest |err| / bound
 Passing members are then clustered by agreement with each other (one ulp of rounding
 allowed); members outside the largest cluster get `disagrees` (`max_disagreement`).
 `output_hash` identifies bit-identical members. Crashes, traps, JIT failures and hangs
-affect only their row. Passing rows are timed with the L2 cache flushed between samples,
+affect only their row. Passing rows are timed with the L2 cache flushed between samples
+(a buffer of twice its size written, then read back, so the kernel pays no write-back),
 until the relative standard error of the median is at most 0.25% or the time budget
 ends: `time_us_median` is the kernels' own GPU duration from CUPTI activity records
 (summed over the member's launches) when `time_method` is `cupti`, else from CUDA events
