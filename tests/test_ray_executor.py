@@ -116,11 +116,17 @@ class _RepeatingExecutor(LocalExecutor):
             yield outcome
 
 
-def test_driver_writes_each_build_key_once_whatever_the_executor_returns(tmp_path):
+def _three_triton_rows_once(tmp_path, executor):
+    """Build 3 Triton rows with ``executor``; each lands exactly once whatever it returns."""
     summary = run_build("triton", tmp_path, BuildOptions(archs=["sm_80"], limit=3), progress=False,
-                        executor=_RepeatingExecutor(1), flush_rows=1)
+                        executor=executor, flush_rows=1)
     assert summary.rows_written == 3
     assert set(build_keys_on_disk(tmp_path).values()) == {1}
+    return summary
+
+
+def test_driver_writes_each_build_key_once_whatever_the_executor_returns(tmp_path):
+    assert not _three_triton_rows_once(tmp_path, _RepeatingExecutor(1)).failed_items
 
 
 class _CollidingExecutor(LocalExecutor):
@@ -138,10 +144,7 @@ class _CollidingExecutor(LocalExecutor):
 
 
 def test_rows_two_items_claim_are_reported_not_dropped_silently(tmp_path):
-    summary = run_build("triton", tmp_path, BuildOptions(archs=["sm_80"], limit=3), progress=False,
-                        executor=_CollidingExecutor(1), flush_rows=1)
-    assert summary.rows_written == 3
-    assert set(build_keys_on_disk(tmp_path).values()) == {1}
+    summary = _three_triton_rows_once(tmp_path, _CollidingExecutor(1))
     assert len(summary.failed_items) == 2  # items 2 and 3 each claimed item 1's row
     assert all("already made" in message and "distinct variants" in message for _, message in summary.failed_items)
 
