@@ -20,8 +20,8 @@ l2, the reference the timing goal is stated against, with --calibration for c):
   all   ncu --cache-control all: ncu flushes every GPU cache it can (L2, and also the
         per-SM instruction, constant and L1 caches) before each profiled kernel.
   l2    ncu --cache-control none, and the driver flushes L2 before each profiled launch
-        sequence exactly as verify's timer does (verify.worker.flush_buffer, run by
-        verify.timing.flush_l2: a write of twice the L2, then a read kernel over it), so ours
+        sequence exactly as verify's timer does (verify.l2flush.L2Flush: a write of twice
+        the L2, then a read kernel over it), so ours
         and ncu's numbers see the same cache state. The flush's kernels are not a row's: a
         profiled range holding only flushes (run first) names them and they are left out.
   l2write  as l2 with the write alone, no read-back (verify's flush before the read-back
@@ -341,23 +341,21 @@ def driver_main(dataset: str, keys_path: str, manifest_path: str, repeats: int, 
     alone), after a first profiled range of flushes alone that names the flush's kernels."""
     from dataset_spec.shards import read_records
     from verify.assembly_pool import assemble_for_gpu, target_arch
-    from verify.driver import Context, DeviceBuffer, check, cu
+    from verify.driver import Context, check, cu
     from verify.inputs import init_array, make_trial_inputs
+    from verify.l2flush import L2Flush
     from verify.row import load_row
-    from verify.timing import flush_l2
-    from verify.l2flush import flush_bytes
-    from verify.worker import flush_buffer
 
     ctx = Context(0)
     keys = json.loads(Path(keys_path).read_text())
     by_key = {r.build_key: r for r in read_records(dataset)}
     manifest = []
-    flush = {"l2": lambda: flush_buffer(ctx),
-             "l2write": lambda: DeviceBuffer(flush_bytes(ctx.info.l2_bytes))}.get(flush_mode, lambda: None)()
+    flush = (L2Flush(ctx.info.l2_bytes, ctx.info.sm_count, read_back=flush_mode == "l2")
+             if flush_mode in ("l2", "l2write") else None)
     runs = 0  # every run gets the next flush byte, as verify's samples do
 
     def flush_now():
-        flush_l2(flush, runs, ctx.stream)
+        flush.enqueue(runs, ctx.stream)
 
     def profiled(body, count):
         check(cu.cuProfilerStart(), "cuProfilerStart")

@@ -52,10 +52,12 @@ def relative_deltas(first: list, second: list) -> dict:
 class ZeroFlush:
     """do_bench's L2 flush: zero a 256 MB buffer before each sample."""
 
+    commands = 1
+
     def __init__(self, buffer):
         self.buffer = buffer
 
-    def fill_bytes(self, value, stream=None):
+    def enqueue(self, sample, stream=None):
         self.buffer.fill_bytes(0, stream)
 
 

@@ -330,8 +330,9 @@ $L__spin:
 @pytest.mark.gpu
 def test_cupti_time_of_two_spinning_kernels_is_their_length_and_below_events():
     pytest.importorskip("cupti")
-    from verify.driver import Context, DeviceBuffer, Module, PreparedLaunch
+    from verify.driver import Context, Module, PreparedLaunch
     from verify.hold import StreamHold
+    from verify.l2flush import L2Flush
     from verify.timing import time_launches
     from verify.worker import flush_buffer
     ctx = Context(0)
@@ -339,7 +340,7 @@ def test_cupti_time_of_two_spinning_kernels_is_their_length_and_below_events():
     params = SPIN_NS.to_bytes(8, "little")
     launches = [PreparedLaunch(module.function("ptxds_test_spin"), (1, 1, 1), (32, 1, 1), params, [0], ctx.stream)
                 for _ in range(2)]
-    write_only = DeviceBuffer(max(2 * ctx.info.l2_bytes, 64 << 20))
+    write_only = L2Flush(ctx.info.l2_bytes, ctx.info.sm_count, read_back=False)
     flush = flush_buffer(ctx)  # write, then a read kernel: never counted as the row's
     hold = StreamHold(ctx.stream)
     clock, why = kc.shared_clock()

@@ -30,7 +30,9 @@ class ErrorStats:
         return self.n_bad == 0
 
 
-CHUNK = 1 << 18  # elements per pass: each chunk's temporaries stay in cache
+CHUNK = 1 << 18        # elements per host pass: each chunk's temporaries stay in cache
+TORCH_CHUNK = 1 << 25  # elements per GPU pass: bounds the float64 temporaries to about 1 GiB
+TINY = np.finfo(np.float64).tiny
 
 
 def error_stats(out: np.ndarray, ref: np.ndarray, bound: np.ndarray) -> ErrorStats:
@@ -38,114 +40,85 @@ def error_stats(out: np.ndarray, ref: np.ndarray, bound: np.ndarray) -> ErrorSta
 
     Works through the arrays in chunks: at tens of millions of elements, whole-array
     temporaries (several float64 copies) made this the slowest part of a verify. When
-    ``ref`` or ``bound`` is a torch tensor (judge.py), the same formulas run on its GPU."""
+    ``ref`` or ``bound`` is a torch tensor (judge.py), the same code runs with torch on
+    that tensor's device; otherwise with numpy."""
     device = device_of(ref, bound)
-    if device is not None:
-        return _error_stats_torch(out, ref, bound, device)
-    out, ref = np.asarray(out), np.asarray(ref, dtype=np.float64)
-    if out.shape != ref.shape:
-        raise ValueError(f"output shape {out.shape} != reference shape {ref.shape}")
-    bound = np.asarray(bound, dtype=np.float64)
+    if device is None:
+        xp, chunk = np, CHUNK
+        out, ref = np.asarray(out), np.asarray(ref, dtype=np.float64)
+        bound = np.asarray(bound, dtype=np.float64)
+
+        def widen(values):
+            return values.astype(np.float64)
+    else:
+        import torch
+        xp, chunk = torch, TORCH_CHUNK
+        out, ref, bound = (_on(a, device, torch, dtype) for a, dtype in
+                           ((out, None), (ref, torch.float64), (bound, torch.float64)))
+
+        def widen(values):
+            return values.to(dtype=torch.float64)
+    if tuple(out.shape) != tuple(ref.shape):
+        raise ValueError(f"output shape {tuple(out.shape)} != reference shape {tuple(ref.shape)}")
     flat_out, flat_ref = out.reshape(-1), ref.reshape(-1)
     # a one-value bound stays a scalar; an array bound is made flat (a copy only if broadcast)
-    flat_bound = bound.reshape(()) if bound.size == 1 else np.broadcast_to(bound, ref.shape).reshape(-1)
-    total = flat_ref.size
+    flat_bound = (bound.reshape(()) if bound.reshape(-1).shape[0] == 1
+                  else xp.broadcast_to(bound, ref.shape).reshape(-1))
+    total = flat_ref.shape[0]
     summary = _Running()
-    for begin in range(0, total, CHUNK):
-        end = min(begin + CHUNK, total)
+    for begin in range(0, total, chunk):
+        end = min(begin + chunk, total)
         chunk_bound = flat_bound if flat_bound.ndim == 0 else flat_bound[begin:end]
-        summary.add(begin, *_chunk_errors(flat_out[begin:end].astype(np.float64), flat_ref[begin:end], chunk_bound))
-    return summary.stats(total, ref.shape)
+        summary.add(begin, *_chunk_errors(widen(flat_out[begin:end]), flat_ref[begin:end], chunk_bound, xp), xp)
+    return summary.stats(total, tuple(ref.shape))
 
 
-def _chunk_errors(out: np.ndarray, ref: np.ndarray, bound: np.ndarray) -> tuple:
-    """(abs_err, |ref| used for the relative error, bound) of one chunk. Non-finite on one
-    side only is an infinite error; a non-finite reference must be matched exactly (same
-    infinity, or NaN), whatever the bound says."""
+def _on(array, device, torch, dtype):
+    """``array`` (numpy or torch) as a tensor on ``device``, converted to ``dtype`` if given."""
+    if not is_tensor(array):
+        with warnings.catch_warnings():  # read-only arrays (Ray's object store) are only read here
+            warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
+            array = torch.from_numpy(np.ascontiguousarray(array))
+    return array.to(device=device, dtype=dtype) if dtype is not None else array.to(device=device)
+
+
+def _chunk_errors(out, ref, bound, xp) -> tuple:
+    """(abs_err, |ref| used for the relative error, bound) of one chunk, with ``xp`` numpy or
+    torch. Non-finite on one side only is an infinite error; a non-finite reference must be
+    matched exactly (same infinity, or NaN), whatever the bound says."""
     with np.errstate(invalid="ignore", over="ignore"):
-        abs_err = np.abs(out - ref)
-    if np.isfinite(abs_err).all():  # the common case: no non-finite value on either side
-        return abs_err, np.abs(ref), bound
-    ref_finite = np.isfinite(ref)
-    matches = (np.isnan(ref) & np.isnan(out)) | (ref == out)
-    abs_err = np.where(ref_finite, np.where(np.isfinite(out), abs_err, np.inf), np.where(matches, 0.0, np.inf))
-    return abs_err, np.abs(np.where(ref_finite, ref, 0.0)), np.where(ref_finite, bound, 0.0)
-
-
-TORCH_CHUNK = 1 << 25  # elements per GPU pass: bounds the float64 temporaries to about 1 GiB
-
-
-def _error_stats_torch(out, ref, bound, device) -> ErrorStats:
-    """``error_stats`` on the GPU: the same rules, in float64, chunked like the host path."""
-    import torch
-    with warnings.catch_warnings():  # read-only arrays (Ray's object store) are only read here
-        warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
-        out_t = out if is_tensor(out) else torch.from_numpy(np.ascontiguousarray(out))
-        ref_t = ref if is_tensor(ref) else torch.from_numpy(np.ascontiguousarray(ref))
-    bound_t = bound if is_tensor(bound) else torch.as_tensor(np.asarray(bound, dtype=np.float64))
-    if tuple(out_t.shape) != tuple(ref_t.shape):
-        raise ValueError(f"output shape {tuple(out_t.shape)} != reference shape {tuple(ref_t.shape)}")
-    shape = tuple(ref_t.shape)
-    flat_out = out_t.reshape(-1)
-    flat_ref = ref_t.to(device=device, dtype=torch.float64).reshape(-1)
-    bound_t = bound_t.to(device=device, dtype=torch.float64)
-    flat_bound = bound_t.reshape(()) if bound_t.numel() == 1 else bound_t.expand(shape).reshape(-1)
-    total = flat_ref.numel()
-    tiny = _Running.TINY
-    max_abs = max_rel = max_ratio = 0.0
-    n_bad, worst_ratio, worst_flat = 0, -1.0, -1
-    for begin in range(0, total, TORCH_CHUNK):
-        end = min(begin + TORCH_CHUNK, total)
-        o = flat_out[begin:end].to(device=device, dtype=torch.float64)
-        r = flat_ref[begin:end]
-        b = flat_bound if flat_bound.dim() == 0 else flat_bound[begin:end]
-        abs_err = (o - r).abs()
-        if not bool(torch.isfinite(abs_err).all()):
-            r_finite = torch.isfinite(r)
-            matches = (torch.isnan(r) & torch.isnan(o)) | (r == o)
-            inf = torch.tensor(float("inf"), dtype=torch.float64, device=device)
-            zero = torch.zeros((), dtype=torch.float64, device=device)
-            abs_err = torch.where(r_finite, torch.where(torch.isfinite(o), abs_err, inf), torch.where(matches, zero, inf))
-            r = torch.where(r_finite, r, zero)
-            b = torch.where(r_finite, b, zero)
-        ratio = abs_err / b.clamp_min(tiny)
-        rel = abs_err / torch.maximum(r.abs(), b).clamp_min(tiny)
-        bad = int(torch.count_nonzero(abs_err > b))
-        n_bad += bad
-        max_abs = max(max_abs, float(abs_err.max()))
-        max_rel = max(max_rel, float(rel.max()))
-        chunk_max = float(ratio.max())
-        max_ratio = max(max_ratio, chunk_max)
-        if bad and chunk_max > worst_ratio:
-            worst_ratio, worst_flat = chunk_max, begin + int(torch.argmax(ratio))
-    worst = tuple(int(i) for i in np.unravel_index(worst_flat, shape)) if n_bad else ()
-    return ErrorStats(max_abs_err=max_abs, max_rel_err=max_rel, max_err_ratio=max_ratio, n_bad=n_bad,
-                      n_total=total, worst_index=worst)
+        abs_err = xp.abs(out - ref)
+    if bool(xp.isfinite(abs_err).all()):  # the common case: no non-finite value on either side
+        return abs_err, xp.abs(ref), bound
+    ref_finite = xp.isfinite(ref)
+    matches = (xp.isnan(ref) & xp.isnan(out)) | (ref == out)
+    inf = float("inf")
+    abs_err = xp.where(ref_finite, xp.where(xp.isfinite(out), abs_err, inf), xp.where(matches, 0.0, inf))
+    return abs_err, xp.abs(xp.where(ref_finite, ref, 0.0)), xp.where(ref_finite, bound, 0.0)
 
 
 class _Running:
     """Maxima and counts over chunks, with the flat index of the worst violation."""
-    TINY = np.finfo(np.float64).tiny
 
     def __init__(self):
         self.max_abs = self.max_rel = self.max_ratio = 0.0
         self.n_bad = 0
         self.worst_ratio, self.worst_flat = -1.0, -1
 
-    def add(self, offset: int, abs_err: np.ndarray, ref_magnitude: np.ndarray, bound: np.ndarray) -> None:
-        if not abs_err.size:
+    def add(self, offset: int, abs_err, ref_magnitude, bound, xp) -> None:
+        if not abs_err.shape[0]:
             return
         with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-            ratio = abs_err / np.maximum(bound, self.TINY)  # 0 where the error is 0
-            rel = abs_err / np.maximum(np.maximum(ref_magnitude, bound), self.TINY)
-        bad = int(np.count_nonzero(abs_err > bound))
+            ratio = abs_err / xp.clip(bound, TINY, None)  # 0 where the error is 0
+            rel = abs_err / xp.clip(xp.maximum(ref_magnitude, bound), TINY, None)
+        bad = int(xp.count_nonzero(abs_err > bound))
         self.n_bad += bad
         self.max_abs = max(self.max_abs, float(abs_err.max()))
         self.max_rel = max(self.max_rel, float(rel.max()))
         chunk_ratio = float(ratio.max())
         self.max_ratio = max(self.max_ratio, chunk_ratio)
         if bad and chunk_ratio > self.worst_ratio:
-            self.worst_ratio, self.worst_flat = chunk_ratio, offset + int(np.argmax(ratio))
+            self.worst_ratio, self.worst_flat = chunk_ratio, offset + int(xp.argmax(ratio))
 
     def stats(self, total: int, shape: tuple) -> ErrorStats:
         worst = tuple(int(i) for i in np.unravel_index(self.worst_flat, shape)) if self.n_bad else ()

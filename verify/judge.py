@@ -16,29 +16,17 @@ from typing import Optional
 
 import numpy as np
 
-from .reference import BACKENDS, _torch_cuda
+from .reference import output_elements, torch_for
 
 # Below this many output elements per trial the copies to the GPU cost more than numpy's pass.
 MIN_GPU_ELEMENTS = 1 << 20
 
 
-def output_elements(problem) -> int:
-    return sum(b.numel for b in problem.buffers if b.role in ("out", "inout"))
-
-
 def judge_device(problem, backend: str = "auto", device_index: int = 0):
     """The torch device that judges ``problem``'s members, or None for numpy on the host.
     ``backend`` is the verifier's ``reference`` choice (auto, numpy, torch)."""
-    if backend not in BACKENDS:
-        raise ValueError(f"reference backend must be one of {BACKENDS}, got {backend!r}")
-    if backend == "numpy":
-        return None
-    torch = _torch_cuda()
-    if torch is None:
-        if backend == "torch":
-            raise ValueError("reference backend torch needs torch with a CUDA device; use --reference numpy")
-        return None
-    if backend == "auto" and output_elements(problem) < MIN_GPU_ELEMENTS:
+    torch = torch_for(backend)
+    if torch is None or (backend == "auto" and output_elements(problem) < MIN_GPU_ELEMENTS):
         return None
     return torch.device("cuda", int(device_index) % max(1, torch.cuda.device_count()))
 

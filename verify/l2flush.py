@@ -76,28 +76,35 @@ def flush_bytes(l2_bytes: int) -> int:
 
 class L2Flush:
     """``enqueue(sample, stream)`` writes the buffer (a byte that changes from sample to
-    sample, so no write is skipped) and reads it back; two commands on the stream."""
+    sample, so no write is skipped) and reads it back: ``commands`` commands on the stream.
+    ``read_back=False`` keeps the write alone (the old flush, for comparisons)."""
 
-    COMMANDS = 2
-
-    def __init__(self, l2_bytes: int, sm_count: int):
+    def __init__(self, l2_bytes: int, sm_count: int, read_back: bool = True):
         from .driver import DeviceBuffer, Module
         self.buffer = DeviceBuffer(flush_bytes(l2_bytes))
-        self._sink = DeviceBuffer(16)
-        self._module = Module.from_ptx(FLUSH_READ_PTX)
-        self._function = self._module.function(FLUSH_READ_ENTRY)
-        self._grid = (READ_BLOCKS_PER_SM * max(1, int(sm_count)), 1, 1)
-        self._params = b"".join(int(v).to_bytes(8, "little")
-                                for v in (self.buffer.address, self.buffer.nbytes // 16, self._sink.address))
+        self._sink = self._module = None
         self._launches: dict = {}  # stream handle -> PreparedLaunch of the read
+        if read_back:
+            self._sink = DeviceBuffer(16)
+            self._module = Module.from_ptx(FLUSH_READ_PTX)
+            self._function = self._module.function(FLUSH_READ_ENTRY)
+            self._grid = (READ_BLOCKS_PER_SM * max(1, int(sm_count)), 1, 1)
+            self._params = b"".join(int(v).to_bytes(8, "little")
+                                    for v in (self.buffer.address, self.buffer.nbytes // 16, self._sink.address))
 
     @property
     def nbytes(self) -> int:
         return self.buffer.nbytes
 
+    @property
+    def commands(self) -> int:
+        return 1 if self._module is None else 2
+
     def enqueue(self, sample: int, stream) -> None:
-        from .driver import PreparedLaunch
         self.buffer.fill_bytes(sample & 0xFF, stream)
+        if self._module is None:
+            return
+        from .driver import PreparedLaunch
         key = int(stream) if stream is not None else 0
         if key not in self._launches:
             self._launches[key] = PreparedLaunch(self._function, self._grid, (READ_BLOCK, 1, 1), self._params,
@@ -106,5 +113,6 @@ class L2Flush:
 
     def free(self) -> None:
         self.buffer.free()
-        self._sink.free()
-        self._module.unload()
+        if self._module is not None:
+            self._sink.free()
+            self._module.unload()

@@ -13,8 +13,7 @@ from typing import Optional
 import numpy as np
 
 from .compare import agreement, error_stats
-from .inputs import exact_values, is_float, unwritten_count
-from .judge import to_host
+from .inputs import exact_values, unwritten_count
 
 # Worker-side failure kinds -> row status.
 ERROR_STATUS = {
@@ -88,11 +87,12 @@ def output_hash(runs: list, specs: list) -> str:
     return digest.hexdigest()[:16]
 
 
-def classify(result: CheckResult, specs: list, references: list) -> Verdict:
+def classify(result: CheckResult, specs: list, references: list, host_references: Optional[list] = None) -> Verdict:
     """Status of one member from its worker result, judged against the reference.
 
     ``specs``: OutputSpec per out/inout buffer (with per-trial bounds). ``references``: per
-    trial, name -> float64. Order of checks: worker error, out-of-bounds write, modified
+    trial, name -> float64 (numpy, or torch tensors where members are judged on the GPU;
+    ``host_references`` then gives the same values on the host, for the unwritten check). Order of checks: worker error, out-of-bounds write, modified
     input, unwritten output, error bound. Non-determinism alone is not a failure
     (deterministic=False). Agreement between members is judged per group afterwards
     (``Consensus``).
@@ -111,13 +111,11 @@ def classify(result: CheckResult, specs: list, references: list) -> Verdict:
         if run.modified_inputs:
             return Verdict("modified_input", f"trial {run.trial}: input buffer(s) {', '.join(run.modified_inputs)} "
                            "changed by the kernel", trials=trials)
-    for run, ref in zip(result.runs, references):
+    for run, ref in zip(result.runs, host_references or references):
         for spec in specs:
             if spec.name not in run.outputs:
                 return Verdict("crashed", f"trial {run.trial}: output {spec.name} missing from the worker result")
-            expected = ref.get(spec.name)
-            n = unwritten_count(run.outputs[spec.name], spec.dtype,
-                                None if expected is None or is_float(spec.dtype) else to_host(expected))
+            n = unwritten_count(run.outputs[spec.name], spec.dtype, ref.get(spec.name))
             if n:
                 size = run.outputs[spec.name].size
                 return Verdict("unwritten_output", f"trial {run.trial}: {n} of {size} elements of {spec.name} "

@@ -23,19 +23,31 @@ def _torch_cuda():
     return torch if torch.cuda.is_available() else None
 
 
+def output_elements(problem) -> int:
+    return sum(b.numel for b in problem.buffers if b.role in ("out", "inout"))
+
+
 def _work(problem) -> int:
-    outputs = sum(b.numel for b in problem.buffers if b.role in ("out", "inout"))
-    return outputs * int(problem.params.get("K", 1))
+    return output_elements(problem) * int(problem.params.get("K", 1))
+
+
+def torch_for(backend: str):
+    """torch (with a CUDA device) when ``backend`` may use it, else None; ``torch`` without
+    it is an error naming the fix."""
+    if backend not in BACKENDS:
+        raise ValueError(f"reference backend must be one of {BACKENDS}, got {backend!r}")
+    if backend == "numpy":
+        return None
+    torch = _torch_cuda()
+    if torch is None and backend == "torch":
+        raise ValueError("reference backend torch needs torch with a CUDA device; use --reference numpy")
+    return torch
 
 
 def choose_backend(op_name: str, problem, backend: str = "auto") -> str:
     if backend not in BACKENDS:
         raise ValueError(f"reference backend must be one of {BACKENDS}, got {backend!r}")
-    if backend == "numpy" or op_name not in ARRAY_API_OPS:
-        return "numpy"
-    if _torch_cuda() is None:
-        if backend == "torch":
-            raise ValueError("reference backend torch needs torch with a CUDA device; use --reference numpy")
+    if op_name not in ARRAY_API_OPS or torch_for(backend) is None:
         return "numpy"
     if backend == "auto" and _work(problem) < MIN_GPU_WORK:
         return "numpy"

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import dataclasses
 import fnmatch
-import json
 import contextlib
+import json
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -230,7 +230,8 @@ class _Run:
         self.prepare_pool = ThreadPoolExecutor(max_workers=PREPARE_THREADS, thread_name_prefix="verify-prepare")
 
     def take(self) -> Optional[int]:
-        """Next group index; also keeps assembly PREFETCH_GROUPS groups ahead of the GPU."""
+        """Next group index; also keeps assembly PREFETCH_GROUPS groups, and the host's
+        preparation of inputs and references PREPARE_AHEAD groups, ahead of the GPU."""
         with self.lock:
             if self.next_index >= len(self.groups) or self.error is not None:
                 return None
@@ -241,8 +242,10 @@ class _Run:
                     if row.status not in PASS_THROUGH:
                         self.pool.submit(row)
                 self.submitted += 1
-            for ahead in range(index, min(len(self.groups), index + 1 + PREPARE_AHEAD)):
-                self._submit_prepare(*self.groups[ahead])
+            for group_id, rows in self.groups[index:index + 1 + PREPARE_AHEAD]:
+                for row in rows:
+                    if row.status not in PASS_THROUGH and not runnable_reason(row.arch, self.cc):
+                        self._prepare_future(group_id, row.problem)
             return index
 
     @contextlib.contextmanager
@@ -255,25 +258,19 @@ class _Run:
             with self.lock:
                 self.stage_seconds[stage] += time.perf_counter() - start
 
-    def _submit_prepare(self, group_id: str, rows: list) -> None:
-        """Start preparing a group's problems (inputs, references, bounds) on a host thread,
-        so that this host work overlaps the GPU's work on the groups before it. Called
-        under the lock."""
-        for row in rows:
-            if row.status in PASS_THROUGH or runnable_reason(row.arch, self.cc):
-                continue
-            key = (group_id, row.problem.digest())
-            if key not in self.preparing:
-                self.preparing[key] = self.prepare_pool.submit(
-                    prepare_problem, row.problem, group_id, self.trials, self.reference)
+    def _prepare_future(self, group_id: str, problem: Problem):
+        """The Future of a group's prepared problem (inputs, references, bounds), started on
+        a host thread if it was not yet, so that this host work overlaps the GPU's work on
+        the groups before it. Called under the lock."""
+        key = (group_id, problem.digest())
+        if key not in self.preparing:
+            self.preparing[key] = self.prepare_pool.submit(prepare_problem, problem, group_id, self.trials,
+                                                           self.reference)
+        return self.preparing[key]
 
     def prepared(self, group_id: str, problem: Problem) -> _ProblemTrials:
         with self.lock:
-            key = (group_id, problem.digest())
-            future = self.preparing.get(key)
-            if future is None:
-                future = self.preparing[key] = self.prepare_pool.submit(
-                    prepare_problem, problem, group_id, self.trials, self.reference)
+            future = self._prepare_future(group_id, problem)
         return future.result()
 
     def forget_prepared(self, group_id: str) -> None:
@@ -285,9 +282,9 @@ class _Run:
     def verify_group(self, worker, group_id: str, rows: list) -> tuple:
         gpu = dict(worker.info)
         out_rows, results = [], {}
-        prepared_by_digest: dict = {}
+        # digest -> (prepared problem, the same with its arrays where members are judged)
+        problems: dict = {}
         consensus_by_digest: dict = {}
-        judged_by_digest: dict = {}  # the same problems with their arrays where members are judged
         for row in rows:
             if row.status in PASS_THROUGH:
                 out_rows.append(row)
@@ -301,14 +298,13 @@ class _Run:
                 results[row.build_key] = "not_runnable"
                 continue
             digest = row.problem.digest()
-            if digest not in prepared_by_digest:
+            if digest not in problems:
                 with self.stopwatch("wait_prepare"):
                     prepared = self.prepared(group_id, row.problem)
-                judged_by_digest[digest] = on_device(
-                    prepared, judge_device(row.problem, self.reference, getattr(worker, "ordinal", 0)))
-                prepared_by_digest[digest] = prepared
-                consensus_by_digest[digest] = Consensus(judged_by_digest[digest].specs)
-            prepared, judged = prepared_by_digest[digest], judged_by_digest[digest]
+                judged = on_device(prepared, judge_device(row.problem, self.reference, worker.ordinal))
+                problems[digest] = (prepared, judged)
+                consensus_by_digest[digest] = Consensus(judged.specs)
+            prepared, judged = problems[digest]
             if prepared.refusal:
                 status = prepared.refusal_status or "trivial_reference"
                 verdict = Verdict(status, prepared.refusal, trials=0)
@@ -324,7 +320,7 @@ class _Run:
                 for phase, seconds in (check.seconds or {}).items():
                     self.stage_seconds[f"run.{phase}"] += seconds
             with self.stopwatch("judge"):
-                verdict = classify(check, judged.specs, judged.references)
+                verdict = classify(check, judged.specs, judged.references, prepared.references)
             load_path = check.load_path or ("driver_jit" if not cubin else "cubin")
             if load_path == "cubin" and assembled:
                 load_path = assembled.path

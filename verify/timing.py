@@ -26,7 +26,6 @@ import numpy as np
 
 from .hold import MAX_HELD_COMMANDS
 from .kernel_clock import KernelClockError
-from .l2flush import L2Flush
 
 # 0.25%: two runs of one row then differ by well under 1% (measured); samples are cheap
 # (a 10 us kernel plus its flush costs ~50 us) next to a row's correctness checks.
@@ -166,28 +165,14 @@ class SampleSet:
                       summarise(self.event_us, target_rse) if self.event_us else None, self.fallback_reason)
 
 
-def flush_l2(flush, sample: int, stream) -> None:
-    """Evict L2 before a sample. ``flush``: an ``l2flush.L2Flush`` (``worker.flush_buffer``:
-    write twice the L2 size, then read it back, so L2 holds clean lines), or a plain device
-    buffer, only overwritten (a write-only flush, kept for comparisons)."""
-    if isinstance(flush, L2Flush):
-        flush.enqueue(sample, stream)
-    else:
-        flush.fill_bytes(sample & 0xFF, stream)
-
-
-def flush_commands(flush) -> int:
-    """Commands one flush puts on the stream (the held-batch size counts them)."""
-    return flush.COMMANDS if isinstance(flush, L2Flush) else 1
-
-
 def time_launches(stream, launches: Sequence, flush, before: Optional[Callable[[], None]] = None,
                   budget_s: float = 1.0, min_samples: int = MIN_SAMPLES, max_samples: int = MAX_SAMPLES,
                   target_rse: float = TARGET_RSE, warmup: int = 3, warmup_s: float = WARMUP_SECONDS,
                   hold=None, kernel_clock=None, no_clock_reason: str = "") -> Timing:
     """Time a launch sequence (``PreparedLaunch`` objects) on ``stream``.
 
-    ``flush``: the L2 flush run before each sample (``worker.flush_buffer``; ``flush_l2``).
+    ``flush``: the L2 flush run before each sample: an ``l2flush.L2Flush``, or any object
+    with its ``enqueue(sample, stream)`` and ``commands``.
     ``before``: enqueues work that must precede every sample outside the timed region
     (re-initialising zero-init scratch such as semaphores). ``hold``: a ``hold.StreamHold``
     that keeps the GPU waiting while each batch is enqueued. ``kernel_clock``: a
@@ -202,7 +187,7 @@ def time_launches(stream, launches: Sequence, flush, before: Optional[Callable[[
         # lines the re-init just wrote, or a kernel with a workspace (stream-K) starts warm.
         if before is not None:
             before()
-        flush_l2(flush, i, stream)
+        flush.enqueue(i, stream)
 
     def synchronize() -> None:
         check(cu.cuStreamSynchronize(stream), "cuStreamSynchronize")
@@ -233,7 +218,7 @@ def time_launches(stream, launches: Sequence, flush, before: Optional[Callable[[
 
     commands_per_launch = COMMANDS_PER_LAUNCH_TRACED if samples.clock is not None else 1
     # the flush's write, and its read kernel traced like a launch
-    commands_per_flush = 1 + commands_per_launch * (flush_commands(flush) - 1)
+    commands_per_flush = 1 + commands_per_launch * (flush.commands - 1)
     commands_per_sample = (2 + commands_per_flush + commands_per_launch * len(launches)
                            + (1 if before is not None else 0))
     held_batch = max(1, MAX_HELD_COMMANDS // commands_per_sample) if hold is not None else MAX_BATCH

@@ -24,7 +24,7 @@ HELLO_TIMEOUT = 120.0  # first context creation can take a while on a cold GPU
 
 
 def flush_buffer(ctx) -> L2Flush:
-    """The L2 flush that ``timing.flush_l2`` runs before each timing sample: a buffer of twice
+    """The L2 flush ``timing.time_launches`` runs before each sample: a buffer of twice
     the GPU's L2 (at least l2flush.FLUSH_MIN_BYTES), written, then read back."""
     return L2Flush(ctx.info.l2_bytes, ctx.info.sm_count)
 
