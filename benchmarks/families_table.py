@@ -35,11 +35,9 @@ def main(paths: list) -> int:
         ratios = [r.max_err_ratio for r in records if r.max_err_ratio is not None]
         times = [r.time_us_median for r in records if r.time_us_median is not None]
         bad += sum(n for s, n in statuses.items() if s not in ("passed", "not_applicable"))
+        measured = f"{max(ratios):.3g} | {min(times):.1f}" if ratios and times else "- | -"
         print(f"| {family} | {arch} | {len(records)} | "
-              f"{', '.join(f'{s} {n}' for s, n in sorted(statuses.items()))} | "
-              f"{max(ratios):.3g} | {min(times):.1f} |" if ratios and times else
-              f"| {family} | {arch} | {len(records)} | "
-              f"{', '.join(f'{s} {n}' for s, n in sorted(statuses.items()))} | - | - |")
+              f"{', '.join(f'{s} {n}' for s, n in sorted(statuses.items()))} | {measured} |")
     print(f"\n{sum(len(v) for v in table.values())} rows, {len(table)} family/arch pairs, "
           f"{bad} rows neither passed nor not_applicable")
     return 0
