@@ -7,7 +7,7 @@ from typing import Optional
 
 # Outcomes that prove a mutant differs from its base, which passed the same trials.
 KILLED_STATUSES = ("wrong_result", "unwritten_output", "out_of_bounds_write", "modified_input",
-                   "disagrees", "crashed", "launch_failed", "timeout")
+                   "disagrees", "crashed", "launch_failed", "timeout", "out_of_bounds_read", "race_detected")
 
 
 def race_hazards(sanitizer: Optional[str]) -> Optional[int]:

@@ -32,6 +32,14 @@ BUILD_STATUSES = ("built", "build_failed", "no_problem", "not_applicable")
 VERIFY_STATUSES = (
     "passed", "wrong_result", "unwritten_output", "modified_input", "jit_failed",
     "launch_failed", "crashed", "timeout", "disagrees", "trivial_reference", "out_of_bounds_write",
+    # the output depends on bytes outside its buffers (guard contents that change between
+    # runs, or a memory checker's invalid read)
+    "out_of_bounds_read",
+    # a data race: a racecheck hazard the group's other members lack, or outputs that differ
+    # bitwise across scheduling perturbations of a kernel with no floating-point atomics
+    "race_detected",
+    # the row's problem differs from its group's: one problem per group, so it is not judged
+    "problem_mismatch",
 )
 # The float input kinds trials cycle through by default (see verify/inputs.py):
 # normal and non-integer uniform draws, wide magnitudes with random sign, and edge values.
