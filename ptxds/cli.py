@@ -296,15 +296,15 @@ def verify(dataset, out_dir, groups, trials, no_timing, workers, kernel_timeout,
         ptxds verify data/cutlass --out data/cutlass-verified --executor ray --address auto
     """
     from dataset_spec.shards import not_a_dataset_reason
+    out_dir = out_dir or str(Path(dataset).resolve()) + "-verified"
+    if Path(out_dir).resolve() == Path(dataset).resolve():
+        raise click.UsageError("--out must differ from DATASET: the input is never changed in place")
     reason = not_a_dataset_reason(dataset)
     if reason:
         raise click.ClickException(reason)
     from verify import verify_dataset
     from .pairs import write_pairs
     from dataset_spec.card import write_card
-    out_dir = out_dir or str(Path(dataset).resolve()) + "-verified"
-    if Path(out_dir).resolve() == Path(dataset).resolve():
-        raise click.UsageError("--out must differ from DATASET: the input is never changed in place")
     runner = _executor(executor, address)
     try:
         summary = verify_dataset(dataset, out_dir, groups=groups, trials=trials, timing=not no_timing,
