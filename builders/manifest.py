@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from builders.base import Builder, WorkItem
+from dataset_spec.documents import DocumentError, parse_document
 from dataset_spec.model import (SCALAR_DTYPES, VERIFY_STATUSES, Arg, Buffer, KernelRecord, Launch,
                                 Patch, Problem, SpecError, make_build_key)
 from dataset_spec.problems import get_op
@@ -125,20 +126,11 @@ def _load_cached(path: str, mtime_ns: int) -> Manifest:
 
 
 def _parse_document(text: str, suffix: str) -> dict:
-    if suffix in (".yaml", ".yml"):
-        import yaml  # only YAML manifests need it
+    if suffix in (".yaml", ".yml", ".json"):
         try:
-            data = yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            where = f"line {mark.line + 1}: " if mark else ""
-            raise _FieldError("<document>", f"{where}invalid YAML: "
-                              f"{getattr(exc, 'problem', None) or exc}") from None
-    elif suffix == ".json":
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise _FieldError("<document>", f"line {exc.lineno}: invalid JSON: {exc.msg}") from None
+            data = parse_document(text, "", suffix)
+        except DocumentError as exc:
+            raise _FieldError("<document>", f"line {exc.line}, column {exc.column}: {exc.what}") from None
     else:
         raise _FieldError("<document>", f"manifest must end in .json, .yaml or .yml, got {suffix!r}")
     _expect_mapping(data, "<document>", TOP_FIELDS, required=TOP_FIELDS)

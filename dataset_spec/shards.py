@@ -143,6 +143,22 @@ def shards_fingerprint(root) -> str:
     return digest.hexdigest()[:24]
 
 
+def not_a_dataset_reason(root) -> str:
+    """Why ``root`` is not a dataset folder ('' when it is one): a dataset folder holds
+    kernels/<split>/part-*.parquet. Names datasets found one or two levels below, if any."""
+    root = Path(root)
+    if part_files(root, "kernels"):
+        return ""
+    inside = sorted({str(p.parent.parent.parent) for pattern in ("*/kernels/*/part-*.parquet",
+                                                                 "*/*/kernels/*/part-*.parquet")
+                     for p in root.glob(pattern)})
+    if inside:
+        return (f"{root} is not a dataset folder (it has no kernels/<split>/part-*.parquet); "
+                f"dataset folders inside it: {', '.join(inside[:4])}" + (" ..." if len(inside) > 4 else ""))
+    return (f"{root} is not a dataset folder (it has no kernels/<split>/part-*.parquet); "
+            "make one with: ptxds build --source triton --out DIR")
+
+
 def splits_present(root, config: str = "kernels") -> list:
     present = {p.parent.name for p in part_files(root, config)}
     return [s for s in SPLITS if s in present]

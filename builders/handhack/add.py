@@ -10,11 +10,11 @@ atomic part file and the dataset card is rewritten.
 from __future__ import annotations
 
 import dataclasses
-import json
 from pathlib import Path
 from typing import Optional
 
 from dataset_spec.card import write_card
+from dataset_spec.documents import load_document
 from dataset_spec.model import KernelRecord, Launch, SpecError, make_build_key
 from dataset_spec.shards import ShardWriter, read_records
 from ptx_tools import PtxError, parse_ptx
@@ -33,16 +33,10 @@ def load_launch_override(path: Optional[str]) -> dict:
     ``dynamic_smem``, ``args``) that replace the base launch's."""
     if not path:
         return {}
-    text = Path(path).read_text()
     try:
-        if Path(path).suffix in (".yaml", ".yml"):
-            import yaml
-            data = yaml.safe_load(text)
-        else:
-            data = json.loads(text)
-    except Exception as exc:
-        raise AddError(f"--launch {path}: not valid JSON/YAML ({type(exc).__name__}: {exc}); "
-                       f"give a mapping such as {{\"dynamic_smem\": 4096}}") from None
+        data = load_document(path)
+    except SpecError as exc:
+        raise AddError(f"--launch {exc}; give a mapping such as {{\"dynamic_smem\": 4096}}") from None
     if not isinstance(data, dict):
         raise AddError(f"--launch {path}: expected a mapping of launch fields, got {type(data).__name__}")
     unknown = sorted(set(data) - {f.name for f in dataclasses.fields(Launch)})
