@@ -87,7 +87,7 @@ def _blocks(text: str) -> list:
 
 
 def _shown(header: str, details: list) -> str:
-    where = [d for d in details if d.startswith(("Address", "and is", "at ", "by thread", "and "))][:4]
+    where = [d for d in details if not d.startswith(("Saved host", "Host Frame", "Device Frame"))][:4]
     return " ".join([header] + where)[:400]
 
 
