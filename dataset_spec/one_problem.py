@@ -40,3 +40,30 @@ def describe_mismatch(group_id: str, problems: list) -> str:
     return (f"group {group_id} carries {len(problems)} different problems: {shown}{more}, differing in "
             f"{', '.join(fields)}; a group's members must share one problem: rebuild them from one problem "
             "definition, or give the other problem its own problem_id (its own group)")
+
+
+def problems_in_folder(root, group_id: str) -> list:
+    """The distinct problems that rows of ``group_id`` already in the dataset folder ``root``
+    carry (reads only the group_id and problem columns)."""
+    from pathlib import Path
+    from .shards import read_table
+    if not (Path(root) / "kernels").is_dir():
+        return []
+    table = read_table(root, "kernels", columns=["group_id", "problem"])
+    texts = {text for group, text in zip(table.column("group_id").to_pylist(), table.column("problem").to_pylist())
+             if group == group_id and text}
+    return distinct_problems(Problem.from_json(text) for text in sorted(texts))
+
+
+def check_joins(group_id: str, problem: Problem, existing: list, where: str) -> str:
+    """'' when ``problem`` may join a group whose rows carry ``existing`` problems, else one
+    line naming the clash (``where`` says where the existing rows are) and the fix."""
+    others = [p for p in distinct_problems(existing) if p.digest() != problem.digest()]
+    if not others:
+        return ""
+    fields = sorted({f for p in others for f in differing_fields(p, problem)})
+    shown = ", ".join(f"digest {p.digest()}" for p in others[:3])
+    return (f"problem_id {problem.problem_id!r} (group {group_id}) already has a different problem in {where} "
+            f"({shown}; this one is digest {problem.digest()}), differing in {', '.join(fields)}; a group's members "
+            "must share one problem: use the same problem definition, give this problem another problem_id, "
+            "or build into another folder")

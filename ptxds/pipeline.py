@@ -71,6 +71,7 @@ def run_build(source: str, out_dir, options: BuildOptions, jobs: int = 0, sass: 
     builder = builder_cls(options)
     items = select_items(builder.work_items(), options.limit, options.sample_seed)
     out = Path(out_dir)
+    builder.check_output(out)  # e.g. one problem per group across builds into one folder
     out.mkdir(parents=True, exist_ok=True)
     remove_stale_temp_files(out)
     written = done_keys(out)

@@ -219,6 +219,9 @@ class Consensus:
             del self.clusters[farthest]  # its members keep home == farthest: outside the consensus
         cid = self.created
         self.created += 1
+        for other, cluster in self.clusters.items():  # disagreement is symmetric: the older representatives learn it too
+            self.ratios[cluster.representative][cid] = ratios[other]
+            self.messages[cluster.representative][cid] = messages[other]
         self.clusters[cid] = _Cluster(key, outputs, nearness, cid, [key])
         self.home[key] = cid
         self.ratios[key][cid] = 0.0
