@@ -141,3 +141,17 @@ def test_sanitizer_column_stays_readable_by_the_mutant_labels():
     clean = json.dumps(_findings(), sort_keys=True)
     assert race_hazards(column) == 1 and race_hazards(clean) == 0
     assert mutant_killed("passed", column, clean) and mutant_killed("race_detected", clean, clean)
+
+
+def test_card_explains_the_racecheck_policy_and_says_what_ran(tmp_path):
+    from dataset_spec.card import write_card
+    from dataset_spec.shards import ShardWriter
+    plain, checked = _row("plain"), _row("checked")
+    plain.status = checked.status = "passed"
+    checked.sanitizer = json.dumps(_findings(racecheck=_report("racecheck_hazard.log")))
+    ShardWriter(tmp_path / "one").write([plain])
+    card = write_card(tmp_path / "one").read_text()
+    assert "racecheck is not run by default" in card and "(`--sanitize` was not used)" in card
+    ShardWriter(tmp_path / "two").write([plain, checked])
+    card = write_card(tmp_path / "two").read_text()
+    assert "1 row(s) ran under compute-sanitizer's memcheck, 1 of them also under racecheck" in card
