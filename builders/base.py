@@ -50,5 +50,9 @@ class Builder:
     def work_items(self) -> list:
         raise NotImplementedError
 
+    def check_output(self, out_dir) -> None:
+        """Called before building into ``out_dir`` (which may hold rows already): raise an
+        error whose one-line message names the clash when the build cannot join them."""
+
     def build(self, item: WorkItem) -> list[KernelRecord]:
         raise NotImplementedError

@@ -25,6 +25,7 @@ from builders.base import Builder, WorkItem
 from dataset_spec.documents import DocumentError, parse_document
 from dataset_spec.model import (SCALAR_DTYPES, VERIFY_STATUSES, Arg, Buffer, KernelRecord, Launch,
                                 Patch, Problem, SpecError, make_build_key)
+from dataset_spec.one_problem import check_joins, problems_in_folder
 from dataset_spec.problems import get_op
 
 SOURCE_NAME = "ptx"
@@ -567,12 +568,27 @@ class ManifestBuilder(Builder):
                                      arch, member.name)
                 items.append(WorkItem(key=key, group_id=manifest.group_id, label=f"{member.name} {arch}",
                                       payload={"manifest": str(manifest.path), "member": member.name,
-                                               "arch": arch}))
+                                               "arch": arch, "problem_digest": manifest.problem.digest()}))
         return items[: self.options.limit] if self.options.limit else items
+
+    def check_output(self, out_dir) -> None:
+        """Refuses to build into a folder whose rows of this group carry another problem
+        (say a second manifest with the same problem_id and another tolerance)."""
+        manifest = self.manifest()
+        clash = check_joins(manifest.group_id, manifest.problem, problems_in_folder(out_dir, manifest.group_id),
+                            f"{out_dir}")
+        if clash:
+            raise ManifestError(f"{manifest.path.name}: {clash}")
 
     def build(self, item: WorkItem) -> list:
         path = item.payload["manifest"]
         manifest = _load_cached(path, Path(path).stat().st_mtime_ns)
+        wanted = item.payload.get("problem_digest")
+        if wanted and manifest.problem.digest() != wanted:
+            # The file changed between listing and building: its rows would carry two problems.
+            raise ManifestError(f"{Path(path).name}: problem {manifest.problem.problem_id!r} changed during the build "
+                                f"(digest {wanted} when the build started, {manifest.problem.digest()} now); one "
+                                "problem per group: run the build again once the manifest is final")
         member = manifest.member(item.payload["member"])
         arch = item.payload["arch"]
         record = KernelRecord(

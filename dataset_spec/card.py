@@ -32,7 +32,9 @@ the reduction length and S_i a float64 magnitude scale of the terms behind eleme
 kernel and a 1% error never passes (`max_err_ratio` is the largest |err| / bound;
 `catches_rel_err` the smallest uniform relative error the bound catches on that group).
 Passing members are then clustered by agreement with each other (one ulp of rounding
-allowed); members outside the largest cluster get `disagrees` (`max_disagreement`).
+allowed); the cluster whose representative is nearest the float64 reference is the
+consensus, and members outside it get `disagrees` (`max_disagreement`). A group whose rows
+carry different problems is not run (`problem_mismatch`).
 `output_hash` identifies bit-identical members. Crashes, traps, JIT failures and hangs
 affect only their row. Passing rows are timed with the L2 cache flushed between samples
 (a buffer of twice its size written, then read back, so the kernel pays no write-back),
@@ -42,6 +44,39 @@ ends: `time_us_median` is the kernels' own GPU duration from CUPTI activity reco
 around the launch sequence; `time_us_events_median` keeps the event-based time. Details:
 docs/verification.md in the ptxds repository.
 """
+
+
+SANITIZER_POLICY = """\
+racecheck is not run by default: it costs one compute-sanitizer process per member that
+uses shared memory (nearly every member: GEMM tiles, softmax and norm reductions), an
+estimated 1-3 s of process and context start-up plus a second JIT and a kernel slowed by
+one to two orders of magnitude, against about 0.3 s per member for the whole default
+verification, so about 5-15x slower overall. By default, races are sought through reruns
+and scheduling perturbations of every trial and through the agreement between members.
+With `ptxds verify --sanitize`, every member also runs under memcheck (each buffer its own
+exactly sized allocation, separated from the others by freed memory, so a read past an end
+is reported) and, where it uses shared memory, racecheck; the findings set the status
+(`out_of_bounds_write`, `out_of_bounds_read`, `crashed`; `race_detected` for hazards the
+group's other members lack) and are kept in the `sanitizer` column."""
+
+
+def _sanitizer_line(rows: list) -> str:
+    """Which rows ran under compute-sanitizer, from the ``sanitizer`` column."""
+    ran = raced = 0
+    for row in rows:
+        if not row.get("sanitizer"):
+            continue
+        try:
+            findings = json.loads(row["sanitizer"])
+        except ValueError:
+            continue
+        ran += 1
+        race = findings.get("racecheck") or {}
+        raced += race.get("errors") is not None and not race.get("skipped")
+    if not ran:
+        return "In this dataset no row ran under compute-sanitizer (`--sanitize` was not used)."
+    return (f"In this dataset {ran} row(s) ran under compute-sanitizer's memcheck, {raced} of them also "
+            "under racecheck (the others use no shared memory, or the tool failed; see `sanitizer`).")
 
 
 def _yaml_configs(root: Path) -> str:
@@ -256,7 +291,8 @@ def write_card(root, title: str = "PTX equivalence groups") -> Path:
         "## Provenance and licences", "", _provenance(rows), "",
     ]
     if verified:
-        parts += ["## Verification", "", VERIFY_METHOD, "", "### Sensitivity of the error bound", "",
+        parts += ["## Verification", "", VERIFY_METHOD, "", "### Sanitizers", "", SANITIZER_POLICY, "",
+                  _sanitizer_line(rows), "", "### Sensitivity of the error bound", "",
                   _sensitivity_table(rows), "", f"Timing methods: {_timing_methods(rows)}.", "",
                   "### Results", "", _results_table(rows), ""]
     parts += _labels_section(pairs, rows)

@@ -19,8 +19,10 @@ def race_hazards(sanitizer: Optional[str]) -> Optional[int]:
 
 def mutant_killed(status: str, sanitizer: Optional[str], base_sanitizer: Optional[str],
                   base_known: bool = True) -> bool:
-    """The verifier proved the mutant different: a failing status, or a pass with racecheck
-    hazards that its base (found, and race-checked) does not have."""
+    """The verifier proved the mutant different: a failing status (``race_detected`` where
+    ``ptxds verify --sanitize`` already held a hazard its group lacks against it), or, for rows
+    verified before sanitizer findings set the status, a pass with racecheck hazards that its
+    base (found, and race-checked) does not have."""
     if status in KILLED_STATUSES:
         return True
     return (status == "passed" and (race_hazards(sanitizer) or 0) > 0

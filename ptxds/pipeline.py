@@ -111,6 +111,7 @@ def run_build(source: str, out_dir, options: BuildOptions, jobs: int = 0, sass: 
         raise SpecError(f"--source {source} selects no work item with these options (archs "
                         f"{', '.join(options.archs)}); nothing was written")
     out = Path(out_dir)
+    builder.check_output(out)  # e.g. one problem per group across builds into one folder
     out.mkdir(parents=True, exist_ok=True)
     remove_stale_temp_files(out)
     written = done_keys(out)

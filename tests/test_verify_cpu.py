@@ -530,3 +530,62 @@ def test_error_stats_over_several_chunks_finds_the_worst_element():
     assert stats.n_bad == 2 and stats.worst_index == (2 * compare.CHUNK + 9,)
     assert stats.max_err_ratio == pytest.approx(9.5)
     assert compare.error_stats(out, ref, 1.0).n_bad == 0  # a one-value bound
+
+
+# ---- consensus anchored on the reference ------------------------------------------------
+
+def _shifted_outputs(refs, delta):
+    return [{"out": float_to_bits(r["out"] + delta, "float32")} for r in refs]
+
+
+def test_consensus_prefers_the_cluster_nearest_the_reference_over_a_skewed_first_member():
+    from verify.outcome import Consensus
+    refs = _refs()
+    specs = _specs(bound=3e-5)  # agreement bound 3e-5
+    consensus = Consensus(specs)
+    # a consistently skewed member first (within its error bound, 0.9 of it, but 6e-5 from the
+    # correct member), then its near twin (a larger cluster), then one correct member
+    consensus.add("skewed", _shifted_outputs(refs, 6e-5), reference_ratio=0.9)
+    consensus.add("skewed_twin", _shifted_outputs(refs, 5.9e-5), reference_ratio=0.88)
+    consensus.add("correct", _shifted_outputs(refs, 0.0), reference_ratio=0.01)
+    verdicts = consensus.verdicts()
+    assert verdicts["correct"][0] is True and verdicts["correct"][1] == 0.0
+    assert verdicts["skewed"][0] is False and verdicts["skewed_twin"][0] is False
+    assert "disagrees with the group's consensus" in verdicts["skewed"][2]
+    assert verdicts["skewed"][1] > 1
+
+
+def test_consensus_ties_go_to_the_larger_cluster_then_the_earlier():
+    from verify.outcome import Consensus
+    refs = _refs()
+    specs = _specs(bound=3e-5)
+    larger = Consensus(specs)
+    larger.add("low", _shifted_outputs(refs, -2.5e-5), reference_ratio=0.5)
+    larger.add("high", _shifted_outputs(refs, 2.5e-5), reference_ratio=0.5)
+    larger.add("high_twin", _shifted_outputs(refs, 2.4e-5), reference_ratio=0.48)
+    verdicts = larger.verdicts()
+    assert [k for k, v in verdicts.items() if not v[0]] == ["low"]
+    earlier = Consensus(specs)
+    earlier.add("first", _shifted_outputs(refs, -2.5e-5), reference_ratio=0.5)
+    earlier.add("second", _shifted_outputs(refs, 2.5e-5), reference_ratio=0.5)
+    verdicts = earlier.verdicts()
+    assert verdicts["first"][0] and not verdicts["second"][0]
+
+
+def test_consensus_overflow_keeps_the_nearest_cluster_and_bounded_memory():
+    from verify.outcome import MAX_CLUSTERS, Consensus
+    refs = _refs()
+    specs = _specs(bound=1e-6)
+    consensus = Consensus(specs)
+    # MAX_CLUSTERS + 2 members, each far from all others; nearness improves as they come
+    deltas = [(i + 1) * 1e-4 for i in range(MAX_CLUSTERS + 2)]
+    for i, delta in enumerate(reversed(deltas)):
+        consensus.add(f"m{i}", _shifted_outputs(refs, delta), reference_ratio=float(len(deltas) - i))
+    assert len(consensus.clusters) == MAX_CLUSTERS  # memory stays bounded
+    verdicts = consensus.verdicts()
+    last = f"m{len(deltas) - 1}"
+    assert [k for k, v in verdicts.items() if v[0]] == [last]
+    # a farther member arriving when every slot is taken fits nowhere and disagrees
+    consensus.add("far", _shifted_outputs(refs, 1.0), reference_ratio=100.0)
+    assert consensus.home["far"] == -1 and consensus.verdicts()["far"][0] is False
+    assert consensus.verdicts()[last][0] is True

@@ -7,6 +7,7 @@ without a GPU.
 from __future__ import annotations
 
 import hashlib
+import math
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -168,55 +169,86 @@ MAX_CLUSTERS = 4  # outputs kept per group: one representative per cluster of ag
 class _Cluster:
     representative: str          # build_key of the member whose outputs are kept
     outputs: list
+    reference_ratio: float       # the representative's max |err|/bound against the float64 reference
+    order: int                   # creation order, the last tie-break
     members: list = field(default_factory=list)
+
+    def rank(self) -> tuple:
+        """Smaller is nearer the consensus: nearest the reference, then larger, then earlier."""
+        return (self.reference_ratio, -len(self.members), self.order)
 
 
 class Consensus:
     """Groups a group's passing members into clusters that agree under the agreement bound,
-    keeping one member's outputs per cluster (memory stays bounded). The largest cluster
-    (the earliest on a tie) is the consensus; members outside it disagree."""
+    keeping one member's outputs per cluster (memory stays bounded by MAX_CLUSTERS).
+
+    The consensus is anchored on the reference: the cluster whose representative is nearest
+    the float64 reference (smallest max |err|/bound) wins; cluster size, then creation order,
+    only break ties. A consistently skewed member listed first therefore cannot outvote a
+    correct one. When every slot is taken, a new cluster whose representative is nearer the
+    reference than the farthest kept one replaces it (the farthest can never win); a member
+    that fits nowhere and is no nearer than any kept cluster disagrees.
+    """
 
     def __init__(self, specs: list):
         self.specs = specs
-        self.clusters: list = []
-        self.ratios: dict = {}    # build_key -> {cluster index: ratio}
-        self.messages: dict = {}  # build_key -> {cluster index: message}
-        self.home: dict = {}      # build_key -> cluster index, or -1 when no room was left
+        self.clusters: dict = {}  # cluster id -> _Cluster (ids are never reused)
+        self.created = 0
+        self.ratios: dict = {}    # build_key -> {cluster id: ratio}
+        self.messages: dict = {}  # build_key -> {cluster id: message}
+        self.home: dict = {}      # build_key -> cluster id, or -1 when no room was left
 
-    def add(self, key: str, outputs: list) -> None:
+    def add(self, key: str, outputs: list, reference_ratio: Optional[float] = None) -> None:
+        """``reference_ratio``: the member's max |err|/bound against the reference (its
+        verdict's ``max_err_ratio``); None ranks it after every known ratio."""
+        nearness = math.inf if reference_ratio is None or math.isnan(reference_ratio) else float(reference_ratio)
         ratios, messages = {}, {}
-        for index, cluster in enumerate(self.clusters):
-            ratios[index], messages[index] = disagreement(outputs, cluster.outputs, self.specs)
+        for cid, cluster in self.clusters.items():
+            ratios[cid], messages[cid] = disagreement(outputs, cluster.outputs, self.specs)
         self.ratios[key], self.messages[key] = ratios, messages
-        for index, cluster in enumerate(self.clusters):
-            if not messages[index]:
+        for cid, cluster in self.clusters.items():
+            if not messages[cid]:
                 cluster.members.append(key)
-                self.home[key] = index
+                self.home[key] = cid
                 return
-        if len(self.clusters) < MAX_CLUSTERS:
-            self.clusters.append(_Cluster(key, outputs, [key]))
-            self.home[key] = len(self.clusters) - 1
-            self.ratios[key][self.home[key]] = 0.0
-        else:
-            self.home[key] = -1
+        if len(self.clusters) >= MAX_CLUSTERS:
+            farthest = max(self.clusters, key=lambda c: self.clusters[c].rank())
+            if nearness >= self.clusters[farthest].reference_ratio:
+                self.home[key] = -1
+                return
+            del self.clusters[farthest]  # its members keep home == farthest: outside the consensus
+        cid = self.created
+        self.created += 1
+        for other, cluster in self.clusters.items():  # disagreement is symmetric: the older representatives learn it too
+            self.ratios[cluster.representative][cid] = ratios[other]
+            self.messages[cluster.representative][cid] = messages[other]
+        self.clusters[cid] = _Cluster(key, outputs, nearness, cid, [key])
+        self.home[key] = cid
+        self.ratios[key][cid] = 0.0
+
+    def consensus_id(self) -> Optional[int]:
+        if not self.clusters:
+            return None
+        return min(self.clusters, key=lambda c: self.clusters[c].rank())
 
     def verdicts(self) -> dict:
         """build_key -> (agrees, max_disagreement, message) against the consensus cluster."""
-        if not self.clusters:
+        best = self.consensus_id()
+        if best is None:
             return {}
-        best = max(range(len(self.clusters)), key=lambda i: (len(self.clusters[i].members), -i))
         rep = self.clusters[best].representative
         out = {}
         for key, home in self.home.items():
             ratio = self.ratios[key].get(best)
-            if ratio is None:  # joined an earlier cluster before the consensus one existed
-                ratio = self.ratios[self.clusters[home].representative].get(best) if home >= 0 else None
+            if ratio is None and home in self.clusters:  # joined its cluster before the consensus one existed
+                ratio = self.ratios[self.clusters[home].representative].get(best)
             known = self.messages[key].get(best)
             if home == best or known == "":
                 out[key] = (True, ratio, "")
             else:
                 message = known or (
-                    f"agrees with another cluster of members, not with the group's consensus (member {rep[:12]})")
+                    f"agrees with another cluster of members, not with the group's consensus (member {rep[:12]}, "
+                    "the cluster nearest the reference)")
                 out[key] = (False, ratio, f"disagrees with the group's consensus: {message}")
         return out
 
