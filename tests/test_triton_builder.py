@@ -10,6 +10,7 @@ pytest.importorskip("triton")
 
 from builders.base import BuildOptions, WorkItem  # noqa: E402
 from builders.triton import TritonBuilder, TritonDumpBuilder, compile_kernel, specialize  # noqa: E402
+from builders.triton.builder import triton_version  # noqa: E402
 from dataset_spec.model import KernelRecord  # noqa: E402
 
 ENTRY = re.compile(r"\.entry\s+([\w$]+)\s*\(([^)]*)\)([^{]*)\{", re.S)
@@ -305,7 +306,8 @@ def test_dump_with_other_ptx_stays_no_problem(example_dump, tmp_path):
     [row] = ingest(dump, example_dump / "problems.json")
     assert row.status == "no_problem" and row.launches == []
     message = row.status_message
-    assert "launch facts not recovered" in message and "Triton 3.6.0" in message
+    assert message.startswith("launch facts not recovered") and f"Triton {triton_version()}" in message
+    assert "--problem" not in message
     assert "does not record its Triton version" in message and "differs from the dumped PTX" in message
     assert "\n" not in message and row.ptx == edited
     facts = row.provenance["launch_facts"]

@@ -755,7 +755,7 @@ class TritonDumpBuilder(Builder):
         spec = find_spec(specs, variant["name"], variant["signature"])
         reason = self.unmapped_reason(spec, variant, specs, recovery)
         if reason:
-            record.status, record.status_message = "no_problem", f"{reason}; {NO_PROBLEM_HINT}"
+            record.status, record.status_message = "no_problem", reason
             return [record]
         try:
             record.problem = Problem(**spec["problem"])
@@ -773,9 +773,11 @@ class TritonDumpBuilder(Builder):
     @staticmethod
     def unmapped_reason(spec: Optional[dict], variant: dict, specs: list, recovery: Optional[Recovery]) -> str:
         if not specs:
-            return f"kernel {variant['name']} ({variant['signature']}) has no problem: no problem spec file given"
+            return (f"kernel {variant['name']} ({variant['signature']}) has no problem: no problem spec file "
+                    f"given; {NO_PROBLEM_HINT}")
         if spec is None:
-            return f"no entry for kernel {variant['name']} with signature {variant['signature']} in the problem spec file"
+            return (f"no entry for kernel {variant['name']} with signature {variant['signature']} in the "
+                    f"problem spec file; {NO_PROBLEM_HINT}")
         if recovery is not None and not recovery.trusted:
             return f"launch facts not recovered: {recovery.reason}"
         if "shared" not in variant["metadata"] or "num_warps" not in variant["metadata"]:

@@ -8,7 +8,8 @@ dump to try ``ptxds build --source triton-dump`` on, on CPU (no GPU needed to co
 Kernels: a row softmax (a reduction: dynamic shared memory), a persistent softmax with a
 pipelined loop, the tutorial GEMM with num_stages > 1 on sm_80 and sm_90a, a 2-CTA cluster
 GEMM and a tensor-descriptor GEMM (global scratch) on sm_90a. Each pick has its own
-constexprs, so each gets its own dump folder (Triton keys a dump folder by source hash only).
+constexprs, so each gets its own dump folder (Triton keys a dump folder by source hash only);
+the kernels of one name and signature (one dump group) all solve one problem.
 """
 from __future__ import annotations
 
@@ -21,9 +22,9 @@ from pathlib import Path
 PICKS = (
     ("triton/softmax/float32/M1823xN781", "sm_80", "default", {"num_warps": 4, "num_stages": 1}),
     ("triton/softmax/float32/M1823xN781", "sm_90a", "default", {"num_warps": 8, "num_stages": 4}),
-    ("triton/gemm/float16/M512xN512xK512", "sm_80", "default",
+    ("triton/gemm/float16/M1024xN1024xK1024", "sm_80", "sweep",
      {"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 64, "num_warps": 8, "num_stages": 3}),
-    ("triton/gemm/float16/M512xN512xK512", "sm_90a", "default",
+    ("triton/gemm/float16/M1024xN1024xK1024", "sm_90a", "sweep",
      {"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 64, "BLOCK_SIZE_K": 32, "num_stages": 4}),
     ("triton/gemm/float16/M1024xN1024xK1024", "sm_90a", "sweep",
      {"BLOCK_SIZE_N": 256, "num_ctas": 2}),
