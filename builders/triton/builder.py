@@ -19,7 +19,8 @@ arguments equal to 1 become constexprs (they are then not kernel parameters).
 ``TritonDumpBuilder`` ("triton-dump") reads a ``TRITON_CACHE_DIR`` or ``TRITON_KERNEL_DUMP``
 tree (documented in ``docs/triton-dump.md``): variants of one kernel name and signature
 form a group, mapped to a Problem through the problem spec file below, or kept as
-``no_problem`` rows that say why.
+``no_problem`` rows that say why. A dump folder has no metadata json: ``build`` recovers its
+launch facts by recompiling its IR until the dumped PTX is reproduced (``recover.py``).
 
 Problem spec file (``extra["problem_file"]``, JSON or YAML): a list of entries
     {"kernel": "add_kernel",                      # Triton kernel name
