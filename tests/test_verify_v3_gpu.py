@@ -95,8 +95,7 @@ def test_runtime_checks_catch_each_class(ptx, tmp_path):
     vmm = not vmm_support(Context(0).device)
     rows = [_row(ptx, "vadd_v3", entry) for entry in EXPECT]
     rows.append(_row(ptx, "vadd_v3_atomic", "vadd_clock_bit_atomic"))
-    with ShardWriter(tmp_path / "in") as writer:
-        writer.write(rows)
+    ShardWriter(tmp_path / "in").write(rows)
     verify_dataset(tmp_path / "in", tmp_path / "out", trials=2, kernel_timeout=20.0, progress=False,
                    time_budget=0.05)
     got = {r.name: r for r in read_records(tmp_path / "out")}

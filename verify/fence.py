@@ -6,7 +6,8 @@ downloads and fills use, and two kernel views, each with a read-only guard page 
 - placement ``after``: the buffer ends where a guard page starts (its start rounded down to
   16 bytes, the alignment kernels may assume; the up to 15 bytes between its end and the
   page are checked like the arena's guards);
-- placement ``before``: the buffer starts right after a guard page.
+- placement ``before``: the buffer starts right after a guard page (another follows its
+  last page).
 
 Inputs are read-only in both views. A kernel that writes an input (even to restore it) or
 writes past an end (even the bytes it read there) faults at once; the fault is sticky, so
@@ -135,9 +136,11 @@ class FencedBuffer(DeviceBuffer):
             after = self.mappings.reserve(self.data_size + page.size)
             self.mappings.map(after, self.data_size, self.handle, read_only)
             self.mappings.map(after + self.data_size, page.size, page.handle, fence_ends)
-            before = self.mappings.reserve(page.size + self.data_size)
+            # a guard page after the data too: a size that fills whole pages leaves no slack there
+            before = self.mappings.reserve(2 * page.size + self.data_size)
             self.mappings.map(before, page.size, page.handle, fence_ends)
             self.mappings.map(before + page.size, self.data_size, self.handle, read_only)
+            self.mappings.map(before + page.size + self.data_size, page.size, page.handle, fence_ends)
         except BaseException:
             self.free()
             raise
