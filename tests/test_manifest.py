@@ -61,7 +61,7 @@ EXPECTED_STATUSES = {
     "add_grid_stride": "passed",
     "add_hand_written": "passed",
     "add_two_launches": "passed",
-    "timer_noise": "passed_nondeterministic",
+    "timer_noise": "race_detected",
     "writes_nothing": "unwritten_output",
     "writes_half": "unwritten_output",
     "writes_zeros": "wrong_result",
@@ -74,7 +74,7 @@ EXPECTED_STATUSES = {
     "wrong_for_negative": "wrong_result",
     "wrong_for_zeros": "wrong_result",
     "writes_past_end": "out_of_bounds_write",
-    "racy": "wrong_result",
+    "racy": "race_detected",
 }
 # The same for the fp16 GEMM group; None: no expected status (the verifier's call).
 GEMM_EXPECTED_STATUSES = {

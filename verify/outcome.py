@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -24,30 +25,66 @@ ERROR_STATUS = {
     "timeout": "timeout",
     "died": "crashed",       # the worker vanished without a message
     "arg_error": "launch_failed",
+    # a fault that only the fences cause, attributed by a run with one fence lifted
+    "modified_input": "modified_input",
+    "out_of_bounds_write": "out_of_bounds_write",
 }
+
+# What a diagnosis found when a trial's runs disagree (TrialRun.varies_with).
+VARIES_WITH = ("", "poison", "guard", "schedule")
+
+# Floating-point global atomics and reductions: a correct kernel that uses them may round
+# differently from run to run, so bitwise differences alone do not fail it.
+_ATOMIC_OPCODE = re.compile(r"\b(?:atom|red|cp\.reduce\.async\.bulk)((?:\.[\w:]+)+)")
+_FLOAT_TYPES = {"f16", "f16x2", "bf16", "bf16x2", "f32", "f64"}
+
+
+def float_atomics(ptx: str) -> bool:
+    """Whether ``ptx`` has an atomic add or reduction add on a floating-point type."""
+    for match in _ATOMIC_OPCODE.finditer(ptx):
+        parts = set(match.group(1).split(".")[1:])
+        if "add" in parts and parts & _FLOAT_TYPES:
+            return True
+    return False
 
 
 @dataclass
 class TrialRun:
-    """One trial as the worker ran it: outputs of the first run (storage bits), outputs of
-    the rerun only when their bits differ, the inputs the kernel changed, and writes found
-    in the guard regions around buffers (dicts: buffer, offset, bytes)."""
+    """One trial as the worker ran it.
+
+    Run 1 used guard fill 1 and poison 1 (``outputs``); run 2 guard fill 2, poison 2, the
+    other placement and extra shared memory (``second_outputs``, only when its bits differ
+    from run 1); a third run repeated run 1 beside a noise kernel. ``poisons``: output name
+    -> (poison 1, poison 2) memset words. When runs disagree, the worker diagnosed why
+    (``varies_with``: poison, guard or schedule, ``variation`` says which runs) and
+    ``rerun_outputs`` holds another differing run's outputs, judged against the bound too.
+    ``modified_inputs``: inputs whose bits changed; ``out_of_bounds``: writes found in the
+    guards around buffers (dicts: buffer, offset, bytes)."""
     trial: int
     outputs: dict
     rerun_outputs: Optional[dict] = None
     modified_inputs: list = field(default_factory=list)
     out_of_bounds: list = field(default_factory=list)
+    second_outputs: Optional[dict] = None
+    poisons: dict = field(default_factory=dict)
+    varies_with: str = ""
+    variation: str = ""
 
 
 @dataclass
 class CheckResult:
-    """A worker's answer to a check job. ``error`` is None or a key of ERROR_STATUS."""
+    """A worker's answer to a check job. ``error`` is None or a key of ERROR_STATUS.
+    ``float_atomics``: the PTX has floating-point atomic or reduction adds (see
+    ``float_atomics``). ``notes``: how the runs were made (fences, perturbations skipped)."""
     runs: list = field(default_factory=list)
     error: Optional[str] = None
     message: str = ""
     fatal: bool = False  # the worker exited (dead context); the parent starts a new one
     load_path: str = ""
     seconds: dict = field(default_factory=dict)  # worker wall time per phase (load, upload, kernel, ...)
+    float_atomics: bool = False
+    fences: str = ""     # "vmm" or "arena: <why>"; empty from older workers
+    notes: list = field(default_factory=list)
 
 
 @dataclass
@@ -93,10 +130,15 @@ def classify(result: CheckResult, specs: list, references: list, host_references
 
     ``specs``: OutputSpec per out/inout buffer (with per-trial bounds). ``references``: per
     trial, name -> float64 (numpy, or torch tensors where members are judged on the GPU;
-    ``host_references`` then gives the same values on the host, for the unwritten check). Order of checks: worker error, out-of-bounds write, modified
-    input, unwritten output, error bound. Non-determinism alone is not a failure
-    (deterministic=False). Agreement between members is judged per group afterwards
-    (``Consensus``).
+    ``host_references`` is accepted for callers that judge on the GPU; the unwritten check
+    needs no reference: an element is unwritten when it holds both runs' poisons).
+
+    Order of checks: worker error (fence faults included), out-of-bounds write, modified
+    input, unwritten output, the diagnosis of runs that disagree (reads its output ->
+    wrong_result; reads guard bytes -> out_of_bounds_read; differs between runs of the same
+    bits -> race_detected unless the PTX has floating-point atomics, whose every run is then
+    judged and the row gets deterministic=False), error bound. Agreement between members is
+    judged per group afterwards (``Consensus``).
     """
     if result.error:
         status = ERROR_STATUS.get(result.error, "crashed")
@@ -112,23 +154,41 @@ def classify(result: CheckResult, specs: list, references: list, host_references
         if run.modified_inputs:
             return Verdict("modified_input", f"trial {run.trial}: input buffer(s) {', '.join(run.modified_inputs)} "
                            "changed by the kernel", trials=trials)
-    for run, ref in zip(result.runs, host_references or references):
+    for run in result.runs:
         for spec in specs:
             if spec.name not in run.outputs:
                 return Verdict("crashed", f"trial {run.trial}: output {spec.name} missing from the worker result")
-            n = unwritten_count(run.outputs[spec.name], spec.dtype, ref.get(spec.name))
+            if spec.name not in run.poisons:
+                continue
+            second = (run.second_outputs or {}).get(spec.name)
+            n = unwritten_count(run.outputs[spec.name], second, spec.dtype, run.poisons[spec.name])
             if n:
                 size = run.outputs[spec.name].size
                 return Verdict("unwritten_output", f"trial {run.trial}: {n} of {size} elements of {spec.name} "
-                               "never written (still poison)", trials=trials)
+                               "never written (they hold each run's poison)", trials=trials)
+    for run in result.runs:
+        if run.varies_with == "poison":
+            return Verdict("wrong_result", f"trial {run.trial}: the kernel reads its own output: outputs change "
+                           f"with the poison written there before the run ({run.variation})", trials=trials)
+        if run.varies_with == "guard":
+            return Verdict("out_of_bounds_read", f"trial {run.trial}: outputs change with the bytes outside the "
+                           f"buffers (random guard fills), so the kernel reads out of bounds ({run.variation})",
+                           trials=trials)
+        if run.varies_with == "schedule" and not result.float_atomics:
+            return Verdict("race_detected", f"trial {run.trial}: outputs differ bitwise between runs of the same "
+                           f"inputs ({run.variation}), and the kernel has no floating-point atomics",
+                           trials=trials)
     max_abs, max_rel, max_ratio = 0.0, 0.0, 0.0
     deterministic = True
     failure = ""
     for index, (run, ref) in enumerate(zip(result.runs, references)):
         runs_to_check = [("", run.outputs)]
-        if run.rerun_outputs is not None:
+        for label, other in ((" (run 2)", run.second_outputs), (" (rerun)", run.rerun_outputs)):
+            if other is not None:
+                deterministic = False
+                runs_to_check.append((label, other))
+        if run.varies_with:
             deterministic = False
-            runs_to_check.append((" (rerun)", run.rerun_outputs))
         for label, outputs in runs_to_check:
             for spec in specs:
                 out = exact_values(outputs[spec.name], spec.dtype)
@@ -143,7 +203,7 @@ def classify(result: CheckResult, specs: list, references: list, host_references
                   deterministic=deterministic, output_hash=output_hash(result.runs, specs))
     if failure:
         return Verdict("wrong_result", failure, **common)
-    note = "" if deterministic else "reruns differ bitwise (within the error bound)"
+    note = "" if deterministic else "runs differ bitwise (floating-point atomics; every run within the error bound)"
     outputs = [{spec.name: run.outputs[spec.name] for spec in specs} for run in result.runs]
     return Verdict("passed", note, outputs=outputs, **common)
 
