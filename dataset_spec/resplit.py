@@ -155,3 +155,17 @@ def resplit(root, pair_maker: Optional[PairMaker] = None) -> ResplitSummary:
     os.replace(tmp, marker)
     recover(root)
     return summary
+
+
+def split_check(root) -> dict:
+    """What ``ptxds info`` says of the splits: rows per split of both configs, ptx_hash
+    values in more than one split of ``kernels`` (0 after a build or a resplit), and rows
+    moved off their function's split to keep a PTX on one side."""
+    recover(root)
+    table = read_split_table(root, "kernels", columns=SPLIT_COLUMNS)
+    rows, splits = table.select(SPLIT_COLUMNS).to_pylist(), table.column("split").to_pylist()
+    shape = read_split_table(root, "kernels_by_shape", columns=["kernel_id"]).column("split").to_pylist()
+    count = {s: splits.count(s) for s in SPLITS if s in splits}
+    return {"kernels": count, "kernels_by_shape": {s: shape.count(s) for s in SPLITS if s in shape},
+            "crossing_ptx_hashes": len(crossing_hashes(rows, splits)),
+            "moved_by_hash": moved_by_hash(rows, splits)}

@@ -59,6 +59,8 @@ class ShardWriter:
         self._stamp = f"{int(time.time() * 1000):013d}-{os.getpid()}"
         self._count = 0
         self._hash_split = None  # ptx_hash -> split of the rows already in the folder
+        from .resplit import recover  # a resplit cut short is finished (or discarded) first
+        recover(self.root)
 
     def _split_of_row(self, row: dict) -> str:
         if self._hash_split is None:
