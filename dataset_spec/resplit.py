@@ -101,7 +101,7 @@ def _follow_rows(pairs: pa.Table, split_of_kernel: dict) -> tuple:
         if split is not None and split_of_kernel.get(b, split) == split:
             keep.append(index)
             splits.append(split)
-    return pairs.take(keep), splits, pairs.num_rows - len(keep)
+    return pairs.take(pa.array(keep, pa.int64())), splits, pairs.num_rows - len(keep)
 
 
 def _pairs_table(made: list) -> tuple:

@@ -87,7 +87,7 @@ VERIFIER_COLUMNS = (
     "max_abs_err", "max_rel_err", "atol", "rtol", "trials", "deterministic", "max_err_ratio",
     "catches_rel_err", "output_hash", "max_disagreement", "sanitizer", "time_us_median",
     "time_us_iqr", "time_us_min", "time_samples", "time_method", "time_us_events_median",
-    "time_us_events_iqr", "gpu_name", "sm_clock_mhz", "driver_version",
+    "time_us_events_iqr", "gpu_name", "sm_clock_mhz", "driver_version", "trial_errors", "witness",
 )
 
 
