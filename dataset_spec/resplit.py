@@ -4,7 +4,8 @@ configs, atomically and without losing a row.
 
 The new tree is written whole under ``DIR/.resplit-new``; a ``COMPLETE`` marker (written
 atomically, listing the configs it holds) commits it; then each config folder is swapped
-in. A crash before the marker leaves the old folders untouched (the half-written tree is
+in (configs left with no rows are removed; ``kernels`` is rewritten only when a row
+changes split). A crash before the marker leaves the old folders untouched (the half-written tree is
 discarded by the next ``recover``); a crash after it is rolled forward by ``recover``,
 which every writer and ``ptxds info`` call first.
 """
@@ -59,17 +60,17 @@ def recover(root) -> str:
     root = Path(root)
     new, old = root / NEW, root / OLD
     if (new / COMPLETE).is_file():
-        committed = json.loads((new / COMPLETE).read_text())
+        marker = json.loads((new / COMPLETE).read_text())
         old.mkdir(exist_ok=True)
-        for config in CONFIGS:
+        for config in marker["replace"] + marker["drop"]:
             current = root / config
-            if config in committed and not (new / config).is_dir():
+            if config in marker["replace"] and not (new / config).is_dir():
                 continue  # already swapped in
             if current.is_dir():
                 if (old / config).exists():
                     shutil.rmtree(old / config)
                 _move(current, old / config)
-            if config in committed:
+            if config in marker["replace"]:
                 _move(new / config, current)
         shutil.rmtree(new)
         shutil.rmtree(old, ignore_errors=True)
@@ -137,10 +138,17 @@ def resplit(root, pair_maker: Optional[PairMaker] = None) -> ResplitSummary:
         shape_pairs, shape_pair_splits, _ = _follow_rows(existing, shape_of)
     stamp = f"{int(time.time() * 1000):013d}-{os.getpid()}"
     new = root / NEW
-    written = []
+    written, dropped = [], []
+    # kernels are rewritten only when a row changes split: an append-only writer (rewrite,
+    # add) leaves the part files it found as they were
+    summary.by_split = {split: before.count(split) for split in SPLITS if split in before}
     for config, table, splits in (("kernels", kernels, default), ("kernels_by_shape", kernels, by_shape),
                                   ("pairs", pairs, pair_splits), ("pairs_by_shape", shape_pairs, shape_pair_splits)):
-        if table.num_rows:
+        if config == "kernels" and not summary.moved:
+            continue
+        if not table.num_rows:
+            dropped.append(config)
+        else:
             counts = _write_config(new, config, table, splits, stamp)
             written.append(config)
             if config == "kernels":
@@ -151,7 +159,7 @@ def resplit(root, pair_maker: Optional[PairMaker] = None) -> ResplitSummary:
     marker = new / COMPLETE
     new.mkdir(parents=True, exist_ok=True)
     tmp = new / f".{COMPLETE}.tmp"
-    tmp.write_text(json.dumps(written))
+    tmp.write_text(json.dumps({"replace": written, "drop": dropped}))
     os.replace(tmp, marker)
     recover(root)
     return summary
