@@ -13,7 +13,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-SCHEMA_VERSION = 3  # 3: pairs.mutation; older shards read it as null
+# 3: pairs.mutation; 4: kernels.trial_errors and witness, pairs.witness, equivalent null for
+# surviving mutants. Older shards read the new columns as null.
+SCHEMA_VERSION = 4
 
 DTYPES = {
     # name: (bytes per element, kind)
@@ -354,6 +356,10 @@ class KernelRecord:
     gpu_name: Optional[str] = None
     sm_clock_mhz: Optional[int] = None
     driver_version: Optional[str] = None
+    # per trial: {trial, kind, seed, max_abs_err, max_rel_err, max_ulp_err, max_err_ratio, n_bad, n_total}
+    trial_errors: Optional[list] = None
+    # a verified-wrong member's first differing element (schema.WITNESS), None otherwise
+    witness: Optional[dict] = None
 
     def __post_init__(self):
         if isinstance(self.problem, dict):
@@ -390,14 +396,16 @@ class KernelRecord:
 
 @dataclass
 class Pair:
-    """One row of the ``pairs`` config."""
+    """One row of the ``pairs`` config. ``equivalent`` is None for a surviving mutant
+    (``label_source="survived"``): it passed every trial, which does not prove it equivalent."""
     kernel_a: str
     kernel_b: str
-    equivalent: bool
-    label_source: str  # "verified" or "constructed"
+    equivalent: Optional[bool]
+    label_source: str  # "verified", "constructed" or "survived"
     group_a: str = ""
     group_b: str = ""
     mutation: Optional[str] = None  # the mutation operator when one side is a mutant
+    witness: Optional[dict] = None  # a verified negative: where the wrong member differs
 
 
 def make_build_key(source: str, group_id: str, variant: dict, arch: str, name: str = "") -> str:

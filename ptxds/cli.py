@@ -199,11 +199,82 @@ def info(dataset, as_json):
     """
     from .report import gather
     from .report.text import as_dict, format_text
+    from dataset_spec.resplit import split_check
     report = gather(dataset)
+    splits = split_check(dataset)
     if as_json:
-        click.echo(json.dumps(as_dict(report), indent=2, sort_keys=True))
+        click.echo(json.dumps({**as_dict(report), "splits": splits}, indent=2, sort_keys=True))
+        return
+    click.echo(format_text(report))
+    click.echo("splits (kernels): " + ", ".join(f"{k} {v}" for k, v in splits["kernels"].items())
+               + f"; by shape: " + (", ".join(f"{k} {v}" for k, v in splits["kernels_by_shape"].items()) or "none")
+               + f"; {splits['moved_by_hash']} row(s) moved to keep a PTX on one side")
+    if splits["crossing_ptx_hashes"]:
+        click.echo(f"LEAK: {splits['crossing_ptx_hashes']} ptx_hash value(s) in more than one split; "
+                   f"run `ptxds resplit {dataset}` to rewrite the splits")
     else:
-        click.echo(format_text(report))
+        click.echo("no ptx_hash is in more than one split")
+
+
+@cli.command()
+@click.argument("dataset", type=click.Path(exists=True, file_okay=False))
+@library_errors
+def resplit(dataset):
+    """Rewrite a dataset's split folders by function (no PTX on two sides), regenerate its
+    pairs and write the by-shape configs, in place and atomically; no row is lost.
+
+    Example:
+
+        ptxds resplit data/triton-verified
+    """
+    from .pairs import publish
+    summary = publish(dataset)
+    click.echo(f"{dataset}: {summary.rows} rows, {summary.moved} moved "
+               f"({summary.crossing_before} ptx_hash value(s) crossed splits before, 0 now; "
+               f"{summary.moved_by_hash} row(s) off their function's split to keep a PTX on one side)")
+    click.echo("kernels: " + ", ".join(f"{k} {v}" for k, v in summary.by_split.items())
+               + "; kernels_by_shape: " + ", ".join(f"{k} {v}" for k, v in summary.by_shape.items()))
+    click.echo(f"pairs: {summary.pairs}; pairs_by_shape: {summary.pairs_by_shape}")
+
+
+@cli.command("show-witness")
+@click.argument("dataset", type=click.Path(exists=True, file_okay=False))
+@click.argument("which")
+@library_errors
+def show_witness(dataset, which):
+    """Regenerate a verified negative's inputs from its seed (no GPU), recompute the
+    reference at the element it differs and print it beside the stored values. WHICH is a
+    kernel_id (or build_key) of a wrong member, or a pair as KERNEL_A:KERNEL_B.
+
+    Example:
+
+        ptxds show-witness data/triton-verified 3f1c0a9e2b7d5c4a8e6f0b1d
+    """
+    from dataset_spec.shards import read_pairs, read_records
+    from verify.witness import WitnessError, regenerate
+    records = read_records(dataset)
+    by_id = {r.kernel_id: r for r in records}
+    by_id.update({r.build_key: r for r in records})
+    witness = None
+    if ":" in which:
+        a, b = which.split(":", 1)
+        pair = next((p for p in read_pairs(dataset) if {p.kernel_a, p.kernel_b} == {a, b}), None)
+        if pair is None:
+            raise click.ClickException(f"no pair {which} in {dataset}; give kernel ids as KERNEL_A:KERNEL_B")
+        if not pair.witness:
+            raise click.ClickException(f"pair {which} is {pair.label_source} with equivalent={pair.equivalent}: "
+                                       "only verified negatives carry a witness")
+        witness = pair.witness
+        which = witness.get("kernel_id") or b
+    record = by_id.get(which)
+    if record is None:
+        raise click.ClickException(f"no row with kernel_id or build_key {which} in {dataset}; "
+                                   f"`ptxds info {dataset}` lists its groups")
+    try:
+        result = regenerate(record, witness)
+    except WitnessError as exc:
+        raise click.ClickException(str(exc)) from None
+    click.echo("\n".join(result.lines()))
 
 
 @cli.command()
@@ -303,8 +374,7 @@ def verify(dataset, out_dir, groups, trials, no_timing, workers, kernel_timeout,
     if reason:
         raise click.ClickException(reason)
     from verify import verify_dataset
-    from .pairs import write_pairs
-    from dataset_spec.card import write_card
+    from .pairs import publish
     runner = _executor(executor, address)
     try:
         summary = verify_dataset(dataset, out_dir, groups=groups, trials=trials, timing=not no_timing,
@@ -316,8 +386,7 @@ def verify(dataset, out_dir, groups, trials, no_timing, workers, kernel_timeout,
     if not summary.groups and not summary.skipped_groups:
         selection = f"matches --groups {groups!r}" if groups else "is in it"
         raise click.ClickException(f"no group of {dataset} {selection}; `ptxds info {dataset}` lists its groups")
-    write_pairs(out_dir)
-    write_card(out_dir)
+    publish(out_dir)
     click.echo(summary.format())
 
 
@@ -344,6 +413,8 @@ def add(dataset, group, ptx_file, launch_file, name):
         record = add_member(dataset, group, ptx_file, launch_file, name)
     except AddError as exc:
         raise click.ClickException(str(exc)) from None
+    from .pairs import publish
+    publish(dataset)
     resources = ", ".join(f"{r.entry}: {r.registers} registers" for r in record.resources)
     click.echo(f"added {record.name} ({record.arch}, kernel_id {record.kernel_id}) to {group}; {resources}")
     click.echo(f"base member: {record.provenance['base_name']} ({record.provenance['base_kernel_id']}); "

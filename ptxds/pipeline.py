@@ -13,11 +13,11 @@ from pathlib import Path
 
 from builders import BUILDERS, load_builder
 from builders.base import BuildOptions, WorkItem
-from dataset_spec.card import write_card
 from dataset_spec.model import SpecError
 from dataset_spec.shards import ShardWriter, done_keys, remove_stale_temp_files
 from ptx_tools import find_tool
 
+from .pairs import publish
 from .executors import BuildTask, build_and_finalize  # noqa: F401 (tests build one item)
 from .executors.local import LocalExecutor
 
@@ -169,7 +169,7 @@ def run_build(source: str, out_dir, options: BuildOptions, jobs: int = 0, sass: 
     finally:
         flush()
         bar.close()
-    write_card(out)
+    publish(out)
     summary.seconds = time.time() - start
     return summary
 

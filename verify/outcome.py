@@ -16,6 +16,7 @@ import numpy as np
 
 from .compare import agreement, error_stats
 from .inputs import exact_values, unwritten_count
+from .trial_stats import TrialErrors, bound_at, element, first_outside, max_ulp_error
 
 # Worker-side failure kinds -> row status.
 ERROR_STATUS = {
@@ -108,6 +109,13 @@ class Verdict:
     deterministic: Optional[bool] = None
     output_hash: Optional[str] = None
     outputs: Optional[list] = None  # per trial: name -> storage bits (for agreement)
+    trial_errors: Optional[list] = None  # per trial: TrialErrors.as_row() (the runner adds kind, seed)
+    witness: Optional[dict] = None       # a failure's trial and, where it is an element, the element
+
+
+def _failure(status: str, message: str, trial: Optional[int] = None, output: Optional[str] = None,
+             **common) -> Verdict:
+    return Verdict(status, message, witness={"trial": trial, "output": output, "reason": message}, **common)
 
 
 def describe_out_of_bounds(hit: dict) -> str:
@@ -142,18 +150,19 @@ def classify(result: CheckResult, specs: list, references: list, host_references
     """
     if result.error:
         status = ERROR_STATUS.get(result.error, "crashed")
-        return Verdict(status, result.message, trials=len(result.runs))
+        return _failure(status, result.message, trials=len(result.runs))
     if len(result.runs) != len(references):
         return Verdict("crashed", f"worker returned {len(result.runs)} trials, expected {len(references)}")
     trials = len(result.runs)
     for run in result.runs:
         if run.out_of_bounds:
             hits = "; ".join(describe_out_of_bounds(h) for h in run.out_of_bounds[:3])
-            return Verdict("out_of_bounds_write", f"trial {run.trial}: {hits}", trials=trials)
+            return _failure("out_of_bounds_write", f"trial {run.trial}: {hits}", run.trial,
+                            run.out_of_bounds[0]["buffer"], trials=trials)
     for run in result.runs:
         if run.modified_inputs:
-            return Verdict("modified_input", f"trial {run.trial}: input buffer(s) {', '.join(run.modified_inputs)} "
-                           "changed by the kernel", trials=trials)
+            return _failure("modified_input", f"trial {run.trial}: input buffer(s) {', '.join(run.modified_inputs)} "
+                            "changed by the kernel", run.trial, run.modified_inputs[0], trials=trials)
     for run in result.runs:
         for spec in specs:
             if spec.name not in run.outputs:
@@ -164,23 +173,25 @@ def classify(result: CheckResult, specs: list, references: list, host_references
             n = unwritten_count(run.outputs[spec.name], second, spec.dtype, run.poisons[spec.name])
             if n:
                 size = run.outputs[spec.name].size
-                return Verdict("unwritten_output", f"trial {run.trial}: {n} of {size} elements of {spec.name} "
-                               "never written (they hold each run's poison)", trials=trials)
+                return _failure("unwritten_output", f"trial {run.trial}: {n} of {size} elements of {spec.name} "
+                                "never written (they hold each run's poison)", run.trial, spec.name, trials=trials)
     for run in result.runs:
         if run.varies_with == "poison":
-            return Verdict("wrong_result", f"trial {run.trial}: the kernel reads its own output: outputs change "
-                           f"with the poison written there before the run ({run.variation})", trials=trials)
+            return _failure("wrong_result", f"trial {run.trial}: the kernel reads its own output: outputs change "
+                            f"with the poison written there before the run ({run.variation})", run.trial,
+                            trials=trials)
         if run.varies_with == "guard":
-            return Verdict("out_of_bounds_read", f"trial {run.trial}: outputs change with the bytes outside the "
-                           f"buffers (random guard fills), so the kernel reads out of bounds ({run.variation})",
-                           trials=trials)
+            return _failure("out_of_bounds_read", f"trial {run.trial}: outputs change with the bytes outside the "
+                            f"buffers (random guard fills), so the kernel reads out of bounds ({run.variation})",
+                            run.trial, trials=trials)
         if run.varies_with == "schedule" and not result.float_atomics:
-            return Verdict("race_detected", f"trial {run.trial}: outputs differ bitwise between runs of the same "
-                           f"inputs ({run.variation}), and the kernel has no floating-point atomics",
-                           trials=trials)
+            return _failure("race_detected", f"trial {run.trial}: outputs differ bitwise between runs of the same "
+                            f"inputs ({run.variation}), and the kernel has no floating-point atomics", run.trial,
+                            trials=trials)
     max_abs, max_rel, max_ratio = 0.0, 0.0, 0.0
     deterministic = True
-    failure = ""
+    failure, witness = "", None
+    per_trial = []
     for index, (run, ref) in enumerate(zip(result.runs, references)):
         runs_to_check = [("", run.outputs)]
         for label, other in ((" (run 2)", run.second_outputs), (" (rerun)", run.rerun_outputs)):
@@ -189,20 +200,29 @@ def classify(result: CheckResult, specs: list, references: list, host_references
                 runs_to_check.append((label, other))
         if run.varies_with:
             deterministic = False
+        errors, first_bad = TrialErrors(run.trial), {}
         for label, outputs in runs_to_check:
             for spec in specs:
                 out = exact_values(outputs[spec.name], spec.dtype)
                 stats = error_stats(out, ref[spec.name], spec.bounds[index])
                 max_abs, max_rel = max(max_abs, stats.max_abs_err), max(max_rel, stats.max_rel_err)
                 max_ratio = max(max_ratio, stats.max_err_ratio)
+                first_bad[spec.name] = errors.add(stats, max_ulp_error(out, ref[spec.name], spec.dtype),
+                                                  not label, first_bad.get(spec.name, 0))
                 if not stats.ok and not failure:
                     failure = (f"trial {run.trial}{label}: {spec.name} has {stats.n_bad} of {stats.n_total} elements "
                                f"outside the error bound (max |err|/bound {stats.max_err_ratio:.3g} at "
                                f"{stats.worst_index}; max abs err {stats.max_abs_err:.3g})")
+                    host_ref = (host_references or references)[index][spec.name]
+                    flat = first_outside(out, host_ref, spec.bounds[index])
+                    witness = {"trial": run.trial, "output": spec.name, "flat_index": flat, "reason": failure,
+                               "reference": element(host_ref, flat), "value": element(out, flat),
+                               "bound": bound_at(spec.bounds[index], host_ref.shape, flat)}
+        per_trial.append(errors.as_row())
     common = dict(max_abs_err=max_abs, max_rel_err=max_rel, max_err_ratio=max_ratio, trials=trials,
-                  deterministic=deterministic, output_hash=output_hash(result.runs, specs))
+                  deterministic=deterministic, output_hash=output_hash(result.runs, specs), trial_errors=per_trial)
     if failure:
-        return Verdict("wrong_result", failure, **common)
+        return Verdict("wrong_result", failure, witness=witness, **common)
     note = "" if deterministic else "runs differ bitwise (floating-point atomics; every run within the error bound)"
     outputs = [{spec.name: run.outputs[spec.name] for spec in specs} for run in result.runs]
     return Verdict("passed", note, outputs=outputs, **common)
@@ -290,6 +310,31 @@ class Consensus:
         if not self.clusters:
             return None
         return min(self.clusters, key=lambda c: self.clusters[c].rank())
+
+    def consensus(self) -> tuple:
+        """(build_key, outputs) of the consensus cluster's representative, or (None, None)."""
+        if not self.clusters:
+            return None, None
+        cluster = self.clusters[self.consensus_id()]
+        return cluster.representative, cluster.outputs
+
+    def witness(self, key: str) -> Optional[dict]:
+        """Where member ``key`` first leaves the agreement bound around the consensus
+        member: trial, output, flat_index, value, consensus_value, bound. Only a cluster's
+        representative has its outputs kept; None for other members."""
+        rep_key, rep_outputs = self.consensus()
+        mine = next((c.outputs for c in self.clusters.values() if c.representative == key), None)
+        if mine is None or rep_outputs is None or key == rep_key:
+            return None
+        for index, (ours, theirs) in enumerate(zip(mine, rep_outputs)):
+            for spec in self.specs:
+                x, y = exact_values(ours[spec.name], spec.dtype), exact_values(theirs[spec.name], spec.dtype)
+                flat = first_outside(x, y, spec.agreement_bounds[index])
+                if flat is not None:
+                    return {"trial": index, "output": spec.name, "flat_index": flat, "value": element(x, flat),
+                            "consensus_value": element(y, flat),
+                            "bound": bound_at(spec.agreement_bounds[index], tuple(np.shape(x)), flat)}
+        return None
 
     def verdicts(self) -> dict:
         """build_key -> (agrees, max_disagreement, message) against the consensus cluster."""

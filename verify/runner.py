@@ -36,7 +36,7 @@ from dataset_spec.one_problem import describe_mismatch, distinct_problems
 
 from .assembly_pool import AssemblyPool, runnable_reason
 from .compare import agreement_bound, trivial_reason
-from .inputs import make_trial_inputs, trial_count
+from .inputs import exact_values, make_trial_inputs, trial_count
 from .judge import judge_device, on_device
 from .reference import reference_outputs
 from .timing import TARGET_RSE
@@ -197,6 +197,14 @@ def apply_verdict(row: KernelRecord, verdict: Verdict, prepared: _ProblemTrials,
     if prepared.tolerance:
         row.atol, row.rtol = prepared.tolerance
     row.trials, row.deterministic = verdict.trials or None, verdict.deterministic
+    by_trial = {t.trial: t for t in prepared.trials}
+    if verdict.trial_errors is not None:
+        row.trial_errors = [{**errors, "kind": by_trial[errors["trial"]].kind, "seed": by_trial[errors["trial"]].seed}
+                            for errors in verdict.trial_errors]
+    if verdict.witness is not None:
+        trial = by_trial.get(verdict.witness.get("trial"))
+        row.witness = {**verdict.witness, "kernel_id": row.kernel_id,
+                       "kind": trial.kind if trial else None, "seed": trial.seed if trial else None}
     row.gpu_name, row.driver_version = gpu.get("name"), gpu.get("driver_version")
     row.provenance["verify"] = {
         "seeds": [t.seed for t in prepared.trials], "trial_kinds": [t.kind for t in prepared.trials],
@@ -250,6 +258,34 @@ def apply_race_statuses(out_rows: list, results: dict, racing: dict) -> None:
             before = f" (the checks said {row.status}" + (f": {row.status_message})" if row.status_message else ")")
             row.status, row.status_message = "race_detected", racing[row.build_key] + before
             results[row.build_key] = "race_detected"
+
+
+def add_consensus_witnesses(out_rows: list, consensus_by_digest: dict, prepared_by_digest: dict) -> None:
+    """Witnesses beside the consensus: a wrong member's witness gets the consensus member's
+    value at its element; a member that disagrees gets its first element outside the
+    agreement bound (when its outputs were kept: one representative per cluster)."""
+    kernel_of = {row.build_key: row.kernel_id for row in out_rows}
+    for row in out_rows:
+        digest = row.problem.digest()
+        consensus, prepared = consensus_by_digest.get(digest), prepared_by_digest.get(digest)
+        if consensus is None or prepared is None or row.status in PASS_THROUGH:
+            continue
+        rep_key, rep_outputs = consensus.consensus()
+        if row.status == "disagrees":
+            found = consensus.witness(row.build_key) or {"reason": row.status_message}
+            trial = prepared.trials[found["trial"]] if "trial" in found else None
+            row.witness = {"output": None, "trial": None, **found, "kernel_id": row.kernel_id,
+                           "kind": trial.kind if trial else None, "seed": trial.seed if trial else None,
+                           "reason": row.status_message}
+            if trial is not None and prepared.references:
+                row.witness["reference"] = float(np.asarray(
+                    prepared.references[found["trial"]][found["output"]]).reshape(-1)[found["flat_index"]])
+        witness = row.witness
+        if witness and witness.get("flat_index") is not None and rep_outputs is not None:
+            spec = next(s for s in consensus.specs if s.name == witness["output"])
+            bits = rep_outputs[witness["trial"]][spec.name]
+            witness["consensus_kernel_id"] = kernel_of.get(rep_key)
+            witness["consensus_value"] = float(exact_values(bits, spec.dtype).reshape(-1)[witness["flat_index"]])
 
 
 class _Run:
@@ -395,6 +431,7 @@ class _Run:
             results[row.build_key] = new_row.status
         with self.stopwatch("judge"):
             self._apply_consensus(out_rows, results, consensus_by_digest)
+            add_consensus_witnesses(out_rows, consensus_by_digest, {d: p for d, (p, _) in problems.items()})
         apply_race_statuses(out_rows, results, racing_members(race_counts))
         return out_rows, results
 
