@@ -45,8 +45,17 @@ def p_normal(c, m, n):
     return _normal(c, m, n)
 
 
+def short_mantissa(values: np.ndarray, bits: int = 3) -> np.ndarray:
+    """``values`` rounded to ``bits`` significant bits. Sums of equal such values (and of
+    their squares) stay exact for 2^(24 - 2 bits) terms: a correct sequential sum is then
+    exact, where a full-mantissa constant would round the same way at every step and drift
+    by up to n/2 ulps, an error no kernel of another order makes."""
+    mantissa, exponent = np.frexp(values)
+    return np.ldexp(np.round(mantissa * 2.0 ** bits) / 2.0 ** bits, exponent)
+
+
 def p_constant(c, m, n):
-    return np.repeat(c.rng.normal(c.mean, max(c.std, 1e-30), (m, 1)), n, axis=1)
+    return np.repeat(short_mantissa(c.rng.normal(c.mean, max(c.std, 1e-30), (m, 1))), n, axis=1)
 
 
 def p_negative(c, m, n):
@@ -122,9 +131,10 @@ def p_big(c, m, n):
 
 
 def p_one_hot(c, m, n):
-    """One large element, the rest small: one term dominates the reduction."""
-    x = c.rng.normal(0.0, max(c.std, 1e-30) * 1e-3, (m, n))
-    x[np.arange(m), c.rng.integers(0, n, m)] = max(abs(c.mean) + 4 * c.std, 1.0)
+    """One nonzero element per row: reductions over it are exact, so a kernel that mixes up
+    elements or rows shows at once."""
+    x = np.zeros((m, n))
+    x[np.arange(m), c.rng.integers(0, n, m)] = c.rng.normal(c.mean, max(c.std, 1e-30), m) + 4 * max(c.std, 1e-30)
     return x
 
 
