@@ -250,19 +250,15 @@ def integer_extremes(low: int, high: int) -> np.ndarray:
 
 
 def draw_integers(shape, rng: np.random.Generator, low: int, high: int, kind: str = "") -> np.ndarray:
-    """Integers in [low, high) following the trial kind: ``normal``, a rounded normal
-    around the middle (std a sixth of the range, clipped); ``wide``, random sign and
+    """Integers in [low, high) following the trial kind: ``wide``, random sign and
     magnitude log-uniform up to the range's ends; ``edge``, runs of one value (run lengths
     geometric, mean EDGE_RUN, along the last axis), half of them extremes (both ends, 0,
     -1, 1); ``stress``, rows at the top, at the bottom, alternating, then extremes half
-    the time (dataset_spec/stress.py); any other kind, uniform."""
+    the time (dataset_spec/stress.py); any other kind (normal, uniform), uniform."""
     shape = tuple(shape)
     if kind == "stress":
         from dataset_spec.stress import integer_stress
         return integer_stress(shape, rng, low, high)
-    if kind == "normal":
-        middle, spread = (low + high - 1) / 2, (high - 1 - low) / 6
-        return np.clip(np.rint(rng.normal(middle, max(spread, 0.5), shape)), low, high - 1)
     if kind == "wide":
         top = max(abs(low), abs(high - 1), 1)
         magnitude = np.floor(np.exp(rng.uniform(0.0, np.log(top + 1.0), shape)))
