@@ -260,10 +260,12 @@ def draw_integers(shape, rng: np.random.Generator, low: int, high: int, kind: st
         from dataset_spec.stress import integer_stress
         return integer_stress(shape, rng, low, high)
     if kind == "wide":
+        if low >= 0:  # offsets from low, log-uniform from 0 up to the top
+            offset = np.floor(np.exp(rng.uniform(0.0, np.log(high - low + 1.0), shape))) - 1
+            return np.clip(low + offset, low, high - 1)
         top = max(abs(low), abs(high - 1), 1)
-        magnitude = np.floor(np.exp(rng.uniform(0.0, np.log(top + 1.0), shape)))
-        signed = np.where(rng.random(shape) < 0.5, -magnitude, magnitude) if low < 0 else magnitude + low
-        return np.clip(signed, low, high - 1)
+        magnitude = np.floor(np.exp(rng.uniform(0.0, np.log(top + 2.0), shape))) - 1
+        return np.clip(np.where(rng.random(shape) < 0.5, -magnitude - 1, magnitude), low, high - 1)
     if kind != "edge":
         return rng.integers(low, high, shape).astype(np.float64)
     rows = int(np.prod(shape[:-1], dtype=np.int64)) if len(shape) > 1 else 1
