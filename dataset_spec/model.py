@@ -44,8 +44,9 @@ VERIFY_STATUSES = (
     "problem_mismatch",
 )
 # The float input kinds trials cycle through by default (see verify/inputs.py):
-# normal and non-integer uniform draws, wide magnitudes with random sign, and edge values.
-DEFAULT_TRIAL_KINDS = ("normal", "uniform", "wide", "edge")
+# normal and non-integer uniform draws, wide magnitudes with random sign, edge values, and
+# each op's stress inputs (dataset_spec/stress.py: where its classic bugs live).
+DEFAULT_TRIAL_KINDS = ("normal", "uniform", "wide", "edge", "stress")
 DISTRIBUTION_KINDS = ("normal", "uniform", "randint", "zeros", "ones", "arange", "constant")
 
 

@@ -9,12 +9,15 @@ Trial kinds (``Problem.trial_kinds``) change how float buffers are drawn: ``norm
 log-uniform over the op's whole safe domain (``OpSpec.domain``: many binades, up to what
 cannot overflow); ``edge`` mixes special values into normal data: exact zeros, -0.0, the
 domain's largest magnitude, subnormals where the domain reaches them, and values at and
-beside rounding boundaries. ``small``/``large`` scale the buffer's distribution.
+beside rounding boundaries; ``stress`` draws the op's own stress rows
+(``OpSpec.stress_values``, dataset_spec/stress.py: where its classic bugs live, NaN and
+infinities included where the IEEE result is defined). ``small``/``large`` scale the
+buffer's distribution.
 
-Integer input buffers of an op that declares ``integer_range`` (sequence letters, ...) are
-drawn over that range: uniformly in every trial kind but ``edge``, which strings together
-runs of one value (long exact matches and long mismatches); other integer buffers keep
-their ``init`` distribution.
+Integer input buffers of an op that declares ``integer_range`` (a GEMM's operands over
+their dtype's full range, sequence letters, ...) are drawn over that range in every kind
+(``draw_integers``); other integer buffers keep their ``init`` distribution. Each trial
+reports the ranges it drew from (``TrialInputs.ranges``).
 """
 from __future__ import annotations
 
@@ -39,7 +42,8 @@ BITS_NUMPY = {1: np.dtype("u1"), 2: np.dtype("<u2"), 4: np.dtype("<u4"), 8: np.d
 
 FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64", "float8_e4m3", "float8_e5m2")
 FLOAT_KINDS = ("normal", "uniform")
-TRIAL_KINDS = ("normal", "uniform", "wide", "edge", "small", "large")
+TRIAL_KINDS = ("normal", "uniform", "wide", "edge", "stress", "small", "large")
+DOMAIN_KINDS = ("wide", "edge", "stress")  # kinds that draw over the op's domain
 MAGNITUDE = {"small": 1e-2, "large": 1e2}
 EDGE_FRACTION = 0.25  # share of elements an edge trial replaces with special values
 
@@ -286,18 +290,39 @@ def draw(dist: Distribution, shape, rng: np.random.Generator, kind: str = "", dt
     return out
 
 
+def integer_extremes(low: int, high: int) -> np.ndarray:
+    """The edge values of [low, high): both ends, 0, -1 and 1 where inside."""
+    values = {low, high - 1} | {v for v in (0, -1, 1) if low <= v < high}
+    return np.array(sorted(values), dtype=np.int64)
+
+
 def draw_integers(shape, rng: np.random.Generator, low: int, high: int, kind: str = "") -> np.ndarray:
-    """Integers in [low, high): uniform, or for ``edge`` runs of one value (run lengths
-    geometric, mean EDGE_RUN), row by row along the last axis."""
+    """Integers in [low, high) following the trial kind: ``wide``, random sign and
+    magnitude log-uniform up to the range's ends; ``edge``, runs of one value (run lengths
+    geometric, mean EDGE_RUN, along the last axis), half of them extremes (both ends, 0,
+    -1, 1); ``stress``, rows at the top, at the bottom, alternating, then extremes half
+    the time (dataset_spec/stress.py); any other kind (normal, uniform), uniform."""
     shape = tuple(shape)
+    if kind == "stress":
+        from dataset_spec.stress import integer_stress
+        return integer_stress(shape, rng, low, high)
+    if kind == "wide":
+        if low >= 0:  # offsets from low, log-uniform from 0 up to the top
+            offset = np.floor(np.exp(rng.uniform(0.0, np.log(high - low + 1.0), shape))) - 1
+            return np.clip(low + offset, low, high - 1)
+        top = max(abs(low), abs(high - 1), 1)
+        magnitude = np.floor(np.exp(rng.uniform(0.0, np.log(top + 2.0), shape))) - 1
+        return np.clip(np.where(rng.random(shape) < 0.5, -magnitude - 1, magnitude), low, high - 1)
     if kind != "edge":
         return rng.integers(low, high, shape).astype(np.float64)
     rows = int(np.prod(shape[:-1], dtype=np.int64)) if len(shape) > 1 else 1
-    length = shape[-1]
+    length = shape[-1] if shape else 1
     starts = rng.random((rows, length)) < 1.0 / EDGE_RUN
     starts[:, 0] = True
     run_ids = np.cumsum(starts, axis=1) - 1
-    values = rng.integers(low, high, (rows, length))
+    extremes = integer_extremes(low, high)
+    values = np.where(rng.random((rows, length)) < 0.5, extremes[rng.integers(0, extremes.size, (rows, length))],
+                      rng.integers(low, high, (rows, length)))
     return np.take_along_axis(values, run_ids, axis=1).astype(np.float64).reshape(shape)
 
 
@@ -312,6 +337,7 @@ class TrialInputs:
     kind: str
     storage: dict  # name -> storage ndarray
     values: dict   # name -> float64 ndarray of the rounded values
+    ranges: dict = None  # name -> [lo, hi] drawn over: integers inclusive, floats magnitudes
 
 
 def trial_count(problem: Problem) -> int:
@@ -325,24 +351,33 @@ def make_trial_inputs(problem: Problem, group_id: str, trial: int) -> TrialInput
     seed = trial_seed(group_id, problem.digest(), trial)
     kind = trial_kind(problem, trial)
     integer_inputs = any(b.role in ("in", "inout") and not is_float(b.dtype) for b in problem.buffers)
-    op = get_op(problem.op) if kind in ("wide", "edge") or integer_inputs else None
-    storage, values = {}, {}
+    op = get_op(problem.op) if kind in DOMAIN_KINDS or integer_inputs else None
+    storage, values, ranges = {}, {}, {}
     for index, buf in enumerate(problem.buffers):
         if buf.role not in ("in", "inout"):
             continue
         # One stream per buffer index so adding a buffer does not reshuffle the others.
         rng = np.random.default_rng([seed, index])
-        if not is_float(buf.dtype) and op is not None and op.integer_range is not None:
-            low, high = op.integer_range(problem, buf)
+        span = op.integer_range(problem, buf) if (not is_float(buf.dtype) and op is not None
+                                                  and op.integer_range is not None) else None
+        if span is not None:
+            low, high = (int(v) for v in span)
             drawn = draw_integers(buf.shape, rng, low, high, kind)
+            ranges[buf.name] = [low, high - 1]
+        elif is_float(buf.dtype) and kind == "stress" and buf.init.kind in FLOAT_KINDS:
+            domain = op.domain(problem, buf.name)
+            drawn = op.stress_values(problem, buf, rng, domain, values)
+            ranges[buf.name] = list(domain)
         else:
-            use_kind = kind if is_float(buf.dtype) else ""
+            use_kind = kind if is_float(buf.dtype) and kind != "stress" else ""
             domain = op.domain(problem, buf.name) if use_kind in ("wide", "edge") else None
             drawn = draw(buf.init, buf.shape, rng, use_kind, buf.dtype, domain)
+            if domain is not None:
+                ranges[buf.name] = list(domain)
         bits = float_to_bits(drawn, buf.dtype)
         storage[buf.name] = bits
         values[buf.name] = from_storage(bits, buf.dtype)
-    return TrialInputs(trial, seed, kind, storage, values)
+    return TrialInputs(trial, seed, kind, storage, values, ranges)
 
 
 def init_array(buf: Buffer, seed: int = 0) -> np.ndarray:
