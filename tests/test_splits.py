@@ -247,9 +247,9 @@ def verified_group(tmp_path, n: int = 1000):
 def test_trial_errors_per_kind(tmp_path):
     rows, _ = verified_group(tmp_path)
     good, bad = rows[0], rows[2]
-    assert [t["kind"] for t in good.trial_errors] == ["normal", "uniform", "wide", "edge"]
+    assert [t["kind"] for t in good.trial_errors] == ["normal", "uniform", "wide", "edge", "stress"]
     assert all(t["n_bad"] == 0 and t["max_ulp_err"] <= 0.5 for t in good.trial_errors)
-    assert [t["n_bad"] for t in bad.trial_errors] == [0, 0, 1, 0] and bad.trial_errors[2]["max_ulp_err"] > 1e3
+    assert [t["n_bad"] for t in bad.trial_errors] == [0, 0, 1, 0, 0] and bad.trial_errors[2]["max_ulp_err"] > 1e3
     assert bad.trial_errors[2]["seed"] == bad.provenance["verify"]["seeds"][2]
 
 
