@@ -19,20 +19,21 @@ if [ "$phase" != speed ]; then
   grep -E "^(FAILED|ERROR)|passed|failed" "$out/pytest-gpu.log" | tail -n 25 >> "$out/table.txt"
 fi
 [ "$phase" = tests ] && { cat "$out/table.txt"; exit 0; }
-verify_once() {  # label, PYTHONPATH root, dataset
-  local t0=$(date +%s.%N)
-  PYTHONPATH=$2:${PYTHONPATH#$PWD:} python3 -m ptxds verify "$3" --out "$work/$1" --silent > "$out/verify-$1.log" 2>&1
-  local t1=$(date +%s.%N)
-  printf "%-14s %6.1f s  %s\n" "$1" "$(echo "$t1 - $t0" | bc)" "$(grep -m1 'status counts' "$out/verify-$1.log")" | tee -a "$out/table.txt"
+verify_once() {  # label, checkout folder to run from, dataset (absolute)
+  # `python -m ptxds` puts the working folder first on sys.path: run each checkout from its own folder
+  local t0=$(date +%s%N)
+  (cd "$2" && PYTHONPATH=$2:/tmp/ptxds-site python3 -m ptxds verify "$3" --out "$work/$1" --silent) > "$out/verify-$1.log" 2>&1
+  local t1=$(date +%s%N)
+  printf "%-14s %6.1f s  %s\n" "$1" "$(( (t1 - t0) / 1000000 ))e-3" "$(grep -m1 'status counts' "$out/verify-$1.log")" | tee -a "$out/table.txt"
 }
 if [ -d .gpu/triton ] && [ -d .gpu/old ]; then
   for round in 1 2; do
-    verify_once "old-$round" "$PWD/.gpu/old" .gpu/triton
-    verify_once "new-$round" "$PWD" .gpu/triton
+    verify_once "old-$round" "$PWD/.gpu/old" "$PWD/.gpu/triton"
+    verify_once "new-$round" "$PWD" "$PWD/.gpu/triton"
   done
   grep -m1 "seconds per stage" "$out/verify-new-2.log" >> "$out/table.txt"
   grep -m1 "seconds per stage" "$out/verify-old-2.log" | sed 's/^/old: /' >> "$out/table.txt"
 fi
-[ -d .gpu/triton-dump ] && verify_once "triton-dump" "$PWD" .gpu/triton-dump
+[ -d .gpu/triton-dump ] && verify_once "triton-dump" "$PWD" "$PWD/.gpu/triton-dump"
 [ -d .gpu/triton-dump ] && cat "$out/verify-triton-dump.log" | tail -n 8 >> "$out/table.txt"
 echo "===== table"; cat "$out/table.txt"

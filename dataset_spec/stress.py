@@ -104,6 +104,14 @@ def p_inf_one(c, m, n):
     return x
 
 
+def p_half_zeros(c, m, n):
+    """Exact zeros at half the positions: where the other operand holds an infinity, the
+    product is 0 * inf = NaN, which a kernel that skips zero operands never produces."""
+    x = _normal(c, m, n)
+    x[c.rng.random((m, n)) < 0.5] = 0.0
+    return x
+
+
 def p_zero(c, m, n):
     return np.zeros((m, n))
 
@@ -167,8 +175,8 @@ SOFTMAX = (p_negative, p_masked, p_max_last, p_constant, p_large_offset, p_large
 NORM = (p_zero, p_tiny, p_near_eps, p_large_mean, p_big, p_one_hot, p_constant, p_nan_one, p_normal)
 # a GEMM's A rows against B's columns: constant rows of A meet alternating columns of B
 # (exact cancellation with a large magnitude scale), tail-heavy meets tail-heavy
-GEMM_A = (p_tail_heavy, p_constant, p_wide, p_nan_one, p_normal)
-GEMM_B = (p_tail_heavy, p_alternating, p_wide, p_normal)
+GEMM_A = (p_tail_heavy, p_constant, p_wide, p_nan_one, p_half_zeros, p_normal)
+GEMM_B = (p_tail_heavy, p_alternating, p_wide, p_inf_one, p_normal)
 PRODUCTS = (p_tail_heavy, p_alternating, p_wide, p_normal)
 ROW_SUM = (p_alternating, p_tail_heavy, p_wide, p_nan_one, p_inf_one, p_constant, p_normal)
 # ops whose domain must hold (no max subtraction, float16 intermediates): in-domain rows only

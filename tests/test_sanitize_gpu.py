@@ -60,7 +60,8 @@ def test_sanitize_sees_a_read_past_the_end_and_sets_the_status(tmp_path):
 
     good = found["vadd"]["memcheck"]
     assert got["vadd"].status == "passed", got["vadd"].status_message
-    assert good["errors"] == 0 and good["min_gap_bytes"] >= 1 << 20, good
+    # freed spacers sit between the buffers: at least a buffer's length of invalid memory
+    assert good["errors"] == 0 and good["min_gap_bytes"] >= 4 * N, good
 
     peek = found["vadd_peeks_past_x"]["memcheck"]
     assert peek["invalid_reads"] > 0 and peek["invalid_writes"] == 0, peek

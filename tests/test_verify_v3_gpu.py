@@ -54,8 +54,8 @@ extern "C" __global__ void vadd_clock_bit(const float* x, const float* y, float*
 extern "C" __global__ void vadd_clock_bit_atomic(const float* x, const float* y, float* out, int n) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) {
-        out[i] = __uint_as_float(__float_as_uint(x[i] + y[i]) ^ (unsigned)(clock64() & 1));
-        atomicAdd(&out[i], 0.0f);          // floating-point atomics: rounding order may vary
+        out[i] = x[i] + y[i];
+        atomicAdd(&out[i], 0.0f);          // a floating-point atomic in a correct kernel
     }
 }
 """
@@ -84,7 +84,9 @@ EXPECT = {
     "vadd_tail_copy": "out_of_bounds_write",
     "vadd_reads_past_end": "out_of_bounds_read",
     "vadd_reads_own_output": "wrong_result",
-    "vadd_clock_bit": "race_detected",
+    # The flipped low bit is 1 ulp, outside vector add's exactly-rounded bound, whether or
+    # not the clock's parity changes between runs (on an idle GPU it often does not).
+    "vadd_clock_bit": "wrong_result",
 }
 
 
@@ -106,8 +108,9 @@ def test_runtime_checks_catch_each_class(ptx, tmp_path):
     assert "reads its own output" in got["vadd_reads_own_output"].status_message
     assert got["vadd"].deterministic is True
     atomic = got["vadd_clock_bit_atomic"]
-    # differs between runs, but float atomics make that legal: judged against the bound
-    assert atomic.status != "race_detected" and atomic.deterministic is False, atomic.status_message
+    # a correct kernel with floating-point atomics passes (the suite in tests/data/adversarial_v3
+    # has a split-K GEMM whose atomics do make runs differ, judged against the bound)
+    assert atomic.status == "passed", atomic.status_message
 
 
 def test_fenced_buffers_place_ends_and_starts_on_guard_pages():

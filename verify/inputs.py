@@ -123,11 +123,19 @@ def unwritten_count(first: np.ndarray, second: Optional[np.ndarray], dtype: str,
 GUARD_FILL_BYTES = 1 << 16
 
 
-def guard_fill(seed: int, run: int, nbytes: int = GUARD_FILL_BYTES) -> np.ndarray:
+def guard_fill(seed: int, run: int, nbytes: int = GUARD_FILL_BYTES, finite: bool = False) -> np.ndarray:
     """Random guard bytes for one run of a trial (uint8): 32-bit words, a quarter each of
     random bits, zeros, f32 NaNs with random payloads and huge finite values (their 16-bit
-    halves are f16/bf16 specials of their own). Different for every ``run``."""
+    halves are f16/bf16 specials of their own). Different for every ``run``.
+
+    ``finite``: instead, 16-bit words in [0x3C00, 0x4C00), ordinary finite values as f16,
+    bf16 and (in pairs) f32. The verifier's second fill is finite so that a kernel whose
+    output turns NaN from reading the first fill gives a different output with the second:
+    two NaN-producing fills would give the same canonical NaN and hide the read."""
     rng = np.random.default_rng([int(seed) & 0xFFFFFFFFFFFFFFFF, GUARD_SALT, int(run)])
+    if finite:
+        halves = rng.integers(0x3C00, 0x4C00, (nbytes + 1) // 2, dtype=np.uint64).astype("<u2")
+        return halves.view(np.uint8)[:nbytes].copy()
     n = (nbytes + 3) // 4
     words = rng.integers(0, 1 << 32, n, dtype=np.uint64).astype(np.uint32)
     kind = rng.integers(0, 4, n)

@@ -270,9 +270,11 @@ def load_isolated(record, stream):
     buffers, spacers = {}, []
     try:
         for name, buf in specs.items():
-            spacers.append(DeviceBuffer(spacer))
+            # The driver serves small and large requests from different pools: a spacer of
+            # the buffer's own size lands beside it, a large one beside large buffers.
+            spacers += [DeviceBuffer(spacer), DeviceBuffer(max(buf.nbytes, 256))]
             buffers[name] = GuardedBuffer(buf.nbytes, 0)  # guard 0: an exactly sized plain allocation
-        spacers.append(DeviceBuffer(spacer))
+        spacers += [DeviceBuffer(spacer)] + [DeviceBuffer(max(buf.nbytes, 256)) for buf in specs.values()]
         for space in spacers:
             space.free()
         addresses = {name: b.address for name, b in buffers.items()}

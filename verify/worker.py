@@ -163,7 +163,7 @@ class _Worker:
         repeat of run 1 differs, or run 2's fill and poison alone do not change run 1), the
         poison (run 1 with poison 2 differs) or else the guard fill."""
         from .inputs import BITS_NUMPY, guard_fill, poison_words, unwritten_mask
-        fills = guard_fill(seed, 1), guard_fill(seed, 2)
+        fills = guard_fill(seed, 1), guard_fill(seed, 2, finite=True)
         out_of_bounds: list = []
 
         def run(poison: int, fill, **how) -> dict:
