@@ -208,6 +208,8 @@ def apply_verdict(row: KernelRecord, verdict: Verdict, prepared: _ProblemTrials,
     row.gpu_name, row.driver_version = gpu.get("name"), gpu.get("driver_version")
     row.provenance["verify"] = {
         "seeds": [t.seed for t in prepared.trials], "trial_kinds": [t.kind for t in prepared.trials],
+        # per trial, what each input was drawn over (integers inclusive, float magnitudes)
+        "input_ranges": [t.ranges or {} for t in prepared.trials],
         "error_bound": prepared.bound_note, "gpu": gpu.get("pci_bus_id"),
         "load": load_path, **({"load_note": load_note[:1000]} if load_note else {}),
     }
@@ -417,6 +419,8 @@ class _Run:
                 load_path = assembled.path
             new_row = apply_verdict(row, verdict, prepared, gpu, load_path,
                                     assembled.message if assembled else "")
+            if check.fences or check.notes:  # how buffers were fenced, perturbations skipped
+                new_row.provenance["verify"].update(fences=check.fences, runtime_notes=list(check.notes)[:8])
             if self.sanitizer and verdict.status not in ("jit_failed", "timeout"):
                 findings = self._sanitize(row, prepared)
                 new_row.sanitizer = json.dumps(findings, sort_keys=True)
