@@ -5,7 +5,8 @@ row, whose PTX holds one entry per kernel of the muGraph and whose launches run 
 order over the problem's buffers and the muGraph's scratch buffers.
 
 Options (``BuildOptions.extra``): ``mugraphs`` (files; default: every ``*.json`` in
-``$PTXDS_MIRAGE_DIR``, else ``../shared/mirage/saved_mugraphs`` beside the repository).
+``$PTXDS_MIRAGE_DIR``, else ``../shared/mirage/saved_mugraphs`` beside the repository,
+else the pinned files downloaded to the cache: fetch.py).
 """
 from __future__ import annotations
 
@@ -26,31 +27,22 @@ from dataset_spec.model import Arg, Buffer, KernelRecord, Launch, Problem
 from ptx_tools import CompileError, toolchain_versions
 from ptx_tools.ptx_cache import DEFAULT_FLAGS, cached_ptx
 from .cuda import module_source
+from .fetch import COMMIT, DIR_ENV, default_files, expand, shared_dir
 from .graph import MuGraph, MuGraphError, MuGraphFileError, load_file
 from dataset_spec import mugraph as mugraph_semantics
 from .operators import make_problem, recognise
 from .plan import GraphPlan, lower
 
 SOURCE = "mirage"
-DIR_ENV = "PTXDS_MIRAGE_DIR"
 UPSTREAM = {"repository": "mirage-project/mirage", "folder": "benchmark/saved_mugraphs",
-            "commit": "de8745d9", "licence": "Apache-2.0"}
+            "commit": COMMIT, "licence": "Apache-2.0"}
 LICENCE = "Apache-2.0 (Mirage muGraphs, mirage-project/mirage)"
 
 
 def default_dir() -> Path:
+    """The local folder tests read: $PTXDS_MIRAGE_DIR, else ../shared beside the repository."""
     env = os.environ.get(DIR_ENV)
-    if env:
-        return Path(env)
-    return Path(__file__).resolve().parents[2] / ".." / "shared" / "mirage" / "saved_mugraphs"
-
-
-def default_files() -> list:
-    folder = default_dir()
-    if not folder.is_dir():
-        raise FileNotFoundError(f"no muGraph folder at {folder.resolve()}; pass --mugraphs FILE... "
-                                f"or set {DIR_ENV}")
-    return sorted(folder.glob("*.json"))
+    return Path(env) if env else shared_dir()
 
 
 class MirageInputError(ValueError):
@@ -155,7 +147,7 @@ class MirageBuilder(Builder):
     def __init__(self, options: BuildOptions | None = None):
         super().__init__(options)
         files = self.options.extra.get("mugraphs")
-        self.files = [Path(f) for f in files] if files else None
+        self.files = expand(files) if files else None
 
     def work_items(self) -> list:
         files = self.files if self.files is not None else default_files()
