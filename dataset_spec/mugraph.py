@@ -20,6 +20,7 @@ import numpy as np
 AXES = ("x", "y", "z")
 FP16_SAFE = 65504.0 / 2  # largest intermediate magnitude the domain search accepts
 MIN_CHUNK = 16
+FP16_TINY = 2.0 ** -14  # smallest normal float16: u * FP16_TINY is half a subnormal step
 
 
 class MuGraphSemanticsError(ValueError):
@@ -52,7 +53,8 @@ def _rounded(x: _V, seen: list) -> _V:
     tensor's largest magnitude (inf when not finite) for the domain search."""
     with np.errstate(invalid="ignore"):
         seen.append(float(np.max(np.abs(x.v))) if np.all(np.isfinite(x.v)) else np.inf)
-    return _V(x.v, None if x.e is None else x.e + np.abs(x.v))
+    # below float16's smallest normal the rounding is absolute (half a subnormal step)
+    return _V(x.v, None if x.e is None else x.e + np.maximum(np.abs(x.v), FP16_TINY))
 
 
 def _dyadic_partials(terms: np.ndarray) -> np.ndarray:
