@@ -14,7 +14,8 @@ from dataset_spec.model import KernelRecord
 
 @dataclass
 class BuildOptions:
-    """What the user asked for: target archs, an item limit, a sampling seed, and
+    """What the user asked for: target archs, a row limit (whole work items, see
+    ``ptxds.pipeline.select_items``), a sampling seed, and
     source-specific settings in ``extra`` (e.g. ``from_dump``, ``problem_file``)."""
     archs: list = field(default_factory=lambda: ["sm_80", "sm_90a"])
     limit: Optional[int] = None
@@ -25,11 +26,13 @@ class BuildOptions:
 @dataclass
 class WorkItem:
     """One unit of build work. ``key`` is unique within the builder; ``payload`` is
-    picklable and holds whatever ``build`` needs."""
+    picklable and holds whatever ``build`` needs; ``rows`` is how many rows ``build`` will
+    return (what ``--limit`` and the progress bar count)."""
     key: str
     group_id: str
     label: str
     payload: dict = field(default_factory=dict)
+    rows: int = 1
 
 
 class Builder:
@@ -37,12 +40,19 @@ class Builder:
     name = "base"
     # Peak memory of one item's build, a scheduling hint for cluster executors (0: small).
     task_memory_bytes = 0
+    # CPU seconds one row costs to build with cold caches, for ``ptxds build --dry-run``'s
+    # estimate (each source sets what was measured on a 2-core machine; README's table).
+    cpu_seconds_per_row = 1.0
 
     def __init__(self, options: Optional[BuildOptions] = None):
         self.options = options or BuildOptions()
 
     def work_items(self) -> list:
         raise NotImplementedError
+
+    def check_output(self, out_dir) -> None:
+        """Called before building into ``out_dir`` (which may hold rows already): raise an
+        error whose one-line message names the clash when the build cannot join them."""
 
     def build(self, item: WorkItem) -> list[KernelRecord]:
         raise NotImplementedError

@@ -22,8 +22,10 @@ from pathlib import Path
 from typing import Any, Optional
 
 from builders.base import Builder, WorkItem
+from dataset_spec.documents import DocumentError, parse_document
 from dataset_spec.model import (SCALAR_DTYPES, VERIFY_STATUSES, Arg, Buffer, KernelRecord, Launch,
                                 Patch, Problem, SpecError, make_build_key)
+from dataset_spec.one_problem import check_joins, problems_in_folder
 from dataset_spec.problems import get_op
 
 SOURCE_NAME = "ptx"
@@ -125,20 +127,11 @@ def _load_cached(path: str, mtime_ns: int) -> Manifest:
 
 
 def _parse_document(text: str, suffix: str) -> dict:
-    if suffix in (".yaml", ".yml"):
-        import yaml  # only YAML manifests need it
+    if suffix in (".yaml", ".yml", ".json"):
         try:
-            data = yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            where = f"line {mark.line + 1}: " if mark else ""
-            raise _FieldError("<document>", f"{where}invalid YAML: "
-                              f"{getattr(exc, 'problem', None) or exc}") from None
-    elif suffix == ".json":
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise _FieldError("<document>", f"line {exc.lineno}: invalid JSON: {exc.msg}") from None
+            data = parse_document(text, "", suffix)
+        except DocumentError as exc:
+            raise _FieldError("<document>", f"line {exc.line}, column {exc.column}: {exc.what}") from None
     else:
         raise _FieldError("<document>", f"manifest must end in .json, .yaml or .yml, got {suffix!r}")
     _expect_mapping(data, "<document>", TOP_FIELDS, required=TOP_FIELDS)
@@ -575,12 +568,27 @@ class ManifestBuilder(Builder):
                                      arch, member.name)
                 items.append(WorkItem(key=key, group_id=manifest.group_id, label=f"{member.name} {arch}",
                                       payload={"manifest": str(manifest.path), "member": member.name,
-                                               "arch": arch}))
+                                               "arch": arch, "problem_digest": manifest.problem.digest()}))
         return items[: self.options.limit] if self.options.limit else items
+
+    def check_output(self, out_dir) -> None:
+        """Refuses to build into a folder whose rows of this group carry another problem
+        (say a second manifest with the same problem_id and another tolerance)."""
+        manifest = self.manifest()
+        clash = check_joins(manifest.group_id, manifest.problem, problems_in_folder(out_dir, manifest.group_id),
+                            f"{out_dir}")
+        if clash:
+            raise ManifestError(f"{manifest.path.name}: {clash}")
 
     def build(self, item: WorkItem) -> list:
         path = item.payload["manifest"]
         manifest = _load_cached(path, Path(path).stat().st_mtime_ns)
+        wanted = item.payload.get("problem_digest")
+        if wanted and manifest.problem.digest() != wanted:
+            # The file changed between listing and building: its rows would carry two problems.
+            raise ManifestError(f"{Path(path).name}: problem {manifest.problem.problem_id!r} changed during the build "
+                                f"(digest {wanted} when the build started, {manifest.problem.digest()} now); one "
+                                "problem per group: run the build again once the manifest is final")
         member = manifest.member(item.payload["member"])
         arch = item.payload["arch"]
         record = KernelRecord(

@@ -30,6 +30,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from dataset_spec.documents import load_document
 from dataset_spec.model import SpecError
 
 KINDS = {"gemm": ("M", "N", "K"), "rows": ("M", "N"), "elementwise": ("n",)}
@@ -105,22 +106,16 @@ def load_shape_set(spec) -> ShapeSet:
         return BUILTIN[text]
     path = Path(text)
     if not path.is_file():
+        if path.suffix.lower() in (".yaml", ".yml", ".json") or "/" in text or "\\" in text:
+            raise SpecError(f"shape file {text} not found; give an existing YAML/JSON file, or a built-in set: "
+                            f"{', '.join(BUILTIN)}")
         raise SpecError(f"unknown shape set {text!r}: use {', '.join(BUILTIN)} or a YAML/JSON file")
     return parse_shape_file(path)
 
 
 def parse_shape_file(path: Path) -> ShapeSet:
     """Read a user's shape file; every problem with it is one line naming file and entry."""
-    try:
-        raw = path.read_text()
-        if path.suffix.lower() == ".json":
-            data = json.loads(raw)
-        else:
-            import yaml
-            data = yaml.safe_load(raw)
-    except Exception as exc:  # yaml/json parse errors are multi-line; keep the first
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise SpecError(f"{path}: not valid YAML/JSON: {first}") from None
+    data = load_document(path)
     return shape_set_from_dict(data, str(path), default_name=path.stem)
 
 

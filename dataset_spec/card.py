@@ -7,10 +7,11 @@ import json
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from .labels import mutant_killed
+from .labels import mutant_class
 from .model import BUILD_STATUSES, SCHEMA_VERSION
 from .problems import OPS
-from .shards import SPLITS, read_table, shards_fingerprint, splits_present
+from .shards import SPLITS, read_split_table, read_table, shards_fingerprint, splits_present
+from .splits import crossing_hashes, moved_by_hash
 
 VERIFY_METHOD = """\
 Every group was run on a GPU by `ptxds verify`. Per trial the verifier draws the inputs
@@ -32,7 +33,9 @@ the reduction length and S_i a float64 magnitude scale of the terms behind eleme
 kernel and a 1% error never passes (`max_err_ratio` is the largest |err| / bound;
 `catches_rel_err` the smallest uniform relative error the bound catches on that group).
 Passing members are then clustered by agreement with each other (one ulp of rounding
-allowed); members outside the largest cluster get `disagrees` (`max_disagreement`).
+allowed); the cluster whose representative is nearest the float64 reference is the
+consensus, and members outside it get `disagrees` (`max_disagreement`). A group whose rows
+carry different problems is not run (`problem_mismatch`).
 `output_hash` identifies bit-identical members. Crashes, traps, JIT failures and hangs
 affect only their row. Passing rows are timed with the L2 cache flushed between samples
 (a buffer of twice its size written, then read back, so the kernel pays no write-back),
@@ -44,9 +47,43 @@ docs/verification.md in the ptxds repository.
 """
 
 
+SANITIZER_POLICY = """\
+racecheck is not run by default: it costs one compute-sanitizer process per member that
+uses shared memory (nearly every member: GEMM tiles, softmax and norm reductions), an
+estimated 1-3 s of process and context start-up plus a second JIT and a kernel slowed by
+one to two orders of magnitude, against about 0.3 s per member for the whole default
+verification, so about 5-15x slower overall. By default, races are sought through reruns
+and scheduling perturbations of every trial and through the agreement between members.
+With `ptxds verify --sanitize`, every member also runs under memcheck (each buffer its own
+exactly sized allocation, separated from the others by freed memory, so a read past an end
+is reported) and, where it uses shared memory, racecheck; the findings set the status
+(`out_of_bounds_write`, `out_of_bounds_read`, `crashed`; `race_detected` for hazards the
+group's other members lack) and are kept in the `sanitizer` column."""
+
+
+def _sanitizer_line(rows: list) -> str:
+    """Which rows ran under compute-sanitizer, from the ``sanitizer`` column."""
+    ran = raced = 0
+    for row in rows:
+        if not row.get("sanitizer"):
+            continue
+        try:
+            findings = json.loads(row["sanitizer"])
+        except ValueError:
+            continue
+        ran += 1
+        race = findings.get("racecheck") or {}
+        raced += race.get("errors") is not None and not race.get("skipped")
+    if not ran:
+        return "In this dataset no row ran under compute-sanitizer (`--sanitize` was not used)."
+    return (f"In this dataset {ran} row(s) ran under compute-sanitizer's memcheck, {raced} of them also "
+            "under racecheck (the others use no shared memory, or the tool failed; see `sanitizer`).")
+
+
 def _yaml_configs(root: Path) -> str:
     lines = ["configs:"]
-    for config, default in (("kernels", True), ("pairs", False)):
+    for config, default in (("kernels", True), ("pairs", False), ("kernels_by_shape", False),
+                            ("pairs_by_shape", False)):
         splits = splits_present(root, config)
         if not splits:
             continue
@@ -67,12 +104,11 @@ def _table(header: list, rows: list) -> str:
 
 
 def _size_table(rows: list) -> str:
-    from .shards import split_of
     counts = defaultdict(Counter)
     groups = defaultdict(set)
     for row in rows:
         key = (row["source"], row["arch"])
-        split = split_of(row["group_id"])
+        split = row["split"]
         counts[key][split] += 1
         groups[key].add(row["group_id"])
     body = [[src, arch, len(groups[(src, arch)])] + [counts[(src, arch)][s] for s in SPLITS]
@@ -192,17 +228,23 @@ def _plots_section(root: Path) -> list:
 LABELS_TEXT = """\
 How each pair's label was obtained (`label_source`): `verified` labels come from
 `ptxds verify` on a GPU (two members that both passed are equivalent; a passing member and
-one proven wrong are not); `constructed` labels pair passing members of two groups with the
-same buffers but different functions. Pairs with a `mutation` involve a mutant made by
-`ptxds rewrite`: a killed mutant (proven different by the verifier) is a verified negative;
-a surviving mutant (it passed every trial) stays labelled equivalent, also `verified`."""
+one proven wrong are not, and the negative's `witness` names the element where they
+differ); `constructed` labels pair passing members of two groups with the same buffers but
+different functions. Pairs with a `mutation` involve a mutant made by `ptxds rewrite`: a
+killed mutant (proven different by the verifier) is a verified negative; a surviving mutant
+(it passed every trial) is `label_source="survived"` with `equivalent` null, not a
+positive: passing the trials does not make a mutated program equivalent (a dropped
+barrier that did not race here is still a data race). A mutant is a positive only when
+shown equivalent for its problem (`equivalent` below)."""
 
 
 def _labels_section(pairs: list, rows: list) -> list:
     if not pairs:
         return []
-    counts = Counter((p["label_source"], "equivalent" if p["equivalent"] else "different",
-                      "mutant" if p["mutation"] else "-") for p in pairs)
+
+    def label(value):
+        return "unknown" if value is None else "equivalent" if value else "different"
+    counts = Counter((p["label_source"], label(p["equivalent"]), "mutant" if p["mutation"] else "-") for p in pairs)
     parts = ["## Labels", "", LABELS_TEXT, "",
              _table(["label_source", "label", "mutant pair", "pairs"], [[*k, n] for k, n in sorted(counts.items())])]
     mutants = Counter()
@@ -210,15 +252,72 @@ def _labels_section(pairs: list, rows: list) -> list:
     for row in rows:
         variant = json.loads(row["variant"] or "{}")
         if variant.get("mutation") and row["status"] not in BUILD_STATUSES:
-            killed = mutant_killed(row["status"], row["sanitizer"], sanitizer_of.get(variant.get("base")),
-                                   variant.get("base") in sanitizer_of)
-            mutants[(variant["mutation"], "killed" if killed else "survived")] += 1
+            kind = mutant_class(row["status"], row["sanitizer"], sanitizer_of.get(variant.get("base")),
+                                variant.get("base") in sanitizer_of)
+            if kind:
+                mutants[(variant["mutation"], kind)] += 1
     if mutants:
         operators = sorted({op for op, _ in mutants})
-        parts += ["", "Mutants by operator (killed: the verifier proved the mutant different):", "",
-                  _table(["operator", "killed", "survived"],
-                         [[op, mutants[(op, "killed")], mutants[(op, "survived")]] for op in operators])]
+        parts += ["", "Mutants by operator (killed: proven different; survived: passed every trial, "
+                  "label unknown; equivalent: shown equivalent for the problem):", "",
+                  _table(["operator", "killed", "survived", "equivalent"],
+                         [[op, mutants[(op, "killed")], mutants[(op, "survived")], mutants[(op, "equivalent")]]
+                          for op in operators])]
     return parts + [""]
+
+
+SPLITS_TEXT = """\
+Two configs split the same rows two ways.
+
+- `kernels` / `pairs` (default): split by *function*: the op, the buffers' names, dtypes,
+  roles and ranks, and the parameters other than sizes (layouts, alpha, beta, eps,
+  accumulator). Every size, arch and source of a function is in one split (80/10/10 by
+  a hash of the function). A PTX text that serves two functions (CUTLASS compiles one PTX
+  for any alpha/beta) would still cross: all its rows then go to the split of its first
+  row, rows ordered by (group_id, build_key); {moved} rows were moved so, and
+  {crossing} normalised `ptx_hash` values are in more than one split. Pairs follow
+  their rows: a pair whose rows sit in two splits is not made.
+- `kernels_by_shape` / `pairs_by_shape`: held-out sizes. For each function with at least
+  three sizes, the largest size (most output elements, then most elements over all
+  buffers, then the size's text) is `test`; one other size, chosen by a seeded hash
+  (seed 0) of function and size, is `validation`; the rest are `train`. Functions with
+  fewer than three sizes are all in `train`. Here the same PTX does sit on both sides
+  (a kernel compiled once serves every size): the question is the unseen size."""
+
+HOW_TO_USE = """\
+## How to use this dataset
+
+| research question | config | split to evaluate on |
+|---|---|---|
+| Are two PTX programs equivalent? (classifier) | `pairs` | `test`: functions never seen in training, no PTX text shared with `train` |
+| How fast is a kernel? (performance model) | `kernels` (rows with `time_us_median`) | `test`: unseen functions |
+| Does a model generalise to an unseen problem size? | `kernels_by_shape`, `pairs_by_shape` | `test`: each function's largest size |
+| Which kernel of a group is fastest? (learned compiler, autotuner) | `kernels`, grouped by `group_id` | `test` |
+| Does a generated kernel compute the function? (kernel generation) | `kernels` (problem, launches, reference) | any: run the verifier on the new PTX |
+
+How labels were obtained: every member was run on a GPU against a float64 reference with
+a per-element error bound, one trial per input kind (`trial_errors` lists each trial's
+kind, seed and errors), and members that pass were compared with each other. Known
+limits: passing is evidence on these trials, not a proof of equivalence on every input;
+`constructed` negatives differ by construction, not by a run; surviving mutants have no
+label; a negative's `witness` holds the element it differs at, with the wrong member's
+value, the reference and the consensus member's value (other members' outputs are not
+kept); rows of one function at several sizes share PTX.
+
+Re-threshold with your own tolerance, per trial kind, and iterate pairs:
+
+```python
+from datasets import load_dataset
+kernels = load_dataset({root!r}, "kernels", split="train")
+# passed the normal and uniform trials within 4 output ulps
+def tight(row):
+    return all(t["max_ulp_err"] <= 4 for t in row["trial_errors"] or [] if t["kind"] in ("normal", "uniform"))
+ok = {{r["kernel_id"] for r in kernels.filter(tight)}}
+pairs = load_dataset({root!r}, "pairs", split="train").filter(lambda p: p["equivalent"] is not None)
+for p in pairs.filter(lambda p: p["kernel_a"] in ok):
+    print(p["kernel_a"], p["kernel_b"], p["equivalent"], (p["witness"] or {{}}).get("flat_index"))
+```
+"""
 
 
 def write_card(root, title: str = "PTX equivalence groups") -> Path:
@@ -227,9 +326,10 @@ def write_card(root, title: str = "PTX equivalence groups") -> Path:
     columns = ["group_id", "source", "arch", "status", "provenance", "toolchain",
                "name", "time_us_median", "op", "problem", "catches_rel_err", "time_method", "variant",
                "kernel_id", "sanitizer"]
-    rows = read_table(root, "kernels", columns=columns).to_pylist()
+    rows = read_split_table(root, "kernels", columns=columns + ["ptx_hash", "build_key"]).to_pylist()
     verified = any(r["status"] not in BUILD_STATUSES for r in rows)
     pairs = read_table(root, "pairs", columns=["equivalent", "label_source", "mutation"]).to_pylist()
+    splits = [r["split"] for r in rows]
     pair_count = len(pairs)
     parts = [
         "---", "license: other", f"pretty_name: {title}",
@@ -244,8 +344,9 @@ def write_card(root, title: str = "PTX equivalence groups") -> Path:
         "", f"Schema version {SCHEMA_VERSION}. {len(rows)} kernel rows in "
         f"{len({r['group_id'] for r in rows})} groups; {pair_count} pair rows.", "",
         "## Size", "", _size_table(rows), "", "## Status", "", _status_table(rows), "",
-        "Splits are assigned by hashing `group_id` (80/10/10), so no group is on two sides.",
-        "", "## How to load", "", "```python", "from datasets import load_dataset",
+        "## Splits", "", SPLITS_TEXT.format(moved=moved_by_hash(rows, splits),
+                                          crossing=len(crossing_hashes(rows, splits))),
+        "", HOW_TO_USE.format(root=str(root)), "## How to load", "", "```python", "from datasets import load_dataset",
         f"kernels = load_dataset({str(root)!r}, 'kernels')",
         "row = kernels['train'][0]",
         "print(row['name'], row['launches'][0]['grid'], row['launches'][0]['args'])",
@@ -256,7 +357,8 @@ def write_card(root, title: str = "PTX equivalence groups") -> Path:
         "## Provenance and licences", "", _provenance(rows), "",
     ]
     if verified:
-        parts += ["## Verification", "", VERIFY_METHOD, "", "### Sensitivity of the error bound", "",
+        parts += ["## Verification", "", VERIFY_METHOD, "", "### Sanitizers", "", SANITIZER_POLICY, "",
+                  _sanitizer_line(rows), "", "### Sensitivity of the error bound", "",
                   _sensitivity_table(rows), "", f"Timing methods: {_timing_methods(rows)}.", "",
                   "### Results", "", _results_table(rows), ""]
     parts += _labels_section(pairs, rows)

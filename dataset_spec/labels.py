@@ -10,6 +10,13 @@ KILLED_STATUSES = ("wrong_result", "unwritten_output", "out_of_bounds_write", "m
                    "disagrees", "crashed", "launch_failed", "timeout", "out_of_bounds_read", "race_detected")
 
 
+# Outcomes that show a mutant equivalent *for its problem* (e.g. the mutated instruction never
+# executes at this size). No verifier status says so yet; a mutant that merely passed every
+# trial is "survived", not equivalent: a dropped barrier that did not race is still a race.
+SHOWN_EQUIVALENT_STATUSES = ("unexercised",)
+MUTANT_CLASSES = ("killed", "survived", "equivalent")
+
+
 def race_hazards(sanitizer: Optional[str]) -> Optional[int]:
     """racecheck's hazard count from a ``sanitizer`` column value; None when it did not run."""
     if not sanitizer:
@@ -19,9 +26,24 @@ def race_hazards(sanitizer: Optional[str]) -> Optional[int]:
 
 def mutant_killed(status: str, sanitizer: Optional[str], base_sanitizer: Optional[str],
                   base_known: bool = True) -> bool:
-    """The verifier proved the mutant different: a failing status, or a pass with racecheck
-    hazards that its base (found, and race-checked) does not have."""
+    """The verifier proved the mutant different: a failing status (``race_detected`` where
+    ``ptxds verify --sanitize`` already held a hazard its group lacks against it), or, for rows
+    verified before sanitizer findings set the status, a pass with racecheck hazards that its
+    base (found, and race-checked) does not have."""
     if status in KILLED_STATUSES:
         return True
     return (status == "passed" and (race_hazards(sanitizer) or 0) > 0
             and base_known and race_hazards(base_sanitizer) == 0)
+
+
+def mutant_class(status: str, sanitizer: Optional[str], base_sanitizer: Optional[str],
+                 base_known: bool = True) -> Optional[str]:
+    """killed, equivalent (shown so for the problem), survived (passed, nothing proven), or
+    None when the mutant has no verdict yet (not run)."""
+    if mutant_killed(status, sanitizer, base_sanitizer, base_known):
+        return "killed"
+    if status in SHOWN_EQUIVALENT_STATUSES:
+        return "equivalent"
+    if status == "passed":
+        return "survived"
+    return None

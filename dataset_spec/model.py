@@ -13,7 +13,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-SCHEMA_VERSION = 3  # 3: pairs.mutation; older shards read it as null
+# 3: pairs.mutation; 4: kernels.trial_errors and witness, pairs.witness, equivalent null for
+# surviving mutants. Older shards read the new columns as null.
+SCHEMA_VERSION = 4
 
 DTYPES = {
     # name: (bytes per element, kind)
@@ -42,8 +44,9 @@ VERIFY_STATUSES = (
     "problem_mismatch",
 )
 # The float input kinds trials cycle through by default (see verify/inputs.py):
-# normal and non-integer uniform draws, wide magnitudes with random sign, and edge values.
-DEFAULT_TRIAL_KINDS = ("normal", "uniform", "wide", "edge")
+# normal and non-integer uniform draws, wide magnitudes with random sign, edge values, and
+# each op's stress inputs (dataset_spec/stress.py: where its classic bugs live).
+DEFAULT_TRIAL_KINDS = ("normal", "uniform", "wide", "edge", "stress")
 DISTRIBUTION_KINDS = ("normal", "uniform", "randint", "zeros", "ones", "arange", "constant")
 
 
@@ -354,6 +357,10 @@ class KernelRecord:
     gpu_name: Optional[str] = None
     sm_clock_mhz: Optional[int] = None
     driver_version: Optional[str] = None
+    # per trial: {trial, kind, seed, max_abs_err, max_rel_err, max_ulp_err, max_err_ratio, n_bad, n_total}
+    trial_errors: Optional[list] = None
+    # a verified-wrong member's first differing element (schema.WITNESS), None otherwise
+    witness: Optional[dict] = None
 
     def __post_init__(self):
         if isinstance(self.problem, dict):
@@ -390,14 +397,16 @@ class KernelRecord:
 
 @dataclass
 class Pair:
-    """One row of the ``pairs`` config."""
+    """One row of the ``pairs`` config. ``equivalent`` is None for a surviving mutant
+    (``label_source="survived"``): it passed every trial, which does not prove it equivalent."""
     kernel_a: str
     kernel_b: str
-    equivalent: bool
-    label_source: str  # "verified" or "constructed"
+    equivalent: Optional[bool]
+    label_source: str  # "verified", "constructed" or "survived"
     group_a: str = ""
     group_b: str = ""
     mutation: Optional[str] = None  # the mutation operator when one side is a mutant
+    witness: Optional[dict] = None  # a verified negative: where the wrong member differs
 
 
 def make_build_key(source: str, group_id: str, variant: dict, arch: str, name: str = "") -> str:

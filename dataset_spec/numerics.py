@@ -1,10 +1,12 @@
 """Floating-point facts per storage dtype and the verifier's per-element error bound.
 
-The bound for output element i of a problem (documented in docs/verification.md):
+The bound for output element i of a problem (the error model is docs/verification.md):
 
     |out_i - ref_i| <= r * u_out * |ref_i|
-                       + (2 * u_in + C_ACC * sqrt(n) * u_acc) * S_i * (1 + u_out)
+                       + ((2 * u_in + acc(n)) * S_i + u_acc * P_i) * (1 + u_out)
                        + sub_out + n * tiny_acc
+
+    acc(n) = min(gamma(n), C_ACC * sqrt(n) * u_acc),  gamma(n) = n u_acc / (1 - n u_acc)
 
 ``u_out``: unit roundoff of the output's storage dtype, ``r`` the roundings to it (1: the
 store's round-to-nearest; params.output_roundings); ``u_in``:
@@ -16,7 +18,13 @@ that produced element i (``|A| @ |B|`` for a GEMM, ``|x| + |y|`` for an add), so
 cancellation in ``ref_i`` never makes a correct kernel fail; ``sub_out``: the output
 dtype's smallest subnormal (rounding in the subnormal range is absolute, not relative);
 ``tiny_acc``: the accumulator's smallest normal, covering flush-to-zero of subnormal
-intermediates in float32 arithmetic (``.ftz``), once per reduction step.
+intermediates in float32 arithmetic (``.ftz``), once per reduction step; ``P_i``: the op's
+pointwise scale, the magnitudes a fixed number of roundings carry to element i whatever
+``n`` is (a GEMM's alpha/beta epilogue, exp's argument in a softmax), each counted once.
+
+``gamma(n)`` is the worst case of any order of n roundings (Higham, Accuracy and
+Stability, 3.1); ``C_ACC sqrt(n) u_acc`` the probabilistic one of a random walk. The
+smaller of the two is taken per n: below n = C_ACC^2 the worst case is the smaller.
 """
 from __future__ import annotations
 
@@ -28,6 +36,14 @@ import numpy as np
 from . import fp8
 
 C_ACC = 2.0  # margin on the accumulation term: about 6 standard deviations of a random-walk sum
+
+
+def accumulation_coefficient(n: int, u_acc: float) -> float:
+    """acc(n): the relative error of an n-term float reduction in any order, the smaller of
+    the worst case gamma(n) and the probabilistic C_ACC sqrt(n) u_acc."""
+    n = max(1, int(n))
+    worst = n * u_acc / (1.0 - n * u_acc) if n * u_acc < 0.5 else math.inf
+    return min(worst, C_ACC * math.sqrt(n) * u_acc)
 
 
 @dataclass(frozen=True)
@@ -79,25 +95,32 @@ class BoundTerms:
 
     @property
     def scale_coefficient(self) -> float:
-        return (2.0 * self.u_in + C_ACC * math.sqrt(max(1, self.n)) * self.u_acc) * (1.0 + self.u_out)
+        return (2.0 * self.u_in + accumulation_coefficient(self.n, self.u_acc)) * (1.0 + self.u_out)
+
+    @property
+    def pointwise_coefficient(self) -> float:
+        return self.u_acc * (1.0 + self.u_out)
 
     @property
     def floor(self) -> float:
         return self.sub_out + max(1, self.n) * self.tiny_acc
 
-    def bound(self, reference: np.ndarray, scale: np.ndarray) -> np.ndarray:
-        """Per-element bound (float64) for a float64 reference and magnitude scale; 0 where
-        the reference is not finite."""
+    def bound(self, reference: np.ndarray, scale: np.ndarray, pointwise=None) -> np.ndarray:
+        """Per-element bound (float64) for a float64 reference, magnitude scale S and
+        pointwise scale P (None: 0); 0 where the reference is not finite."""
         reference = np.asarray(reference, dtype=np.float64)
         scale = np.abs(np.asarray(scale, dtype=np.float64))
         with np.errstate(invalid="ignore", over="ignore"):
             out = self.u_out * np.abs(reference) + self.scale_coefficient * scale + self.floor
+            if pointwise is not None:
+                out = out + self.pointwise_coefficient * np.abs(np.asarray(pointwise, dtype=np.float64))
         # a non-finite reference element must be matched exactly: no allowance there
         return np.where(np.isfinite(reference), np.where(np.isfinite(out), out, np.inf), 0.0)
 
     def describe(self) -> str:
         return (f"u_out={self.u_out:.3g} u_in={self.u_in:.3g} u_acc={self.u_acc:.3g} n={self.n} "
-                f"(S coefficient {self.scale_coefficient:.3g}, floor {self.floor:.3g})")
+                f"(S coefficient {self.scale_coefficient:.3g}, P coefficient {self.pointwise_coefficient:.3g}, "
+                f"floor {self.floor:.3g})")
 
 
 def bound_terms(out_dtype: str, reduction_length: int, accumulator: str = "", math_input: str = "",

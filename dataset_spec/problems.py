@@ -4,7 +4,9 @@ Each op maps the group's float64 inputs to the float64 value every out/inout buf
 hold (``reference``), gives the float64 magnitude scale ``S`` of the terms that produced
 each output element (``error_scale``; ``numerics.BoundTerms`` turns it into a per-element
 bound), the reduction length, and the magnitudes its inputs may take without overflow or
-harmful underflow (``input_range``, used by the ``wide`` and ``edge`` trial kinds).
+harmful underflow (``input_range``, used by the ``wide``, ``edge`` and ``stress`` trial
+kinds), the inputs where its classic bugs live (``stress``, dataset_spec/stress.py) and
+the range its integer inputs may take (``integer_range``).
 ``problem.tolerance`` (atol/rtol) replaces the bound with ``atol + rtol * |ref|``;
 ``problem.params["input_range"]`` ({buffer: [lo, hi]}) narrows or widens the domain.
 """
@@ -33,10 +35,16 @@ class OpSpec:
     ``input_range(problem, buffer) -> (lo, hi)``: smallest and largest magnitude the
     ``wide``/``edge`` trials may give a float input buffer (None: DEFAULT_INPUT_RANGE).
     ``scale_text``: S as a formula, for the docs and the dataset card.
-    ``integer_range(problem, buffer) -> (low, high)``: for ops over integer inputs (sequence
-    letters, indices), the values an integer input buffer takes, ``high`` exclusive; trials
-    then draw those buffers over it (verify/inputs.py). None: integer buffers keep their
-    ``init`` distribution.
+    ``integer_range(problem, buffer) -> (low, high) | None``: the values an integer input
+    buffer takes, ``high`` exclusive (sequence letters; a GEMM's operands over their dtype's
+    full range, narrowed only where the int32 accumulator could overflow); trials draw those
+    buffers over it in every kind (verify/inputs.py). None: the buffer keeps its ``init``.
+    ``pointwise_scale(inputs, problem, reference) -> {out name: P}``: magnitudes carried by
+    a fixed number of roundings whatever the reduction length (epilogues, exp's argument),
+    each counted once (None: no such term).
+    ``stress(problem, buffer, context, previous) -> float64 array | None``: the buffer's
+    stress-trial values (``previous``: the float64 values of the buffers drawn before it);
+    None falls back to the generic in-domain row patterns (stress.GENERIC).
     """
     name: str
     reference: Callable  # (inputs: dict[str, ndarray float64], problem) -> dict[str, ndarray]
@@ -46,6 +54,9 @@ class OpSpec:
     input_range: Optional[Callable] = None
     scale_text: str = "|ref|"
     integer_range: Optional[Callable] = None
+    pointwise_scale: Optional[Callable] = None
+    stress: Optional[Callable] = None
+    pointwise_text: str = "0"
 
     def bound_terms(self, problem: Problem, dtype: str) -> BoundTerms:
         p = problem.params
@@ -68,9 +79,17 @@ class OpSpec:
         return {k: np.abs(np.asarray(v, dtype=np.float64)).reshape(np.shape(reference[k]))
                 for k, v in scale.items()}
 
+    def pointwise_scales(self, inputs: dict, problem: Problem, reference: dict) -> dict:
+        if self.pointwise_scale is None:
+            return {}
+        with np.errstate(invalid="ignore", over="ignore"):
+            scale = self.pointwise_scale(inputs, problem, reference)
+        return {k: np.abs(np.asarray(v, dtype=np.float64)).reshape(np.shape(reference[k]))
+                for k, v in scale.items()}
+
     def bounds(self, inputs: dict, problem: Problem, reference: dict) -> dict:
         """{out name: per-element error bound} for one trial (float64 arrays)."""
-        scales = None
+        scales = pointwise = None
         out = {}
         for name, ref in reference.items():
             dtype = problem.buffer(name).dtype
@@ -80,12 +99,26 @@ class OpSpec:
                 out[name] = fixed[0] + fixed[1] * np.abs(np.where(np.isfinite(ref), ref, 0.0))
                 continue
             if scales is None:
-                scales = self.scales(inputs, problem, reference)
-            out[name] = self.bound_terms(problem, dtype).bound(ref, scales[name])
+                with np.errstate(invalid="ignore", over="ignore"):
+                    scales = self.scales(inputs, problem, reference)
+                pointwise = self.pointwise_scales(inputs, problem, reference)
+            out[name] = self.bound_terms(problem, dtype).bound(ref, scales[name], pointwise.get(name))
         return out
 
+    def stress_values(self, problem: Problem, buffer, rng: np.random.Generator, domain: tuple,
+                      previous: dict) -> np.ndarray:
+        """A float input buffer's values for a stress trial (see dataset_spec/stress.py)."""
+        from . import stress
+        mean, std = init_moments(buffer)
+        context = stress.StressContext(rng, mean, std, domain[0], domain[1], buffer.dtype,
+                                       float(problem.params.get("eps", 1e-5)))
+        values = self.stress(problem, buffer, context, previous) if self.stress is not None else None
+        if values is None:
+            values = stress.row_stress(stress.GENERIC, buffer.shape, context)
+        return np.asarray(values, dtype=np.float64).reshape(buffer.shape)
+
     def domain(self, problem: Problem, buffer_name: str) -> tuple:
-        """(lo, hi) magnitudes for a float input buffer under wide/edge trials."""
+        """(lo, hi) magnitudes for a float input buffer under wide/edge/stress trials."""
         override = (problem.params.get("input_range") or {}).get(buffer_name)
         if override is not None:
             lo, hi = (float(v) for v in override)
@@ -100,6 +133,20 @@ class OpSpec:
         if not 0 < lo <= hi:
             raise SpecError(f"problem {problem.problem_id}: input range of {buffer_name} is empty ({lo}, {hi})")
         return lo, hi
+
+
+def init_moments(buffer) -> tuple:
+    """(mean, std) of a float buffer's ``init`` distribution ((0, 1) when it has none)."""
+    dist = buffer.init
+    if dist is None:
+        return 0.0, 1.0
+    p = dist.params
+    if dist.kind == "uniform":
+        low, high = float(p.get("low", -1.0)), float(p.get("high", 1.0))
+        return (low + high) / 2, (high - low) / math.sqrt(12)
+    if dist.kind == "normal":
+        return float(p.get("mean", 0.0)), float(p.get("std", 1.0))
+    return 0.0, 1.0
 
 
 # Ops that declare no domain (custom references) get 20 binades around 1.
@@ -132,7 +179,8 @@ def _shaped(problem: Problem, name: str, array: np.ndarray) -> np.ndarray:
 
 def ref_vector_add(inputs, problem):
     x, y = _inputs_of(problem, inputs, "x", "y")
-    return {_out_name(problem): x + y}
+    with np.errstate(invalid="ignore"):  # inf + -inf is NaN, as in IEEE
+        return {_out_name(problem): x + y}
 
 
 def ref_square(inputs, problem):
@@ -143,8 +191,9 @@ def ref_square(inputs, problem):
 def ref_softmax(inputs, problem):
     (x,) = _inputs_of(problem, inputs, "x")
     x = x.reshape(-1, x.shape[-1])
-    e = np.exp(x - x.max(axis=-1, keepdims=True))
-    out = e / e.sum(axis=-1, keepdims=True)
+    with np.errstate(invalid="ignore"):  # NaN rows (stress trials) stay NaN
+        e = np.exp(x - x.max(axis=-1, keepdims=True))
+        out = e / e.sum(axis=-1, keepdims=True)
     return {_out_name(problem): _shaped(problem, _out_name(problem), out)}
 
 
@@ -157,7 +206,8 @@ def ref_rmsnorm(inputs, problem):
     x, w = _inputs_of(problem, inputs, "x", "w")
     eps = float(problem.params.get("eps", 1e-6))
     x2 = _rows(x, problem)
-    out = x2 / np.sqrt((x2 * x2).mean(axis=-1, keepdims=True) + eps) * w.reshape(1, -1)
+    with np.errstate(invalid="ignore"):
+        out = x2 / np.sqrt((x2 * x2).mean(axis=-1, keepdims=True) + eps) * w.reshape(1, -1)
     return {_out_name(problem): _shaped(problem, _out_name(problem), out)}
 
 
@@ -165,9 +215,10 @@ def ref_layernorm(inputs, problem):
     x, w, b = _inputs_of(problem, inputs, "x", "w", "b")
     eps = float(problem.params.get("eps", 1e-5))
     x2 = _rows(x, problem)
-    mean = x2.mean(axis=-1, keepdims=True)
-    var = ((x2 - mean) ** 2).mean(axis=-1, keepdims=True)
-    out = (x2 - mean) / np.sqrt(var + eps) * w.reshape(1, -1) + b.reshape(1, -1)
+    with np.errstate(invalid="ignore"):
+        mean = x2.mean(axis=-1, keepdims=True)
+        var = ((x2 - mean) ** 2).mean(axis=-1, keepdims=True)
+        out = (x2 - mean) / np.sqrt(var + eps) * w.reshape(1, -1) + b.reshape(1, -1)
     return {_out_name(problem): _shaped(problem, _out_name(problem), out)}
 
 
@@ -244,22 +295,93 @@ def on_magnitudes(reference):
 
 
 def scale_vector_add(inputs, problem):
-    x, y = _inputs_of(problem, inputs, "x", "y")
-    return {_out_name(problem): np.abs(x) + np.abs(y)}
+    """An IEEE add is exactly rounded (out = (x + y)(1 + d), |d| <= u): no term scales
+    with |x| + |y|, so cancellation earns no allowance."""
+    out = _out_name(problem)
+    return {out: np.zeros(problem.buffer(out).shape)}
+
+
+def pointwise_vector_add(inputs, problem, reference):
+    """A float32 add rounded again to a narrower output (double rounding): u_acc |ref|."""
+    out = _out_name(problem)
+    narrower = problem.buffer(out).dtype not in ("float32", "float64")
+    return {out: np.abs(reference[out]) * (1.0 if narrower else 0.0)}
+
+
+# Roundings of exp's argument, relative to |x_i - max| (x - max, the product with log2(e),
+# log2(e)'s own float32 rounding, one spare), and the fixed roundings of out_i (exp's own
+# error of up to 2 ulp for e_i and for the normaliser's weighted mean, the division or
+# reciprocal and product, one spare).
+SOFTMAX_ARGUMENT_ROUNDINGS = 4
+SOFTMAX_FIXED_ROUNDINGS = 6
+
+
+def _softmax_parts(problem, x):
+    x = x.reshape(-1, x.shape[-1])
+    with np.errstate(over="ignore", invalid="ignore"):
+        dist = x.max(axis=-1, keepdims=True) - x
+        e = np.exp(-dist)
+        out = e / e.sum(axis=-1, keepdims=True)
+        weighted = np.where(out > 0, out * dist, 0.0)
+    return out, np.where(out > 0, dist, 0.0), weighted.sum(axis=-1, keepdims=True)
 
 
 def scale_softmax(inputs, problem):
-    """exp's argument carries a roundoff relative to |x_i - max|, which exp turns into a
-    relative error of out_i; the normaliser sums such errors of every term."""
+    """The normaliser's n-term sum, and with online softmax up to n rescalings of it, each
+    a relative error of out_i: S = 2 out_i."""
     (x,) = _inputs_of(problem, inputs, "x")
-    x = x.reshape(-1, x.shape[-1])
-    dist = x.max(axis=-1, keepdims=True) - x
+    out, _, _ = _softmax_parts(problem, x)
+    return {_out_name(problem): _shaped(problem, _out_name(problem), 2.0 * np.nan_to_num(out))}
+
+
+def pointwise_softmax(inputs, problem, reference):
+    """exp turns its argument's roundoff (relative to |x_i - max|) into a relative error of
+    e_i; the normaliser carries the out-weighted mean of those. Not multiplied by any
+    accumulation margin: a few roundings, whatever the row length."""
+    (x,) = _inputs_of(problem, inputs, "x")
+    out, dist, spread = _softmax_parts(problem, x)
     with np.errstate(over="ignore", invalid="ignore"):
-        e = np.exp(-dist)
-        out = e / e.sum(axis=-1, keepdims=True)
-        spread = np.where(out > 0, out * dist, 0.0)
-        scale = out * (1.0 + dist + spread.sum(axis=-1, keepdims=True))
+        scale = out * (SOFTMAX_ARGUMENT_ROUNDINGS * (dist + spread) + SOFTMAX_FIXED_ROUNDINGS)
     return {_out_name(problem): _shaped(problem, _out_name(problem), np.nan_to_num(scale, posinf=np.inf))}
+
+
+# A norm's fixed roundings of out_i: the mean's division, + eps, (r)sqrt (up to 2 ulp), the
+# products with rstd and w (and + b), one spare.
+NORM_FIXED_ROUNDINGS = 6
+
+
+def pointwise_rmsnorm(inputs, problem, reference):
+    out = _out_name(problem)
+    return {out: NORM_FIXED_ROUNDINGS * np.abs(reference[out])}
+
+
+def pointwise_layernorm(inputs, problem, reference):
+    out = _out_name(problem)
+    return {out: NORM_FIXED_ROUNDINGS * scale_layernorm(inputs, problem)[out]}
+
+
+def gemm_epilogue_roundings(problem: Problem) -> int:
+    """float32 roundings of the epilogue on one term: alpha's and beta's own rounding to
+    float32, the products alpha * acc and beta * C, and the add; 0 for D = A @ B."""
+    p = problem.params
+    alpha, beta = float(p.get("alpha", 1.0)), float(p.get("beta", 0.0))
+    def own(value):  # 1 when the float32 parameter is not the exact value
+        return int(float(np.float32(value)) != value)
+    alpha_term = own(alpha) + int(alpha != 1.0)
+    beta_term = own(beta) + int(beta not in (0.0, 1.0))
+    return max(alpha_term, beta_term) + int(beta != 0.0)
+
+
+def pointwise_gemm(inputs, problem, reference):
+    count = gemm_epilogue_roundings(problem)
+    if count == 0:
+        return {}
+    return {k: count * v for k, v in scale_gemm(inputs, problem).items()}
+
+
+def pointwise_conv(inputs, problem, reference):
+    """The bias add after the C R S products."""
+    return scale_conv2d_bias_relu(inputs, problem)
 
 
 def scale_layernorm(inputs, problem):
@@ -324,6 +446,103 @@ def range_gemm(problem, buffer):
     if narrow is not None:  # operands rounded to float16/bfloat16 before the multiply
         lo, hi = max(lo, narrow.tiny), min(hi, math.sqrt(narrow.max_finite) / 2)
     return lo, hi
+
+
+# ---- stress inputs (dataset_spec/stress.py) --------------------------------------------
+
+def stress_vector_add(problem, buffer, context, previous):
+    from .stress import vector_add_stress
+    return vector_add_stress(buffer.name, buffer.shape, context, previous)
+
+
+def stress_square(problem, buffer, context, previous):
+    from .stress import square_stress
+    return square_stress(buffer.shape, context)
+
+
+def stress_rows(patterns_name: str, buffers=("x",)):
+    """Row patterns along the last axis for the named buffers (others: their init)."""
+    def stress(problem, buffer, context, previous):
+        from . import stress as st
+        if buffer.name not in buffers:
+            return st.row_stress((st.p_normal,), buffer.shape, context)
+        return st.row_stress(getattr(st, patterns_name), buffer.shape, context)
+    return stress
+
+
+def stress_gemm(problem, buffer, context, previous):
+    """A's rows and B's columns along K (in their stored layouts); C keeps its init."""
+    from . import stress as st
+    p = problem.params
+    if buffer.name == "A":
+        axis = -1 if p.get("layout_a", "row") == "row" else 0
+        patterns = st.GEMM_A if is_float_dtype(buffer.dtype) else st.PRODUCTS
+        return st.row_stress(patterns, buffer.shape, context, axis)
+    if buffer.name == "B":
+        axis = 0 if p.get("layout_b", "row") == "row" else -1
+        return st.row_stress(st.GEMM_B, buffer.shape, context, axis)
+    return st.row_stress((st.p_normal,), buffer.shape, context)
+
+
+def stress_batch_matmul(problem, buffer, context, previous):
+    from . import stress as st
+    if buffer.name == "A":
+        return st.row_stress(st.GEMM_A, buffer.shape, context, -1)
+    return st.row_stress(st.GEMM_B, buffer.shape, context, -2)
+
+
+def stress_conv(problem, buffer, context, previous):
+    """Filters tail-heavy, alternating or wide along their C R S reduction; X likewise
+    along its rows. No NaN: relu(NaN) is max(NaN, 0), which IEEE maxNum makes 0."""
+    from . import stress as st
+    shape = tuple(buffer.shape)
+    if buffer.name == "W":
+        flat = st.row_stress(st.PRODUCTS, (shape[0], int(np.prod(shape[1:]))), context)
+        return flat.reshape(shape)
+    if buffer.name == "X":
+        return st.row_stress(st.PRODUCTS, shape, context)
+    return st.row_stress((st.p_normal,), shape, context)
+
+
+def is_float_dtype(dtype: str) -> bool:
+    return dtype in FORMATS
+
+
+# ---- integer ranges ------------------------------------------------------------------
+
+INT32_LIMIT = 2 ** 31  # the accumulator of integer products and sums
+
+
+def _dtype_range(dtype: str) -> tuple:
+    info = np.iinfo(np.dtype(f"{DTYPES[dtype][1]}{DTYPES[dtype][0]}"))
+    return int(info.min), int(info.max) + 1
+
+
+def range_int_products(*operands: str):
+    """Full dtype range for the named operands of an n-term integer sum of products,
+    narrowed only where n max|a| max|b| could reach 2^31 (the int32 accumulator)."""
+    def integer_range(problem, buffer):
+        if buffer.name not in operands:
+            return None
+        low, high = _dtype_range(buffer.dtype)
+        n = max(1, int(get_op(problem.op).reduction_length(problem)))
+        others = [max(abs(a), abs(b - 1)) for a, b in
+                  (_dtype_range(problem.buffer(name).dtype) for name in operands if name != buffer.name)]
+        other = max(others) if others else 1
+        cap = max(1, (INT32_LIMIT - 1) // (n * max(1, other)))
+        return max(low, -cap), min(high, cap + 1)
+    return integer_range
+
+
+def range_int_sum(problem, buffer):
+    """Addends whose n-term sum stays inside the output's integer range."""
+    out = problem.buffer(_out_name(problem)).dtype
+    if out not in DTYPES or DTYPES[out][1] not in ("i", "u") or buffer.dtype in FORMATS:
+        return None
+    low, high = _dtype_range(buffer.dtype)
+    out_low, out_high = _dtype_range(out)
+    n = max(1, int(get_op(problem.op).reduction_length(problem))) * (2 if problem.op == "vector_add" else 1)
+    return max(low, -(-out_low // n)), min(high, (out_high - 1) // n + 1)
 
 
 # ---- integer ops ------------------------------------------------------------------------
@@ -515,30 +734,41 @@ def scale_custom(inputs, problem):
 OPS = {
     spec.name: spec for spec in [
         OpSpec("vector_add", ref_vector_add, lambda p: 1, "out = x + y", scale_vector_add, range_vector_add,
-               "|x| + |y|"),
-        OpSpec("square", ref_square, lambda p: 1, "out = x * x", None, range_square, "x * x"),
+               "0 (exactly rounded)", range_int_sum, pointwise_vector_add, stress_vector_add,
+               "|out_i| when the output is narrower than float32 (double rounding), else 0"),
+        OpSpec("square", ref_square, lambda p: 1, "out = x * x", None, range_square, "x * x",
+               stress=stress_square),
         OpSpec("softmax", ref_softmax, _last_dim, "row softmax over the last dim of x", scale_softmax,
-               range_softmax, "out_i * (1 + |x_i - max x| + sum_j out_j |x_j - max x|), n = row length"),
+               range_softmax, "2 out_i (the normaliser's sum and online rescalings), n = row length",
+               pointwise_scale=pointwise_softmax, stress=stress_rows("SOFTMAX"),
+               pointwise_text="out_i (4 (|x_i - max x| + sum_j out_j |x_j - max x|) + 6)"),
         OpSpec("rmsnorm", ref_rmsnorm, _last_dim, "x / rms(x) * w per row", None, range_norm,
-               "|out_i| (every error is relative), n = row length"),
+               "|out_i| (every error is relative), n = row length", pointwise_scale=pointwise_rmsnorm,
+               stress=stress_rows("NORM"), pointwise_text="6 |out_i|"),
         OpSpec("layernorm", ref_layernorm, _last_dim, "(x - mean) / std * w + b per row", scale_layernorm,
-               range_norm, "(|x_i - mean| + |x_i| + mean|x|) / std * |w_i| + |b_i|, n = row length"),
+               range_norm, "(|x_i - mean| + |x_i| + mean|x|) / std * |w_i| + |b_i|, n = row length",
+               pointwise_scale=pointwise_layernorm, stress=stress_rows("NORM"), pointwise_text="6 S_i"),
         OpSpec("gemm", ref_gemm, gemm_reduction_length, "D = alpha A@B + beta C with layouts", scale_gemm,
-               range_gemm, "|alpha| |A| @ |B| + |beta| |C|, n = K"),
+               range_gemm, "|alpha| |A| @ |B| + |beta| |C|, n = K", range_int_products("A", "B"),
+               pointwise_gemm, stress_gemm,
+               "e S_i, e the epilogue's float32 roundings of one term (alpha, beta, their products, the add)"),
         OpSpec("smith_waterman", ref_smith_waterman, lambda p: 1,
                "row_best[p, i] = max_j H[i][j] of a Smith-Waterman alignment with affine gaps of "
                "query[p] against target[p]", None, None, "exact (int32 scores)",
                integer_range=range_alphabet),
         OpSpec("batch_matmul", ref_batch_matmul, batch_matmul_length, "C[b] = A[b] @ B[b]", scale_batch_matmul,
-               range_products, "|A[b]| @ |B[b]|, n = K"),
+               range_products, "|A[b]| @ |B[b]|, n = K", range_int_products("A", "B"),
+               stress=stress_batch_matmul),
         OpSpec("conv2d_bias_relu", ref_conv2d_bias_relu, conv_length,
                "Y = relu(conv2d(X, W) + bias), NCHW, stride 1, params.padding", scale_conv2d_bias_relu,
-               range_products, "conv2d(|X|, |W|) + |bias|, n = C R S"),
+               range_products, "conv2d(|X|, |W|) + |bias|, n = C R S", range_int_products("X", "W"),
+               pointwise_conv, stress_conv, "S_i (the bias add)"),
         OpSpec("depthwise_conv2d", ref_depthwise_conv2d, depthwise_length,
                "Y[n, c] = conv2d(X[n, c], W[c]), NCHW, stride 1, params.padding", scale_depthwise_conv2d,
-               range_products, "depthwise_conv2d(|X|, |W|), n = R S"),
+               range_products, "depthwise_conv2d(|X|, |W|), n = R S", range_int_products("X", "W"),
+               stress=stress_conv),
         OpSpec("row_sum", ref_row_sum, _last_dim, "out[i] = sum_j x[i, j]", scale_row_sum, range_sum,
-               "sum_j |x[i, j]|, n = row length"),
+               "sum_j |x[i, j]|, n = row length", range_int_sum, stress=stress_rows("ROW_SUM")),
         OpSpec("custom", ref_custom, lambda p: int(p.params.get("reduction_length", 1)),
                "user reference module:function", scale_custom, None,
                "the module's <function>_error_scale, else |out|; n = params.reduction_length"),

@@ -30,6 +30,21 @@ RESOURCES = pa.struct([
     ("constant", pa.int64()),
 ])
 
+# Per trial: the errors of that trial alone (max over output buffers and reruns), so a user
+# can re-threshold by trial kind or in output ULPs.
+TRIAL_ERROR = pa.struct([
+    ("trial", pa.int32()), ("kind", pa.string()), ("seed", pa.int64()),
+    ("max_abs_err", pa.float64()), ("max_rel_err", pa.float64()), ("max_ulp_err", pa.float64()),
+    ("max_err_ratio", pa.float64()), ("n_bad", pa.int64()), ("n_total", pa.int64()),
+])
+# Where a verified-wrong member differs: the inputs come back from (trial, kind, seed).
+WITNESS = pa.struct([
+    ("trial", pa.int32()), ("kind", pa.string()), ("seed", pa.int64()), ("output", pa.string()),
+    ("flat_index", pa.int64()), ("reference", pa.float64()), ("bound", pa.float64()),
+    ("kernel_id", pa.string()), ("value", pa.float64()),
+    ("consensus_kernel_id", pa.string()), ("consensus_value", pa.float64()), ("reason", pa.string()),
+])
+
 KERNELS_SCHEMA = pa.schema([
     ("schema_version", pa.int32()),
     ("kernel_id", pa.string()), ("build_key", pa.string()), ("group_id", pa.string()),
@@ -51,6 +66,7 @@ KERNELS_SCHEMA = pa.schema([
     ("time_method", pa.string()), ("time_us_events_median", pa.float64()),
     ("time_us_events_iqr", pa.float64()),
     ("gpu_name", pa.string()), ("sm_clock_mhz", pa.int32()), ("driver_version", pa.string()),
+    ("trial_errors", pa.list_(TRIAL_ERROR)), ("witness", WITNESS),
 ], metadata={"ptxds.schema_version": str(SCHEMA_VERSION), "ptxds.config": "kernels"})
 
 PAIRS_SCHEMA = pa.schema([
@@ -58,9 +74,12 @@ PAIRS_SCHEMA = pa.schema([
     ("kernel_a", pa.string()), ("kernel_b", pa.string()),
     ("group_a", pa.string()), ("group_b", pa.string()),
     ("equivalent", pa.bool_()), ("label_source", pa.string()), ("mutation", pa.string()),
+    ("witness", WITNESS),
 ], metadata={"ptxds.schema_version": str(SCHEMA_VERSION), "ptxds.config": "pairs"})
 
-SCHEMAS = {"kernels": KERNELS_SCHEMA, "pairs": PAIRS_SCHEMA}
+# ``*_by_shape``: the same rows, split by held-out size (dataset_spec/splits.py).
+SCHEMAS = {"kernels": KERNELS_SCHEMA, "pairs": PAIRS_SCHEMA,
+           "kernels_by_shape": KERNELS_SCHEMA, "pairs_by_shape": PAIRS_SCHEMA}
 
 _JSON_COLUMNS = ("variant", "toolchain", "provenance")
 # The verifier's columns: empty in a built dataset, filled by ptxds verify.
@@ -68,7 +87,7 @@ VERIFIER_COLUMNS = (
     "max_abs_err", "max_rel_err", "atol", "rtol", "trials", "deterministic", "max_err_ratio",
     "catches_rel_err", "output_hash", "max_disagreement", "sanitizer", "time_us_median",
     "time_us_iqr", "time_us_min", "time_samples", "time_method", "time_us_events_median",
-    "time_us_events_iqr", "gpu_name", "sm_clock_mhz", "driver_version",
+    "time_us_events_iqr", "gpu_name", "sm_clock_mhz", "driver_version", "trial_errors", "witness",
 )
 
 

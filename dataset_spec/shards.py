@@ -8,8 +8,11 @@ Layout of a dataset folder::
 
 Each ``write`` call lands as whole files: written to a temp name, fsynced, then renamed,
 so a build killed at any moment leaves only complete shards, and a rerun skips the
-``build_key``s already present. The split of a row is a hash of its ``group_id``, so no
-group sits on two sides.
+``build_key``s already present. The split of a row is its function's (dataset_spec/splits.py),
+so every size, arch and source of a function sits on one side; a row whose normalised PTX
+is already in the folder joins that PTX's split, so after every write no PTX text is on two
+sides. ``ptxds resplit`` (dataset_spec/resplit.py) rewrites a folder into the canonical
+assignment and writes the derived ``*_by_shape`` configs.
 """
 from __future__ import annotations
 
@@ -23,15 +26,10 @@ import pyarrow.parquet as pq
 
 from .model import KernelRecord, Pair
 from .schema import SCHEMAS, pair_to_row, record_to_row, row_to_record, rows_to_table
+from .splits import SPLITS, bucket_split, function_key
 
-SPLITS = ("train", "validation", "test")
-_SPLIT_EDGES = ((80, "train"), (90, "validation"), (100, "test"))
-
-
-def split_of(group_id: str) -> str:
-    """80/10/10 train/validation/test by a stable hash of the group."""
-    bucket = int(hashlib.sha256(group_id.encode()).hexdigest(), 16) % 100
-    return next(name for edge, name in _SPLIT_EDGES if bucket < edge)
+# A stable 80/10/10 hash of any key (kept under its old name; rows now split by function).
+split_of = bucket_split
 
 
 def _atomic_write_table(table: pa.Table, path: Path) -> None:
@@ -60,16 +58,30 @@ class ShardWriter:
         self.config = config
         self._stamp = f"{int(time.time() * 1000):013d}-{os.getpid()}"
         self._count = 0
+        self._hash_split = None  # ptx_hash -> split of the rows already in the folder
+        from .resplit import recover  # a resplit cut short is finished (or discarded) first
+        recover(self.root)
 
-    def write(self, items) -> int:
-        """Write KernelRecords (kernels) or Pairs (pairs); returns rows written."""
+    def _split_of_row(self, row: dict) -> str:
+        if self._hash_split is None:
+            self._hash_split = hash_splits(self.root, self.config)
+        split = self._hash_split.get(row["ptx_hash"] or "") or bucket_split(function_key(row["problem"]))
+        if row["ptx_hash"]:
+            self._hash_split.setdefault(row["ptx_hash"], split)
+        return split
+
+    def write(self, items, splits=None) -> int:
+        """Write KernelRecords (kernels configs) or Pairs (pairs configs); returns rows
+        written. ``splits`` (one per item) overrides the assignment: pairs follow their rows."""
         by_split: dict = {}
-        for item in items:
-            if self.config == "kernels":
-                row, group = record_to_row(item), item.group_id
+        for index, item in enumerate(items):
+            if isinstance(item, Pair):
+                row = pair_to_row(item)
+                split = splits[index] if splits else bucket_split(item.group_a or item.kernel_a)
             else:
-                row, group = pair_to_row(item), item.group_a or item.kernel_a
-            by_split.setdefault(split_of(group), []).append(row)
+                row = record_to_row(item)
+                split = splits[index] if splits else self._split_of_row(row)
+            by_split.setdefault(split, []).append(row)
         written = 0
         for split, rows in sorted(by_split.items()):
             self._count += 1
@@ -77,6 +89,30 @@ class ShardWriter:
             _atomic_write_table(rows_to_table(rows, self.config), path)
             written += len(rows)
         return written
+
+
+def hash_splits(root, config: str = "kernels") -> dict:
+    """ptx_hash -> split of the first part file holding it."""
+    found: dict = {}
+    for path in part_files(root, config):
+        for value in pq.read_table(path, columns=["ptx_hash"]).column(0).to_pylist():
+            if value:
+                found.setdefault(value, path.parent.name)
+    return found
+
+
+def read_split_table(root, config: str = "kernels", columns=None) -> pa.Table:
+    """Like ``read_table``, with a ``split`` column naming each row's split folder."""
+    files = part_files(root, config)
+    wanted = list(columns) if columns is not None else SCHEMAS[config].names
+    if not files:
+        empty = SCHEMAS[config].empty_table().select(wanted)
+        return empty.append_column("split", pa.array([], pa.string()))
+    tables = []
+    for path in files:
+        part = _read_part(path, SCHEMAS[config], wanted)
+        tables.append(part.append_column("split", pa.array([path.parent.name] * part.num_rows, pa.string())))
+    return pa.concat_tables(tables)
 
 
 def remove_stale_temp_files(root) -> int:
@@ -141,6 +177,22 @@ def shards_fingerprint(root) -> str:
         for path in part_files(root, config):
             digest.update(f"{path.relative_to(root)}:{path.stat().st_size}\n".encode())
     return digest.hexdigest()[:24]
+
+
+def not_a_dataset_reason(root) -> str:
+    """Why ``root`` is not a dataset folder ('' when it is one): a dataset folder holds
+    kernels/<split>/part-*.parquet. Names datasets found one or two levels below, if any."""
+    root = Path(root)
+    if part_files(root, "kernels"):
+        return ""
+    inside = sorted({str(p.parent.parent.parent) for pattern in ("*/kernels/*/part-*.parquet",
+                                                                 "*/*/kernels/*/part-*.parquet")
+                     for p in root.glob(pattern)})
+    if inside:
+        return (f"{root} is not a dataset folder (it has no kernels/<split>/part-*.parquet); "
+                f"dataset folders inside it: {', '.join(inside[:4])}" + (" ..." if len(inside) > 4 else ""))
+    return (f"{root} is not a dataset folder (it has no kernels/<split>/part-*.parquet); "
+            "make one with: ptxds build --source triton --out DIR")
 
 
 def splits_present(root, config: str = "kernels") -> list:

@@ -12,6 +12,7 @@ import importlib.util
 import os
 import re
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 from typing import Optional, Sequence
@@ -68,9 +69,24 @@ MEMORY_LIMIT_ENV = "PTXDS_COMPILER_MEMORY_GB"
 DEFAULT_MEMORY_LIMIT_GB = 16
 
 
+def die_with_parent(parent_pid: Optional[int] = None) -> None:
+    """Have the kernel kill this process when its parent dies (Linux; elsewhere nothing),
+    so a build killed with ``kill -9`` leaves no worker or compiler behind. ``parent_pid``:
+    the parent expected; if it is already gone, exit now."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+    import signal
+    pr_set_pdeathsig = 1
+    ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, int(signal.SIGKILL))
+    if parent_pid is not None and os.getppid() != parent_pid:
+        os._exit(1)
+
+
 def _limit_memory() -> None:
     """Runs in the child before exec: a runaway compiler fails alone instead of taking
-    the machine (and every other worker) down with it."""
+    the machine (and every other worker) down with it, and dies with its parent."""
+    die_with_parent()
     import resource
     gigabytes = float(os.environ.get(MEMORY_LIMIT_ENV, DEFAULT_MEMORY_LIMIT_GB))
     if gigabytes > 0:

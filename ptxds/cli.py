@@ -69,21 +69,24 @@ def cli():
 @click.option("--source", "source", required=True, help=f"one of: {', '.join(sorted(BUILDERS))}")
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False), help="dataset folder")
 @click.option("--arch", "arch", default="sm_80,sm_90a", show_default=True, help="comma-separated targets")
-@click.option("--limit", type=int, default=None, help="build at most N work items")
+@click.option("--limit", type=click.IntRange(min=1), default=None,
+              help="build at most N rows: whole work items are taken, in order (or sampled with --sample-seed), "
+                   "while their rows fit in N; the first item is always built (a TVM item is one group's "
+                   "schedule search, --schedules rows; a Triton or CUTLASS item is one kernel, one row per size)")
 @click.option("--sample-seed", type=int, default=0, help="with --limit: sample items with this seed")
-@click.option("--jobs", type=int, default=0, help="local: worker processes (default: all cores)")
+@click.option("--jobs", type=click.IntRange(min=1), default=None, help="local: worker processes (default: all cores)")
 @click.option("--from-dump", "from_dump", type=click.Path(exists=True, file_okay=False),
               help="triton: ingest a TRITON_CACHE_DIR / TRITON_KERNEL_DUMP tree")
 @click.option("--problem", "problem_file", type=click.Path(exists=True, dir_okay=False),
               help="triton --from-dump: problem spec file mapping kernels to problems")
 @click.option("--manifest", type=click.Path(exists=True, dir_okay=False), help="ptx: manifest file")
 @click.option("--family", default=None, help="cutlass: kernel name glob (like the profiler's --kernels)")
-@click.option("--per-family", type=int, default=None,
+@click.option("--per-family", type=click.IntRange(min=1), default=None,
               help="cutlass: at most N kernels of each family (docs/cutlass.md), drawn with --sample-seed")
 @click.option("--alpha", type=float, default=None, help="cutlass: epilogue alpha (default 1)")
 @click.option("--beta", type=float, default=None,
               help="cutlass: epilogue beta (default 0); nonzero gives the problem a C operand")
-@click.option("--sm-count", type=int, default=132, show_default=True,
+@click.option("--sm-count", type=click.IntRange(min=1), default=132, show_default=True,
               help="cutlass: SM count persistent schedulers size their grid by")
 @click.option("--shapes", default="default", show_default=True,
               help="triton, cutlass: problem sizes, a set (default, llm, sweep) or a YAML/JSON file; "
@@ -91,7 +94,7 @@ def cli():
 @click.option("--mugraphs", multiple=True, type=click.Path(exists=True),
               help="mirage: muGraph JSON file or folder of them (repeatable; default: $PTXDS_MIRAGE_DIR, "
                    "else the pinned upstream files, downloaded once to the cache)")
-@click.option("--schedules", type=int, default=None,
+@click.option("--schedules", type=click.IntRange(min=1), default=None,
               help="tvm: distinct schedules (members) per group (default 10)")
 @click.option("--sass/--no-sass", default=False, help="store each row's SASS text")
 @executor_options
@@ -99,11 +102,13 @@ def cli():
               help="compile cache folder shared by every worker (a shared file system on a cluster); "
                    "default: each machine's own")
 @click.option("--silent", is_flag=True, help="no progress bar")
-@click.option("--flush-rows", type=int, default=64, hidden=True, help="rows per part file")
+@click.option("--dry-run", is_flag=True,
+              help="print the work items, the rows they give and a time estimate; build nothing")
+@click.option("--flush-rows", type=click.IntRange(min=1), default=64, hidden=True, help="rows per part file")
 @library_errors
 def build(source, out_dir, arch, limit, sample_seed, jobs, from_dump, problem_file, manifest,
           family, per_family, alpha, beta, sm_count, shapes, mugraphs, schedules, sass, executor, address,
-          cache_dir, silent, flush_rows):
+          cache_dir, silent, dry_run, flush_rows):
     """Build a source's equivalence groups into a dataset folder (safe to rerun: resumes).
 
     Example:
@@ -134,7 +139,11 @@ def build(source, out_dir, arch, limit, sample_seed, jobs, from_dump, problem_fi
     if schedules is not None and source != "tvm":
         raise click.UsageError(f"--schedules applies to --source tvm, not {source}")
     options = BuildOptions(archs=_parse_archs(arch), limit=limit, sample_seed=sample_seed, extra=extra)
-    runner = _executor(executor, address, jobs)
+    if dry_run:
+        from .pipeline import plan_build
+        _print_plan(plan_build(source, out_dir, options), jobs)
+        return
+    runner = _executor(executor, address, jobs or 0)
     try:
         summary = run_build(source, out_dir, options, sass=sass, progress=not silent,
                             flush_rows=flush_rows, executor=runner, cache_dir=cache_dir)
@@ -143,6 +152,22 @@ def build(source, out_dir, arch, limit, sample_seed, jobs, from_dump, problem_fi
     _print_build_summary(summary)
     if summary.interrupted:
         raise click.ClickException("interrupted; run the same command again to resume")
+
+
+DRY_RUN_LISTED = 20
+
+
+def _print_plan(plan, jobs) -> None:
+    import os
+    cores = jobs or os.cpu_count() or 1
+    for item in plan.items[:DRY_RUN_LISTED]:
+        click.echo(f"{item.rows:>5} row(s)  {item.label}")
+    if len(plan.items) > DRY_RUN_LISTED:
+        click.echo(f"  ... and {len(plan.items) - DRY_RUN_LISTED} more work items")
+    minutes = plan.cpu_seconds / cores / 60
+    click.echo(f"{plan.source}: {len(plan.items)} work items to build ({plan.items_done} already done), "
+               f"{plan.rows} rows; about {minutes:.1f} min on {cores} core(s) with cold caches "
+               f"({plan.cpu_seconds / max(plan.rows, 1):.1f} CPU-s per row, as measured on a 2-core machine)")
 
 
 def _print_build_summary(summary) -> None:
@@ -175,11 +200,82 @@ def info(dataset, as_json):
     """
     from .report import gather
     from .report.text import as_dict, format_text
+    from dataset_spec.resplit import split_check
     report = gather(dataset)
+    splits = split_check(dataset)
     if as_json:
-        click.echo(json.dumps(as_dict(report), indent=2, sort_keys=True))
+        click.echo(json.dumps({**as_dict(report), "splits": splits}, indent=2, sort_keys=True))
+        return
+    click.echo(format_text(report))
+    click.echo("splits (kernels): " + ", ".join(f"{k} {v}" for k, v in splits["kernels"].items())
+               + f"; by shape: " + (", ".join(f"{k} {v}" for k, v in splits["kernels_by_shape"].items()) or "none")
+               + f"; {splits['moved_by_hash']} row(s) moved to keep a PTX on one side")
+    if splits["crossing_ptx_hashes"]:
+        click.echo(f"LEAK: {splits['crossing_ptx_hashes']} ptx_hash value(s) in more than one split; "
+                   f"run `ptxds resplit {dataset}` to rewrite the splits")
     else:
-        click.echo(format_text(report))
+        click.echo("no ptx_hash is in more than one split")
+
+
+@cli.command()
+@click.argument("dataset", type=click.Path(exists=True, file_okay=False))
+@library_errors
+def resplit(dataset):
+    """Rewrite a dataset's split folders by function (no PTX on two sides), regenerate its
+    pairs and write the by-shape configs, in place and atomically; no row is lost.
+
+    Example:
+
+        ptxds resplit data/triton-verified
+    """
+    from .pairs import publish
+    summary = publish(dataset)
+    click.echo(f"{dataset}: {summary.rows} rows, {summary.moved} moved "
+               f"({summary.crossing_before} ptx_hash value(s) crossed splits before, 0 now; "
+               f"{summary.moved_by_hash} row(s) off their function's split to keep a PTX on one side)")
+    click.echo("kernels: " + ", ".join(f"{k} {v}" for k, v in summary.by_split.items())
+               + "; kernels_by_shape: " + ", ".join(f"{k} {v}" for k, v in summary.by_shape.items()))
+    click.echo(f"pairs: {summary.pairs}; pairs_by_shape: {summary.pairs_by_shape}")
+
+
+@cli.command("show-witness")
+@click.argument("dataset", type=click.Path(exists=True, file_okay=False))
+@click.argument("which")
+@library_errors
+def show_witness(dataset, which):
+    """Regenerate a verified negative's inputs from its seed (no GPU), recompute the
+    reference at the element it differs and print it beside the stored values. WHICH is a
+    kernel_id (or build_key) of a wrong member, or a pair as KERNEL_A:KERNEL_B.
+
+    Example:
+
+        ptxds show-witness data/triton-verified 3f1c0a9e2b7d5c4a8e6f0b1d
+    """
+    from dataset_spec.shards import read_pairs, read_records
+    from verify.witness import WitnessError, regenerate
+    records = read_records(dataset)
+    by_id = {r.kernel_id: r for r in records}
+    by_id.update({r.build_key: r for r in records})
+    witness = None
+    if ":" in which:
+        a, b = which.split(":", 1)
+        pair = next((p for p in read_pairs(dataset) if {p.kernel_a, p.kernel_b} == {a, b}), None)
+        if pair is None:
+            raise click.ClickException(f"no pair {which} in {dataset}; give kernel ids as KERNEL_A:KERNEL_B")
+        if not pair.witness:
+            raise click.ClickException(f"pair {which} is {pair.label_source} with equivalent={pair.equivalent}: "
+                                       "only verified negatives carry a witness")
+        witness = pair.witness
+        which = witness.get("kernel_id") or b
+    record = by_id.get(which)
+    if record is None:
+        raise click.ClickException(f"no row with kernel_id or build_key {which} in {dataset}; "
+                                   f"`ptxds info {dataset}` lists its groups")
+    try:
+        result = regenerate(record, witness)
+    except WitnessError as exc:
+        raise click.ClickException(str(exc)) from None
+    click.echo("\n".join(result.lines()))
 
 
 @cli.command()
@@ -188,7 +284,7 @@ def info(dataset, as_json):
               help="folder for index.html (default: DATASET/report)")
 @click.option("--knob", "knobs", multiple=True, help="plot time against this knob: tile, stages, warps, "
               "schedule (repeatable; default: every one the dataset has)")
-@click.option("--max-groups", type=int, default=None, help="plot at most N groups' members (default 60; "
+@click.option("--max-groups", type=click.IntRange(min=1), default=None, help="plot at most N groups' members (default 60; "
               "every group stays in the tables)")
 @click.option("--no-card", is_flag=True, help="leave DATASET/plots and the dataset card alone")
 @library_errors
@@ -214,9 +310,9 @@ def report(dataset, out_dir, knobs, max_groups, no_card):
 
 @cli.command()
 @click.argument("dataset", type=click.Path(exists=True, file_okay=False))
-@click.option("--rewrites", type=int, default=2, show_default=True,
+@click.option("--rewrites", type=click.IntRange(min=0), default=2, show_default=True,
               help="rewritten (semantics-preserving) members to add per group")
-@click.option("--mutants", type=int, default=4, show_default=True,
+@click.option("--mutants", type=click.IntRange(min=0), default=4, show_default=True,
               help="mutants (one semantic change each) to add per group")
 @click.option("--seed", type=int, default=0, show_default=True, help="picks operators and sites")
 @library_errors
@@ -246,11 +342,12 @@ def rewrite(dataset, rewrites, mutants, seed):
 @click.option("--out", "out_dir", default=None, type=click.Path(file_okay=False),
               help="output folder (default: DATASET-verified)")
 @click.option("--groups", "groups", default=None, help="only groups matching this glob")
-@click.option("--trials", type=int, default=None,
+@click.option("--trials", type=click.IntRange(min=1), default=None,
               help="trials per group (default: one per trial kind: normal, uniform, wide, edge)")
 @click.option("--no-timing", is_flag=True, help="check equivalence only")
-@click.option("--workers", type=int, default=0, help="GPU workers: processes, or Ray actors (default: one per GPU)")
-@click.option("--kernel-timeout", type=float, default=20.0, show_default=True,
+@click.option("--workers", type=click.IntRange(min=1), default=None,
+              help="GPU workers: processes, or Ray actors (default: one per GPU)")
+@click.option("--kernel-timeout", type=click.FloatRange(min=0, min_open=True), default=20.0, show_default=True,
               help="seconds before a member counts as hung")
 @click.option("--reference", type=click.Choice(["auto", "numpy", "torch"]), default="auto", show_default=True,
               help="where float64 references and per-element checks run (auto: torch on the GPU for large "
@@ -270,12 +367,15 @@ def verify(dataset, out_dir, groups, trials, no_timing, workers, kernel_timeout,
 
         ptxds verify data/cutlass --out data/cutlass-verified --executor ray --address auto
     """
-    from verify import verify_dataset
-    from .pairs import write_pairs
-    from dataset_spec.card import write_card
+    from dataset_spec.shards import not_a_dataset_reason
     out_dir = out_dir or str(Path(dataset).resolve()) + "-verified"
     if Path(out_dir).resolve() == Path(dataset).resolve():
         raise click.UsageError("--out must differ from DATASET: the input is never changed in place")
+    reason = not_a_dataset_reason(dataset)
+    if reason:
+        raise click.ClickException(reason)
+    from verify import verify_dataset
+    from .pairs import publish
     runner = _executor(executor, address)
     try:
         summary = verify_dataset(dataset, out_dir, groups=groups, trials=trials, timing=not no_timing,
@@ -287,8 +387,7 @@ def verify(dataset, out_dir, groups, trials, no_timing, workers, kernel_timeout,
     if not summary.groups and not summary.skipped_groups:
         selection = f"matches --groups {groups!r}" if groups else "is in it"
         raise click.ClickException(f"no group of {dataset} {selection}; `ptxds info {dataset}` lists its groups")
-    write_pairs(out_dir)
-    write_card(out_dir)
+    publish(out_dir)
     click.echo(summary.format())
 
 
@@ -315,6 +414,8 @@ def add(dataset, group, ptx_file, launch_file, name):
         record = add_member(dataset, group, ptx_file, launch_file, name)
     except AddError as exc:
         raise click.ClickException(str(exc)) from None
+    from .pairs import publish
+    publish(dataset)
     resources = ", ".join(f"{r.entry}: {r.registers} registers" for r in record.resources)
     click.echo(f"added {record.name} ({record.arch}, kernel_id {record.kernel_id}) to {group}; {resources}")
     click.echo(f"base member: {record.provenance['base_name']} ({record.provenance['base_kernel_id']}); "

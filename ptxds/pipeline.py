@@ -13,10 +13,11 @@ from pathlib import Path
 
 from builders import BUILDERS, load_builder
 from builders.base import BuildOptions, WorkItem
-from dataset_spec.card import write_card
+from dataset_spec.model import SpecError
 from dataset_spec.shards import ShardWriter, done_keys, remove_stale_temp_files
 from ptx_tools import find_tool
 
+from .pairs import publish
 from .executors import BuildTask, build_and_finalize  # noqa: F401 (tests build one item)
 from .executors.local import LocalExecutor
 
@@ -42,18 +43,54 @@ class BuildSummary:
 
 
 def select_items(items: list, limit, sample_seed: int) -> list:
-    """The first ``limit`` items, or with a non-zero seed a deterministic random sample
-    kept in the builder's order."""
-    if not limit or limit >= len(items):
+    """Whole items whose rows fit in ``limit`` rows: taken in the builder's order, or with a
+    non-zero seed in a deterministic random order (and kept in the builder's order); the
+    first item taken is always kept, so a limit below one item's rows builds that item."""
+    if limit is None:
         return items
-    if not sample_seed:
-        return items[:limit]
-    chosen = set(random.Random(sample_seed).sample(range(len(items)), limit))
+    if limit < 1:
+        raise ValueError(f"limit must be >= 1 row, got {limit}")
+    order = list(range(len(items)))
+    if sample_seed and all(item.rows == 1 for item in items):
+        # the draw every one-row-per-item build has always made
+        order = random.Random(sample_seed).sample(order, min(limit, len(order)))
+    elif sample_seed:
+        random.Random(sample_seed).shuffle(order)
+    chosen, rows = set(), 0
+    for index in order:
+        if chosen and rows + items[index].rows > limit:
+            break
+        chosen.add(index)
+        rows += items[index].rows
     return [item for i, item in enumerate(items) if i in chosen]
 
 
 def item_of_key(build_key: str) -> str:
     return build_key.split("#", 1)[0]
+
+
+@dataclass
+class BuildPlan:
+    """What ``run_build`` would do, without doing it (``ptxds build --dry-run``)."""
+    source: str
+    items: list          # work items still to build
+    items_done: int      # work items whose rows are already in the output folder
+    rows: int            # rows the items still to build will give
+    cpu_seconds: float   # estimated from the source's measured rate (Builder.cpu_seconds_per_row)
+
+
+def plan_build(source: str, out_dir, options: BuildOptions) -> BuildPlan:
+    """The work items a build would run and an estimate of their cost; writes nothing."""
+    builder_cls = load_builder(source)
+    items = select_items(builder_cls(options).work_items(), options.limit, options.sample_seed)
+    if not items:
+        raise SpecError(f"--source {source} selects no work item with these options (archs "
+                        f"{', '.join(options.archs)}); nothing was written")
+    out = Path(out_dir)
+    finished = {item_of_key(k) for k in done_keys(out)} if out.is_dir() else set()
+    todo = [item for item in items if item.key not in finished]
+    rows = sum(item.rows for item in todo)
+    return BuildPlan(source, todo, len(items) - len(todo), rows, rows * builder_cls.cpu_seconds_per_row)
 
 
 def run_build(source: str, out_dir, options: BuildOptions, jobs: int = 0, sass: bool = False,
@@ -70,7 +107,11 @@ def run_build(source: str, out_dir, options: BuildOptions, jobs: int = 0, sass: 
     builder_cls = load_builder(source)
     builder = builder_cls(options)
     items = select_items(builder.work_items(), options.limit, options.sample_seed)
+    if not items:
+        raise SpecError(f"--source {source} selects no work item with these options (archs "
+                        f"{', '.join(options.archs)}); nothing was written")
     out = Path(out_dir)
+    builder.check_output(out)  # e.g. one problem per group across builds into one folder
     out.mkdir(parents=True, exist_ok=True)
     remove_stale_temp_files(out)
     written = done_keys(out)
@@ -115,24 +156,24 @@ def run_build(source: str, out_dir, options: BuildOptions, jobs: int = 0, sass: 
         if len(pending) >= flush_rows or time.time() - last_flush > FLUSH_SECONDS:
             flush()
 
-    bar = _progress_bar(len(todo), source, progress)
+    bar = _progress_bar(sum(item.rows for item in todo), source, progress)
     try:
         with contextlib.closing(executor.run_items(task, todo)) as outcomes:
             for outcome in outcomes:
                 if outcome.error:
                     summary.failed_items.append((outcome.item.label, outcome.error))
                 take(outcome.item, outcome.records)
-                bar.update(1)
+                bar.update(outcome.item.rows)
     except KeyboardInterrupt:
         summary.interrupted = True
     finally:
         flush()
         bar.close()
-    write_card(out)
+    publish(out)
     summary.seconds = time.time() - start
     return summary
 
 
 def _progress_bar(total: int, label: str, enabled: bool):
     from tqdm import tqdm
-    return tqdm(total=total, desc=f"build {label}", unit="kernel", disable=not enabled)
+    return tqdm(total=total, desc=f"build {label}", unit="row", disable=not enabled)

@@ -16,7 +16,6 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from dataset_spec.card import write_card
 from dataset_spec.model import SpecError, make_build_key
 from dataset_spec.schema import VERIFIER_COLUMNS
 from dataset_spec.shards import ShardWriter, read_records
@@ -24,6 +23,7 @@ from ptx_tools import parse_ptx
 from ptx_tools.rewrite import MUTATIONS, REWRITES, Context, NotApplicable, apply_mutation, apply_rewrites
 
 from .finalize import finalize_record
+from .pairs import publish
 
 SOURCE = "rewrite"
 REWRITES_PER_MEMBER = 3   # operators tried per rewritten member
@@ -172,5 +172,5 @@ def rewrite_dataset(root, rewrites: int = 2, mutants: int = 4, seed: int = 0, gr
         summary.mutants_written += sum(1 for r in new if "mutation" in r.variant)
         if new:
             writer.write(new)
-    write_card(root)
+    publish(root)
     return summary

@@ -44,7 +44,8 @@ def test_unknown_arch_is_rejected(tmp_path):
 def test_info_on_empty_folder_says_what_to_do(tmp_path):
     result = run_cli("info", str(tmp_path))
     assert result.exit_code == 1
-    assert "holds no kernel rows; build one with ptxds build" in result.output
+    assert result.output.strip() == (f"Error: {tmp_path} is not a dataset folder (it has no "
+                                     "kernels/<split>/part-*.parquet); make one with: ptxds build --source triton --out DIR")
 
 
 def test_verify_refuses_to_write_in_place(tmp_path):

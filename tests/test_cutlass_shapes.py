@@ -31,8 +31,9 @@ INT8_FAMILY = "cutlass_tensorop_s8_i16832gemm_s8_*"
 
 
 
-def slice_builder(**extra) -> CutlassBuilder:
-    return CutlassBuilder(BuildOptions(archs=["sm_80"], limit=2, sample_seed=1, extra=dict(SLICE, **extra)))
+def slice_builder(limit: int = 2, **extra) -> CutlassBuilder:
+    """Two kernels of the slice at one size (``--limit`` counts rows: a kernel gives one per size)."""
+    return CutlassBuilder(BuildOptions(archs=["sm_80"], limit=limit, sample_seed=1, extra=dict(SLICE, **extra)))
 
 
 def build_all(builder) -> list:
@@ -59,8 +60,9 @@ def test_three_sizes_compile_once_and_pack_per_size(monkeypatch):
 
     monkeypatch.setattr(cutlass_builder, "compile_to_ptx", counted)
     three = ShapeSet(name="three", gemm=((512, 768, 520), (16, 4096, 4096), (1000, 1032, 264)))
-    builder = slice_builder(shapes=three)
+    builder = slice_builder(limit=6, shapes=three)  # two kernels x three sizes
     [item] = builder.work_items()
+    assert item.rows == 6
     rows = build_all(builder)
     assert len(calls) == 1  # one nvcc batch for two kernels x three sizes
     assert len(rows) == 6 and all(r.status == "built" for r in rows), [r.status_message for r in rows]

@@ -11,7 +11,7 @@ from verify.outcome import CheckResult, TrialRun, classify
 from verify.runner import prepare_problem
 
 DTYPES = ("float32", "float16", "bfloat16")
-KINDS = ["normal", "uniform", "wide", "edge"]
+KINDS = ["normal", "uniform", "wide", "edge", "stress"]
 
 
 def f32(values):
@@ -132,12 +132,13 @@ def test_defects_confined_to_part_of_the_domain_are_caught(defect, caught_by):
     assert verdict.status == "wrong_result"
 
 
-def test_wrong_for_large_passes_the_old_default_kinds():
-    """The bug report: normal and uniform trials alone never reach |x| >= 6."""
+def test_wrong_for_large_fails_the_default_kinds():
+    """The bug report: normal and uniform trials alone never reach |x| >= 6, so the default
+    kinds must go beyond them, and the defect fails under the defaults."""
     problem = make_problem("vector_add", "float32")
-    narrow = Problem(problem.problem_id, problem.op, problem.buffers, trial_kinds=["normal", "uniform"])
-    verdict, _ = judge(narrow, _vector_add_defect("large"))
-    assert verdict.status == "passed"
+    assert set(problem.trial_kinds) > {"normal", "uniform"}
+    verdict, _ = judge(problem, _vector_add_defect("large"))
+    assert verdict.status == "wrong_result", verdict.message
 
 
 def test_cancellation_never_fails_a_correct_gemm():
@@ -158,6 +159,8 @@ def test_wide_and_edge_inputs_stay_in_the_op_domain():
             problem = make_problem(op, dtype)
             prepared = prepare_problem(problem, "g", None)
             for trial, ref in zip(prepared.trials, prepared.references):
+                if trial.kind == "stress":  # NaN and infinities are deliberate there
+                    continue
                 for name, value in ref.items():
                     assert np.all(np.isfinite(value)), f"{op} {dtype} {trial.kind}: non-finite reference"
                 for name, value in trial.values.items():

@@ -64,12 +64,20 @@ def _cases(rng):
     ]
 
 
-@pytest.mark.gpu
-def test_gpu_judge_gives_the_host_stats(monkeypatch):
+def _torch_device(kind):
+    """torch and a device of ``kind`` (cpu needs only torch; cuda a CUDA device), or a skip."""
     torch = pytest.importorskip("torch")
-    if not torch.cuda.is_available():
+    if kind == "cuda" and not torch.cuda.is_available():
         pytest.skip("torch has no CUDA device")
-    device = torch.device("cuda", 0)
+    return torch, torch.device(kind, 0) if kind == "cuda" else torch.device("cpu")
+
+
+DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)]
+
+
+@pytest.mark.parametrize("kind", DEVICES)
+def test_torch_judge_gives_the_host_stats(monkeypatch, kind):
+    torch, device = _torch_device(kind)
     monkeypatch.setattr(compare, "TORCH_CHUNK", 999)  # several chunks, one ragged
     for out, ref, bound in _cases(np.random.default_rng(3)):
         host = error_stats(out, ref, bound)
@@ -81,19 +89,24 @@ def test_gpu_judge_gives_the_host_stats(monkeypatch):
             assert (math.isnan(a) and math.isnan(b)) or a == pytest.approx(b, rel=1e-12), name
 
 
-@pytest.mark.gpu
-def test_gpu_judge_gives_the_host_verdicts():
-    """A softmax of 2M outputs: the good member passes, a member with one wrong element and
-    one that is 1% off fail, the same on the GPU as on the host, and agreement is judged
-    the same way."""
-    torch = pytest.importorskip("torch")
-    if not torch.cuda.is_available():
-        pytest.skip("torch has no CUDA device")
-    problem = _softmax(512, 4096)
-    assert problem.buffers[1].numel >= MIN_GPU_ELEMENTS
-    prepared = prepare_problem(problem, "judge", 2)
-    device = judge_device(problem, "auto", 0)
-    assert device is not None and device.type == "cuda"
+@pytest.mark.parametrize("kind", DEVICES)
+def test_torch_judge_gives_the_host_verdicts(kind):
+    """A softmax (2M outputs on the GPU, where "auto" moves it there; a smaller one on the
+    CPU): the good member passes, a member with one wrong element and one that is 1% off
+    fail, the same with torch as with numpy on the host, on every default trial kind
+    (stress rows with NaN included), and agreement is judged the same way."""
+    torch, _ = _torch_device(kind)
+    if kind == "cuda":
+        problem = _softmax(512, 4096)
+        assert problem.buffers[1].numel >= MIN_GPU_ELEMENTS
+        prepared = prepare_problem(problem, "judge", 2)
+        device = judge_device(problem, "auto", 0)
+    else:
+        problem = _softmax(64, 512)
+        assert judge_device(problem, "auto", 0, "cpu") is None  # small: numpy stays
+        prepared = prepare_problem(problem, "judge", None)
+        device = judge_device(problem, "torch", 0, "cpu")
+    assert device is not None and device.type == kind
     judged = on_device(prepared, device)
     assert judged.references[0]["y"].device == device
 

@@ -61,7 +61,7 @@ EXPECTED_STATUSES = {
     "add_grid_stride": "passed",
     "add_hand_written": "passed",
     "add_two_launches": "passed",
-    "timer_noise": "passed_nondeterministic",
+    "timer_noise": "race_detected",
     "writes_nothing": "unwritten_output",
     "writes_half": "unwritten_output",
     "writes_zeros": "wrong_result",
@@ -74,14 +74,14 @@ EXPECTED_STATUSES = {
     "wrong_for_negative": "wrong_result",
     "wrong_for_zeros": "wrong_result",
     "writes_past_end": "out_of_bounds_write",
-    "racy": "wrong_result",
+    "racy": "race_detected",
 }
-# The same for the fp16 GEMM group; None: no expected status (the verifier's call).
+# The same for the fp16 GEMM group.
 GEMM_EXPECTED_STATUSES = {
     "gemm_f16_simt": "passed",
     "gemm_f16_mma": "passed",
     "gemm_f16_off_by_1pct": "wrong_result",
-    "gemm_f16_acc_in_f16": None,
+    "gemm_f16_acc_in_f16": "wrong_result",  # fp16 accumulation: see gemm_f16.yaml
 }
 
 
@@ -199,7 +199,7 @@ BAD_MANIFESTS = {
     "two_sources.yaml": "two_sources.yaml: members[0]: needs exactly one of ptx or cuda (a file path), got ptx and cuda",
     "bad_expect.yaml": "bad_expect.yaml: members[0].expect: must be one of passed, wrong_result, "
                        "unwritten_output, modified_input, jit_failed, launch_failed, crashed, timeout, "
-                       "disagrees, trivial_reference, out_of_bounds_write, passed_nondeterministic, got 'pass'",
+                       "disagrees, trivial_reference, out_of_bounds_write, out_of_bounds_read, race_detected, problem_mismatch, passed_nondeterministic, got 'pass'",
     "ambiguous_entry.yaml": "ambiguous_entry.yaml: members[0].launches[0].entry: is required: two_entries.ptx "
                             "has 2 entries (sum_to_scratch, copy_scratch)",
     "scalar_overflow.yaml": "scalar_overflow.yaml: members[0].launches[0].args[3].value: -1 does not fit u32",

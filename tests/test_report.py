@@ -111,7 +111,8 @@ def test_report_errors_are_one_line(reported, tmp_path):
     assert bad_knob.output == "Error: unknown knob 'nope'; use one of tile, stages, warps, schedule\n"
     empty = run_cli("report", str(tmp_path))
     assert empty.exit_code == 1
-    assert empty.output == f"Error: {tmp_path} holds no kernel rows; build one with ptxds build\n"
+    assert empty.output == (f"Error: {tmp_path} is not a dataset folder (it has no kernels/<split>/part-*.parquet); "
+                            "make one with: ptxds build --source triton --out DIR\n")
 
 
 def _non_blank(png: bytes) -> float:

@@ -143,12 +143,14 @@ def test_rewrite_command_appends_and_pairs_label_mutants(triton_rows, tmp_path):
         r.status = "passed"
     mutants[0].status, mutants[1].status = "wrong_result", "crashed"
     pairs = make_pairs(records)
-    negatives = [p for p in pairs if not p.equivalent]
+    negatives = [p for p in pairs if p.equivalent is False]
     assert {p.mutation for p in negatives} == {mutants[0].variant["mutation"], mutants[1].variant["mutation"]}
     assert all(p.label_source == "verified" for p in negatives)
-    surviving = [p for p in pairs if p.equivalent and mutants[2].kernel_id in (p.kernel_a, p.kernel_b)]
+    # a surviving mutant is no positive: its pairs are "survived", with no label
+    surviving = [p for p in pairs if mutants[2].kernel_id in (p.kernel_a, p.kernel_b)]
     assert surviving and all(p.mutation == mutants[2].variant["mutation"] for p in surviving)
-    positives = sum(p.equivalent for p in pairs)
+    assert all(p.label_source == "survived" and p.equivalent is None for p in surviving)
+    positives = sum(p.equivalent is True for p in pairs)
     partners = len(records) - len(mutants)  # bases and rewrites
     assert len(negatives) == min(positives, 2 * partners)  # balanced, as far as partners allow
 
@@ -201,4 +203,6 @@ def test_a_racy_surviving_mutant_is_a_negative(triton_rows):
     labels = {(p.kernel_a, p.kernel_b): p.equivalent for p in pairs}
     assert labels[(base.kernel_id, "mutant-racy")] is False  # its own base first
     assert not any("mutant-racy" in key and eq for key, eq in labels.items())
-    assert any("mutant-quiet" in key and eq for key, eq in labels.items())  # survives without hazards
+    # survives without hazards: no label, not a positive
+    quiet_pairs = [p for p in pairs if "mutant-quiet" in (p.kernel_a, p.kernel_b)]
+    assert quiet_pairs and all(p.label_source == "survived" and p.equivalent is None for p in quiet_pairs)

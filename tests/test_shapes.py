@@ -42,7 +42,7 @@ def test_builtin_names_and_file_forms(tmp_path):
     ("gemm: 4096", "gemm must be a list of sizes"),
     ("shapez: [[1, 2, 3]]", "unknown key 'shapez'"),
     ("- [1, 2, 3]", "a shape file holds a mapping"),
-    ("gemm: [[1, 2, 3]", "not valid YAML/JSON"),
+    ("gemm: [[1, 2, 3]", "bad.yaml:2:1: invalid YAML: expected"),
     ("name: empty", "names no sizes"),
 ])
 def test_bad_shape_files_give_one_line_errors(tmp_path, text, message):

@@ -10,6 +10,7 @@ pytest.importorskip("triton")
 
 from builders.base import BuildOptions, WorkItem  # noqa: E402
 from builders.triton import TritonBuilder, TritonDumpBuilder, compile_kernel, specialize  # noqa: E402
+from builders.triton.builder import triton_version  # noqa: E402
 from dataset_spec.model import KernelRecord  # noqa: E402
 
 ENTRY = re.compile(r"\.entry\s+([\w$]+)\s*\(([^)]*)\)([^{]*)\{", re.S)
@@ -220,3 +221,107 @@ def test_spec_with_wrong_args_is_no_problem(dump_dirs, tmp_path):
     rows = ingest(cache, bad)
     adds = [r for r in rows if r.name == "add_kernel"]
     assert adds and all(r.status == "no_problem" and "4 runtime params" in r.status_message for r in adds)
+
+
+# --------------------------------------------------------------------------- dump recovery
+
+@pytest.fixture(scope="module")
+def example_dump(tmp_path_factory):
+    """builders.triton.dump_example run as its own process with TRITON_KERNEL_DUMP: a dump
+    tree, the cache tree of the same compiles, and the problem spec for them."""
+    import os
+    import subprocess
+    import sys
+
+    out = tmp_path_factory.mktemp("triton-example")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TRITON_")}
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1])
+    done = subprocess.run([sys.executable, "-m", "builders.triton.dump_example", str(out)], env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return out
+
+
+def cache_metadata_by_ptx(cache: Path) -> dict:
+    """ptx_hash of each cached kernel's PTX -> its metadata json."""
+    from ptx_tools.normalize import ptx_hash
+    found = {}
+    for meta_path in cache.rglob("*.json"):
+        ptx_path = meta_path.with_suffix(".ptx")
+        if not meta_path.name.startswith("__grp__") and ptx_path.exists():
+            found[ptx_hash(ptx_path.read_text())] = json.loads(meta_path.read_text())
+    return found
+
+
+def test_dump_rows_recover_launch_facts(example_dump):
+    from ptx_tools.normalize import ptx_hash
+    picks = json.loads((example_dump / "picks.json").read_text())
+    rows = ingest(example_dump / "dump", example_dump / "problems.json")
+    assert len(rows) == len(picks) == 6
+    cached = cache_metadata_by_ptx(example_dump / "cache")
+    for row in rows:
+        assert not any(example_dump.joinpath("dump").glob("*.json"))
+        assert row.status == "built", row.status_message
+        pick = picks[row.variant["hash"]]
+        assert row.arch == pick["arch"] and row.name == pick["kernel"]
+        [launch] = row.launches
+        assert launch.entry == row.name and launch.block == (32 * pick["config"]["num_warps"], 1, 1)
+        assert launch.grid[0] % launch.cluster[0] == 0
+        name, sizes, _ = entry_of(row.ptx)
+        assert [a.size for a in launch.args] == sizes
+        meta = cached[ptx_hash(row.ptx)]  # the cache tree's json for this very kernel
+        assert launch.dynamic_smem == row.variant["shared"] == meta["shared"]
+        assert launch.cluster == (meta["num_ctas"], 1, 1) == (pick["config"].get("num_ctas", 1), 1, 1)
+        scratch = {b.name: b for b in row.scratch}
+        assert ("global_scratch" in scratch) == (meta["global_scratch_size"] > 0)
+        facts = row.provenance["launch_facts"]
+        assert facts["recovered"] is True and facts["stage"] in ("ttir", "ttgir")
+        assert facts["triton_version"] == meta["triton_version"] == row.toolchain["triton"]
+        assert facts["target"] == f"cuda:{meta['target']['arch']}"
+        if facts["stage"] == "ttir":
+            assert facts["tried"][-1].endswith("PTX identical")
+        KernelRecord.from_json(row.to_json())
+    by_kind = {(r.name, r.arch, r.variant["shared"] > 0) for r in rows}
+    assert ("softmax_kernel", "sm_80", True) in by_kind  # a reduction through shared memory
+    gemm = [r for r in rows if r.name == "matmul_kernel" and r.arch == "sm_80"]
+    assert gemm and gemm[0].variant["num_stages"] == 3 and gemm[0].provenance["launch_facts"]["stage"] == "ttir"
+    assert any(r.launches[0].cluster == (2, 1, 1) for r in rows)
+    assert any(s.name == "global_scratch" for r in rows for s in r.scratch)
+
+
+def test_dump_with_other_ptx_stays_no_problem(example_dump, tmp_path):
+    import shutil
+    dump = tmp_path / "dump"
+    shutil.copytree(example_dump / "dump", dump)
+    picks = json.loads((example_dump / "picks.json").read_text())
+    folder = next(f for f, p in picks.items() if p["kernel"] == "softmax_kernel" and p["arch"] == "sm_80")
+    for other in dump.iterdir():
+        if other.name != folder:
+            shutil.rmtree(other)
+    ptx_path = dump / folder / "softmax_kernel.ptx"
+    # a PTX the installed Triton did not write: one instruction changed, as another version might
+    edited = re.sub(r"max\.f32", "min.f32", ptx_path.read_text(), count=1)
+    assert edited != ptx_path.read_text()
+    ptx_path.write_text(edited)
+    [row] = ingest(dump, example_dump / "problems.json")
+    assert row.status == "no_problem" and row.launches == []
+    message = row.status_message
+    assert message.startswith("launch facts not recovered") and f"Triton {triton_version()}" in message
+    assert "--problem" not in message
+    assert "does not record its Triton version" in message and "differs from the dumped PTX" in message
+    assert "\n" not in message and row.ptx == edited
+    facts = row.provenance["launch_facts"]
+    assert facts["recovered"] is False and any("ttgir: PTX differs" in t for t in facts["tried"])
+    assert "shared" not in row.variant
+
+
+def test_dump_without_ir_stays_no_problem(example_dump, tmp_path):
+    import shutil
+    picks = json.loads((example_dump / "picks.json").read_text())
+    folder = next(f for f, p in picks.items() if p["kernel"] == "matmul_kernel" and p["arch"] == "sm_80")
+    dump = tmp_path / "dump"
+    shutil.copytree(example_dump / "dump" / folder, dump / folder)
+    for ir in ("ttir", "ttgir"):
+        (dump / folder / f"matmul_kernel.{ir}").unlink()
+    [row] = ingest(dump, example_dump / "problems.json")
+    assert row.status == "no_problem" and "neither matmul_kernel.ttir" in row.status_message

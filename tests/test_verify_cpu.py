@@ -10,9 +10,10 @@ from dataset_spec.model import Arg, Buffer, Distribution, KernelRecord, Launch, 
 from verify.args import ArgError, entry_params, pack_args, scalar_bytes
 from verify.assembly_pool import assemble_for_gpu, runnable_reason, target_arch
 from verify.compare import agreement, agreement_bound, error_stats, trivial_reason
-from verify.inputs import (bf16_bits, bf16_to_float, draw, float_to_bits, from_storage, make_trial_inputs,
+from verify.inputs import (bf16_bits, bf16_to_float, draw, float_to_bits, from_storage, guard_fill, make_trial_inputs,
+                           poison_words,
                            poison_array, trial_seed, unwritten_count)
-from verify.outcome import CheckResult, OutputSpec, TrialRun, classify, inputs_changed
+from verify.outcome import CheckResult, OutputSpec, TrialRun, classify, float_atomics, inputs_changed
 from verify.runner import apply_verdict, prepare_problem, select_groups
 from verify.timing import batch_size, median_rse, should_stop, summarise
 
@@ -114,36 +115,68 @@ def test_float16_and_int_conversion():
     assert ints.tolist() == [2, 2, -128, 127]
 
 
-@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "float64", "int32", "uint8"])
-def test_poison_detection(dtype):
-    out = poison_array(dtype, (4, 5))
-    assert unwritten_count(out, dtype) == 20
-    if dtype in ("float16", "float32", "float64"):
-        assert np.isnan(out.astype(np.float64)).all()
-    if dtype == "bfloat16":
-        assert np.isnan(bf16_to_float(out)).all()
-    written = out.copy()
-    written.reshape(-1)[:7] = float_to_bits(np.arange(7.0), dtype)
-    assert unwritten_count(written, dtype) == 13
-    # a kernel writing a different NaN has written the element
-    if dtype == "float32":
-        assert unwritten_count(np.full(3, np.nan, np.float32), dtype) == 0
+ALL_DTYPES = ["float16", "bfloat16", "float32", "float64", "float8_e4m3", "float8_e5m2", "int8", "uint8", "int16",
+              "int32", "uint32", "int64"]
 
 
-@pytest.mark.parametrize("dtype", ["int8", "int32", "uint8"])
-def test_integer_poison_that_is_also_the_right_value_is_not_unwritten(dtype):
-    """All-ones poison is -1 (255 unsigned), a value an integer GEMM may rightly store: where
-    the reference holds it the element is right either way; elsewhere poison is unwritten."""
-    poison_value = float(from_storage(poison_array(dtype, (1,)), dtype)[0])
-    reference = np.array([poison_value, 3.0, poison_value, 5.0])
-    out = float_to_bits(reference, dtype)
-    assert unwritten_count(out, dtype, reference) == 0
-    assert unwritten_count(out, dtype) == 2  # without the reference, the values look like poison
-    out[1] = poison_array(dtype, (1,))[0]
-    assert unwritten_count(out, dtype, reference) == 1
-    # float poison is a NaN no reference holds: a NaN reference does not hide it
-    f32 = poison_array("float32", (2,))
-    assert unwritten_count(f32, "float32", np.array([np.nan, 1.0])) == 2
+@pytest.mark.parametrize("dtype", ALL_DTYPES)
+def test_two_poisons_per_trial(dtype):
+    """Poison 1 is a NaN (floats), poison 2 a large finite value; both are seeded by the
+    trial and change with the seed; for integers they are two different words."""
+    first, second = poison_words(dtype, 7)
+    assert poison_words(dtype, 7) == (first, second)
+    assert first != second
+    assert {poison_words(dtype, seed) for seed in range(20)} != {(first, second)}
+    one, two = poison_array(dtype, (4,), first), poison_array(dtype, (4,), second)
+    assert not np.array_equal(one.view(np.uint8), two.view(np.uint8))
+    if dtype.startswith("float"):
+        values_one, values_two = from_storage(one, dtype), from_storage(two, dtype)
+        assert np.isnan(values_one).all()
+        assert np.isfinite(values_two).all() and (np.abs(values_two) >= 400).all()
+        if dtype in ("float32", "float64"):  # far beyond any value a kernel is expected to write
+            assert (np.abs(values_two) > 1e37).all()
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES)
+def test_unwritten_is_poison_1_then_poison_2(dtype):
+    words = poison_words(dtype, 3)
+    first, second = poison_array(dtype, (4, 5), words[0]), poison_array(dtype, (4, 5), words[1])
+    assert unwritten_count(first, second, dtype, words) == 20
+    assert unwritten_count(first, None, dtype, words) == 0  # run 2 equal to run 1: all written
+    written = float_to_bits(np.arange(7.0), dtype)
+    first.reshape(-1)[:7], second.reshape(-1)[:7] = written, written
+    assert unwritten_count(first, second, dtype, words) == 13
+
+
+@pytest.mark.parametrize("dtype,value", [("int8", -1), ("int32", -1), ("uint8", 255), ("int16", -1),
+                                         ("uint32", 2 ** 32 - 1)])
+def test_integer_outputs_equal_to_any_poison_are_checked_for_being_written(dtype, value):
+    """Class 4 of issue 18: an integer output that rightly holds -1 or 255 is written (both
+    runs hold it), and an unwritten one is caught even where the reference is -1/255."""
+    for seed in range(50):
+        words = poison_words(dtype, seed)
+        run1 = float_to_bits(np.array([value, 3.0, value, 5.0]), dtype)
+        run2 = run1.copy()
+        assert unwritten_count(run1, run2, dtype, words) == 0
+        run1[2], run2[2] = poison_array(dtype, (1,), words[0])[0], poison_array(dtype, (1,), words[1])[0]
+        assert unwritten_count(run1, run2, dtype, words) == 1
+    # a poison word of all ones (the old fixed poison) on run 1 alone is not unwritten
+    words = ((1, 0xFF), (1, 0x11))
+    run = float_to_bits(np.array([-1.0, -1.0]), "int8")
+    assert unwritten_count(run, run.copy(), "int8", words) == 0
+
+
+def test_guard_fills_are_random_per_run_and_hold_specials():
+    fill1, fill2 = guard_fill(11, 1), guard_fill(11, 2)
+    assert fill1.dtype == np.uint8 and fill1.size == 1 << 16
+    assert np.array_equal(fill1, guard_fill(11, 1)) and not np.array_equal(fill1, fill2)
+    assert (fill1 != fill2).mean() > 0.5
+    words = fill1.view(np.uint32)
+    as_f32 = words.view(np.float32)
+    assert (words == 0).mean() > 0.2 and np.isnan(as_f32).mean() > 0.2
+    assert (np.abs(as_f32[np.isfinite(as_f32)]) > 1e37).mean() > 0.2
+    assert np.unique(words[np.isnan(as_f32)]).size > 1000  # NaN payloads vary
+    assert guard_fill(11, 1, 100).size == 100
 
 
 def test_trial_inputs_are_seeded_and_alternate_kinds():
@@ -258,11 +291,17 @@ def test_classify_passed_and_wrong_result():
 
 def test_classify_unwritten_modified_input_and_out_of_bounds():
     refs = _refs()
+    words = poison_words("float32", 5)
 
-    def half(t, out):
-        out[4:] = poison_array("float32", (4,))
-        return out
-    v = classify(CheckResult(_runs(refs, half)), _specs(), refs)
+    def half(poison):
+        def mutate(t, out):
+            out[4:] = poison_array("float32", (4,), words[poison])
+            return out
+        return mutate
+    runs = _runs(refs, half(0), poisons={"out": words})
+    for run, second in zip(runs, _runs(refs, half(1))):
+        run.second_outputs = second.outputs
+    v = classify(CheckResult(runs), _specs(), refs)
     assert v.status == "unwritten_output" and "4 of 8" in v.message
     v = classify(CheckResult(_runs(refs, modified_inputs=["x"])), _specs(), refs)
     assert v.status == "modified_input" and "x" in v.message
@@ -274,23 +313,70 @@ def test_classify_unwritten_modified_input_and_out_of_bounds():
     assert "16 bytes before its start" in v.message
 
 
+def test_classify_diagnosis_of_runs_that_disagree():
+    refs = _refs()
+    runs = _runs(refs, varies_with="poison", variation="run 1 repeated with the second poison differs")
+    v = classify(CheckResult(runs), _specs(), refs)
+    assert v.status == "wrong_result" and "reads its own output" in v.message
+    v = classify(CheckResult(_runs(refs, varies_with="guard")), _specs(), refs)
+    assert v.status == "out_of_bounds_read" and "guard" in v.message
+    # the fence faults the parent attributed
+    for status in ("modified_input", "out_of_bounds_write"):
+        v = classify(CheckResult(error=status, message="faults", fatal=True), _specs(), refs)
+        assert v.status == status
+    # unwritten outranks the diagnosis: the poison it holds is why run 2 differs
+    words = poison_words("float32", 1)
+    runs = _runs(refs, lambda t, out: poison_array("float32", (8,), words[0]), poisons={"out": words},
+                 varies_with="poison")
+    for run in runs:
+        run.second_outputs = {"out": poison_array("float32", (8,), words[1])}
+    assert classify(CheckResult(runs), _specs(), refs).status == "unwritten_output"
+
+
+def test_nondeterminism_is_a_race_unless_the_ptx_has_float_atomics():
+    refs = _refs()
+
+    def schedule_runs(shift):
+        runs = _runs(refs, varies_with="schedule", variation="a plain repeat of run 1 differs")
+        runs[0].rerun_outputs = {"out": float_to_bits(refs[0]["out"] + shift, "float32")}
+        return runs
+    v = classify(CheckResult(schedule_runs(1e-6)), _specs(), refs)
+    assert v.status == "race_detected" and "no floating-point atomics" in v.message
+    v = classify(CheckResult(schedule_runs(1e-6), float_atomics=True), _specs(), refs)
+    assert v.status == "passed" and v.deterministic is False
+    # with atomics, every differing run is judged against the bound
+    v = classify(CheckResult(schedule_runs(1.0), float_atomics=True), _specs(), refs)
+    assert v.status == "wrong_result" and "(rerun)" in v.message
+    runs = _runs(refs, varies_with="schedule")
+    runs[1].second_outputs = {"out": float_to_bits(refs[1]["out"] + 1.0, "float32")}
+    v = classify(CheckResult(runs, float_atomics=True), _specs(), refs)
+    assert v.status == "wrong_result" and "(run 2)" in v.message
+    assert classify(CheckResult(_runs(refs)[:1]), _specs(), refs).status == "crashed"
+
+
+@pytest.mark.parametrize("line,expected", [
+    ("atom.global.add.f32 %f1, [%rd1], %f2;", True),
+    ("red.global.add.f32 [%rd1], %f2;", True),
+    ("red.relaxed.gpu.global.add.noftz.bf16x2 [%rd1], %r2;", True),
+    ("atom.add.noftz.f16 %h1, [%rd1], %h2;", True),
+    ("red.global.add.f64 [%rd1], %fd2;", True),
+    ("atom.global.v4.f32.add %f1, [%rd1], %f2;", True),
+    ("cp.reduce.async.bulk.tensor.2d.global.shared::cta.add.tile.bulk_group [%rd1, {%r1, %r2}], [%r3];", False),
+    ("atom.global.add.u32 %r1, [%rd1], 1;", False),
+    ("atom.global.max.f32 %f1, [%rd1], %f2;", False),
+    ("atom.shared.cas.b32 %r1, [%r2], %r3, %r4;", False),
+    ("add.f32 %f1, %f2, %f3;", False),
+])
+def test_float_atomics_are_found_in_ptx(line, expected):
+    assert float_atomics(f"  {line}\n") is expected
+
+
 @pytest.mark.parametrize("error,status", [("jit_failed", "jit_failed"), ("launch_failed", "launch_failed"),
                                           ("crashed", "crashed"), ("timeout", "timeout"), ("died", "crashed"),
                                           ("arg_error", "launch_failed")])
 def test_classify_worker_errors(error, status):
     v = classify(CheckResult(error=error, message="boom", fatal=True), _specs(), _refs())
     assert v.status == status and v.message == "boom"
-
-
-def test_classify_nondeterministic():
-    refs = _refs()
-    runs = _runs(refs)
-    runs[0].rerun_outputs = {"out": float_to_bits(refs[0]["out"] + 1e-6, "float32")}
-    v = classify(CheckResult(runs), _specs(), refs)
-    assert v.status == "passed" and v.deterministic is False
-    runs[1].rerun_outputs = {"out": float_to_bits(refs[1]["out"] + 1.0, "float32")}
-    assert classify(CheckResult(runs), _specs(), refs).status == "wrong_result"
-    assert classify(CheckResult(_runs(refs)[:1]), _specs(), refs).status == "crashed"
 
 
 def test_consensus_flags_the_odd_member_out():
@@ -530,3 +616,62 @@ def test_error_stats_over_several_chunks_finds_the_worst_element():
     assert stats.n_bad == 2 and stats.worst_index == (2 * compare.CHUNK + 9,)
     assert stats.max_err_ratio == pytest.approx(9.5)
     assert compare.error_stats(out, ref, 1.0).n_bad == 0  # a one-value bound
+
+
+# ---- consensus anchored on the reference ------------------------------------------------
+
+def _shifted_outputs(refs, delta):
+    return [{"out": float_to_bits(r["out"] + delta, "float32")} for r in refs]
+
+
+def test_consensus_prefers_the_cluster_nearest_the_reference_over_a_skewed_first_member():
+    from verify.outcome import Consensus
+    refs = _refs()
+    specs = _specs(bound=3e-5)  # agreement bound 3e-5
+    consensus = Consensus(specs)
+    # a consistently skewed member first (within its error bound, 0.9 of it, but 6e-5 from the
+    # correct member), then its near twin (a larger cluster), then one correct member
+    consensus.add("skewed", _shifted_outputs(refs, 6e-5), reference_ratio=0.9)
+    consensus.add("skewed_twin", _shifted_outputs(refs, 5.9e-5), reference_ratio=0.88)
+    consensus.add("correct", _shifted_outputs(refs, 0.0), reference_ratio=0.01)
+    verdicts = consensus.verdicts()
+    assert verdicts["correct"][0] is True and verdicts["correct"][1] == 0.0
+    assert verdicts["skewed"][0] is False and verdicts["skewed_twin"][0] is False
+    assert "disagrees with the group's consensus" in verdicts["skewed"][2]
+    assert verdicts["skewed"][1] > 1
+
+
+def test_consensus_ties_go_to_the_larger_cluster_then_the_earlier():
+    from verify.outcome import Consensus
+    refs = _refs()
+    specs = _specs(bound=3e-5)
+    larger = Consensus(specs)
+    larger.add("low", _shifted_outputs(refs, -2.5e-5), reference_ratio=0.5)
+    larger.add("high", _shifted_outputs(refs, 2.5e-5), reference_ratio=0.5)
+    larger.add("high_twin", _shifted_outputs(refs, 2.4e-5), reference_ratio=0.48)
+    verdicts = larger.verdicts()
+    assert [k for k, v in verdicts.items() if not v[0]] == ["low"]
+    earlier = Consensus(specs)
+    earlier.add("first", _shifted_outputs(refs, -2.5e-5), reference_ratio=0.5)
+    earlier.add("second", _shifted_outputs(refs, 2.5e-5), reference_ratio=0.5)
+    verdicts = earlier.verdicts()
+    assert verdicts["first"][0] and not verdicts["second"][0]
+
+
+def test_consensus_overflow_keeps_the_nearest_cluster_and_bounded_memory():
+    from verify.outcome import MAX_CLUSTERS, Consensus
+    refs = _refs()
+    specs = _specs(bound=1e-6)
+    consensus = Consensus(specs)
+    # MAX_CLUSTERS + 2 members, each far from all others; nearness improves as they come
+    deltas = [(i + 1) * 1e-4 for i in range(MAX_CLUSTERS + 2)]
+    for i, delta in enumerate(reversed(deltas)):
+        consensus.add(f"m{i}", _shifted_outputs(refs, delta), reference_ratio=float(len(deltas) - i))
+    assert len(consensus.clusters) == MAX_CLUSTERS  # memory stays bounded
+    verdicts = consensus.verdicts()
+    last = f"m{len(deltas) - 1}"
+    assert [k for k, v in verdicts.items() if v[0]] == [last]
+    # a farther member arriving when every slot is taken fits nowhere and disagrees
+    consensus.add("far", _shifted_outputs(refs, 1.0), reference_ratio=100.0)
+    assert consensus.home["far"] == -1 and consensus.verdicts()["far"][0] is False
+    assert consensus.verdicts()[last][0] is True

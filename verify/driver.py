@@ -334,15 +334,19 @@ class DeviceBuffer:
 
 
 # 64 KiB each side: a multiple of every alignment a buffer needs (256 B for the allocator,
-# 16 B for TMA), and far past the few vectors an off-by-one loop writes.
+# 16 B for TMA), and far past the few vectors an off-by-one loop writes. Each run fills the
+# guards with its own random bytes (inputs.guard_fill), so a read past an end changes the
+# output between runs, and no fixed pattern can be recognised.
 GUARD_BYTES = 1 << 16
-GUARD_PATTERN = 0xA5
 
 
 class GuardedBuffer(DeviceBuffer):
-    """A buffer of ``nbytes`` between two guard regions of one allocation. ``arm`` fills the
-    guards with GUARD_PATTERN; ``hits`` finds the guard bytes a kernel changed since. With
-    ``guard=0`` it is a plain allocation of exactly ``nbytes`` (what a memory checker needs)."""
+    """A buffer of ``nbytes`` between two guard regions of one allocation (the arena used
+    where the virtual memory API is missing, and under a memory checker with ``guard=0``:
+    a plain allocation of exactly ``nbytes``). ``arm`` writes a run's guard fill into both
+    guards; ``hits`` finds the guard bytes a kernel changed since."""
+
+    placement = "after"
 
     def __init__(self, nbytes: int, guard: int = GUARD_BYTES):
         self.raw = DeviceBuffer(int(nbytes) + 2 * guard)
@@ -350,17 +354,31 @@ class GuardedBuffer(DeviceBuffer):
         self.nbytes = int(nbytes)
         self.ptr = cu.CUdeviceptr(int(self.raw.ptr) + guard)
 
+    def kernel_address(self, placement: str) -> int:
+        return self.address
+
+    def place(self, placement: str) -> None:
+        """One allocation serves every placement."""
+
     def _guard_starts(self) -> tuple:
         base = int(self.raw.ptr)
         return ((-self.guard, base), (self.nbytes, base + self.guard + self.nbytes))
 
-    def arm(self) -> None:
+    def _expected(self, fill: np.ndarray, side: int) -> np.ndarray:
+        """The guard bytes ``arm`` wrote: the fill's last bytes precede the buffer, its
+        first bytes follow it (as on the virtual memory API's guard pages)."""
+        reps = -(-self.guard // fill.size)
+        tiled = np.tile(fill, reps)
+        return tiled[tiled.size - self.guard:] if side < 0 else tiled[:self.guard]
+
+    def arm(self, fill: np.ndarray) -> None:
         if not self.guard:
             return
-        for _, start in self._guard_starts():
-            check(cu.cuMemsetD8(cu.CUdeviceptr(start), GUARD_PATTERN, self.guard), "cuMemsetD8(guard)")
+        for side, start in self._guard_starts():
+            host = np.ascontiguousarray(self._expected(fill, side))
+            check(cu.cuMemcpyHtoD(cu.CUdeviceptr(start), host.ctypes.data, self.guard), "cuMemcpyHtoD(guard)")
 
-    def hits(self) -> list:
+    def hits(self, fill: np.ndarray) -> list:
         """[(offset of the first changed byte from the buffer's start, changed bytes)] per
         guard that was written."""
         found = []
@@ -369,7 +387,7 @@ class GuardedBuffer(DeviceBuffer):
         for side, start in self._guard_starts():
             host = np.empty(self.guard, dtype=np.uint8)
             check(cu.cuMemcpyDtoH(host.ctypes.data, cu.CUdeviceptr(start), self.guard), "cuMemcpyDtoH(guard)")
-            changed = np.flatnonzero(host != GUARD_PATTERN)
+            changed = np.flatnonzero(host != self._expected(fill, side))
             if changed.size:
                 found.append((side + int(changed[0]), int(changed.size)))
         return found
@@ -378,6 +396,76 @@ class GuardedBuffer(DeviceBuffer):
         if self.ptr is not None:
             self.raw.free()
             self.ptr = None
+
+
+def function_attribute(function, name: str) -> int:
+    return int(check(cu.cuFuncGetAttribute(getattr(cu.CUfunction_attribute, name), function),
+                     f"cuFuncGetAttribute({name})"))
+
+
+def smem_headroom(function, device, dynamic_smem: int) -> int:
+    """Bytes of dynamic shared memory a launch of ``function`` could still add per block."""
+    optin = check(cu.cuDeviceGetAttribute(
+        cu.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, device),
+        "cuDeviceGetAttribute(MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)")
+    static = function_attribute(function, "CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES")
+    return max(0, int(optin) - static - int(dynamic_smem))
+
+
+# A spin kernel that loads and stores its own words until a clock deadline: launched on a
+# second stream just before a row's kernels, it holds a block on every SM and competes for
+# memory, so their blocks are scheduled differently than when they run alone.
+NOISE_PTX = """
+.version 7.0
+.target sm_70
+.address_size 64
+.visible .entry ptxds_noise(.param .u64 words, .param .u64 cycles)
+{
+    .reg .pred %p;
+    .reg .b32 %r<6>;
+    .reg .b64 %rd<8>;
+    ld.param.u64 %rd1, [words];
+    ld.param.u64 %rd2, [cycles];
+    mov.u32 %r1, %ctaid.x;
+    mov.u32 %r2, %ntid.x;
+    mov.u32 %r3, %tid.x;
+    mad.lo.s32 %r4, %r1, %r2, %r3;
+    mul.wide.u32 %rd3, %r4, 4;
+    add.s64 %rd4, %rd1, %rd3;
+    mov.u64 %rd5, %clock64;
+    add.s64 %rd6, %rd5, %rd2;
+SPIN:
+    ld.volatile.global.u32 %r5, [%rd4];
+    add.s32 %r5, %r5, 1;
+    st.volatile.global.u32 [%rd4], %r5;
+    mov.u64 %rd7, %clock64;
+    setp.lt.u64 %p, %rd7, %rd6;
+    @%p bra SPIN;
+    ret;
+}
+"""
+NOISE_BLOCK = 128
+NOISE_CYCLES = 100_000  # about 60 us at H100 clocks
+
+
+class NoiseKernel:
+    """``NOISE_PTX`` loaded once, with its own buffer and non-blocking stream."""
+
+    def __init__(self, sm_count: int):
+        self.module = Module.from_ptx(NOISE_PTX)
+        self.grid = max(1, int(sm_count))
+        self.words = DeviceBuffer(self.grid * NOISE_BLOCK * 4)
+        self.words.fill_bytes(0)
+        self.stream = check(cu.cuStreamCreate(cu.CUstream_flags.CU_STREAM_NON_BLOCKING.value), "cuStreamCreate")
+        params = np.array([self.words.address, NOISE_CYCLES], dtype=np.uint64)
+        self.launch = PreparedLaunch(self.module.function("ptxds_noise"), (self.grid, 1, 1), (NOISE_BLOCK, 1, 1),
+                                     params.tobytes(), [0, 8], self.stream)
+
+    def enqueue(self) -> None:
+        self.launch.enqueue()
+
+    def synchronize(self) -> None:
+        check(cu.cuStreamSynchronize(self.stream), "cuStreamSynchronize(noise)")
 
 
 def encode_tensor_map(params: dict, address: int) -> bytes:

@@ -9,12 +9,15 @@ Trial kinds (``Problem.trial_kinds``) change how float buffers are drawn: ``norm
 log-uniform over the op's whole safe domain (``OpSpec.domain``: many binades, up to what
 cannot overflow); ``edge`` mixes special values into normal data: exact zeros, -0.0, the
 domain's largest magnitude, subnormals where the domain reaches them, and values at and
-beside rounding boundaries. ``small``/``large`` scale the buffer's distribution.
+beside rounding boundaries; ``stress`` draws the op's own stress rows
+(``OpSpec.stress_values``, dataset_spec/stress.py: where its classic bugs live, NaN and
+infinities included where the IEEE result is defined). ``small``/``large`` scale the
+buffer's distribution.
 
-Integer input buffers of an op that declares ``integer_range`` (sequence letters, ...) are
-drawn over that range: uniformly in every trial kind but ``edge``, which strings together
-runs of one value (long exact matches and long mismatches); other integer buffers keep
-their ``init`` distribution.
+Integer input buffers of an op that declares ``integer_range`` (a GEMM's operands over
+their dtype's full range, sequence letters, ...) are drawn over that range in every kind
+(``draw_integers``); other integer buffers keep their ``init`` distribution. Each trial
+reports the ranges it drew from (``TrialInputs.ranges``).
 """
 from __future__ import annotations
 
@@ -37,17 +40,10 @@ STORAGE_NUMPY = {
 }
 BITS_NUMPY = {1: np.dtype("u1"), 2: np.dtype("<u2"), 4: np.dtype("<u4"), 8: np.dtype("<u8")}
 
-# Poison words: quiet NaNs with a recognisable DA payload for floats, all ones for ints.
-# f32/f64 share one 32-bit word so a 32-bit memset poisons both (0x7FFADADA7FFADADA is a
-# quiet f64 NaN too).
-POISON_WORD = {
-    "float16": (2, 0x7E5A), "bfloat16": (2, 0x7FDA),
-    "float32": (4, 0x7FFADADA), "float64": (4, 0x7FFADADA),
-    "float8_e4m3": (1, NAN_CODE), "float8_e5m2": (1, NAN_CODE),  # 0x7F: NaN in both
-}
 FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64", "float8_e4m3", "float8_e5m2")
 FLOAT_KINDS = ("normal", "uniform")
-TRIAL_KINDS = ("normal", "uniform", "wide", "edge", "small", "large")
+TRIAL_KINDS = ("normal", "uniform", "wide", "edge", "stress", "small", "large")
+DOMAIN_KINDS = ("wide", "edge", "stress")  # kinds that draw over the op's domain
 MAGNITUDE = {"small": 1e-2, "large": 1e2}
 EDGE_FRACTION = 0.25  # share of elements an edge trial replaces with special values
 
@@ -56,36 +52,91 @@ def is_float(dtype: str) -> bool:
     return DTYPES[dtype][1] == "f"
 
 
-def poison_word(dtype: str) -> tuple:
-    """(width in bytes, value) for a memset that fills a buffer of ``dtype`` with poison."""
-    if dtype in POISON_WORD:
-        return POISON_WORD[dtype]
-    return (1, 0xFF)
+# Poisons and guard fills are drawn per trial from its seed, so a failure reproduces. Run 1
+# poisons floats with a quiet NaN of random payload, run 2 with a large finite value (a
+# kernel that reads its output gets NaN once and a number once); integers get two random
+# words. f64 and 8-byte ints repeat a 32-bit word (a 32-bit memset poisons them).
+POISON_SALT = 0x9015
+GUARD_SALT = 0x6A4D
+FP8_POISONS = {"float8_e4m3": ((0x7F,), (0x7E, 0x7D)),   # NaN; 448, 416
+               "float8_e5m2": ((0x7D, 0x7E, 0x7F), (0x7B, 0x7A))}
 
 
-def poison_array(dtype: str, shape) -> np.ndarray:
-    """A host array of poison bits in the storage numpy dtype."""
-    width, value = poison_word(dtype)
-    n = int(np.prod(shape, dtype=np.int64)) * DTYPES[dtype][0]
-    words = np.full(n // width, value, dtype=BITS_NUMPY[width])
-    return words.view(np.uint8).view(STORAGE_NUMPY[dtype]).reshape(shape)
+def poison_words(dtype: str, seed: int) -> tuple:
+    """((width, word) of poison 1, (width, word) of poison 2): memset patterns for an
+    output of ``dtype`` in the trial of ``seed``. Poison 1 is a quiet NaN with a random
+    payload (random bits for integers), poison 2 a large finite value (other random bits)."""
+    rng = np.random.default_rng([int(seed) & 0xFFFFFFFFFFFFFFFF, POISON_SALT])
+
+    def bits(n: int) -> int:
+        return int(rng.integers(0, 1 << n))
+    sign = bits(1)
+    if dtype in FP8_POISONS:
+        nans, larges = FP8_POISONS[dtype]
+        return ((1, nans[bits(8) % len(nans)] | sign << 7), (1, larges[bits(8) % len(larges)] | bits(1) << 7))
+    if dtype == "float16":
+        return (2, sign << 15 | 0x7E00 | bits(9)), (2, bits(1) << 15 | 0x7800 | bits(10))
+    if dtype == "bfloat16":
+        return (2, sign << 15 | 0x7FC0 | bits(6)), (2, bits(1) << 15 | 0x7F00 | bits(7))
+    if dtype == "float32":
+        return (4, sign << 31 | 0x7FC00000 | bits(22)), (4, bits(1) << 31 | 0x7F000000 | bits(23))
+    if dtype == "float64":  # the 32-bit word repeats: high half sets sign and exponent
+        return (4, sign << 31 | 0x7FF80000 | bits(19)), (4, bits(1) << 31 | 0x7FE00000 | bits(20))
+    width = min(DTYPES[dtype][0], 4)
+    first = bits(8 * width)
+    second = (first + 1 + bits(8 * width - 1)) % (1 << 8 * width)  # never equal to the first
+    return (width, first), (width, second)
 
 
-def unwritten_count(output: np.ndarray, dtype: str, reference: Optional[np.ndarray] = None) -> int:
-    """How many elements still hold the poison bits (compared as bits, since NaN != NaN).
-
-    Integer poison (all ones: -1, or 255 unsigned) is also a value a kernel may rightly
-    write, so where ``reference`` (float64, the expected values) equals the poison's value,
-    the element cannot tell written from unwritten and is not counted: it holds the right
-    value either way. Float poison is a NaN with a payload no reference holds."""
+def poison_element(dtype: str, word: tuple) -> np.ndarray:
+    """One element's bits (unsigned numpy scalar array of shape (1,)) filled with ``word``."""
+    width, value = word
     size = DTYPES[dtype][0]
-    bits = np.ascontiguousarray(output).view(BITS_NUMPY[size])
-    poison_bits = poison_array(dtype, (1,))
-    still_poison = bits == poison_bits.view(BITS_NUMPY[size])[0]
-    if reference is not None and not is_float(dtype):
-        poison_value = float(from_storage(poison_bits, dtype)[0])
-        still_poison &= np.asarray(reference).reshape(still_poison.shape) != poison_value
-    return int(np.count_nonzero(still_poison))
+    words = np.full(size // width, value, dtype=BITS_NUMPY[width])
+    return words.view(BITS_NUMPY[size])
+
+
+def poison_array(dtype: str, shape, word: tuple) -> np.ndarray:
+    """A host array of poison bits (``word`` from ``poison_words``) in the storage dtype."""
+    one = poison_element(dtype, word)
+    return np.full(shape, one[0], dtype=one.dtype).view(STORAGE_NUMPY[dtype])
+
+
+def unwritten_mask(first: np.ndarray, second: Optional[np.ndarray], dtype: str, words: tuple) -> np.ndarray:
+    """Elements that hold poison 1 after run 1 and poison 2 after run 2: never written.
+    Compared as bits (NaN != NaN). A value a kernel wrote is the same in both runs, so it
+    cannot match both poisons, whatever it is (-1 and 255 included). ``second`` None means
+    run 2 was bitwise equal to run 1: nothing can be unwritten."""
+    first = np.ascontiguousarray(first)
+    if second is None:
+        return np.zeros(first.shape, dtype=bool)
+    size = DTYPES[dtype][0]
+    one, two = (poison_element(dtype, w)[0] for w in words)
+    return ((first.view(BITS_NUMPY[size]) == one)
+            & (np.ascontiguousarray(second).view(BITS_NUMPY[size]) == two))
+
+
+def unwritten_count(first: np.ndarray, second: Optional[np.ndarray], dtype: str, words: tuple) -> int:
+    return int(np.count_nonzero(unwritten_mask(first, second, dtype, words)))
+
+
+GUARD_FILL_BYTES = 1 << 16
+
+
+def guard_fill(seed: int, run: int, nbytes: int = GUARD_FILL_BYTES) -> np.ndarray:
+    """Random guard bytes for one run of a trial (uint8): 32-bit words, a quarter each of
+    random bits, zeros, f32 NaNs with random payloads and huge finite values (their 16-bit
+    halves are f16/bf16 specials of their own). Different for every ``run``."""
+    rng = np.random.default_rng([int(seed) & 0xFFFFFFFFFFFFFFFF, GUARD_SALT, int(run)])
+    n = (nbytes + 3) // 4
+    words = rng.integers(0, 1 << 32, n, dtype=np.uint64).astype(np.uint32)
+    kind = rng.integers(0, 4, n)
+    payload = rng.integers(0, 1 << 22, n, dtype=np.uint64).astype(np.uint32)
+    sign = (rng.integers(0, 2, n, dtype=np.uint64).astype(np.uint32) << np.uint32(31))
+    words = np.where(kind == 1, np.uint32(0), words)
+    words = np.where(kind == 2, sign | np.uint32(0x7FC00000) | payload, words)
+    words = np.where(kind == 3, sign | np.uint32(0x7F000000) | (payload << np.uint32(1)), words)
+    return words.astype(np.uint32).view(np.uint8)[:nbytes].copy()
 
 
 def bf16_bits(values) -> np.ndarray:
@@ -239,18 +290,39 @@ def draw(dist: Distribution, shape, rng: np.random.Generator, kind: str = "", dt
     return out
 
 
+def integer_extremes(low: int, high: int) -> np.ndarray:
+    """The edge values of [low, high): both ends, 0, -1 and 1 where inside."""
+    values = {low, high - 1} | {v for v in (0, -1, 1) if low <= v < high}
+    return np.array(sorted(values), dtype=np.int64)
+
+
 def draw_integers(shape, rng: np.random.Generator, low: int, high: int, kind: str = "") -> np.ndarray:
-    """Integers in [low, high): uniform, or for ``edge`` runs of one value (run lengths
-    geometric, mean EDGE_RUN), row by row along the last axis."""
+    """Integers in [low, high) following the trial kind: ``wide``, random sign and
+    magnitude log-uniform up to the range's ends; ``edge``, runs of one value (run lengths
+    geometric, mean EDGE_RUN, along the last axis), half of them extremes (both ends, 0,
+    -1, 1); ``stress``, rows at the top, at the bottom, alternating, then extremes half
+    the time (dataset_spec/stress.py); any other kind (normal, uniform), uniform."""
     shape = tuple(shape)
+    if kind == "stress":
+        from dataset_spec.stress import integer_stress
+        return integer_stress(shape, rng, low, high)
+    if kind == "wide":
+        if low >= 0:  # offsets from low, log-uniform from 0 up to the top
+            offset = np.floor(np.exp(rng.uniform(0.0, np.log(high - low + 1.0), shape))) - 1
+            return np.clip(low + offset, low, high - 1)
+        top = max(abs(low), abs(high - 1), 1)
+        magnitude = np.floor(np.exp(rng.uniform(0.0, np.log(top + 2.0), shape))) - 1
+        return np.clip(np.where(rng.random(shape) < 0.5, -magnitude - 1, magnitude), low, high - 1)
     if kind != "edge":
         return rng.integers(low, high, shape).astype(np.float64)
     rows = int(np.prod(shape[:-1], dtype=np.int64)) if len(shape) > 1 else 1
-    length = shape[-1]
+    length = shape[-1] if shape else 1
     starts = rng.random((rows, length)) < 1.0 / EDGE_RUN
     starts[:, 0] = True
     run_ids = np.cumsum(starts, axis=1) - 1
-    values = rng.integers(low, high, (rows, length))
+    extremes = integer_extremes(low, high)
+    values = np.where(rng.random((rows, length)) < 0.5, extremes[rng.integers(0, extremes.size, (rows, length))],
+                      rng.integers(low, high, (rows, length)))
     return np.take_along_axis(values, run_ids, axis=1).astype(np.float64).reshape(shape)
 
 
@@ -265,6 +337,7 @@ class TrialInputs:
     kind: str
     storage: dict  # name -> storage ndarray
     values: dict   # name -> float64 ndarray of the rounded values
+    ranges: dict = None  # name -> [lo, hi] drawn over: integers inclusive, floats magnitudes
 
 
 def trial_count(problem: Problem) -> int:
@@ -278,24 +351,33 @@ def make_trial_inputs(problem: Problem, group_id: str, trial: int) -> TrialInput
     seed = trial_seed(group_id, problem.digest(), trial)
     kind = trial_kind(problem, trial)
     integer_inputs = any(b.role in ("in", "inout") and not is_float(b.dtype) for b in problem.buffers)
-    op = get_op(problem.op) if kind in ("wide", "edge") or integer_inputs else None
-    storage, values = {}, {}
+    op = get_op(problem.op) if kind in DOMAIN_KINDS or integer_inputs else None
+    storage, values, ranges = {}, {}, {}
     for index, buf in enumerate(problem.buffers):
         if buf.role not in ("in", "inout"):
             continue
         # One stream per buffer index so adding a buffer does not reshuffle the others.
         rng = np.random.default_rng([seed, index])
-        if not is_float(buf.dtype) and op is not None and op.integer_range is not None:
-            low, high = op.integer_range(problem, buf)
+        span = op.integer_range(problem, buf) if (not is_float(buf.dtype) and op is not None
+                                                  and op.integer_range is not None) else None
+        if span is not None:
+            low, high = (int(v) for v in span)
             drawn = draw_integers(buf.shape, rng, low, high, kind)
+            ranges[buf.name] = [low, high - 1]
+        elif is_float(buf.dtype) and kind == "stress" and buf.init.kind in FLOAT_KINDS:
+            domain = op.domain(problem, buf.name)
+            drawn = op.stress_values(problem, buf, rng, domain, values)
+            ranges[buf.name] = list(domain)
         else:
-            use_kind = kind if is_float(buf.dtype) else ""
+            use_kind = kind if is_float(buf.dtype) and kind != "stress" else ""
             domain = op.domain(problem, buf.name) if use_kind in ("wide", "edge") else None
             drawn = draw(buf.init, buf.shape, rng, use_kind, buf.dtype, domain)
+            if domain is not None:
+                ranges[buf.name] = list(domain)
         bits = float_to_bits(drawn, buf.dtype)
         storage[buf.name] = bits
         values[buf.name] = from_storage(bits, buf.dtype)
-    return TrialInputs(trial, seed, kind, storage, values)
+    return TrialInputs(trial, seed, kind, storage, values, ranges)
 
 
 def init_array(buf: Buffer, seed: int = 0) -> np.ndarray:

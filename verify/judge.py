@@ -7,7 +7,8 @@ verify time on the host. On the GPU they take milliseconds, so with torch instal
 reference, the error bounds and the agreement bounds of a large problem are copied once to
 the worker's GPU and every member's outputs are judged there. The verdicts do not depend
 on where they are computed: both paths evaluate the same float64 formulas
-(``compare.error_stats``).
+(``compare.error_stats``). ``device_type="cpu"`` runs the torch path on the host's CPU,
+which is how the comparisons are tested where no GPU is.
 """
 from __future__ import annotations
 
@@ -16,19 +17,39 @@ from typing import Optional
 
 import numpy as np
 
-from .reference import output_elements, torch_for
+from .reference import BACKENDS, output_elements, torch_for
 
 # Below this many output elements per trial the copies to the GPU cost more than numpy's pass.
 MIN_GPU_ELEMENTS = 1 << 20
 
 
-def judge_device(problem, backend: str = "auto", device_index: int = 0):
+def judge_device(problem, backend: str = "auto", device_index: int = 0, device_type: str = "cuda"):
     """The torch device that judges ``problem``'s members, or None for numpy on the host.
-    ``backend`` is the verifier's ``reference`` choice (auto, numpy, torch)."""
+    ``backend`` is the verifier's ``reference`` choice (auto, numpy, torch); ``device_type``
+    "cpu" asks for torch on the CPU (no CUDA needed)."""
+    if device_type not in ("cuda", "cpu"):
+        raise ValueError(f"judge device_type must be 'cuda' or 'cpu', got {device_type!r}")
+    if device_type == "cpu":
+        if backend not in BACKENDS:
+            raise ValueError(f"reference backend must be one of {BACKENDS}, got {backend!r}")
+        torch = None if backend == "numpy" else _torch_module()
+        if torch is None and backend == "torch":
+            raise ValueError("judging with torch on the CPU needs torch installed; use --reference numpy")
+        if torch is None or (backend == "auto" and output_elements(problem) < MIN_GPU_ELEMENTS):
+            return None
+        return torch.device("cpu")
     torch = torch_for(backend)
     if torch is None or (backend == "auto" and output_elements(problem) < MIN_GPU_ELEMENTS):
         return None
     return torch.device("cuda", int(device_index) % max(1, torch.cuda.device_count()))
+
+
+def _torch_module():
+    try:
+        import torch
+    except ImportError:
+        return None
+    return torch
 
 
 def to_device(array, device):

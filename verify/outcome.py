@@ -7,6 +7,8 @@ without a GPU.
 from __future__ import annotations
 
 import hashlib
+import math
+import re
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -14,6 +16,7 @@ import numpy as np
 
 from .compare import agreement, error_stats
 from .inputs import exact_values, unwritten_count
+from .trial_stats import TrialErrors, bound_at, element, first_outside, max_ulp_error
 
 # Worker-side failure kinds -> row status.
 ERROR_STATUS = {
@@ -23,30 +26,66 @@ ERROR_STATUS = {
     "timeout": "timeout",
     "died": "crashed",       # the worker vanished without a message
     "arg_error": "launch_failed",
+    # a fault that only the fences cause, attributed by a run with one fence lifted
+    "modified_input": "modified_input",
+    "out_of_bounds_write": "out_of_bounds_write",
 }
+
+# What a diagnosis found when a trial's runs disagree (TrialRun.varies_with).
+VARIES_WITH = ("", "poison", "guard", "schedule")
+
+# Floating-point global atomics and reductions: a correct kernel that uses them may round
+# differently from run to run, so bitwise differences alone do not fail it.
+_ATOMIC_OPCODE = re.compile(r"\b(?:atom|red|cp\.reduce\.async\.bulk)((?:\.[\w:]+)+)")
+_FLOAT_TYPES = {"f16", "f16x2", "bf16", "bf16x2", "f32", "f64"}
+
+
+def float_atomics(ptx: str) -> bool:
+    """Whether ``ptx`` has an atomic add or reduction add on a floating-point type."""
+    for match in _ATOMIC_OPCODE.finditer(ptx):
+        parts = set(match.group(1).split(".")[1:])
+        if "add" in parts and parts & _FLOAT_TYPES:
+            return True
+    return False
 
 
 @dataclass
 class TrialRun:
-    """One trial as the worker ran it: outputs of the first run (storage bits), outputs of
-    the rerun only when their bits differ, the inputs the kernel changed, and writes found
-    in the guard regions around buffers (dicts: buffer, offset, bytes)."""
+    """One trial as the worker ran it.
+
+    Run 1 used guard fill 1 and poison 1 (``outputs``); run 2 guard fill 2, poison 2, the
+    other placement and extra shared memory (``second_outputs``, only when its bits differ
+    from run 1); a third run repeated run 1 beside a noise kernel. ``poisons``: output name
+    -> (poison 1, poison 2) memset words. When runs disagree, the worker diagnosed why
+    (``varies_with``: poison, guard or schedule, ``variation`` says which runs) and
+    ``rerun_outputs`` holds another differing run's outputs, judged against the bound too.
+    ``modified_inputs``: inputs whose bits changed; ``out_of_bounds``: writes found in the
+    guards around buffers (dicts: buffer, offset, bytes)."""
     trial: int
     outputs: dict
     rerun_outputs: Optional[dict] = None
     modified_inputs: list = field(default_factory=list)
     out_of_bounds: list = field(default_factory=list)
+    second_outputs: Optional[dict] = None
+    poisons: dict = field(default_factory=dict)
+    varies_with: str = ""
+    variation: str = ""
 
 
 @dataclass
 class CheckResult:
-    """A worker's answer to a check job. ``error`` is None or a key of ERROR_STATUS."""
+    """A worker's answer to a check job. ``error`` is None or a key of ERROR_STATUS.
+    ``float_atomics``: the PTX has floating-point atomic or reduction adds (see
+    ``float_atomics``). ``notes``: how the runs were made (fences, perturbations skipped)."""
     runs: list = field(default_factory=list)
     error: Optional[str] = None
     message: str = ""
     fatal: bool = False  # the worker exited (dead context); the parent starts a new one
     load_path: str = ""
     seconds: dict = field(default_factory=dict)  # worker wall time per phase (load, upload, kernel, ...)
+    float_atomics: bool = False
+    fences: str = ""     # "vmm" or "arena: <why>"; empty from older workers
+    notes: list = field(default_factory=list)
 
 
 @dataclass
@@ -70,6 +109,13 @@ class Verdict:
     deterministic: Optional[bool] = None
     output_hash: Optional[str] = None
     outputs: Optional[list] = None  # per trial: name -> storage bits (for agreement)
+    trial_errors: Optional[list] = None  # per trial: TrialErrors.as_row() (the runner adds kind, seed)
+    witness: Optional[dict] = None       # a failure's trial and, where it is an element, the element
+
+
+def _failure(status: str, message: str, trial: Optional[int] = None, output: Optional[str] = None,
+             **common) -> Verdict:
+    return Verdict(status, message, witness={"trial": trial, "output": output, "reason": message}, **common)
 
 
 def describe_out_of_bounds(hit: dict) -> str:
@@ -92,57 +138,92 @@ def classify(result: CheckResult, specs: list, references: list, host_references
 
     ``specs``: OutputSpec per out/inout buffer (with per-trial bounds). ``references``: per
     trial, name -> float64 (numpy, or torch tensors where members are judged on the GPU;
-    ``host_references`` then gives the same values on the host, for the unwritten check). Order of checks: worker error, out-of-bounds write, modified
-    input, unwritten output, error bound. Non-determinism alone is not a failure
-    (deterministic=False). Agreement between members is judged per group afterwards
-    (``Consensus``).
+    ``host_references`` is accepted for callers that judge on the GPU; the unwritten check
+    needs no reference: an element is unwritten when it holds both runs' poisons).
+
+    Order of checks: worker error (fence faults included), out-of-bounds write, modified
+    input, unwritten output, the diagnosis of runs that disagree (reads its output ->
+    wrong_result; reads guard bytes -> out_of_bounds_read; differs between runs of the same
+    bits -> race_detected unless the PTX has floating-point atomics, whose every run is then
+    judged and the row gets deterministic=False), error bound. Agreement between members is
+    judged per group afterwards (``Consensus``).
     """
     if result.error:
         status = ERROR_STATUS.get(result.error, "crashed")
-        return Verdict(status, result.message, trials=len(result.runs))
+        return _failure(status, result.message, trials=len(result.runs))
     if len(result.runs) != len(references):
         return Verdict("crashed", f"worker returned {len(result.runs)} trials, expected {len(references)}")
     trials = len(result.runs)
     for run in result.runs:
         if run.out_of_bounds:
             hits = "; ".join(describe_out_of_bounds(h) for h in run.out_of_bounds[:3])
-            return Verdict("out_of_bounds_write", f"trial {run.trial}: {hits}", trials=trials)
+            return _failure("out_of_bounds_write", f"trial {run.trial}: {hits}", run.trial,
+                            run.out_of_bounds[0]["buffer"], trials=trials)
     for run in result.runs:
         if run.modified_inputs:
-            return Verdict("modified_input", f"trial {run.trial}: input buffer(s) {', '.join(run.modified_inputs)} "
-                           "changed by the kernel", trials=trials)
-    for run, ref in zip(result.runs, host_references or references):
+            return _failure("modified_input", f"trial {run.trial}: input buffer(s) {', '.join(run.modified_inputs)} "
+                            "changed by the kernel", run.trial, run.modified_inputs[0], trials=trials)
+    for run in result.runs:
         for spec in specs:
             if spec.name not in run.outputs:
                 return Verdict("crashed", f"trial {run.trial}: output {spec.name} missing from the worker result")
-            n = unwritten_count(run.outputs[spec.name], spec.dtype, ref.get(spec.name))
+            if spec.name not in run.poisons:
+                continue
+            second = (run.second_outputs or {}).get(spec.name)
+            n = unwritten_count(run.outputs[spec.name], second, spec.dtype, run.poisons[spec.name])
             if n:
                 size = run.outputs[spec.name].size
-                return Verdict("unwritten_output", f"trial {run.trial}: {n} of {size} elements of {spec.name} "
-                               "never written (still poison)", trials=trials)
+                return _failure("unwritten_output", f"trial {run.trial}: {n} of {size} elements of {spec.name} "
+                                "never written (they hold each run's poison)", run.trial, spec.name, trials=trials)
+    for run in result.runs:
+        if run.varies_with == "poison":
+            return _failure("wrong_result", f"trial {run.trial}: the kernel reads its own output: outputs change "
+                            f"with the poison written there before the run ({run.variation})", run.trial,
+                            trials=trials)
+        if run.varies_with == "guard":
+            return _failure("out_of_bounds_read", f"trial {run.trial}: outputs change with the bytes outside the "
+                            f"buffers (random guard fills), so the kernel reads out of bounds ({run.variation})",
+                            run.trial, trials=trials)
+        if run.varies_with == "schedule" and not result.float_atomics:
+            return _failure("race_detected", f"trial {run.trial}: outputs differ bitwise between runs of the same "
+                            f"inputs ({run.variation}), and the kernel has no floating-point atomics", run.trial,
+                            trials=trials)
     max_abs, max_rel, max_ratio = 0.0, 0.0, 0.0
     deterministic = True
-    failure = ""
+    failure, witness = "", None
+    per_trial = []
     for index, (run, ref) in enumerate(zip(result.runs, references)):
         runs_to_check = [("", run.outputs)]
-        if run.rerun_outputs is not None:
+        for label, other in ((" (run 2)", run.second_outputs), (" (rerun)", run.rerun_outputs)):
+            if other is not None:
+                deterministic = False
+                runs_to_check.append((label, other))
+        if run.varies_with:
             deterministic = False
-            runs_to_check.append((" (rerun)", run.rerun_outputs))
+        errors, first_bad = TrialErrors(run.trial), {}
         for label, outputs in runs_to_check:
             for spec in specs:
                 out = exact_values(outputs[spec.name], spec.dtype)
                 stats = error_stats(out, ref[spec.name], spec.bounds[index])
                 max_abs, max_rel = max(max_abs, stats.max_abs_err), max(max_rel, stats.max_rel_err)
                 max_ratio = max(max_ratio, stats.max_err_ratio)
+                first_bad[spec.name] = errors.add(stats, max_ulp_error(out, ref[spec.name], spec.dtype),
+                                                  not label, first_bad.get(spec.name, 0))
                 if not stats.ok and not failure:
                     failure = (f"trial {run.trial}{label}: {spec.name} has {stats.n_bad} of {stats.n_total} elements "
                                f"outside the error bound (max |err|/bound {stats.max_err_ratio:.3g} at "
                                f"{stats.worst_index}; max abs err {stats.max_abs_err:.3g})")
+                    host_ref = (host_references or references)[index][spec.name]
+                    flat = first_outside(out, host_ref, spec.bounds[index])
+                    witness = {"trial": run.trial, "output": spec.name, "flat_index": flat, "reason": failure,
+                               "reference": element(host_ref, flat), "value": element(out, flat),
+                               "bound": bound_at(spec.bounds[index], host_ref.shape, flat)}
+        per_trial.append(errors.as_row())
     common = dict(max_abs_err=max_abs, max_rel_err=max_rel, max_err_ratio=max_ratio, trials=trials,
-                  deterministic=deterministic, output_hash=output_hash(result.runs, specs))
+                  deterministic=deterministic, output_hash=output_hash(result.runs, specs), trial_errors=per_trial)
     if failure:
-        return Verdict("wrong_result", failure, **common)
-    note = "" if deterministic else "reruns differ bitwise (within the error bound)"
+        return Verdict("wrong_result", failure, witness=witness, **common)
+    note = "" if deterministic else "runs differ bitwise (floating-point atomics; every run within the error bound)"
     outputs = [{spec.name: run.outputs[spec.name] for spec in specs} for run in result.runs]
     return Verdict("passed", note, outputs=outputs, **common)
 
@@ -168,55 +249,111 @@ MAX_CLUSTERS = 4  # outputs kept per group: one representative per cluster of ag
 class _Cluster:
     representative: str          # build_key of the member whose outputs are kept
     outputs: list
+    reference_ratio: float       # the representative's max |err|/bound against the float64 reference
+    order: int                   # creation order, the last tie-break
     members: list = field(default_factory=list)
+
+    def rank(self) -> tuple:
+        """Smaller is nearer the consensus: nearest the reference, then larger, then earlier."""
+        return (self.reference_ratio, -len(self.members), self.order)
 
 
 class Consensus:
     """Groups a group's passing members into clusters that agree under the agreement bound,
-    keeping one member's outputs per cluster (memory stays bounded). The largest cluster
-    (the earliest on a tie) is the consensus; members outside it disagree."""
+    keeping one member's outputs per cluster (memory stays bounded by MAX_CLUSTERS).
+
+    The consensus is anchored on the reference: the cluster whose representative is nearest
+    the float64 reference (smallest max |err|/bound) wins; cluster size, then creation order,
+    only break ties. A consistently skewed member listed first therefore cannot outvote a
+    correct one. When every slot is taken, a new cluster whose representative is nearer the
+    reference than the farthest kept one replaces it (the farthest can never win); a member
+    that fits nowhere and is no nearer than any kept cluster disagrees.
+    """
 
     def __init__(self, specs: list):
         self.specs = specs
-        self.clusters: list = []
-        self.ratios: dict = {}    # build_key -> {cluster index: ratio}
-        self.messages: dict = {}  # build_key -> {cluster index: message}
-        self.home: dict = {}      # build_key -> cluster index, or -1 when no room was left
+        self.clusters: dict = {}  # cluster id -> _Cluster (ids are never reused)
+        self.created = 0
+        self.ratios: dict = {}    # build_key -> {cluster id: ratio}
+        self.messages: dict = {}  # build_key -> {cluster id: message}
+        self.home: dict = {}      # build_key -> cluster id, or -1 when no room was left
 
-    def add(self, key: str, outputs: list) -> None:
+    def add(self, key: str, outputs: list, reference_ratio: Optional[float] = None) -> None:
+        """``reference_ratio``: the member's max |err|/bound against the reference (its
+        verdict's ``max_err_ratio``); None ranks it after every known ratio."""
+        nearness = math.inf if reference_ratio is None or math.isnan(reference_ratio) else float(reference_ratio)
         ratios, messages = {}, {}
-        for index, cluster in enumerate(self.clusters):
-            ratios[index], messages[index] = disagreement(outputs, cluster.outputs, self.specs)
+        for cid, cluster in self.clusters.items():
+            ratios[cid], messages[cid] = disagreement(outputs, cluster.outputs, self.specs)
         self.ratios[key], self.messages[key] = ratios, messages
-        for index, cluster in enumerate(self.clusters):
-            if not messages[index]:
+        for cid, cluster in self.clusters.items():
+            if not messages[cid]:
                 cluster.members.append(key)
-                self.home[key] = index
+                self.home[key] = cid
                 return
-        if len(self.clusters) < MAX_CLUSTERS:
-            self.clusters.append(_Cluster(key, outputs, [key]))
-            self.home[key] = len(self.clusters) - 1
-            self.ratios[key][self.home[key]] = 0.0
-        else:
-            self.home[key] = -1
+        if len(self.clusters) >= MAX_CLUSTERS:
+            farthest = max(self.clusters, key=lambda c: self.clusters[c].rank())
+            if nearness >= self.clusters[farthest].reference_ratio:
+                self.home[key] = -1
+                return
+            del self.clusters[farthest]  # its members keep home == farthest: outside the consensus
+        cid = self.created
+        self.created += 1
+        for other, cluster in self.clusters.items():  # disagreement is symmetric: the older representatives learn it too
+            self.ratios[cluster.representative][cid] = ratios[other]
+            self.messages[cluster.representative][cid] = messages[other]
+        self.clusters[cid] = _Cluster(key, outputs, nearness, cid, [key])
+        self.home[key] = cid
+        self.ratios[key][cid] = 0.0
+
+    def consensus_id(self) -> Optional[int]:
+        if not self.clusters:
+            return None
+        return min(self.clusters, key=lambda c: self.clusters[c].rank())
+
+    def consensus(self) -> tuple:
+        """(build_key, outputs) of the consensus cluster's representative, or (None, None)."""
+        if not self.clusters:
+            return None, None
+        cluster = self.clusters[self.consensus_id()]
+        return cluster.representative, cluster.outputs
+
+    def witness(self, key: str) -> Optional[dict]:
+        """Where member ``key`` first leaves the agreement bound around the consensus
+        member: trial, output, flat_index, value, consensus_value, bound. Only a cluster's
+        representative has its outputs kept; None for other members."""
+        rep_key, rep_outputs = self.consensus()
+        mine = next((c.outputs for c in self.clusters.values() if c.representative == key), None)
+        if mine is None or rep_outputs is None or key == rep_key:
+            return None
+        for index, (ours, theirs) in enumerate(zip(mine, rep_outputs)):
+            for spec in self.specs:
+                x, y = exact_values(ours[spec.name], spec.dtype), exact_values(theirs[spec.name], spec.dtype)
+                flat = first_outside(x, y, spec.agreement_bounds[index])
+                if flat is not None:
+                    return {"trial": index, "output": spec.name, "flat_index": flat, "value": element(x, flat),
+                            "consensus_value": element(y, flat),
+                            "bound": bound_at(spec.agreement_bounds[index], tuple(np.shape(x)), flat)}
+        return None
 
     def verdicts(self) -> dict:
         """build_key -> (agrees, max_disagreement, message) against the consensus cluster."""
-        if not self.clusters:
+        best = self.consensus_id()
+        if best is None:
             return {}
-        best = max(range(len(self.clusters)), key=lambda i: (len(self.clusters[i].members), -i))
         rep = self.clusters[best].representative
         out = {}
         for key, home in self.home.items():
             ratio = self.ratios[key].get(best)
-            if ratio is None:  # joined an earlier cluster before the consensus one existed
-                ratio = self.ratios[self.clusters[home].representative].get(best) if home >= 0 else None
+            if ratio is None and home in self.clusters:  # joined its cluster before the consensus one existed
+                ratio = self.ratios[self.clusters[home].representative].get(best)
             known = self.messages[key].get(best)
             if home == best or known == "":
                 out[key] = (True, ratio, "")
             else:
                 message = known or (
-                    f"agrees with another cluster of members, not with the group's consensus (member {rep[:12]})")
+                    f"agrees with another cluster of members, not with the group's consensus (member {rep[:12]}, "
+                    "the cluster nearest the reference)")
                 out[key] = (False, ratio, f"disagrees with the group's consensus: {message}")
         return out
 

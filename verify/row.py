@@ -1,43 +1,72 @@
 """One row loaded on the GPU: its module, device buffers and prepared launches.
 
-Every buffer sits between two guard regions filled with a known byte pattern before each
-run; ``guard_hits`` reports any guard byte a kernel changed (a write outside its buffer).
-Used by the isolated workers of ``ptxds verify`` and by anyone who wants to run or time a
-downloaded row by hand (the benchmarks do)."""
+Every buffer is fenced (``fence.FencedBuffer``: read-only inputs, read-only guard pages
+beside each end, where the virtual memory API is available) or sits between two guard
+regions of one allocation (``driver.GuardedBuffer``). Before each run the guards get that
+run's random fill and outputs one of the trial's two poisons; ``guard_hits`` reports guard
+bytes a kernel changed. Used by the isolated workers of ``ptxds verify`` and by anyone who
+wants to run or time a downloaded row by hand (the benchmarks do)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Optional
 
+import numpy as np
+
+SMEM_STEP = 1024  # extra dynamic shared memory is added in whole KiB
+
 
 @dataclass
 class LoadedRow:
-    """A row ready to run on ``stream``; ``free()`` releases its buffers and module."""
+    """A row ready to run on ``stream``; ``free()`` releases its buffers and module.
+    ``launches`` are the plain launches of the default placement (what timing runs)."""
     build_key: str
     module: object
-    buffers: dict                        # name -> GuardedBuffer
+    buffers: dict                        # name -> FencedBuffer or GuardedBuffer
     specs: dict                          # name -> Buffer (dataset_spec.model)
     launches: list                       # PreparedLaunch
     load_path: str = "driver_jit"
     init_host: dict = field(default_factory=dict)  # name -> host array kept alive for async re-init
+    fences: str = "arena"                # "vmm", or "arena: <why the virtual memory API is not used>"
+    record: object = None
+    stream: object = None
+    launch_sets: dict = field(default_factory=dict)  # (placement, extra smem) -> [PreparedLaunch]
+    smem_note: str = ""                  # why extra shared memory was not added, when it was not
+    fill: Optional[np.ndarray] = None    # the guard fill of the last prepare
 
-    def prepare(self, inputs: dict, seed: int = 0) -> None:
-        """Inputs uploaded; outputs and scratch poisoned, or set to their init values;
-        guard regions re-armed."""
-        from .inputs import init_array, poison_word
+    def prepare(self, inputs: dict, seed: int = 0, poison: int = 0, fill: Optional[np.ndarray] = None,
+                placement: str = "after") -> None:
+        """Inputs uploaded; outputs and scratch set to poison 1 or 2 of the trial of
+        ``seed`` (``poison`` 0 or 1), or to their init values; guards filled with ``fill``
+        (default: the fill of run 0 of ``seed``), buffers in ``placement``."""
+        from .inputs import guard_fill, init_array, poison_words
+        self.fill = guard_fill(seed, 0) if fill is None else fill
+        page = getattr(next(iter(self.buffers.values()), None), "page", None)
+        if page is not None:
+            page.fill(self.fill)
         for name, buf in self.buffers.items():
-            buf.arm()
+            buf.place(placement)
+            buf.arm(self.fill)
             spec = self.specs[name]
             if spec.role in ("in", "inout"):
                 buf.upload(inputs[name])
             elif spec.init is not None:
                 buf.upload(init_array(spec, seed))
             else:
-                buf.fill_word(*poison_word(spec.dtype))
+                buf.fill_word(*poison_words(spec.dtype, seed)[poison])
 
     def enqueue(self) -> None:
         for launch in self.launches:
             launch.enqueue()
+
+    def launch_set(self, placement: str = "after", extra_smem: bool = False) -> list:
+        """The row's launches with buffer addresses of ``placement``; ``extra_smem``: each
+        launch asks for more dynamic shared memory than it needs (fewer blocks fit on an
+        SM), where there is room; falls back to the plain launches and sets ``smem_note``."""
+        key = (placement, extra_smem)
+        if key not in self.launch_sets:
+            self.launch_sets[key] = _pack_launches(self, placement, extra_smem)
+        return self.launch_sets[key]
 
     def guard_hits(self) -> list:
         """Writes found in guard regions since the last ``prepare``: dicts with the buffer,
@@ -45,7 +74,7 @@ class LoadedRow:
         the buffer's size."""
         hits = []
         for name, buf in self.buffers.items():
-            for offset, count in buf.hits():
+            for offset, count in buf.hits(self.fill):
                 hits.append({"buffer": name, "offset": offset, "bytes": count, "size": buf.nbytes})
         return hits
 
@@ -55,13 +84,41 @@ class LoadedRow:
         self.module.unload()
 
 
-def load_row(record, stream, cubin: Optional[bytes] = None, guards: bool = True) -> LoadedRow:
-    """Load ``record`` in the current context: from ``cubin`` when given and loadable,
-    else through the driver's JIT from its PTX; allocate its buffers (between guard regions
-    unless ``guards`` is False: a memory checker must see the allocations' true bounds);
-    pack its launches."""
+def _pack_launches(row: LoadedRow, placement: str, extra_smem: bool) -> list:
     from .args import entry_params, pack_args
-    from .driver import GUARD_BYTES, GuardedBuffer, Module, PreparedLaunch, encode_tensor_map
+    from .driver import PreparedLaunch, check, cu, encode_tensor_map, smem_headroom
+    record = row.record
+    addresses = {name: b.kernel_address(placement) for name, b in row.buffers.items()}
+    device = check(cu.cuCtxGetDevice(), "cuCtxGetDevice") if extra_smem else None
+    launches = []
+    for launch in record.launches:
+        function = row.module.function(launch.entry)
+        dynamic = int(launch.dynamic_smem)
+        if extra_smem:
+            headroom = smem_headroom(function, device, dynamic)
+            extra = headroom // 2 // SMEM_STEP * SMEM_STEP
+            if extra < SMEM_STEP:
+                row.smem_note = (f"no extra shared memory for {launch.entry}: it already uses all but "
+                                 f"{headroom} bytes of the per-block limit")
+                return row.launch_set(placement, False)
+            dynamic += extra
+        packed = pack_args(launch, addresses, entry_params(record.ptx, launch.entry), encode_tensor_map)
+        launches.append(PreparedLaunch(function, launch.grid, launch.block, packed.buffer, packed.offsets,
+                                       row.stream, launch.cluster, dynamic))
+    return launches
+
+
+def load_row(record, stream, cubin: Optional[bytes] = None, guards: bool = True, guard_page=None,
+             fence_inputs: bool = True, fence_ends: bool = True) -> LoadedRow:
+    """Load ``record`` in the current context: from ``cubin`` when given and loadable,
+    else through the driver's JIT from its PTX; allocate its buffers and pack its launches.
+
+    ``guard_page`` (``fence.GuardPage``): fence the buffers with the virtual memory API
+    (``fence_inputs``/``fence_ends`` False lift one fence, to tell which one a fault hit);
+    else each buffer sits in a guarded arena allocation, or with ``guards`` False in a plain
+    allocation of its exact size (a memory checker must see the allocations' true bounds)."""
+    from .driver import GUARD_BYTES, GuardedBuffer, Module
+    from .fence import FencedBuffer
     load_path = "driver_jit"
     module = None
     if cubin:
@@ -75,20 +132,22 @@ def load_row(record, stream, cubin: Optional[bytes] = None, guards: bool = True)
     if module is None:
         module = Module.from_ptx(record.ptx)
     buffers, specs = {}, {}
+    row = None
     try:
         for buf in record.buffers():
-            buffers[buf.name] = GuardedBuffer(buf.nbytes, GUARD_BYTES if guards else 0)
+            if guard_page is not None and guards:
+                read_only = buf.role == "in" and fence_inputs
+                buffers[buf.name] = FencedBuffer(guard_page, buf.nbytes, read_only, fence_ends)
+            else:
+                buffers[buf.name] = GuardedBuffer(buf.nbytes, GUARD_BYTES if guards else 0)
             specs[buf.name] = buf
-        addresses = {name: b.address for name, b in buffers.items()}
-        launches = []
-        for launch in record.launches:
-            function = module.function(launch.entry)
-            packed = pack_args(launch, addresses, entry_params(record.ptx, launch.entry), encode_tensor_map)
-            launches.append(PreparedLaunch(function, launch.grid, launch.block, packed.buffer, packed.offsets,
-                                           stream, launch.cluster, launch.dynamic_smem))
+        fences = "vmm" if guard_page is not None and guards else "arena"
+        row = LoadedRow(record.build_key, module, buffers, specs, [], load_path, fences=fences, record=record,
+                        stream=stream)
+        row.launches = row.launch_set("after")
     except BaseException:
         for b in buffers.values():
             b.free()
         module.unload()
         raise
-    return LoadedRow(record.build_key, module, buffers, specs, launches, load_path)
+    return row

@@ -1,10 +1,13 @@
 """verify_dataset: run every group of a dataset on the GPU, prove equivalence, time members.
 
-Per group: inputs drawn once per trial (recorded seeds and kinds), the float64 reference
-and the per-element error bound computed once per trial, every member run in an isolated
-GPU worker and judged against the reference, members that pass timed, then clustered by
-agreement with each other (members outside the largest cluster disagree), then the
-group's rows written to the output folder in one atomic part. A resumed run skips groups
+Per group: a group whose rows carry different problems is refused (every runnable row
+``problem_mismatch``); otherwise inputs drawn once per trial (recorded seeds and kinds),
+the float64 reference and the per-element error bound computed once per trial, every
+member run in an isolated GPU worker and judged against the reference (and, under
+``--sanitize``, under memcheck and racecheck, whose findings set the status), members that
+pass timed, then clustered by agreement with each other (the cluster whose representative
+is nearest the reference is the consensus; members outside it disagree), then the group's
+rows written to the output folder in one atomic part. A resumed run skips groups
 whose rows are already in the output folder. The input folder is only read.
 """
 from __future__ import annotations
@@ -29,14 +32,16 @@ from dataset_spec.schema import VERIFIER_COLUMNS
 from dataset_spec.shards import ShardWriter, done_keys, read_records
 
 from dataset_spec.numerics import smallest_caught_relative_error
+from dataset_spec.one_problem import describe_mismatch, distinct_problems
 
 from .assembly_pool import AssemblyPool, runnable_reason
 from .compare import agreement_bound, trivial_reason
-from .inputs import make_trial_inputs, trial_count
+from .inputs import exact_values, make_trial_inputs, trial_count
 from .judge import judge_device, on_device
 from .reference import reference_outputs
 from .timing import TARGET_RSE
 from .outcome import Consensus, OutputSpec, Verdict, classify
+from .sanitize import race_errors, racing_members, run_sanitizer, sanitizer_status
 
 PASS_THROUGH = ("build_failed", "no_problem", "not_applicable")
 PREFETCH_GROUPS = 4
@@ -192,6 +197,14 @@ def apply_verdict(row: KernelRecord, verdict: Verdict, prepared: _ProblemTrials,
     if prepared.tolerance:
         row.atol, row.rtol = prepared.tolerance
     row.trials, row.deterministic = verdict.trials or None, verdict.deterministic
+    by_trial = {t.trial: t for t in prepared.trials}
+    if verdict.trial_errors is not None:
+        row.trial_errors = [{**errors, "kind": by_trial[errors["trial"]].kind, "seed": by_trial[errors["trial"]].seed}
+                            for errors in verdict.trial_errors]
+    if verdict.witness is not None:
+        trial = by_trial.get(verdict.witness.get("trial"))
+        row.witness = {**verdict.witness, "kernel_id": row.kernel_id,
+                       "kind": trial.kind if trial else None, "seed": trial.seed if trial else None}
     row.gpu_name, row.driver_version = gpu.get("name"), gpu.get("driver_version")
     row.provenance["verify"] = {
         "seeds": [t.seed for t in prepared.trials], "trial_kinds": [t.kind for t in prepared.trials],
@@ -199,6 +212,80 @@ def apply_verdict(row: KernelRecord, verdict: Verdict, prepared: _ProblemTrials,
         "load": load_path, **({"load_note": load_note[:1000]} if load_note else {}),
     }
     return row
+
+
+# Statuses a sanitizer finding may replace: outcomes of the checks that the finding
+# explains better (a crash from an invalid access, a wrong result from reading past an
+# end). Statuses with a more specific cause of their own stay.
+SANITIZER_REPLACES = ("passed", "disagrees", "wrong_result", "unwritten_output", "crashed")
+
+
+def problem_mismatch(group_id: str, rows: list) -> str:
+    """One line when the group's rows carry different problems, else ''."""
+    problems = distinct_problems(row.problem for row in rows if row.status not in PASS_THROUGH)
+    return describe_mismatch(group_id, problems) if len(problems) > 1 else ""
+
+
+def refuse_group(rows: list, message: str, gpu: dict) -> tuple:
+    """Every runnable row ``problem_mismatch`` with ``message``; pass-through rows as they were."""
+    out_rows, results = [], {}
+    for row in rows:
+        if row.status in PASS_THROUGH:
+            out_rows.append(row)
+            continue
+        row = _clear_verifier_columns(row)
+        row.status, row.status_message = "problem_mismatch", message
+        row.gpu_name, row.driver_version = gpu.get("name"), gpu.get("driver_version")
+        out_rows.append(row)
+        results[row.build_key] = "problem_mismatch"
+    return out_rows, results
+
+
+def apply_sanitizer_status(row: KernelRecord, finding: Optional[tuple]) -> None:
+    """A memcheck finding sets the row's status (see SANITIZER_REPLACES); the earlier
+    status and message stay in the message."""
+    if not finding or row.status not in SANITIZER_REPLACES:
+        return
+    status, message = finding
+    before = f" (the checks said {row.status}" + (f": {row.status_message})" if row.status_message else ")")
+    row.status, row.status_message = status, message + before
+
+
+def apply_race_statuses(out_rows: list, results: dict, racing: dict) -> None:
+    """Members with racecheck hazards the group's other members lack become race_detected."""
+    for row in out_rows:
+        if row.build_key in racing and row.status in SANITIZER_REPLACES:
+            before = f" (the checks said {row.status}" + (f": {row.status_message})" if row.status_message else ")")
+            row.status, row.status_message = "race_detected", racing[row.build_key] + before
+            results[row.build_key] = "race_detected"
+
+
+def add_consensus_witnesses(out_rows: list, consensus_by_digest: dict, prepared_by_digest: dict) -> None:
+    """Witnesses beside the consensus: a wrong member's witness gets the consensus member's
+    value at its element; a member that disagrees gets its first element outside the
+    agreement bound (when its outputs were kept: one representative per cluster)."""
+    kernel_of = {row.build_key: row.kernel_id for row in out_rows}
+    for row in out_rows:
+        digest = row.problem.digest()
+        consensus, prepared = consensus_by_digest.get(digest), prepared_by_digest.get(digest)
+        if consensus is None or prepared is None or row.status in PASS_THROUGH:
+            continue
+        rep_key, rep_outputs = consensus.consensus()
+        if row.status == "disagrees":
+            found = consensus.witness(row.build_key) or {"reason": row.status_message}
+            trial = prepared.trials[found["trial"]] if "trial" in found else None
+            row.witness = {"output": None, "trial": None, **found, "kernel_id": row.kernel_id,
+                           "kind": trial.kind if trial else None, "seed": trial.seed if trial else None,
+                           "reason": row.status_message}
+            if trial is not None and prepared.references:
+                row.witness["reference"] = float(np.asarray(
+                    prepared.references[found["trial"]][found["output"]]).reshape(-1)[found["flat_index"]])
+        witness = row.witness
+        if witness and witness.get("flat_index") is not None and rep_outputs is not None:
+            spec = next(s for s in consensus.specs if s.name == witness["output"])
+            bits = rep_outputs[witness["trial"]][spec.name]
+            witness["consensus_kernel_id"] = kernel_of.get(rep_key)
+            witness["consensus_value"] = float(exact_values(bits, spec.dtype).reshape(-1)[witness["flat_index"]])
 
 
 class _Run:
@@ -281,7 +368,11 @@ class _Run:
 
     def verify_group(self, worker, group_id: str, rows: list) -> tuple:
         gpu = dict(worker.info)
+        mismatch = problem_mismatch(group_id, rows)
+        if mismatch:
+            return refuse_group(rows, mismatch, gpu)
         out_rows, results = [], {}
+        race_counts: dict = {}  # build_key -> racecheck hazard errors (None: not checked)
         # digest -> (prepared problem, the same with its arrays where members are judged)
         problems: dict = {}
         consensus_by_digest: dict = {}
@@ -326,26 +417,29 @@ class _Run:
                 load_path = assembled.path
             new_row = apply_verdict(row, verdict, prepared, gpu, load_path,
                                     assembled.message if assembled else "")
-            if verdict.status == "passed":
-                consensus_by_digest[digest].add(row.build_key, verdict.outputs)
+            if self.sanitizer and verdict.status not in ("jit_failed", "timeout"):
+                findings = self._sanitize(row, prepared)
+                new_row.sanitizer = json.dumps(findings, sort_keys=True)
+                apply_sanitizer_status(new_row, sanitizer_status(findings))
+                race_counts[row.build_key] = race_errors(findings)
+            if new_row.status == "passed":
+                consensus_by_digest[digest].add(row.build_key, verdict.outputs, verdict.max_err_ratio)
                 if self.timing:
                     with self.stopwatch("time"):
                         self._time(worker, new_row)
-            if self.sanitizer and verdict.status not in ("jit_failed", "timeout"):
-                new_row.sanitizer = self._sanitize(row, prepared)
             out_rows.append(new_row)
             results[row.build_key] = new_row.status
         with self.stopwatch("judge"):
             self._apply_consensus(out_rows, results, consensus_by_digest)
+            add_consensus_witnesses(out_rows, consensus_by_digest, {d: p for d, (p, _) in problems.items()})
+        apply_race_statuses(out_rows, results, racing_members(race_counts))
         return out_rows, results
 
-    def _sanitize(self, row: KernelRecord, prepared: _ProblemTrials) -> str:
-        from .sanitize import run_sanitizer
+    def _sanitize(self, row: KernelRecord, prepared: _ProblemTrials) -> dict:
         try:
-            findings = run_sanitizer(row.to_json(), prepared.trials[0].storage, sanitizer=self.sanitizer)
-        except Exception as exc:  # the sanitizer is evidence on the side: never fail the row for it
-            findings = {"failed": f"{type(exc).__name__}: {exc}"[:300]}
-        return json.dumps(findings, sort_keys=True)
+            return run_sanitizer(row.to_json(), prepared.trials[0].storage, sanitizer=self.sanitizer)
+        except Exception as exc:  # a sanitizer that fails to run is recorded and changes nothing
+            return {"failed": f"{type(exc).__name__}: {exc}"[:300]}
 
     @staticmethod
     def _apply_consensus(out_rows: list, results: dict, consensus_by_digest: dict) -> None:

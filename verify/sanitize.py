@@ -1,11 +1,16 @@
-"""Optional ``ptxds verify --sanitize``: run a member under NVIDIA compute-sanitizer
-(memcheck, racecheck) and summarise its findings for the row's ``sanitizer`` column.
+"""``ptxds verify --sanitize``: run a member under NVIDIA compute-sanitizer (memcheck,
+racecheck), summarise its findings for the row's ``sanitizer`` column, and turn them into
+a status (``sanitizer_status``, ``racing_members``).
 
 The member runs once, on its first trial's inputs, in a child Python process started by
-compute-sanitizer (``python -m verify.sanitize ROW.json INPUTS.npz``). Buffers there have
-no guard regions, so memcheck sees each allocation's true bounds. compute-sanitizer is
-found through ``$PTXDS_COMPUTE_SANITIZER`` or ``PATH``; the column records which binary
-and version ran.
+compute-sanitizer (``python -m verify.sanitize ROW.json INPUTS.npz``). There every buffer
+is its own allocation of exactly its size, with no guard region, and between any two
+buffers lies a spacer allocation that is freed before the launch: memcheck knows each
+allocation's exact bounds and treats freed memory as invalid, so a read past a buffer's
+end (or before its start) is reported instead of landing, unseen, in a neighbour or a
+guard. The child reports the smallest gap it got between two buffers. compute-sanitizer
+is found through ``$PTXDS_COMPUTE_SANITIZER`` or ``PATH``; the column records which
+binary and version ran.
 """
 from __future__ import annotations
 
@@ -22,9 +27,6 @@ from typing import Optional
 import numpy as np
 
 TOOLS = ("memcheck", "racecheck")
-_SUMMARY = re.compile(r"=+\s+(?:ERROR SUMMARY: (\d+) errors?|RACECHECK SUMMARY: (\d+) hazards? displayed"
-                      r"(?: \((\d+) errors?, (\d+) warnings?\))?)")
-_FINDING = re.compile(r"=+\s+(?:Invalid|Program hit|Error|Race reported|Warning|Saved host backtrace)(.*)")
 
 
 class SanitizerMissing(RuntimeError):
@@ -48,19 +50,147 @@ def sanitizer_version(path: str) -> str:
     return lines[-1] if lines else out.strip()[:200]
 
 
+_PREFIX = re.compile(r"^=+ ?")
+_ERROR_SUMMARY = re.compile(r"^ERROR SUMMARY: ([\d,]+) errors?\s*$")
+_RACE_SUMMARY = re.compile(r"^RACECHECK SUMMARY: ([\d,]+) hazards? displayed"
+                           r"(?: \(([\d,]+) errors?, ([\d,]+) warnings?\))?")
+_INVALID_ACCESS = re.compile(r"^Invalid (__\w+__) (read|write|atomic) of size")
+_RACE = re.compile(r"^(Error|Warning): Race reported between")
+# memcheck's other device-side reports (hardware exceptions, misaligned or out-of-range
+# shared/local addresses, device malloc/free errors, device asserts, barrier errors).
+_DEVICE_ERROR = re.compile(r"^(Misaligned|Out-of-range|Illegal|Hardware exception|Invalid PC|Malloc/Free error|"
+                           r"Device-side assert|Barrier error|Cuda Barrier|Stack overflow|Warp|Lane|Unknown)")
+_CHILD_DONE = re.compile(r'^\{"ran": true.*\}$', re.M)
+SPACER_MIN_BYTES = 1 << 20       # the smallest gap left between two buffers
+SPACER_MAX_BYTES = 256 << 20     # spacers match the largest buffer up to this size
+
+
+def _number(text: Optional[str]) -> int:
+    return int(text.replace(",", "")) if text else 0
+
+
+def _blocks(text: str) -> list:
+    """compute-sanitizer's report lines grouped into findings: (header, detail lines).
+    A finding's header follows the ``=========`` prefix directly; its details are indented."""
+    blocks = []
+    for line in text.splitlines():
+        if not _PREFIX.match(line):
+            continue
+        content = _PREFIX.sub("", line, count=1).rstrip()
+        if not content.strip():
+            continue
+        if content[0].isspace() and blocks:
+            blocks[-1][1].append(content.strip())
+        elif not content[0].isspace():
+            blocks.append((content, []))
+    return blocks
+
+
+def _shown(header: str, details: list) -> str:
+    where = [d for d in details if not d.startswith(("Saved host", "Host Frame", "Device Frame"))][:4]
+    return " ".join([header] + where)[:400]
+
+
 def parse_report(text: str) -> dict:
-    """{"errors": n, "warnings": n, "first": first finding line} from one tool's output."""
-    errors = warnings = 0
-    found = False
-    for m in _SUMMARY.finditer(text):
-        found = True
-        if m.group(1) is not None:
-            errors += int(m.group(1))
+    """One tool's findings from its output: ``errors`` and ``warnings`` (the tool's summary
+    counts), ``invalid_reads`` / ``invalid_writes`` (memcheck out-of-bounds accesses; an
+    atomic counts as a write), ``device_errors`` (other device-side reports, misaligned
+    accesses included), ``api_errors`` (failed API calls), ``race_errors`` /
+    ``race_warnings`` (racecheck reports), and the first line of each kind. Counts of
+    findings are of those printed (see ``--print-limit``); ``errors`` is the total."""
+    report = {"errors": 0, "warnings": 0, "invalid_reads": 0, "invalid_writes": 0, "device_errors": 0,
+              "api_errors": 0, "race_errors": 0, "race_warnings": 0, "first": "", "summary_found": False}
+    firsts = {}
+    for header, details in _blocks(text):
+        summary, race_summary = _ERROR_SUMMARY.match(header), _RACE_SUMMARY.match(header)
+        if summary:
+            report["summary_found"] = True
+            report["errors"] += _number(summary.group(1))
+            continue
+        if race_summary:
+            report["summary_found"] = True
+            if race_summary.group(2) is not None:
+                report["errors"] += _number(race_summary.group(2))
+                report["warnings"] += _number(race_summary.group(3))
+            else:
+                report["errors"] += _number(race_summary.group(1))
+            continue
+        access, race = _INVALID_ACCESS.match(header), _RACE.match(header)
+        if access and any("is misaligned" in d for d in details):
+            kind = "device_errors"
+        elif access:
+            kind = "invalid_reads" if access.group(2) == "read" else "invalid_writes"
+        elif race:
+            kind = "race_errors" if race.group(1) == "Error" else "race_warnings"
+        elif header.startswith("Program hit "):
+            kind = "api_errors"
+        elif _DEVICE_ERROR.match(header):
+            kind = "device_errors"
         else:
-            errors += int(m.group(3) or m.group(2) or 0)
-            warnings += int(m.group(4) or 0)
-    first = next((m.group(0).strip("= ").strip() for m in _FINDING.finditer(text)), "")
-    return {"errors": errors, "warnings": warnings, "first": first[:300], "summary_found": found}
+            continue
+        report[kind] += 1
+        firsts.setdefault(kind, _shown(header, details))
+        report["first"] = report["first"] or firsts[kind]
+    for kind, line in firsts.items():
+        report[f"first_{kind.rstrip('s')}"] = line
+    child = _CHILD_DONE.findall(text)
+    if child:
+        report.update({k: v for k, v in json.loads(child[-1]).items() if k == "min_gap_bytes"})
+    return report
+
+
+def sanitizer_status(findings: dict) -> Optional[tuple]:
+    """(status, message) that memcheck's findings give a member, or None when they give
+    none (clean, not run, or the tool failed to run: that is recorded, never a status).
+    Invalid writes win over invalid reads, which win over other device errors; failed API
+    calls alone (often a consequence, or the host side's business) change nothing."""
+    memcheck = (findings or {}).get("memcheck") or {}
+    if memcheck.get("failed") or memcheck.get("errors") is None:
+        return None
+    for kind, status in (("invalid_writes", "out_of_bounds_write"), ("invalid_reads", "out_of_bounds_read"),
+                         ("device_errors", "crashed")):
+        if memcheck.get(kind):
+            return status, (f"memcheck: {memcheck[kind]} {kind.replace('_', ' ')} reported "
+                            f"({memcheck.get('errors')} errors in all); first: {memcheck.get(f'first_{kind[:-1]}', '')}")
+    return None
+
+
+def race_errors(findings: dict) -> Optional[int]:
+    """racecheck's hazard errors for a member, or None when racecheck did not run or failed."""
+    race = (findings or {}).get("racecheck") or {}
+    if race.get("failed") or race.get("errors") is None:
+        return None
+    return int(race["errors"])
+
+
+def racing_members(errors: dict) -> dict:
+    """build_key -> message for the members whose racecheck hazards the group's other
+    race-checked members lack. ``errors``: build_key -> race_errors (None: not checked).
+
+    A hazard every other checked member shares is not held against one member: it says
+    more about the sanitizer (e.g. async-proxy copies it cannot order) than about the
+    member. A member alone in its group has no one to share with, so its hazard counts."""
+    checked = {key: n for key, n in errors.items() if n is not None}
+    racy = {key for key, n in checked.items() if n > 0}
+    out = {}
+    for key in sorted(racy):
+        others = [other for other in checked if other != key]
+        if others and all(other in racy for other in others):
+            continue
+        clean = len([other for other in others if other not in racy])
+        out[key] = (f"racecheck: {checked[key]} shared-memory hazard error(s); "
+                    f"{clean} of the group's {len(others)} other race-checked member(s) have none")
+    return out
+
+
+def uses_shared_memory(record) -> bool:
+    """Whether any entry of the row declares static shared memory or any launch asks for
+    dynamic shared memory (racecheck only checks shared memory). Unknown resources: True."""
+    if any(launch.dynamic_smem for launch in record.launches):
+        return True
+    if not record.resources:
+        return True
+    return any(r.shared_static for r in record.resources)
 
 
 def run_sanitizer(record_json: str, inputs: dict, tools=TOOLS, timeout: float = 300.0,
@@ -74,37 +204,109 @@ def run_sanitizer(record_json: str, inputs: dict, tools=TOOLS, timeout: float = 
         row_path, inputs_path = Path(tmp) / "row.json", Path(tmp) / "inputs.npz"
         row_path.write_text(record_json)
         np.savez(inputs_path, **inputs)
+        record = None
+        try:
+            from dataset_spec.model import KernelRecord
+            record = KernelRecord.from_json(record_json)
+        except Exception:  # the child reports the same problem in its own words
+            pass
         for tool in tools:
+            if tool == "racecheck" and record is not None and not uses_shared_memory(record):
+                result[tool] = {"errors": 0, "warnings": 0,
+                                "skipped": "no shared memory: racecheck checks shared memory only"}
+                continue
             command = [sanitizer, "--tool", tool, "--print-limit", "10", "--error-exitcode", "0",
                        sys.executable, "-m", "verify.sanitize", str(row_path), str(inputs_path)]
             try:
                 done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env)
-                report = parse_report(done.stdout + done.stderr)
-                if done.returncode != 0 and not report["summary_found"]:
-                    report["failed"] = (done.stdout + done.stderr).strip().splitlines()[-1:][0][:300] \
-                        if (done.stdout + done.stderr).strip() else f"exit code {done.returncode}"
+                report = _judge_run(parse_report(done.stdout + done.stderr), done.stdout + done.stderr,
+                                    done.returncode)
             except subprocess.TimeoutExpired:
                 report = {"errors": None, "failed": f"no result within {timeout:.0f} s"}
-            report.pop("summary_found", None)
             result[tool] = report
     return result
 
 
+
+
+def _judge_run(report: dict, output: str, returncode: int) -> dict:
+    """Marks a run that proves nothing as ``failed`` (errors None): no summary from the
+    tool, or a member that never reached its launch (the child's last words are kept).
+    A member that did launch and was stopped by a reported device error is a finding."""
+    found = report.pop("summary_found", False)
+    launched = bool(_CHILD_DONE.search(output)) or any(
+        report.get(k) for k in ("invalid_reads", "invalid_writes", "device_errors", "race_errors", "race_warnings"))
+    if found and launched:
+        return report
+    lines = [line for line in output.strip().splitlines() if line.strip() and not _PREFIX.match(line)]
+    last = lines[-1][:300] if lines else f"exit code {returncode}"
+    why = "no summary from the tool" if not found else "the member did not run to its launch"
+    return dict(report, errors=None, failed=f"{why}: {last}")
+
+
+def spacer_bytes(sizes: list) -> int:
+    """Bytes of each spacer: as large as the largest buffer, within [1 MiB, 256 MiB]."""
+    return int(min(max([SPACER_MIN_BYTES] + [int(s) for s in sizes]), SPACER_MAX_BYTES))
+
+
+def smallest_gap(spans: list) -> Optional[int]:
+    """Smallest distance in bytes between two of the (start, end) spans, None for fewer than two."""
+    spans = sorted(spans)
+    gaps = [b_start - a_end for (_, a_end), (b_start, _) in zip(spans, spans[1:])]
+    return min(gaps) if gaps else None
+
+
+def load_isolated(record, stream):
+    """``record`` loaded for a memory checker: its module through the driver's JIT, every
+    buffer its own allocation of exactly its size, each pair separated by a spacer
+    allocation freed before returning (memory memcheck treats as invalid). Returns the
+    LoadedRow and the smallest gap between two buffers."""
+    from .args import entry_params, pack_args
+    from .driver import DeviceBuffer, GuardedBuffer, Module, PreparedLaunch, encode_tensor_map
+    from .row import LoadedRow
+    module = Module.from_ptx(record.ptx)
+    specs = {buf.name: buf for buf in record.buffers()}
+    spacer = spacer_bytes([buf.nbytes for buf in specs.values()])
+    buffers, spacers = {}, []
+    try:
+        for name, buf in specs.items():
+            spacers.append(DeviceBuffer(spacer))
+            buffers[name] = GuardedBuffer(buf.nbytes, 0)  # guard 0: an exactly sized plain allocation
+        spacers.append(DeviceBuffer(spacer))
+        for space in spacers:
+            space.free()
+        addresses = {name: b.address for name, b in buffers.items()}
+        launches = []
+        for launch in record.launches:
+            function = module.function(launch.entry)
+            packed = pack_args(launch, addresses, entry_params(record.ptx, launch.entry), encode_tensor_map)
+            launches.append(PreparedLaunch(function, launch.grid, launch.block, packed.buffer, packed.offsets,
+                                           stream, launch.cluster, launch.dynamic_smem))
+    except BaseException:
+        for space in spacers:
+            space.free()
+        for b in buffers.values():
+            b.free()
+        module.unload()
+        raise
+    gap = smallest_gap([(b.address, b.address + max(b.nbytes, 1)) for b in buffers.values()])
+    return LoadedRow(record.build_key, module, buffers, specs, launches, "driver_jit"), gap
+
+
 def _run_member(row_path: str, inputs_path: str) -> None:
-    """Child side: load the row without guards, run its launch sequence once."""
+    """Child side: load the row with isolated buffers, run its launch sequence once."""
     from dataset_spec.model import KernelRecord
     from .driver import Context, check, cu
-    from .row import load_row
     record = KernelRecord.from_json(Path(row_path).read_text())
     ctx = Context(0)
-    row = load_row(record, ctx.stream, guards=False)
+    row, gap = load_isolated(record, ctx.stream)
     with np.load(inputs_path) as data:
         inputs = {name: data[name] for name in data.files}
     row.prepare(inputs)
     row.enqueue()
     check(cu.cuStreamSynchronize(ctx.stream), "cuStreamSynchronize")
+    print(json.dumps({"ran": True, "min_gap_bytes": gap}), flush=True)
 
 
 if __name__ == "__main__":
     _run_member(sys.argv[1], sys.argv[2])
-    print(json.dumps({"ran": True}))

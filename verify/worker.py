@@ -18,7 +18,7 @@ from typing import Optional
 import numpy as np
 
 from .l2flush import L2Flush
-from .outcome import CheckResult, TrialRun, inputs_changed
+from .outcome import CheckResult, TrialRun, float_atomics, inputs_changed
 
 HELLO_TIMEOUT = 120.0  # first context creation can take a while on a cold GPU
 
@@ -43,7 +43,7 @@ class WorkerDied(RuntimeError):
 
 class _Worker:
     def __init__(self, conn, ordinal: int):
-        from .driver import Context, sm_clock_mhz
+        from .driver import Context, DriverError, sm_clock_mhz
         self.conn = conn
         self.ctx = Context(ordinal)
         self.flush = flush_buffer(self.ctx)
@@ -52,24 +52,61 @@ class _Worker:
         self.inputs_group = None
         self.sm_clock = sm_clock_mhz
         self.hold = None  # hold.StreamHold, made on the first timing job
+        self.guard_page, self.arena_reason = None, ""
+        from .fence import GuardPage, vmm_support
+        self.arena_reason = vmm_support(self.ctx.device)
+        if not self.arena_reason:
+            try:
+                self.guard_page = GuardPage(self.ctx.info.ordinal)
+            except DriverError as exc:
+                if exc.sticky:
+                    raise
+                self.arena_reason = f"the guard page could not be mapped ({exc})"
+        from .driver import NoiseKernel
+        self.noise = NoiseKernel(self.ctx.info.sm_count)
 
     # ---- row set-up -------------------------------------------------------------------
-    def _load_row(self, record, cubin: Optional[bytes]) -> str:
+    def _load_row(self, record, cubin: Optional[bytes], fence: str = "all") -> str:
+        """``fence``: all (virtual memory fences where available), inputs (only inputs
+        read-only), ends (only guard pages read-only), none (the guarded arena)."""
         from .row import load_row
         if self.row is not None:
             self.row.free()
             self.row = None
-        self.row = load_row(record, self.ctx.stream, cubin)
+        page = self.guard_page if fence != "none" else None
+        self.row = load_row(record, self.ctx.stream, cubin, guard_page=page, fence_inputs=fence in ("all", "inputs"),
+                            fence_ends=fence in ("all", "ends"))
         return self.row.load_path
 
-    def _prepare(self, inputs: dict, seed: int) -> None:
-        self.row.prepare(inputs, seed)
+    def _fences(self) -> str:
+        if self.row.fences == "vmm":
+            return "vmm"
+        return f"arena: {self.arena_reason or 'fences lifted to attribute a fault'}"
 
-    def _run_once(self) -> None:
-        from .driver import check, cu
-        for launch in self.row.launches:
-            launch.enqueue()
+    def _run(self, inputs: dict, seed: int, poison: int, fill, placement: str = "after",
+             extra_smem: bool = False, noise: bool = False) -> dict:
+        """One run of the row: prepare, launch (beside the noise kernel, or with extra
+        shared memory, when asked), wait, download the outputs."""
+        from .driver import DriverError, check, cu
+        self.row.prepare(inputs, seed, poison, fill, placement)
+        launches = self.row.launch_set(placement, extra_smem)
+        if noise:
+            self.noise.enqueue()
+        try:
+            for launch in launches:
+                launch.enqueue()
+        except DriverError as exc:
+            # more shared memory can leave a cluster unschedulable: run without it
+            if not extra_smem or exc.sticky or exc.call != "cuLaunchKernelEx":
+                raise
+            check(cu.cuStreamSynchronize(self.ctx.stream), "cuStreamSynchronize")
+            self.row.smem_note = f"no extra shared memory: the launch refused it ({exc.name})"
+            self.row.launch_sets[(placement, True)] = self.row.launch_set(placement, False)
+            return self._run(inputs, seed, poison, fill, placement, False, noise)
         check(cu.cuStreamSynchronize(self.ctx.stream), "cuStreamSynchronize")
+        if noise:
+            self.noise.synchronize()
+        return self._download(("out", "inout"))
 
     def _download(self, roles) -> dict:
         from .inputs import STORAGE_NUMPY
@@ -98,7 +135,7 @@ class _Worker:
             seconds[stage] = seconds.get(stage, 0.0) + now - clock
             clock = now
         try:
-            load_path = self._load_row(record, job.get("cubin"))
+            load_path = self._load_row(record, job.get("cubin"), job.get("fence", "all"))
             lap("load")
         except ArgError as exc:
             return CheckResult(error="arg_error", message=str(exc))
@@ -106,30 +143,86 @@ class _Worker:
             kind = "jit_failed" if exc.call.startswith(("cuModuleLoad", "cuModuleGetFunction")) else "launch_failed"
             return CheckResult(error="crashed" if exc.sticky else kind, message=str(exc), fatal=exc.sticky)
         runs = []
-        for trial, key, seed in job["trials"]:
-            inputs = self.inputs[key]
-            outputs, out_of_bounds, after = [], [], {}
-            for rerun in (False, True):  # the rerun checks determinism
-                self._prepare(inputs, seed)
-                lap("upload")
-                try:
-                    self._run_once()
-                except DriverError as exc:
-                    during_launch = exc.call == "cuLaunchKernelEx" and not exc.sticky
-                    return CheckResult(runs=runs, error="launch_failed" if during_launch else "crashed",
-                                       message=f"trial {trial}: {exc}", fatal=exc.sticky, load_path=load_path)
-                lap("kernel")
-                outputs.append(self._download(("out", "inout")))
-                if not rerun:  # inputs are uploaded afresh before each run: the first run tells
-                    after = self._download(("in",))
-                out_of_bounds = out_of_bounds or self.row.guard_hits()
-                lap("download")
-            before = {name: inputs[name] for name in after}
-            same = not inputs_changed(outputs[0], outputs[1])
-            runs.append(TrialRun(trial, outputs[0], None if same else outputs[1], inputs_changed(before, after),
-                                 out_of_bounds))
-            lap("compare")
-        return CheckResult(runs=runs, load_path=load_path, seconds=seconds)
+        atomics = float_atomics(record.ptx)
+        try:
+            for trial, key, seed in job["trials"]:
+                runs.append(self._trial(trial, self.inputs[key], seed, lap))
+        except DriverError as exc:
+            during_launch = exc.call == "cuLaunchKernelEx" and not exc.sticky
+            return CheckResult(runs=runs, error="launch_failed" if during_launch else "crashed",
+                               message=f"trial {len(runs)}: {exc}", fatal=exc.sticky, load_path=load_path,
+                               float_atomics=atomics, fences=self._fences())
+        notes = [f"fences: {self._fences()}"] + ([self.row.smem_note] if self.row.smem_note else [])
+        return CheckResult(runs=runs, load_path=load_path, seconds=seconds, float_atomics=atomics,
+                           fences=self._fences(), notes=notes)
+
+    def _trial(self, trial: int, inputs: dict, seed: int, lap) -> TrialRun:
+        """Run 1 (guard fill 1, poison 1), run 2 (fill 2, poison 2, the other placement,
+        extra shared memory) and run 3 (run 1 again beside the noise kernel). Equal bits:
+        done. Otherwise, extra runs tell what the outputs depend on: the schedule (a plain
+        repeat of run 1 differs, or run 2's fill and poison alone do not change run 1), the
+        poison (run 1 with poison 2 differs) or else the guard fill."""
+        from .inputs import BITS_NUMPY, guard_fill, poison_words, unwritten_mask
+        fills = guard_fill(seed, 1), guard_fill(seed, 2)
+        out_of_bounds: list = []
+
+        def run(poison: int, fill, **how) -> dict:
+            lap("upload")
+            outputs = self._run(inputs, seed, poison, fill, **how)
+            lap("kernel")
+            out_of_bounds.extend(hit for hit in self.row.guard_hits() if hit not in out_of_bounds)
+            lap("download")
+            return outputs
+
+        first = run(0, fills[0])
+        after = {}
+        if not (self.row.fences == "vmm" and self.row.buffers and self._inputs_fenced()):
+            after = self._download(("in",))  # unfenced inputs: compare their bits after the run
+        second = run(1, fills[1], placement="before", extra_smem=True)
+        third = run(0, fills[0], noise=True)
+        poisons = {name: poison_words(spec.dtype, seed) for name, spec in self.row.specs.items()
+                   if spec.role == "out" and spec.init is None}
+
+        def differs(a: dict, b: dict) -> bool:
+            return bool(inputs_changed(a, b))
+
+        def only_unwritten(a: dict, b: dict) -> bool:
+            for name in a:
+                if name not in poisons:
+                    if differs({name: a[name]}, {name: b[name]}):
+                        return False
+                    continue
+                bits = BITS_NUMPY[a[name].dtype.itemsize]
+                changed = np.ascontiguousarray(a[name]).view(bits) != np.ascontiguousarray(b[name]).view(bits)
+                if (changed & ~unwritten_mask(a[name], b[name], self.row.specs[name].dtype, poisons[name])).any():
+                    return False
+            return True
+
+        varies, variation, rerun = "", "", None
+        if differs(first, third):
+            varies, variation, rerun = "schedule", "a repeat of run 1 beside a concurrent noise kernel differs", third
+        elif differs(first, second) and not only_unwritten(first, second):
+            if not differs(first, run(1, fills[1])):
+                varies = "schedule"
+                variation = "run 2 differs only through extra dynamic shared memory and buffer placement"
+            else:
+                repeat = run(0, fills[0])
+                if differs(first, repeat):
+                    varies, variation, rerun = "schedule", "a plain repeat of run 1 differs", repeat
+                elif differs(first, run(1, fills[0])):
+                    varies, variation = "poison", "run 1 repeated with the second poison differs"
+                else:
+                    varies, variation = "guard", "run 1 repeated with the second guard fill differs"
+        before = {name: inputs[name] for name in after}
+        result = TrialRun(trial, first, rerun, inputs_changed(before, after), out_of_bounds,
+                          second if differs(first, second) else None, poisons, varies, variation)
+        lap("compare")
+        return result
+
+    def _inputs_fenced(self) -> bool:
+        from .fence import FencedBuffer
+        return all(getattr(buf, "read_only", False) for name, buf in self.row.buffers.items()
+                   if self.row.specs[name].role == "in" and isinstance(buf, FencedBuffer))
 
     def time_job(self, job: dict) -> dict:
         from .driver import check, cu
@@ -328,7 +421,44 @@ class GpuWorker:
         self.sent_keys |= set(inputs)
         if result.fatal:
             self.kill()  # it exits by itself; reap it now so the next call starts fresh
+            if result.error == "crashed" and result.fences == "vmm":
+                return self._attribute_fault(job, trials, result, timeout)
         return result
+
+    def _attribute_fault(self, job: dict, trials: list, fenced: CheckResult, timeout: float) -> CheckResult:
+        """A fenced run faulted. Run the row in the arena: if it faults there too, it
+        crashes whatever the fences; else run it with only the inputs fenced: a fault then
+        means it writes an input, none means it writes past an end (into a guard page)."""
+        def again(fence: str) -> CheckResult:
+            self.sent_keys, self.sent_group = set(), None  # a fresh worker holds no inputs
+            retry = dict(job, fence=fence, inputs={key: storage for _, key, _, storage in trials})
+            try:
+                result = self._request(retry, timeout)
+            except (WorkerTimeout, WorkerDied) as exc:
+                return CheckResult(error="crashed", message=str(exc), fatal=True)
+            if result.fatal:
+                self.kill()
+            else:
+                self.sent_keys, self.sent_group = {key for _, key, _, _ in trials}, job["group"]
+            return result
+        plain = again("none")
+        if plain.error:
+            return fenced
+        if any(run.out_of_bounds or run.modified_inputs for run in plain.runs):
+            return plain  # the arena saw the write itself, and names the buffer
+        faults = {fence: again(fence).error == "crashed" for fence in ("inputs", "ends")}
+        if faults["inputs"] and not faults["ends"]:
+            return CheckResult(error="modified_input", message="the kernel writes an input buffer: with inputs "
+                               f"mapped read-only it faults ({fenced.message}); without fences it runs",
+                               load_path=fenced.load_path, fences="vmm")
+        if faults["ends"] and not faults["inputs"]:
+            return CheckResult(error="out_of_bounds_write", message="the kernel writes outside its buffers, into "
+                               "the read-only guard page beside a buffer's end or start: it faults there "
+                               f"({fenced.message}); without fences it runs", load_path=fenced.load_path,
+                               fences="vmm")
+        return CheckResult(error="crashed", message=f"{fenced.message} (faults only with fences, and with "
+                           f"{'either' if all(faults.values()) else 'neither'} fence alone)",
+                           load_path=fenced.load_path, fences="vmm")
 
     def time(self, build_key: str, budget_s: float, timeout: float, max_samples: int = 2000) -> dict:
         job = {"type": "time", "build_key": build_key, "budget_s": budget_s, "max_samples": max_samples}

@@ -82,6 +82,8 @@ def cutlass_shape_set(extra: dict) -> ShapeSet:
 class CutlassBuilder(Builder):
     """CUTLASS GEMM kernels -> rows with PTX, Params blob launches and a GEMM problem."""
     name = "cutlass"
+    # 822 default kernels in 33 min on 2 cores (SM90 TMA kernels cost about 5x an SM80 one)
+    cpu_seconds_per_row = 4.8
     # cicc peaked at 3.0 GiB compiling one SM90a TMA kernel; a cluster scheduler packs
     # fewer such items per node than it has cores. A hint, not the hard limit (that is
     # ptx_tools' PTXDS_COMPILER_MEMORY_GB).
@@ -101,8 +103,17 @@ class CutlassBuilder(Builder):
     # -- enumeration -------------------------------------------------------------------
     def kernels(self) -> list:
         specs = catalog.enumerate_kernels(self.families, tuple(self.options.archs))
+        if not specs:
+            raise SpecError(catalog.no_match_message(self.families, tuple(self.options.archs)))
         specs = catalog.per_family(specs, self.per_family, self.options.sample_seed)
-        return catalog.sample_kernels(specs, self.options.limit, self.options.sample_seed)
+        return catalog.sample_kernels(specs, self.kernel_limit(), self.options.sample_seed)
+
+    def kernel_limit(self):
+        """``--limit`` counts rows, and each kernel gives one row per size."""
+        if self.options.limit is None:
+            return None
+        sizes = max(1, len(self.shape_set.sizes_for("gemm")))
+        return max(1, self.options.limit // sizes)
 
     def sizes_for(self, specs: list) -> list:
         """The (M, N, K)s one group of kernels is built at: a built-in set's sizes fitted to
@@ -139,7 +150,8 @@ class CutlassBuilder(Builder):
                              "shape_set": self.shape_set.name, "alpha": self.alpha, "beta": self.beta,
                              "sm_count": self.sm_count, "families": list(self.families),
                              "per_family": self.per_family,
-                             "limit": self.options.limit, "sample_seed": self.options.sample_seed}))
+                             "limit": self.options.limit, "sample_seed": self.options.sample_seed},
+                    rows=len(chunk) * len(sizes)))
         return items
 
     # -- building ----------------------------------------------------------------------

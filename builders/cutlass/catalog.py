@@ -279,6 +279,20 @@ def enumerate_kernels(families=DEFAULT_FAMILIES, archs=("sm_80", "sm_90a")) -> l
     return specs
 
 
+def no_match_message(families, archs) -> str:
+    """One line for --family globs that match no kernel: the closest names that exist."""
+    import difflib
+    sms = sorted({90 if a.startswith("sm_90") else int(a.removeprefix("sm_")) for a in archs})
+    names = sorted({name for sm in sms for name in load_manifest_operations(sm)})
+    closest = []
+    for pattern in families:
+        stem = pattern.replace("*", "").replace("?", "").split("[")[0]
+        closest += [n for n in difflib.get_close_matches(stem, names, n=3, cutoff=0.3) if n not in closest]
+    hint = f"closest names: {', '.join(closest[:3])}" if closest else f"e.g. {names[0]}" if names else ""
+    return (f"--family {' '.join(repr(f) for f in families)} matches none of the {len(names)} CUTLASS kernels "
+            f"for {', '.join(archs)}; {hint} (docs/cutlass.md lists every family)")
+
+
 def sample_kernels(specs: list, limit, seed: int) -> list:
     """At most ``limit`` kernels, drawn deterministically with ``seed``, in name order."""
     if limit is None or limit >= len(specs):

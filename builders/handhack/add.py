@@ -1,6 +1,7 @@
 """``ptxds add``: register a hand-edited PTX as a new member of an existing group.
 
-The new row inherits the group's problem and its base member's launch sequence (entry,
+The new row inherits the group's problem (a group whose rows already carry different
+problems is refused: one problem per group) and its base member's launch sequence (entry,
 grid, block, args, scratch); ``launch`` overrides any of a launch's fields (for example
 more ``dynamic_smem`` or another ``block``). The row is normalised, checked against the
 launch and assembled with ptxas *before* anything is written; any failure raises
@@ -10,12 +11,13 @@ atomic part file and the dataset card is rewritten.
 from __future__ import annotations
 
 import dataclasses
-import json
 from pathlib import Path
 from typing import Optional
 
 from dataset_spec.card import write_card
+from dataset_spec.documents import load_document
 from dataset_spec.model import KernelRecord, Launch, SpecError, make_build_key
+from dataset_spec.one_problem import check_joins
 from dataset_spec.shards import ShardWriter, read_records
 from ptx_tools import PtxError, parse_ptx
 
@@ -33,16 +35,10 @@ def load_launch_override(path: Optional[str]) -> dict:
     ``dynamic_smem``, ``args``) that replace the base launch's."""
     if not path:
         return {}
-    text = Path(path).read_text()
     try:
-        if Path(path).suffix in (".yaml", ".yml"):
-            import yaml
-            data = yaml.safe_load(text)
-        else:
-            data = json.loads(text)
-    except Exception as exc:
-        raise AddError(f"--launch {path}: not valid JSON/YAML ({type(exc).__name__}: {exc}); "
-                       f"give a mapping such as {{\"dynamic_smem\": 4096}}") from None
+        data = load_document(path)
+    except SpecError as exc:
+        raise AddError(f"--launch {exc}; give a mapping such as {{\"dynamic_smem\": 4096}}") from None
     if not isinstance(data, dict):
         raise AddError(f"--launch {path}: expected a mapping of launch fields, got {type(data).__name__}")
     unknown = sorted(set(data) - {f.name for f in dataclasses.fields(Launch)})
@@ -105,6 +101,10 @@ def build_added_record(dataset, group: str, ptx_path: str, launch_path: Optional
                           launches=launches, problem=base.problem, scratch=list(base.scratch),
                           toolchain=dict(base.toolchain, edit="by hand"), provenance=provenance,
                           build_key=make_build_key(SOURCE, group, variant, arch, name))
+    clash = check_joins(group, record.problem, [r.problem for r in records if r.group_id == group and r.problem],
+                        f"{dataset}")
+    if clash:
+        raise AddError(f"group {group!r}: {clash}")
     existing = {r.build_key for r in records}
     if record.build_key in existing:
         raise AddError(f"{name!r} is already a member of {group!r} for {arch}; pick another --name")

@@ -137,7 +137,8 @@ class HandhackBuilder(Builder):
             for arch in self.options.archs:
                 label = f"{group_id(pairs, m, n)}/{arch}"
                 items.append(WorkItem(key=label, group_id=group_id(pairs, m, n), label=label,
-                                      payload={"pairs": pairs, "m": m, "n": n, "arch": arch}))
+                                      payload={"pairs": pairs, "m": m, "n": n, "arch": arch},
+                                      rows=1 + len(MEMBERS)))
         return items
 
     def build(self, item: WorkItem) -> list:

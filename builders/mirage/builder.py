@@ -143,6 +143,8 @@ def scratch_of(plan: GraphPlan) -> list:
 class MirageBuilder(Builder):
     """Mirage muGraph files -> one group per file, one row per muGraph and arch."""
     name = SOURCE
+    # 248 rows in 175 s on 2 cores
+    cpu_seconds_per_row = 1.4
 
     def __init__(self, options: BuildOptions | None = None):
         super().__init__(options)

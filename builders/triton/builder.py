@@ -19,7 +19,8 @@ arguments equal to 1 become constexprs (they are then not kernel parameters).
 ``TritonDumpBuilder`` ("triton-dump") reads a ``TRITON_CACHE_DIR`` or ``TRITON_KERNEL_DUMP``
 tree (documented in ``docs/triton-dump.md``): variants of one kernel name and signature
 form a group, mapped to a Problem through the problem spec file below, or kept as
-``no_problem`` rows that say why.
+``no_problem`` rows that say why. A dump folder has no metadata json: ``build`` recovers its
+launch facts by recompiling its IR until the dumped PTX is reproduced (``recover.py``).
 
 Problem spec file (``extra["problem_file"]``, JSON or YAML): a list of entries
     {"kernel": "add_kernel",                      # Triton kernel name
@@ -45,6 +46,8 @@ from typing import Any, Optional
 
 from builders.base import Builder, BuildOptions, WorkItem
 from builders.shapes import OP_KINDS, ShapeSet, load_shape_set, shape_label, shape_params
+from builders.triton.recover import Recovery, recover_launch_facts
+from dataset_spec.documents import load_document
 from dataset_spec.model import Arg, Buffer, KernelRecord, Launch, Problem, SpecError
 
 PTX_ISA = 87
@@ -421,6 +424,8 @@ class TritonBuilder(Builder):
     shape set, the sizes whose compile is identical share one item (one compile, a row
     per size)."""
     name = "triton"
+    # 118 default rows in 35 s on a fresh 2-core machine
+    cpu_seconds_per_row = 0.6
 
     def shape_set(self) -> ShapeSet:
         return load_shape_set(self.options.extra.get("shapes"))
@@ -470,7 +475,8 @@ class TritonBuilder(Builder):
                  f"/{first['arch']}")
         shared = {"compile_key": key, "groups": [group_id_of(group) for group, _ in members]}
         return WorkItem(key=label, group_id=group_id_of(members[0][0]), label=label,
-                        payload={"members": [payload for _, payload in members], "shared_compile": shared})
+                        payload={"members": [payload for _, payload in members], "shared_compile": shared},
+                        rows=len(members))
 
     def build(self, item: WorkItem) -> list:
         if item.payload.get("dump"):
@@ -583,10 +589,6 @@ def ttgir_metadata(ttgir: str) -> dict:
     return meta
 
 
-def ptx_uses_dynamic_shared(ptx: str) -> bool:
-    return re.search(r"\.extern\s+\.shared", ptx) is not None
-
-
 def arch_of(ptx: str, metadata: dict) -> str:
     target = PTX_TARGET.search(ptx)
     if target:
@@ -611,16 +613,26 @@ def load_variant(ptx_path: Path) -> dict:
     metadata_path = folder / f"{stem}.json"
     metadata = json.loads(metadata_path.read_text()) if metadata_path.exists() else {}
     has_json = bool(metadata)
-    if not has_json:
+    if not has_json:  # num_warps/num_ctas/target only; build() recovers the rest (recover.py)
         metadata = ttgir_metadata(read_text(folder / f"{stem}.ttgir"))
-        if not ptx_uses_dynamic_shared(ptx):
-            metadata["shared"] = 0
     ttir = read_text(folder / f"{stem}.ttir") or read_text(folder / f"{stem}.source")
     params = ttir_params(ttir)
     return {"path": str(ptx_path), "folder": folder.name, "name": metadata.get("name", stem),
             "metadata": metadata, "has_json": has_json, "params": params,
             "ranges": ttir_ranges(ttir), "arch": arch_of(ptx, metadata),
             "signature": ",".join(t for _, t, _ in params)}
+
+
+def recover_dump_metadata(variant: dict) -> Optional[Recovery]:
+    """For a folder without metadata json, recompile its IR (recover.py) and, when the PTX is
+    reproduced, take the launch facts into ``variant["metadata"]``. None for a cache folder."""
+    if variant["has_json"]:
+        return None
+    ptx_path = Path(variant["path"])
+    recovery = recover_launch_facts(ptx_path.parent, ptx_path.stem, read_text(ptx_path))
+    if recovery.trusted:
+        variant["metadata"].update(recovery.facts)
+    return recovery
 
 
 def dump_group_id(name: str, signature: str) -> str:
@@ -632,12 +644,7 @@ def load_problem_specs(path: Optional[str]) -> list[dict]:
     """The user's problem spec file (JSON or YAML list), or [] when none is given."""
     if not path:
         return []
-    text = Path(path).read_text()
-    if Path(path).suffix.lower() in (".yaml", ".yml"):
-        import yaml
-        specs = yaml.safe_load(text)
-    else:
-        specs = json.loads(text)
+    specs = load_document(path)
     if not isinstance(specs, list):
         raise SpecError(f"{path}: a problem spec file holds a list of entries, got {type(specs).__name__}")
     return specs
@@ -734,6 +741,7 @@ class TritonDumpBuilder(Builder):
 
     def build(self, item: WorkItem) -> list:
         variant = load_variant(Path(item.payload["ptx_path"]))
+        recovery = recover_dump_metadata(variant)
         specs = load_problem_specs(self.options.extra.get("problem_file"))
         record = KernelRecord(group_id=item.group_id, source="triton", variant=dump_variant_knobs(variant),
                               name=variant["name"], arch=variant["arch"], ptx=read_text(Path(variant["path"])),
@@ -741,11 +749,13 @@ class TritonDumpBuilder(Builder):
                               toolchain={"triton": variant["metadata"].get("triton_version", "unknown"),
                                          "ptx_isa": ptx_version_of(read_text(Path(variant["path"])))},
                               provenance={"generator": "ptxds builders.triton (dump)",
-                                          "dump_path": variant["path"], "licence": "MIT (Triton)"})
+                                          "dump_path": variant["path"], "licence": "MIT (Triton)",
+                                          "launch_facts": (recovery.provenance() if recovery else
+                                                           {"recovered": False, "method": f"{variant['name']}.json"})})
         spec = find_spec(specs, variant["name"], variant["signature"])
-        reason = self.unmapped_reason(spec, variant, specs)
+        reason = self.unmapped_reason(spec, variant, specs, recovery)
         if reason:
-            record.status, record.status_message = "no_problem", f"{reason}; {NO_PROBLEM_HINT}"
+            record.status, record.status_message = "no_problem", reason
             return [record]
         try:
             record.problem = Problem(**spec["problem"])
@@ -761,14 +771,18 @@ class TritonDumpBuilder(Builder):
         return [record]
 
     @staticmethod
-    def unmapped_reason(spec: Optional[dict], variant: dict, specs: list) -> str:
+    def unmapped_reason(spec: Optional[dict], variant: dict, specs: list, recovery: Optional[Recovery]) -> str:
         if not specs:
-            return f"kernel {variant['name']} ({variant['signature']}) has no problem: no problem spec file given"
+            return (f"kernel {variant['name']} ({variant['signature']}) has no problem: no problem spec file "
+                    f"given; {NO_PROBLEM_HINT}")
         if spec is None:
-            return f"no entry for kernel {variant['name']} with signature {variant['signature']} in the problem spec file"
+            return (f"no entry for kernel {variant['name']} with signature {variant['signature']} in the "
+                    f"problem spec file; {NO_PROBLEM_HINT}")
+        if recovery is not None and not recovery.trusted:
+            return f"launch facts not recovered: {recovery.reason}"
         if "shared" not in variant["metadata"] or "num_warps" not in variant["metadata"]:
-            return (f"{variant['folder']} has no {variant['name']}.json metadata and its dynamic shared "
-                    f"memory size is unknown; ingest the TRITON_CACHE_DIR instead of the dump dir")
+            return (f"{variant['folder']}/{variant['name']}.json has no shared/num_warps; "
+                    f"ingest the TRITON_CACHE_DIR the kernel was compiled into")
         return ""
 
 

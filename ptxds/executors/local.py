@@ -11,8 +11,10 @@ from . import BuildTask, ItemOutcome, build_item
 _WORKER_TASK: Optional[BuildTask] = None
 
 
-def _init_worker(task: BuildTask) -> None:
+def _init_worker(task: BuildTask, parent_pid: int) -> None:
     global _WORKER_TASK
+    from ptx_tools.toolchain import die_with_parent
+    die_with_parent(parent_pid)  # a killed build leaves no worker behind
     _WORKER_TASK = task
 
 
@@ -43,7 +45,7 @@ class LocalExecutor:
                 except Exception as exc:  # a builder bug costs one item, and is reported
                     yield ItemOutcome(item, [], _failure(exc))
             return
-        with cf.ProcessPoolExecutor(self.jobs, initializer=_init_worker, initargs=(task,)) as pool:
+        with cf.ProcessPoolExecutor(self.jobs, initializer=_init_worker, initargs=(task, os.getpid())) as pool:
             futures = {pool.submit(_run_item, item): item for item in items}
             try:
                 for future in cf.as_completed(futures):

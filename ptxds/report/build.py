@@ -11,7 +11,7 @@ from pathlib import Path
 from dataset_spec.card import PLOTS_DIR, PLOTS_INDEX, write_card
 from dataset_spec.shards import shards_fingerprint
 
-from .gather import KNOBS, gather
+from .gather import KNOBS, EmptyDatasetError, gather
 from .html import render_page
 
 DEFAULT_MAX_GROUPS = 60
@@ -39,6 +39,9 @@ def build_report(dataset, out_dir=None, knobs=KNOBS, max_groups: int = DEFAULT_M
     from .plots import group_times, overview_plots  # matplotlib only when drawing
     dataset = Path(dataset)
     report = gather(dataset)
+    if not report.summary.verified:
+        raise EmptyDatasetError(f"{dataset} is not verified yet: nothing to plot; run ptxds verify {dataset} "
+                                f"on a machine with a GPU first (ptxds info {dataset} shows what it holds)")
     overview = overview_plots(report, knobs)
     # a group with neither a time nor a failure (not verified yet) has nothing to draw
     chosen = [g for g in report.groups if g.timed or g.failures][:max_groups]

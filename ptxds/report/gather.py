@@ -11,7 +11,7 @@ from pathlib import Path
 
 from dataset_spec.card import output_dtype, weakest_catches
 from dataset_spec.model import BUILD_STATUSES
-from dataset_spec.shards import latest_rows, read_table
+from dataset_spec.shards import latest_rows, not_a_dataset_reason, read_table
 
 # The schedule knobs a report can plot time against, in the order it shows them.
 KNOBS = ("tile", "stages", "warps", "schedule")
@@ -24,7 +24,7 @@ _COLUMNS = ["build_key", "kernel_id", "group_id", "source", "name", "arch", "op"
 
 
 class EmptyDatasetError(ValueError):
-    """The folder holds no kernel rows."""
+    """The folder is not a dataset folder (no kernel rows)."""
 
 
 @dataclass
@@ -148,9 +148,10 @@ class Report:
 def gather(root) -> Report:
     """Every number of a report for the dataset folder ``root``."""
     root = Path(root)
+    reason = not_a_dataset_reason(root)
+    if reason:
+        raise EmptyDatasetError(reason)
     rows = latest_rows(read_table(root, "kernels", columns=_COLUMNS).to_pylist())
-    if not rows:
-        raise EmptyDatasetError(f"{root} holds no kernel rows; build one with ptxds build")
     groups = _groups(rows)
     return Report(summary=_summary(root, rows, groups), groups=groups,
                   pairs=_pair_balance(root), evidence=_evidence(rows))

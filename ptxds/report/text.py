@@ -70,7 +70,8 @@ def format_text(report: Report) -> str:
         f"shapes (groups): {_counts(s.shapes)}",
     ]
     if not s.verified:
-        lines.append("not verified yet: run ptxds verify on a machine with a GPU for times and checks")
+        lines.append("not verified yet: run ptxds verify on a machine with a GPU for times and checks; "
+                     "until then the dataset has no `pairs` config (load_dataset(DIR, 'pairs') fails)")
         return "\n".join(lines)
     data = as_dict(report)
     lines += [

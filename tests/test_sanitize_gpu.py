@@ -1,0 +1,72 @@
+"""GPU test of ``ptxds verify --sanitize``: memcheck must see a read past the end of a
+buffer even where, with buffers allocated back to back, it would land in the next one;
+its finding sets the status, and a racecheck hazard the group's other members lack gives
+``race_detected``. Skipped without a CUDA driver or without compute-sanitizer."""
+import json
+import os
+import shutil
+
+import pytest
+
+from dataset_spec.model import Arg, Buffer, KernelRecord, Launch, Problem
+from dataset_spec.shards import ShardWriter, read_records
+
+pytestmark = pytest.mark.gpu
+
+N = 1000
+
+KERNELS = r"""
+extern "C" __global__ void vadd(const float* x, const float* y, float* out, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = x[i] + y[i];
+}
+extern "C" __global__ void vadd_peeks_past_x(const float* x, const float* y, float* out, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    // 4 KiB past x's start: where the next buffer sits when buffers are allocated back to
+    // back. 0 * peek keeps the sum right whenever the bytes there are finite.
+    float peek = x[i + 1024];
+    if (i < n) out[i] = x[i] + y[i] + 0.0f * peek;
+}
+extern "C" __global__ void vadd_racy(const float* x, const float* y, float* out, int n) {
+    __shared__ float slot[256];
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    slot[threadIdx.x] = i < n ? x[i] + y[i] : 0.0f;
+    // no __syncthreads(): reads a slot another warp may not have written yet
+    if (i < n) out[i] = slot[(threadIdx.x + 32) % 256] - slot[(threadIdx.x + 32) % 256] + slot[threadIdx.x];
+}
+"""
+
+
+def _row(ptx, entry):
+    problem = Problem("vadd_san", "vector_add", [
+        Buffer("x", "float32", (N,)), Buffer("y", "float32", (N,)), Buffer("out", "float32", (N,), role="out")])
+    launch = Launch(entry, ((N + 255) // 256,), (256,), [Arg.buf("x"), Arg.buf("y"), Arg.buf("out"), Arg.scalar("s32", N)])
+    return KernelRecord("vadd_san", "test", {"entry": entry}, entry, "sm_80", ptx, [launch], problem)
+
+
+def test_sanitize_sees_a_read_past_the_end_and_sets_the_status(tmp_path):
+    if not (os.environ.get("PTXDS_COMPUTE_SANITIZER") or shutil.which("compute-sanitizer")):
+        pytest.skip("compute-sanitizer is not on PATH (set PTXDS_COMPUTE_SANITIZER)")
+    ptx_tools = pytest.importorskip("ptx_tools")
+    try:
+        ptx = ptx_tools.compile_cuda(KERNELS, "sm_80")
+    except ptx_tools.ToolchainError as exc:
+        pytest.skip(f"no nvcc: {exc}")
+    from verify import verify_dataset
+    ShardWriter(tmp_path / "in").write([_row(ptx, e) for e in ("vadd", "vadd_peeks_past_x", "vadd_racy")])
+    verify_dataset(tmp_path / "in", tmp_path / "out", timing=False, progress=False, sanitize=True)
+    got = {r.name: r for r in read_records(tmp_path / "out")}
+    found = {name: json.loads(row.sanitizer) for name, row in got.items()}
+
+    good = found["vadd"]["memcheck"]
+    assert got["vadd"].status == "passed", got["vadd"].status_message
+    assert good["errors"] == 0 and good["min_gap_bytes"] >= 1 << 20, good
+
+    peek = found["vadd_peeks_past_x"]["memcheck"]
+    assert peek["invalid_reads"] > 0 and peek["invalid_writes"] == 0, peek
+    assert got["vadd_peeks_past_x"].status == "out_of_bounds_read", got["vadd_peeks_past_x"].status_message
+
+    race = found["vadd_racy"]["racecheck"]
+    assert race["errors"] > 0, race
+    assert got["vadd_racy"].status == "race_detected", got["vadd_racy"].status_message
+    assert found["vadd"]["racecheck"]["errors"] == 0, found["vadd"]["racecheck"]

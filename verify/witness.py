@@ -1,0 +1,72 @@
+"""Regenerate a verified negative's witness on the host: the trial's inputs come back from
+its seed (inputs.make_trial_inputs), the float64 reference is recomputed with numpy, and
+the element the witness names is read from it. No GPU is needed."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+
+from dataset_spec.model import KernelRecord
+from dataset_spec.problems import get_op
+
+from .inputs import make_trial_inputs
+from .reference import reference_outputs
+
+
+class WitnessError(ValueError):
+    """The row has no witness that names an element."""
+
+
+@dataclass
+class RegeneratedWitness:
+    kernel_id: str
+    trial: int
+    kind: str
+    seed: int
+    seed_matches: bool          # the seed drawn now equals the stored one
+    output: str
+    flat_index: int
+    index: tuple                # the element's index in the output's shape
+    stored_reference: Optional[float]
+    reference: float            # recomputed now
+    bound: Optional[float]
+    value: Optional[float]      # the wrong member's value
+    consensus_kernel_id: Optional[str]
+    consensus_value: Optional[float]
+
+    def lines(self) -> list:
+        out = [f"kernel {self.kernel_id}: trial {self.trial} ({self.kind}), seed {self.seed}"
+               + ("" if self.seed_matches else " (the seed drawn now differs: the problem changed)"),
+               f"output {self.output}[{', '.join(map(str, self.index))}] (flat index {self.flat_index})",
+               f"  reference (recomputed)   {self.reference!r}",
+               f"  reference (stored)       {self.stored_reference!r}",
+               f"  this member              {self.value!r}"]
+        if self.consensus_kernel_id:
+            out.append(f"  consensus {self.consensus_kernel_id}  {self.consensus_value!r}")
+        if self.value is not None and self.bound is not None:
+            out.append(f"  |member - reference| = {abs(self.value - self.reference):.6g}, bound {self.bound:.6g}")
+        return out
+
+
+def regenerate(record: KernelRecord, witness: Optional[dict] = None) -> RegeneratedWitness:
+    """The witness of ``record`` (or the given one) with its reference recomputed."""
+    witness = witness or record.witness
+    if not witness or witness.get("flat_index") is None or witness.get("trial") is None:
+        reason = (witness or {}).get("reason") or f"status {record.status}"
+        raise WitnessError(f"kernel {record.kernel_id} has no element witness ({reason}); "
+                           "only wrong results and disagreements name an element")
+    problem = record.problem
+    trial = make_trial_inputs(problem, record.group_id, int(witness["trial"]))
+    reference = reference_outputs(get_op(problem.op), dict(trial.values), problem, "numpy")
+    name, flat = witness["output"], int(witness["flat_index"])
+    shape = problem.buffer(name).shape
+    values = np.asarray(reference[name], dtype=np.float64).reshape(-1)
+    return RegeneratedWitness(
+        kernel_id=record.kernel_id, trial=trial.trial, kind=trial.kind, seed=trial.seed,
+        seed_matches=witness.get("seed") in (None, trial.seed), output=name, flat_index=flat,
+        index=tuple(int(i) for i in np.unravel_index(flat, shape)),
+        stored_reference=witness.get("reference"), reference=float(values[flat]), bound=witness.get("bound"),
+        value=witness.get("value"), consensus_kernel_id=witness.get("consensus_kernel_id"),
+        consensus_value=witness.get("consensus_value"))
