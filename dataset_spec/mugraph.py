@@ -5,11 +5,15 @@ own float64 reference, error scale and input domain.
 float64 (every block of the grid at once, iteration by iteration over the for-loop): no
 float16 rounding, float64 accumulation, numpy broadcasting for every element-wise op.
 With ``track_error`` the same walk carries, per tensor, the error scale E (first-order
-magnitude of the roundings that reached it, in units of the float16 unit roundoff): every
-float16 tensor adds its own |value|; element-wise ops carry E linearly (|a|+|b| rules,
-derivative bounds for exp, silu, div, rms_norm); reductions (tb/kn matmul, accumulations)
-add independent errors as a root sum of squares and count one rounding per dyadic partial
-sum (chunks of 16, 32, ... terms), as the LLM ops' models do (docs/mirage.md).
+magnitude of the roundings that reached it, in units of the float16 unit roundoff), counted
+per float16 store: each store adds one rounding of the stored |value|, independent of the
+others (root sum of squares); element-wise ops carry E by their derivatives (|b| E_a +
+|a| E_b for mul, e^x for exp, silu', div, rms_norm); sums run in float32 (the lowering's
+accumulators and tensor-core products), so a reduction adds its terms' E in root sum of
+squares and a float32 term, and only its store rounds to float16. A reduction's partial
+sums are stored by the members of a group at different chunk lengths (a tile of the
+for-loop, the whole reduction): the walk takes the largest over the dyadic chunk lengths
+16, 32, ... of one rounding per chunk (docs/mirage.md).
 ``find_domain`` searches the largest input magnitude that keeps every intermediate finite
 in float16 on adversarial inputs. Semantics follow docs/mirage.md (maps, redtox, rms).
 """
@@ -40,12 +44,18 @@ def io_tensors(graph: list) -> tuple:
 
 # ----------------------------------------------------------------------------- values with error scales
 
-class _V:
-    """A float64 value and its error scale E (None when not tracked)."""
-    __slots__ = ("v", "e")
+U32_IN_U16 = 2.0 ** -13  # float32's unit roundoff in units of float16's
 
-    def __init__(self, v, e=None):
-        self.v, self.e = v, e
+
+class _V:
+    """A float64 value and its error scale E (None when not tracked). A matmul's product
+    also keeps ``reduction``: its terms' error squared without the store (``e0_sq``) and
+    {chunk length: sum over chunks of the chunk's partial sum squared}, so an accumulation
+    over the for-loop can count the store of each member's chunk once."""
+    __slots__ = ("v", "e", "reduction")
+
+    def __init__(self, v, e=None, reduction=None):
+        self.v, self.e, self.reduction = v, e, reduction
 
 
 def _rounded(x: _V, seen: list) -> _V:
@@ -53,42 +63,61 @@ def _rounded(x: _V, seen: list) -> _V:
     tensor's largest magnitude (inf when not finite) for the domain search."""
     with np.errstate(invalid="ignore"):
         seen.append(float(np.max(np.abs(x.v))) if np.all(np.isfinite(x.v)) else np.inf)
-    # below float16's smallest normal the rounding is absolute (half a subnormal step)
-    return _V(x.v, None if x.e is None else x.e + np.maximum(np.abs(x.v), FP16_TINY))
+    if x.e is None or x.reduction is not None:  # a product's store is counted by its chunks
+        return x
+    return _V(x.v, np.sqrt(x.e ** 2 + _store_sq(x.v)))
 
 
-def _dyadic_partials(terms: np.ndarray) -> np.ndarray:
-    """Root sum of squares of the partial sums over dyadic chunks of the last axis (one
-    float16 rounding each); ``terms`` (..., n) -> (...)."""
-    n = terms.shape[-1]
-    total = np.zeros(terms.shape[:-1])
-    c = MIN_CHUNK
+def _store_sq(v: np.ndarray) -> np.ndarray:
+    """One float16 rounding of ``v``, squared; below the smallest normal it is absolute
+    (half a subnormal step)."""
+    m = np.maximum(np.abs(v), FP16_TINY)
+    return m * m
+
+
+def _dyadic_lengths(n: int) -> list:
+    """Chunk lengths 16, 32, ... that divide n, and n itself."""
+    lengths, c = [], MIN_CHUNK
     while c < n:
         if n % c == 0:
-            s = terms.reshape(terms.shape[:-1] + (n // c, c)).sum(-1)
-            total += (s * s).sum(-1)
+            lengths.append(c)
         c *= 2
-    return np.sqrt(total)
+    return lengths + [n]
+
+
+def _chunk_max(chunks: dict) -> np.ndarray:
+    return np.maximum.reduce([np.maximum(q, FP16_TINY ** 2) for q in chunks.values()])
+
+
+def _sum_chunks_sq(terms: np.ndarray) -> dict:
+    """{c: sum over chunks of the last axis of length c of the chunk's sum squared}."""
+    n = terms.shape[-1]
+    out = {}
+    for c in _dyadic_lengths(n):
+        s = terms.reshape(terms.shape[:-1] + (n // c, c)).sum(-1)
+        out[c] = (s * s).sum(-1)
+    return out
 
 
 def _matmul(a: _V, b: _V) -> _V:
+    """A product stored to float16 once; float32 sums inside. Its store is a partial sum of
+    the full reduction in other members: ``reduction`` keeps every dyadic chunk length."""
     v = np.matmul(a.v, b.v)
     if a.e is None:
         return _V(v)
-    prop = np.matmul(a.e ** 2, b.v ** 2) + np.matmul(a.v ** 2, b.e ** 2)
     k = a.v.shape[-1]
-    partial = np.zeros_like(v)
-    if k > MIN_CHUNK:
-        # partial sums of the dot products: for chunk length c, sum over chunks of (A_J @ B_J)^2
-        c = MIN_CHUNK
-        while c < k:
-            if k % c == 0:
-                aj = a.v.reshape(a.v.shape[:-1] + (k // c, c))
-                bj = b.v.reshape(b.v.shape[:-2] + (k // c, c, b.v.shape[-1]))
-                chunks = np.einsum("...mjc,...jcn->...jmn", aj, bj)
-                partial += (chunks * chunks).sum(-3)
-            c *= 2
-    return _V(v, np.sqrt(prop + partial))
+    float32 = U32_IN_U16 * np.sqrt(k) * np.matmul(np.abs(a.v), np.abs(b.v))
+    e0_sq = np.matmul(a.e ** 2, b.v ** 2) + np.matmul(a.v ** 2, b.e ** 2) + float32 ** 2
+    chunks = {}
+    for c in _dyadic_lengths(k):
+        if c == k:
+            chunks[c] = v * v
+            continue
+        aj = a.v.reshape(a.v.shape[:-1] + (k // c, c))
+        bj = b.v.reshape(b.v.shape[:-2] + (k // c, c, b.v.shape[-1]))
+        partial = np.einsum("...mjc,...jcn->...jmn", aj, bj)
+        chunks[c] = (partial * partial).sum(-3)
+    return _V(v, np.sqrt(e0_sq + _chunk_max(chunks)), (e0_sq, chunks))
 
 
 def _unary(kind: str, x: _V) -> _V:
@@ -134,8 +163,10 @@ def _sum_last(x: _V, groups: int = 1) -> _V:
     if x.e is None:
         return _V(v)
     terms = np.moveaxis(x.v.reshape(shape), -1, -2)
-    e = np.sqrt((x.e.reshape(shape) ** 2).sum(-2) + _dyadic_partials(terms) ** 2)
-    return _V(v, e)
+    float32 = U32_IN_U16 * np.sqrt(shape[-2]) * np.abs(terms).sum(-1)
+    e0_sq = (x.e.reshape(shape) ** 2).sum(-2) + float32 ** 2
+    chunks = _sum_chunks_sq(terms)
+    return _V(v, np.sqrt(e0_sq + _chunk_max(chunks)), (e0_sq, chunks))
 
 
 # ----------------------------------------------------------------------------- tiles of all blocks at once
@@ -224,18 +255,12 @@ def _customized(op: dict, tensors: dict, seen: list) -> None:
                     x = _sum_last(x, dimx)
                 elif kind != "accum_nored":
                     raise MuGraphSemanticsError(f"op {tb['op_type']}: no float64 semantics")
-                prev = acc.get(outs[0])
-                if prev is None:
-                    acc[outs[0]] = x
-                else:
-                    v = prev.v + x.v
-                    # one float16 rounding of each running sum, errors independent
-                    e = None if x.e is None else np.sqrt(prev.e ** 2 + x.e ** 2 + v ** 2)
-                    acc[outs[0]] = _V(v, e)
+                acc.setdefault(outs[0], []).append(x)
                 post_guids.add(outs[0])
             else:
                 tiles[outs[0]] = _rounded(_tb_compute(kind, [tiles[i] for i in ins], tb), seen)
-    for guid, x in acc.items():
+    for guid, terms in acc.items():
+        x = _accumulated(terms)
         tb = next(t for t in tb_ops if t.get("output_tensors") and t["output_tensors"][0]["guid"] == guid)
         if tb["op_type"] == "tb_accum_red_ld_rms_op":
             n = _shape(tb["input_tensors"][0])[-1] * F
@@ -259,6 +284,34 @@ def _customized(op: dict, tensors: dict, seen: list) -> None:
         x = tiles[tb["input_tensors"][0]["guid"]]
         tensors[d["guid"]] = _V(_store(x.v, layout, grid, _shape(d)),
                                 None if x.e is None else _store(x.e, layout, grid, _shape(d)))
+
+
+def _accumulated(terms: list) -> _V:
+    """The float32 sum over the for-loop of ``terms`` (one per iteration). Its error: the
+    terms' own (root sum of squares) and the largest over chunk lengths of one float16
+    rounding per chunk: chunks inside an iteration's term (a product's tile) and runs of
+    2, 4, ... iterations (members with longer tiles)."""
+    v = np.sum([t.v for t in terms], axis=0)
+    if terms[0].e is None:
+        return _V(v)
+    e0_sq = 0.0
+    chunks: dict = {}
+    for t in terms:
+        if t.reduction is None:  # an element-wise tile: its store is already in t.e
+            e0_sq = e0_sq + t.e ** 2
+            continue
+        e0_sq = e0_sq + t.reduction[0]
+        for c, q in t.reduction[1].items():
+            chunks[("in", c)] = chunks.get(("in", c), 0.0) + q
+    values = np.stack([t.v for t in terms])
+    n = len(terms)
+    runs = sorted({2 ** j for j in range(1, n.bit_length()) if n % 2 ** j == 0} | ({n} if n > 1 else set()))
+    for run in runs:
+        sums = values.reshape((n // run, run) + values.shape[1:]).sum(1)
+        chunks[("runs", run)] = (sums * sums).sum(0)
+    if not chunks:
+        return _V(v, np.sqrt(e0_sq))
+    return _V(v, np.sqrt(e0_sq + _chunk_max(chunks)))
 
 
 def _tb_compute(kind: str, xs: list, tb: dict) -> _V:

@@ -21,6 +21,7 @@ from builders.mirage.interpret import run_plan
 from builders.mirage.plan import lower
 from verify.inputs import make_trial_inputs
 from dataset_spec import mugraph as mugraph_semantics
+from dataset_spec.model import DEFAULT_TRIAL_KINDS
 from dataset_spec.problems import get_op
 from ptxds.finalize import finalize_record
 from conftest import needs_nvcc
@@ -64,7 +65,7 @@ def test_problem_records_distributions_domain_and_kinds(infos):
     assert p.params["input_range"]["Q"][1] * p.params["input_range"]["K"][1] * 64 < 2.1
     assert p.buffer("Q").init.kind == "normal" and p.params["math_input"] == "float16"
     assert p.params["mugraph_index"] == 0 and p.params["mugraph"][0]["op_type"] == "kn_input_op"
-    assert p.trial_kinds == ["normal", "uniform", "wide", "edge"]
+    assert p.trial_kinds == list(DEFAULT_TRIAL_KINDS) and "stress" in p.trial_kinds
     assert p.buffer("O").shape == (2, 256, 64) and p.buffer("O").role == "out"
 
 
