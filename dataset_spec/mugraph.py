@@ -451,5 +451,6 @@ def op_spec(op_spec_class):
         "mugraph", ref_mugraph, reduction_length,
         "the muGraph in params.mugraph evaluated in float64 (Mirage semantics, docs/mirage.md)",
         scale_mugraph, _declared,
-        "walk over the muGraph: |value| per float16 tensor, linear propagation through element-wise "
-        "ops, root sum of squares through reductions plus dyadic partial sums")
+        "walk over the muGraph: root sum of squares of one rounding per float16 store, carried by "
+        "the element-wise ops' derivatives; float32 sums; a reduction's partial sums at the largest "
+        "dyadic chunk length")
