@@ -788,3 +788,6 @@ def get_op(name: str) -> OpSpec:
     except KeyError:
         raise SpecError(f"unknown op {name!r}; known ops: {', '.join(sorted(OPS))} "
                         f"(or op 'custom' with params.reference = 'module:function')") from None
+
+from .mugraph import op_spec as _mugraph_op  # noqa: E402  (Mirage muGraphs: the reference is the muGraph)
+OPS["mugraph"] = _mugraph_op(OpSpec)

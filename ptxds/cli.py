@@ -31,7 +31,7 @@ def library_errors(func):
             # matched by name: importing their modules (the report's pulls in matplotlib, about
             # a second) would cost every command, build workers included
             if type(exc).__name__ in ("ManifestError", "NoDriverError", "DriverError", "SanitizerMissing",
-                                      "EmptyDatasetError", "UnknownKnobError"):
+                                      "EmptyDatasetError", "UnknownKnobError", "MugraphFetchError"):
                 raise click.ClickException(str(exc).splitlines()[0]) from None
             raise
     return wrapper
@@ -91,8 +91,9 @@ def cli():
 @click.option("--shapes", default="default", show_default=True,
               help="triton, cutlass: problem sizes, a set (default, llm, sweep) or a YAML/JSON file; "
                    "each size is its own group")
-@click.option("--mugraphs", multiple=True, type=click.Path(exists=True, dir_okay=False),
-              help="mirage: muGraph JSON file (repeatable; default: the shared saved muGraphs)")
+@click.option("--mugraphs", multiple=True, type=click.Path(exists=True),
+              help="mirage: muGraph JSON file or folder of them (repeatable; default: $PTXDS_MIRAGE_DIR, "
+                   "else the pinned upstream files, downloaded once to the cache)")
 @click.option("--schedules", type=click.IntRange(min=1), default=None,
               help="tvm: distinct schedules (members) per group (default 10)")
 @click.option("--sass/--no-sass", default=False, help="store each row's SASS text")

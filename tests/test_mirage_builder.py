@@ -20,6 +20,8 @@ from builders.mirage.graph import MuGraphError
 from builders.mirage.interpret import run_plan
 from builders.mirage.plan import lower
 from verify.inputs import make_trial_inputs
+from dataset_spec import mugraph as mugraph_semantics
+from dataset_spec.model import DEFAULT_TRIAL_KINDS
 from dataset_spec.problems import get_op
 from ptxds.finalize import finalize_record
 from conftest import needs_nvcc
@@ -46,7 +48,8 @@ def infos():
 
 @needs_files
 def test_every_shared_file_parses_to_its_operator(infos):
-    ops = {stem: info.problem.op for stem, info in infos.items()}
+    assert {info.problem.op for info in infos.values()} == {"mugraph"}
+    ops = {stem: info.operator for stem, info in infos.items()}
     assert ops == {"gated_mlp": "gated_mlp", "gqa_bs1": "attention", "lora": "lora",
                    "mha_bs1": "attention", "mqa_bs1": "attention", "ntrans_bs1": "ntrans",
                    "rmsnorm_bs1": "rmsnorm_matmul"}
@@ -58,9 +61,11 @@ def test_every_shared_file_parses_to_its_operator(infos):
 @needs_files
 def test_problem_records_distributions_domain_and_kinds(infos):
     p = infos["gqa_bs1"].problem
+    # found by the search on the float64 evaluation: exp(Q@K) and its row sums stay in float16
     assert p.params["input_range"]["Q"][1] * p.params["input_range"]["K"][1] * 64 < 2.1
-    assert p.buffer("Q").init.kind == "uniform" and p.params["math_input"] == "float16"
-    assert p.trial_kinds == ["normal", "uniform", "wide", "edge"]
+    assert p.buffer("Q").init.kind == "normal" and p.params["math_input"] == "float16"
+    assert p.params["mugraph_index"] == 0 and p.params["mugraph"][0]["op_type"] == "kn_input_op"
+    assert p.trial_kinds == list(DEFAULT_TRIAL_KINDS) and "stress" in p.trial_kinds
     assert p.buffer("O").shape == (2, 256, 64) and p.buffer("O").role == "out"
 
 
@@ -155,6 +160,73 @@ def test_matmul_tiles_over_grid_and_loop():
                    ("tb_output_op", [(13, (8, 16), True)], [], (3, (8, 32)), {"x": 1, "y": -1, "z": -1})],
                   [(1, (8, 64), a), (2, (64, 32), b)], (3, (8, 32)), grid=(2, 1, 1), forloop=4)
     assert np.allclose(out, a @ b, rtol=5e-3, atol=5e-3)
+
+
+@pytest.mark.parametrize("kind", ["tb_add_op", "tb_mul_op", "tb_div_op"])
+def test_binary_tb_ops_broadcast_both_operands(kind):
+    """qknorm_gqa_bs8's case: (1, 1, 8) op (1, 4, 1) -> (1, 4, 8), in the interpreter and
+    the float64 evaluator alike."""
+    a, b = _rand(1, 1, 8), _rand(1, 4, 1, seed=2, low=0.5, high=1.5)
+    ops = [("tb_input_op", [], [(10, (1, 1, 8))], (1, (1, 1, 8)), NO_MAP, -1),
+           ("tb_input_op", [], [(11, (1, 4, 1))], (2, (1, 4, 1)), NO_MAP, -1),
+           (kind, [(10, (1, 1, 8)), (11, (1, 4, 1))], [(12, (1, 4, 8))]),
+           ("tb_accum_nored_op", [(12, (1, 4, 8))], [(13, (1, 4, 8), True)]),
+           ("tb_output_op", [(13, (1, 4, 8), True)], [], (3, (1, 4, 8)), NO_MAP)]
+    inputs = [(1, (1, 1, 8), a), (2, (1, 4, 1), b)]
+    out = _run_tb(ops, inputs, (3, (1, 4, 8)))
+    want = {"tb_add_op": a + b, "tb_mul_op": a * b, "tb_div_op": a / b}[kind]
+    assert out.shape == (1, 4, 8) and np.allclose(out, want, rtol=2e-3, atol=1e-3)
+    exact = mugraph_semantics.evaluate(_graph(ops, [(g, s) for g, s, _ in inputs], (3, (1, 4, 8))), [a, b])
+    assert np.allclose(exact, want, rtol=1e-15, atol=0)
+
+
+@pytest.mark.parametrize("a_shape,b_shape", [((4, 8), (4, 1)), ((1, 8), (4, 1)), ((4, 1), (1, 8)),
+                                             ((2, 1, 8), (3, 1)), ((8,), (2, 3, 8))])
+def test_cuda_broadcast_index_reads_what_numpy_broadcasts(a_shape, b_shape):
+    """The index expressions the CUDA printer emits, evaluated with integer division,
+    pick the elements numpy's broadcasting pairs with each output element."""
+    from builders.mirage.cuda import broadcast_index
+    from builders.mirage.graph import broadcast_shape
+    out = broadcast_shape(a_shape, b_shape)
+    for shape in (a_shape, b_shape):
+        flat = np.arange(int(np.prod(shape))).reshape(shape)
+        want = np.broadcast_to(flat, out).ravel()
+        expr = broadcast_index(shape, out, "i").replace("/", "//")
+        got = [eval(expr, {"i": i}) for i in range(int(np.prod(out)))]
+        assert got == list(want), (shape, out, expr)
+
+
+def test_kn_elementwise_broadcasts_both_operands():
+    from builders.mirage.graph import parse_mugraph
+    def t(guid, dims):
+        return {"guid": guid, "dim": list(dims) + [0] * (4 - len(dims)), "num_dims": len(dims),
+                "data_type": 921}
+    raw = [{"op_type": "kn_input_op", "output_tensors": [t(1, (1, 8))]},
+           {"op_type": "kn_input_op", "output_tensors": [t(2, (4, 1))]},
+           {"op_type": "kn_mul_op", "input_tensors": [t(1, (1, 8)), t(2, (4, 1))], "output_tensors": [t(3, (4, 8))]},
+           {"op_type": "kn_output_op", "input_tensors": [t(3, (4, 8))]}]
+    a, b = _rand(1, 8), _rand(4, 1, seed=3)
+    plan = lower(parse_mugraph(raw, "unit.json", 0), ["a", "b"], "y")
+    assert np.allclose(run_plan(plan, {"a": a, "b": b})["y"].astype(np.float64), a * b, rtol=2e-3, atol=1e-3)
+    assert np.allclose(mugraph_semantics.evaluate(raw, [a, b]), a * b, rtol=1e-15, atol=0)
+
+
+def test_file_whose_mugraphs_disagree_is_refused_with_the_indices(tmp_path):
+    """Mirage found a file's muGraphs equivalent; one that computes something else (here
+    tb_exp turned into tb_silu in muGraph 1) makes the whole file unlabelled."""
+    def one(kind):
+        return _graph([("tb_input_op", [], [(10, (2, 8))], (1, (4, 8)), X_MAP, -1),
+                       (kind, [(10, (2, 8))], [(11, (2, 8))]),
+                       ("tb_accum_nored_op", [(11, (2, 8))], [(12, (2, 8), True)]),
+                       ("tb_output_op", [(12, (2, 8), True)], [], (2, (4, 8)), X_MAP)],
+                      [(1, (4, 8))], (2, (4, 8)), grid=(2, 1, 1))
+    path = tmp_path / "mixed.json"
+    path.write_text(json.dumps([one("tb_exp_op"), one("tb_silu_op"), one("tb_exp_op"), one("tb_silu_op")]))
+    with pytest.raises(MirageInputError, match=r"mixed\.json: muGraphs \[1, 3\] compute a different function"):
+        analyse_file(path)
+    path.write_text(json.dumps([one("tb_exp_op")] * 3))
+    info = analyse_file(path)
+    assert info.problem.op == "mugraph" and info.operator == "" and info.input_names == ("in0",)
 
 
 @pytest.mark.parametrize("kind", ["tb_add_op", "tb_mul_op", "tb_div_op"])

@@ -5,17 +5,21 @@ row, whose PTX holds one entry per kernel of the muGraph and whose launches run 
 order over the problem's buffers and the muGraph's scratch buffers.
 
 Options (``BuildOptions.extra``): ``mugraphs`` (files; default: every ``*.json`` in
-``$PTXDS_MIRAGE_DIR``, else ``../shared/mirage/saved_mugraphs`` beside the repository).
+``$PTXDS_MIRAGE_DIR``, else ``../shared/mirage/saved_mugraphs`` beside the repository,
+else the pinned files downloaded to the cache: fetch.py).
 """
 from __future__ import annotations
 
 import functools
 import hashlib
+import json
 import os
 import shlex
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+
+import numpy as np
 
 from builders.base import Builder, BuildOptions, WorkItem
 from dataset_spec.model import Arg, Buffer, KernelRecord, Launch, Problem
@@ -23,30 +27,22 @@ from dataset_spec.model import Arg, Buffer, KernelRecord, Launch, Problem
 from ptx_tools import CompileError, toolchain_versions
 from ptx_tools.ptx_cache import DEFAULT_FLAGS, cached_ptx
 from .cuda import module_source
+from .fetch import COMMIT, DIR_ENV, default_files, expand, shared_dir
 from .graph import MuGraph, MuGraphError, MuGraphFileError, load_file
+from dataset_spec import mugraph as mugraph_semantics
 from .operators import make_problem, recognise
 from .plan import GraphPlan, lower
 
 SOURCE = "mirage"
-DIR_ENV = "PTXDS_MIRAGE_DIR"
 UPSTREAM = {"repository": "mirage-project/mirage", "folder": "benchmark/saved_mugraphs",
-            "commit": "de8745d9", "licence": "Apache-2.0"}
+            "commit": COMMIT, "licence": "Apache-2.0"}
 LICENCE = "Apache-2.0 (Mirage muGraphs, mirage-project/mirage)"
 
 
 def default_dir() -> Path:
+    """The local folder tests read: $PTXDS_MIRAGE_DIR, else ../shared beside the repository."""
     env = os.environ.get(DIR_ENV)
-    if env:
-        return Path(env)
-    return Path(__file__).resolve().parents[2] / ".." / "shared" / "mirage" / "saved_mugraphs"
-
-
-def default_files() -> list:
-    folder = default_dir()
-    if not folder.is_dir():
-        raise FileNotFoundError(f"no muGraph folder at {folder.resolve()}; pass --mugraphs FILE... "
-                                f"or set {DIR_ENV}")
-    return sorted(folder.glob("*.json"))
+    return Path(env) if env else shared_dir()
 
 
 class MirageInputError(ValueError):
@@ -63,6 +59,7 @@ class FileInfo:
     input_names: tuple
     output_name: str
     graphs: list
+    operator: str = ""  # the shape-recognised name, a label only
 
 
 def group_of(path: Path) -> str:
@@ -70,7 +67,8 @@ def group_of(path: Path) -> str:
 
 
 def analyse_file(path) -> FileInfo:
-    """Parse ``path`` and find its operator; raises MirageInputError naming the file."""
+    """Parse ``path``, check that its muGraphs agree in float64 and make the group's
+    problem; raises MirageInputError naming the file."""
     path = Path(path)
     try:
         graphs = load_file(path)
@@ -79,18 +77,48 @@ def analyse_file(path) -> FileInfo:
     parsed = [g for g in graphs if isinstance(g, MuGraph)]
     if not parsed:
         raise MirageInputError(f"{path.name}: no muGraph could be parsed ({graphs[0]})")
+    raw = json.loads(path.read_text())
     shapes = [t.shape for t in parsed[0].inputs]
-    operator = recognise(shapes)
-    if operator is None:
-        raise MirageInputError(f"{path.name}: inputs {shapes} match no known operator "
-                               f"(attention, rmsnorm_matmul, gated_mlp, lora, ntrans)")
     for i, g in enumerate(graphs):
         if isinstance(g, MuGraph) and [t.shape for t in g.inputs] != shapes:
             graphs[i] = MuGraphError(path.name, g.index, "kn_input_op",
                                      f"inputs {[t.shape for t in g.inputs]} differ from the group's {shapes}")
+    reference = parsed[0].index
+    check_agreement(path.name, raw, [g.index for g in graphs if isinstance(g, MuGraph)], reference)
+    operator = recognise(shapes)  # a label for buffers and variant only, never the reference
+    input_names = operator.inputs if operator else tuple(f"in{i}" for i in range(len(shapes)))
+    output_name = operator.output if operator else "out"
     group = group_of(path)
-    return FileInfo(path, hashlib.sha256(path.read_bytes()).hexdigest(), group,
-                    make_problem(operator, shapes, group), operator.inputs, operator.output, graphs)
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    problem = make_problem(raw[reference], reference, digest, input_names, output_name, group)
+    return FileInfo(path, digest, group, problem, input_names, output_name, graphs,
+                    operator.op if operator else "")
+
+
+AGREEMENT_RTOL = 1e-9  # float64 evaluations differ only by reassociation (about 1e-15)
+
+
+def check_agreement(name: str, raw: list, indices: list, reference: int) -> None:
+    """Every muGraph of the file must compute the reference muGraph's function: evaluated
+    in float64 on seeded inputs, they agree to float64 precision, or the file is refused
+    with the indices that differ (its rows would be labelled against a wrong reference)."""
+    shapes, _ = mugraph_semantics.io_tensors(raw[reference])
+    rng = np.random.default_rng(20)
+    inputs = [rng.uniform(-0.1, 0.1, s) for s in shapes]  # small: exp and products stay tame
+    want = mugraph_semantics.evaluate(raw[reference], inputs)
+    scale = float(np.max(np.abs(want))) or 1.0
+    differ = []
+    for i in indices:
+        try:
+            got = mugraph_semantics.evaluate(raw[i], inputs)
+            ok = got.shape == want.shape and float(np.max(np.abs(got - want))) <= AGREEMENT_RTOL * scale
+        except (mugraph_semantics.MuGraphSemanticsError, KeyError, ValueError, IndexError):
+            ok = False
+        if not ok:
+            differ.append(i)
+    if differ:
+        raise MirageInputError(f"{name}: muGraphs {differ} compute a different function than muGraph "
+                               f"{reference} (float64 evaluation on seeded inputs); no rows are labelled")
 
 
 @functools.lru_cache(maxsize=32)
@@ -121,7 +149,7 @@ class MirageBuilder(Builder):
     def __init__(self, options: BuildOptions | None = None):
         super().__init__(options)
         files = self.options.extra.get("mugraphs")
-        self.files = [Path(f) for f in files] if files else None
+        self.files = expand(files) if files else None
 
     def work_items(self) -> list:
         files = self.files if self.files is not None else default_files()
@@ -155,7 +183,7 @@ class MirageBuilder(Builder):
         if isinstance(graph, MuGraphError):
             record.status, record.status_message = "build_failed", str(graph)
             return [record]
-        record.variant = {**graph.knobs(), "file": info.path.name}
+        record.variant = {**graph.knobs(), "file": info.path.name, "operator": info.operator}
         try:
             plan = plan_of(info, graph)
             source, entries = module_source(plan)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import math
 
+from .graph import broadcast_strides
 from .plan import GraphPlan, KernelPlan, Step, Tile
 
 PRELUDE = r"""#include <cuda_fp16.h>
@@ -110,6 +111,23 @@ def _strides(shape) -> list:
         out.insert(0, step)
         step *= d
     return out
+
+
+def broadcast_index(shape: tuple, out: tuple, i: str) -> str:
+    """Element index into row-major ``shape`` for flat index ``i`` of the broadcast
+    ``out`` (general broadcasting: any operand, any dims of size 1 or missing)."""
+    if tuple(shape) == tuple(out):
+        return i
+    strides = broadcast_strides(tuple(shape), tuple(out))
+    terms, inner = [], 1
+    for d in reversed(range(len(out))):
+        if strides[d] and out[d] > 1:
+            index = i if inner == 1 else f"({i} / {inner})"
+            if d > 0:
+                index = f"({index} % {out[d]})"
+            terms.append(index if strides[d] == 1 else f"{index} * {strides[d]}")
+        inner *= out[d]
+    return " + ".join(reversed(terms)) if terms else "0"
 
 
 def tc_fits(m: int, n: int, k: int) -> bool:
@@ -222,9 +240,10 @@ def _emit_step(w: _Writer, step: Step, kernel: KernelPlan, iteration: str, point
         x = f"__half2float({step.inputs[0]}[i])"
         w(f"{loop} {{ const float x = {x}; {out}[i] = __float2half({UNARY_EXPR[op].format(x='x')}); }}")
     elif op in BINARY_EXPR:
-        a_shape, b_shape = sm[step.inputs[0]].shape, sm[step.inputs[1]].shape
-        b_index = "i" if a_shape == b_shape else f"i / {a_shape[-1]}"
-        w(f"{loop} {{ const float a = __half2float({step.inputs[0]}[i]), b = __half2float({step.inputs[1]}[{b_index}]);"
+        out_shape = sm[out].shape
+        a_index = broadcast_index(sm[step.inputs[0]].shape, out_shape, "i")
+        b_index = broadcast_index(sm[step.inputs[1]].shape, out_shape, "i")
+        w(f"{loop} {{ const float a = __half2float({step.inputs[0]}[{a_index}]), b = __half2float({step.inputs[1]}[{b_index}]);"
           f" {out}[i] = __float2half({BINARY_EXPR[op].format(a='a', b='b')}); }}")
     elif op == "rms_norm":
         shape = sm[step.inputs[0]].shape
@@ -316,9 +335,10 @@ def _elementwise_body(kernel: KernelPlan) -> str:
         w(f"  const float x = __half2float(in0[i]);")
         w(f"  out[i] = __float2half({UNARY_EXPR[kernel.kind].format(x='x')});")
     else:
-        a_shape, b_shape = kernel.shapes[ins[0]], kernel.shapes[ins[1]]
-        b_index = "i" if a_shape == b_shape else f"i / {a_shape[-1]}"
-        w(f"  const float a = __half2float(in0[i]), b = __half2float(in1[{b_index}]);")
+        out_shape = kernel.shapes[out]
+        a_index = broadcast_index(kernel.shapes[ins[0]], out_shape, "i")
+        b_index = broadcast_index(kernel.shapes[ins[1]], out_shape, "i")
+        w(f"  const float a = __half2float(in0[{a_index}]), b = __half2float(in1[{b_index}]);")
         w(f"  out[i] = __float2half({BINARY_EXPR[kernel.kind].format(a='a', b='b')});")
     w("}")
     w("}", 0)

@@ -27,6 +27,29 @@ UNARY = ("exp", "silu")
 BINARY = ("add", "mul", "div")
 
 
+def broadcast_shape(a: tuple, b: tuple):
+    """numpy's broadcast of two shapes (aligned from the right), or None."""
+    out = []
+    for i in range(1, max(len(a), len(b)) + 1):
+        x = a[-i] if i <= len(a) else 1
+        y = b[-i] if i <= len(b) else 1
+        if x != y and 1 not in (x, y):
+            return None
+        out.insert(0, max(x, y))
+    return tuple(out)
+
+
+def broadcast_strides(shape: tuple, out: tuple) -> list:
+    """Element strides of row-major ``shape`` read at each index of ``out``: 0 where
+    ``shape`` broadcasts (a missing or size-1 dim)."""
+    strides, step = [0] * len(out), 1
+    for i in range(1, len(shape) + 1):
+        if shape[-i] != 1:
+            strides[-i] = step
+        step *= shape[-i]
+    return strides
+
+
 class MuGraphFileError(ValueError):
     """The file is not a list of muGraphs."""
 
@@ -262,9 +285,8 @@ def _check_block_graph(g: BlockGraph) -> None:
                 raise _TbError(name, f"output shape {op.outputs[0].shape} != input {op.inputs[0].shape}")
         elif op.kind in BINARY:
             a, b = op.inputs[0].shape, op.inputs[1].shape
-            if not (a == b or (b[:-1] == a[:-1] and b[-1] == 1)) or op.outputs[0].shape != a:
-                raise _TbError(name, f"shapes {a} and {b} -> {op.outputs[0].shape}: only equal shapes "
-                               f"or a last dim of 1 on the right operand are supported")
+            if broadcast_shape(a, b) != op.outputs[0].shape:
+                raise _TbError(name, f"shapes {a} and {b} do not broadcast to {op.outputs[0].shape}")
         elif op.kind.startswith("accum"):
             x, y = op.inputs[0].shape, op.outputs[0].shape
             last = {"accum_nored": x[-1], "accum_red_ld_sum": 1, "accum_red_ld_rms": 1,
@@ -316,9 +338,9 @@ def _check_kernel_ops(graph: MuGraph) -> None:
                 raise MuGraphError(graph.file, graph.index, name, f"shapes {a} @ {b} do not form a matmul")
         if op.kind in BINARY:
             a, b = op.inputs[0].shape, op.inputs[1].shape
-            if not (a == b or (b[:-1] == a[:-1] and b[-1] == 1)):
-                raise MuGraphError(graph.file, graph.index, name, f"shapes {a} and {b}: only equal shapes "
-                                   f"or a last dim of 1 on the right operand are supported")
+            if broadcast_shape(a, b) != op.outputs[0].shape:
+                raise MuGraphError(graph.file, graph.index, name,
+                                   f"shapes {a} and {b} do not broadcast to {op.outputs[0].shape}")
         known.update(t.guid for t in op.outputs)
     if graph.outputs[0].guid not in known:
         raise MuGraphError(graph.file, graph.index, "kn_output_op", "its tensor is never written")

@@ -60,7 +60,7 @@ def _run_predefined(kernel: KernelPlan, device: dict) -> None:
         value = unary(kernel.kind, args[0])
     else:
         value = binary(kernel.kind, args[0], args[1])
-    device[out] = _round(value).astype(F16).reshape(device[out].shape)
+    device[out] = _round(np.broadcast_to(value, device[out].shape)).astype(F16)
 
 
 def _slices(tile: Tile, block: tuple, iteration: int) -> tuple:
