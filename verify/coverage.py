@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from dataset_spec.model import Arg, Buffer, Distribution, KernelRecord
-from ptx_tools.rewrite.probe import ProbeError, instrument_site, mutated_site
+from ptx_tools.rewrite.probe import MutatedSite, ProbeError, SiteProbe, instrument_site, mutated_site
 
 COUNTER_BUFFER = "ptxds_site_count"
 
@@ -35,10 +35,19 @@ class SiteCoverage:
                 **({"reason": self.reason} if self.reason else {})}
 
 
-def probe_record(record: KernelRecord, base_ptx: str) -> tuple:
-    """(instrumented row, MutatedSite, counter buffer name): ``record`` with the probe's PTX, the counter as an
-    extra zeroed scratch buffer, and its pointer appended to the args of the launches of
-    the entry that holds the site. Raises ProbeError when the site cannot be probed."""
+@dataclass
+class ProbedRow:
+    """A mutant's coverage probe: ``record`` runs it; ``counter`` names its counter buffer."""
+    record: KernelRecord
+    site: MutatedSite
+    probe: SiteProbe
+    counter: str
+
+
+def probe_record(record: KernelRecord, base_ptx: str) -> ProbedRow:
+    """``record`` with the probe's PTX, the counter as an extra zeroed scratch buffer, and
+    its pointer appended to the args of the launches of the entry that holds the site.
+    Raises ProbeError when the site cannot be probed."""
     site = mutated_site(base_ptx, record.ptx)
     probe = instrument_site(record.ptx, site)
     names = {b.name for b in record.buffers()}
@@ -51,7 +60,7 @@ def probe_record(record: KernelRecord, base_ptx: str) -> tuple:
                 if launch.entry == probe.entry else launch for launch in record.launches]
     scratch = list(record.scratch) + [Buffer(counter, "uint32", (1,), "scratch", Distribution("zeros"))]
     row = dataclasses.replace(record, ptx=probe.ptx, launches=launches, scratch=scratch)
-    return row, site, counter
+    return ProbedRow(row, site, probe, counter)
 
 
 def count_site(worker, job: dict) -> dict:
@@ -86,16 +95,16 @@ def measure_site(worker, record: KernelRecord, base: Optional[KernelRecord], gro
     if not hasattr(worker, "site_count"):
         return SiteCoverage(None, reason=f"{type(worker).__name__} cannot run a coverage probe")
     try:
-        probed, site, counter = probe_record(record, base.ptx)
+        probed = probe_record(record, base.ptx)
     except (ProbeError, ValueError) as exc:
         return SiteCoverage(None, reason=f"probe not built: {exc}")
-    text = (site.before if site.kind == "delete" else site.after).strip()
-    reply = worker.site_count(probed.to_json(), group_id, trials, counter, timeout)
+    text, line = probed.probe.site, probed.site.line + 1
+    reply = worker.site_count(probed.record.to_json(), group_id, trials, probed.counter, timeout)
     if reply.get("error"):
-        return SiteCoverage(None, site=text, line=site.line + 1,
+        return SiteCoverage(None, site=text, line=line,
                             reason=f"probe did not run: {reply['error']}: {reply.get('message', '')}"[:500])
     counts = reply["counts"]
-    return SiteCoverage(any(counts), counts, text, site.line + 1)
+    return SiteCoverage(any(counts), counts, text, line)
 
 
 def apply_coverage(row: KernelRecord, coverage: SiteCoverage) -> None:
