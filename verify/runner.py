@@ -456,7 +456,7 @@ class _Run:
                                              self.kernel_timeout))
             results[row.build_key] = row.status
         for row in out_rows:
-            base = by_id.get(row.base_kernel_id or "")
+            base = by_id.get(row.base_kernel_id or (row.variant or {}).get("base") or "")
             reason = racecheck_reason(row, base)
             if not reason:
                 continue
