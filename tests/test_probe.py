@@ -190,3 +190,23 @@ def test_racecheck_goes_to_dropped_barriers_and_changes_near_shared_memory(mutan
     # a change far from any barrier, fence or shared access is not a reason
     vector_add = next(r for r in made if "vector_add" in r.group_id and r.variant["mutation"] != "drop_barrier")
     assert not touches_synchronisation(by_id[vector_add.variant["base"]].ptx, vector_add.ptx)
+
+
+def test_the_card_gives_both_kill_rates_and_what_racecheck_ran(mutants, tmp_path):
+    import json
+    from dataset_spec.shards import ShardWriter
+    from ptxds.pairs import publish
+    made, by_id = mutants
+    group = next(g for g in sorted({r.group_id for r in made}) if sum(r.group_id == g for r in made) >= 3)
+    bases = [_passed(r) for r in by_id.values() if r.group_id == group and not r.variant.get("mutation")]
+    mine = [r for r in made if r.group_id == group][:3]
+    operators = {r.variant["mutation"] for r in mine}
+    clean = json.dumps({"racecheck": {"errors": 0, "warnings": 0}})
+    rows = bases + [dataclasses.replace(mine[0], status="wrong_result"),
+                    dataclasses.replace(mine[1], status="unexercised"), _passed(mine[2], sanitizer=clean)]
+    ShardWriter(tmp_path).write(rows)
+    publish(tmp_path)
+    card = (tmp_path / "README.md").read_text()
+    assert "| operator | killed | survived | unexercised | kill rate (all) | kill rate (exercised) | racecheck |" in card
+    assert "| all | 1 | 1 | 1 | 33.3% | 50.0% | 1 |" in card, (operators, card[card.index("## Labels"):])
+    assert "| unexercised | equivalent | mutant |" in card

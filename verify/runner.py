@@ -88,7 +88,8 @@ class GroupSummary:
             if self.distinct_outputs:
                 text += f" ({self.distinct_outputs} distinct output bit pattern(s))"
             return text + (f"; not run: {build_note}" if build_note else "")
-        failed = {k: v for k, v in self.statuses.items() if k not in PASS_THROUGH + ("passed", "not_runnable")}
+        failed = {k: v for k, v in self.statuses.items()
+                  if k not in PASS_THROUGH + ("passed", "unexercised", "not_runnable")}
         return ("NOT all equivalent: " + ", ".join(f"{v} {k}" for k, v in sorted(failed.items()))
                 + f" of {self.ran} run" + (f"; not run: {build_note}" if build_note else ""))
 
