@@ -187,6 +187,14 @@ def test_racecheck_goes_to_dropped_barriers_and_changes_near_shared_memory(mutan
         assert racecheck_reason(row, base) == ""  # only passing members
         chosen[bool(reason)] += 1
     assert chosen[True] and chosen[False]
+    # a rewrite that only renames registers orders nothing differently; a reordering is checked
+    gemm = next(r for r in made if r.variant["mutation"] == "drop_barrier")
+    base = by_id[gemm.variant["base"]]
+    renamed = _passed(gemm, variant={"rewrites": ["rename_registers"], "base": base.kernel_id})
+    assert racecheck_reason(renamed, base) == ""
+    reordered = _passed(gemm, variant={"rewrites": ["rename_registers", "reorder_independent"],
+                                       "base": base.kernel_id})
+    assert racecheck_reason(reordered, base).startswith("its PTX differs from its base's near a barrier")
     # a change far from any barrier, fence or shared access is not a reason
     vector_add = next(r for r in made if "vector_add" in r.group_id and r.variant["mutation"] != "drop_barrier")
     assert not touches_synchronisation(by_id[vector_add.variant["base"]].ptx, vector_add.ptx)

@@ -18,6 +18,9 @@ from .sanitize import SanitizerMissing, find_sanitizer, uses_shared_memory
 SYNC_OR_SHARED = re.compile(r"\b(bar\.(sync|arrive|red)|barrier\.|membar|fence\.|mbarrier|\w+\.shared\b|"
                             r"cp\.async|ldmatrix|stmatrix)")
 CONTEXT_LINES = 2
+# Rewrites that change only register names, arithmetic forms, unread code or global-load
+# cache hints: they cannot order shared-memory traffic differently, so they need no racecheck.
+ORDER_KEEPING_REWRITES = {"rename_registers", "mul_shift", "dead_code", "cache_operator", "global_load_nc"}
 
 
 def touches_synchronisation(base_ptx: str, ptx: str, context: int = CONTEXT_LINES) -> bool:
@@ -39,8 +42,11 @@ def racecheck_reason(row, base) -> str:
         return ""
     if not uses_shared_memory(row):
         return ""
-    if (row.variant or {}).get("mutation") == "drop_barrier":
+    variant = row.variant or {}
+    if variant.get("mutation") == "drop_barrier":
         return "a drop_barrier mutant"
+    if "rewrites" in variant and set(variant["rewrites"]) <= ORDER_KEEPING_REWRITES:
+        return ""
     if touches_synchronisation(base.ptx, row.ptx):
         return "its PTX differs from its base's near a barrier, fence or shared-memory access"
     return ""
