@@ -59,7 +59,9 @@ def probe_record(record: KernelRecord, base_ptx: str) -> ProbedRow:
     launches = [dataclasses.replace(launch, args=list(launch.args) + [Arg.buf(counter)])
                 if launch.entry == probe.entry else launch for launch in record.launches]
     scratch = list(record.scratch) + [Buffer(counter, "uint32", (1,), "scratch", Distribution("zeros"))]
-    row = dataclasses.replace(record, ptx=probe.ptx, launches=launches, scratch=scratch)
+    # its own build_key: a timing job for the mutant must never find the probe loaded
+    row = dataclasses.replace(record, ptx=probe.ptx, launches=launches, scratch=scratch,
+                              build_key=f"{record.build_key}:probe")
     return ProbedRow(row, site, probe, counter)
 
 

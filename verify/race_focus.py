@@ -57,7 +57,7 @@ def automatic_sanitizer() -> tuple:
     try:
         return find_sanitizer(), ""
     except SanitizerMissing:
-        return None, "compute-sanitizer not found (PATH or PTXDS_COMPUTE_SANITIZER)"
+        return None, "compute-sanitizer not found on PATH or through PTXDS_COMPUTE_SANITIZER"
 
 
 def note(reason: str, path: Optional[str], missing: str) -> str:
