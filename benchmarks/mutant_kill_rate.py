@@ -137,7 +137,8 @@ def main() -> None:
     kinds = ("killed", "survived", "equivalent", "unlabelled")
 
     def rates(c) -> list:
-        return ["-" if v is None else f"{100 * v:.1f}%" for v in kill_rates(c["killed"], c["survived"], c["equivalent"])]
+        rates = kill_rates(c["killed"], c["survived"], c["equivalent"])
+        return ["-" if v is None else f"{100 * v:.1f}%" for v in rates]
     for op in sorted(mutants):
         c = mutants[op]
         total.update({k: c[k] for k in kinds})
