@@ -2,6 +2,11 @@
 ``ptxds rewrite`` extended. Verifies each dataset first (equivalence only, no timing)
 unless it is already verified, then prints a markdown table last.
 
+Two kill rates: over all mutants with a verdict, and over exercised mutants (killed or
+survived; an ``unexercised`` mutant's changed instruction never ran, the verifier's coverage
+probe says, so it is equivalent for its problem). Every survivor is listed with its
+coverage count and its diff.
+
 Usage: python benchmarks/mutant_kill_rate.py DATASET [DATASET ...] [--work DIR] [--kernel-timeout S]
        [--racecheck]
 
@@ -21,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from dataset_spec.model import BUILD_STATUSES  # noqa: E402
 from dataset_spec.shards import read_records  # noqa: E402
-from dataset_spec.labels import KILLED_STATUSES  # noqa: E402
+from dataset_spec.labels import kill_rates, mutant_class  # noqa: E402
 
 
 def verified_dir(dataset: Path, work: Path, kernel_timeout: float) -> Path:
@@ -76,12 +81,11 @@ def tally(records: list) -> tuple:
     mutants = defaultdict(Counter)   # operator -> outcome -> count
     rewrites = defaultdict(Counter)  # operator -> status -> count
     failures = []
+    classes = tally_classes(records)
     for r in records:
         mutation = r.variant.get("mutation")
         if mutation:
-            outcome = ("killed" if r.status in KILLED_STATUSES else "survived" if r.status == "passed"
-                       else "unlabelled")
-            mutants[mutation][outcome] += 1
+            mutants[mutation][classes[r.kernel_id] or "unlabelled"] += 1
             mutants[mutation][r.status] += 1
         elif "rewrites" in r.variant:
             for op in r.variant["rewrites"]:
@@ -89,6 +93,17 @@ def tally(records: list) -> tuple:
             if r.status != "passed":
                 failures.append((r.group_id, r.variant["rewrites"], r.status, r.status_message[:120]))
     return mutants, rewrites, failures
+
+
+def tally_classes(records: list) -> dict:
+    """kernel_id -> killed / survived / equivalent / None for every mutant."""
+    by_id = {r.kernel_id: r for r in records}
+    out = {}
+    for r in records:
+        if r.variant.get("mutation"):
+            base = by_id.get(r.variant.get("base"))
+            out[r.kernel_id] = mutant_class(r.status, r.sanitizer, base.sanitizer if base else None, base is not None)
+    return out
 
 
 def main() -> None:
@@ -108,29 +123,37 @@ def main() -> None:
     mutants, rewrites, failures = tally(records)
     for failure in failures:
         print("rewrite did not pass:", *failure)
-    survivors = [(r.group_id, r.provenance.get("trace")) for r in records
-                 if r.variant.get("mutation") and r.status == "passed"]
-    for group, trace in survivors:
-        print("surviving mutant:", group, trace)
+    classes = tally_classes(records)
+    for r in records:
+        if classes.get(r.kernel_id) == "survived":
+            coverage = (r.provenance.get("verify") or {}).get("coverage") or {}
+            print(f"surviving mutant: {r.group_id} {r.variant['mutation']} {r.kernel_id} coverage "
+                  f"{coverage.get('counts', 'unknown')} {coverage.get('reason', '')}\n{r.provenance.get('diff', '')}")
     racy_by_op = Counter(r.variant["mutation"] for r in records if r.kernel_id in racy)
-    print("\n| mutation operator | mutants | killed | survived | unlabelled | kill rate | survivors with race hazards | outcomes |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("\n| mutation operator | mutants | killed | survived | unexercised | unlabelled | kill rate (all) "
+          "| kill rate (exercised) | survivors with race hazards | outcomes |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     total = Counter()
+    kinds = ("killed", "survived", "equivalent", "unlabelled")
+
+    def rates(c) -> list:
+        rates = kill_rates(c["killed"], c["survived"], c["equivalent"])
+        return ["-" if v is None else f"{100 * v:.1f}%" for v in rates]
     for op in sorted(mutants):
         c = mutants[op]
-        labelled = c["killed"] + c["survived"]
-        total.update({k: c[k] for k in ("killed", "survived", "unlabelled")})
-        outcomes = ", ".join(f"{s} {n}" for s, n in sorted(c.items()) if s not in ("killed", "survived", "unlabelled"))
-        rate = f"{100 * c['killed'] / labelled:.0f}%" if labelled else "-"
-        print(f"| {op} | {labelled + c['unlabelled']} | {c['killed']} | {c['survived']} | {c['unlabelled']} | {rate} "
-              f"| {racy_by_op[op] if racy else '-'} | {outcomes} |")
-    labelled = total["killed"] + total["survived"]
-    rate = f"{100 * total['killed'] / labelled:.1f}%" if labelled else "-"
-    print(f"| **all** | {labelled + total['unlabelled']} | {total['killed']} | {total['survived']} | "
-          f"{total['unlabelled']} | **{rate}** | {sum(racy_by_op.values()) if racy else '-'} | |")
-    if racy and labelled:
-        print(f"\nKilled by the trials or by racecheck: {total['killed'] + len(racy)} of {labelled} "
-              f"({100 * (total['killed'] + len(racy)) / labelled:.1f}%).")
+        total.update({k: c[k] for k in kinds})
+        outcomes = ", ".join(f"{s} {n}" for s, n in sorted(c.items()) if s not in kinds)
+        every, exercised = rates(c)
+        print(f"| {op} | {sum(c[k] for k in kinds)} | {c['killed']} | {c['survived']} | {c['equivalent']} "
+              f"| {c['unlabelled']} | {every} | {exercised} | {racy_by_op[op] if racy else '-'} | {outcomes} |")
+    every, exercised = rates(total)
+    print(f"| **all** | {sum(total[k] for k in kinds)} | {total['killed']} | {total['survived']} | "
+          f"{total['equivalent']} | {total['unlabelled']} | **{every}** | **{exercised}** | "
+          f"{sum(racy_by_op.values()) if racy else '-'} | |")
+    exercised_count = total["killed"] + total["survived"]
+    if racy and exercised_count:
+        print(f"\nKilled by the trials or by racecheck: {total['killed'] + len(racy)} of {exercised_count} "
+              f"exercised ({100 * (total['killed'] + len(racy)) / exercised_count:.1f}%).")
     print("\n| rewrite operator | members using it | passed | pass rate |")
     print("|---|---|---|---|")
     members = [r for r in records if "rewrites" in r.variant]

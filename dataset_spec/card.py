@@ -7,7 +7,7 @@ import json
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from .labels import mutant_class
+from .labels import kill_rates, mutant_class, race_hazards
 from .model import BUILD_STATUSES, SCHEMA_VERSION
 from .problems import OPS
 from .shards import SPLITS, read_split_table, read_table, shards_fingerprint, splits_present
@@ -235,7 +235,9 @@ killed mutant (proven different by the verifier) is a verified negative; a survi
 (it passed every trial) is `label_source="survived"` with `equivalent` null, not a
 positive: passing the trials does not make a mutated program equivalent (a dropped
 barrier that did not race here is still a data race). A mutant is a positive only when
-shown equivalent for its problem (`equivalent` below)."""
+shown equivalent for its problem: `unexercised` (a coverage probe counted zero executions
+of its changed instruction on every trial), whose pairs have `label_source="unexercised"`.
+The kill rate is given over all mutants and over exercised ones (killed and survived)."""
 
 
 def _labels_section(pairs: list, rows: list) -> list:
@@ -247,7 +249,7 @@ def _labels_section(pairs: list, rows: list) -> list:
     counts = Counter((p["label_source"], label(p["equivalent"]), "mutant" if p["mutation"] else "-") for p in pairs)
     parts = ["## Labels", "", LABELS_TEXT, "",
              _table(["label_source", "label", "mutant pair", "pairs"], [[*k, n] for k, n in sorted(counts.items())])]
-    mutants = Counter()
+    mutants, racecheck = Counter(), Counter()
     sanitizer_of = {row["kernel_id"]: row["sanitizer"] for row in rows}
     for row in rows:
         variant = json.loads(row["variant"] or "{}")
@@ -256,13 +258,33 @@ def _labels_section(pairs: list, rows: list) -> list:
                                 variant.get("base") in sanitizer_of)
             if kind:
                 mutants[(variant["mutation"], kind)] += 1
+            note = (json.loads(row["provenance"] or "{}").get("verify") or {}).get("racecheck") or ""
+            if race_hazards(row["sanitizer"]) is not None:
+                racecheck[(variant["mutation"], "ran")] += 1
+            elif note.startswith("not run"):
+                racecheck[(variant["mutation"], "missing")] += 1
+
+    def rate(value):
+        return "-" if value is None else f"{100 * value:.1f}%"
     if mutants:
         operators = sorted({op for op, _ in mutants})
-        parts += ["", "Mutants by operator (killed: proven different; survived: passed every trial, "
-                  "label unknown; equivalent: shown equivalent for the problem):", "",
-                  _table(["operator", "killed", "survived", "equivalent"],
-                         [[op, mutants[(op, "killed")], mutants[(op, "survived")], mutants[(op, "equivalent")]]
-                          for op in operators])]
+        table = []
+        for op in operators + ["all"]:
+            count = {kind: sum(n for (o, k), n in mutants.items() if k == kind and op in (o, "all"))
+                     for kind in ("killed", "survived", "equivalent")}
+            ran = sum(n for (o, k), n in racecheck.items() if k == "ran" and op in (o, "all"))
+            table.append([op, count["killed"], count["survived"], count["equivalent"],
+                          *map(rate, kill_rates(count["killed"], count["survived"], count["equivalent"])), ran])
+        parts += ["", "Mutants by operator (killed: proven different; survived: passed every trial with its "
+                  "change executed, or its coverage unknown, label unknown; unexercised: its change never ran, "
+                  "equivalent for the problem; racecheck: mutants run under compute-sanitizer racecheck):", "",
+                  _table(["operator", "killed", "survived", "unexercised", "kill rate (all)",
+                          "kill rate (exercised)", "racecheck"], table)]
+        missing = sum(n for (_, k), n in racecheck.items() if k == "missing")
+        parts += ["", "`ptxds verify` runs racecheck without `--sanitize` on every passing drop_barrier mutant "
+                  "and every passing member changed near a barrier, fence or shared-memory access, with its "
+                  "base; a hazard its base lacks makes it `race_detected`."
+                  + (f" {missing} mutant(s) wanted it but compute-sanitizer was not installed." if missing else "")]
     return parts + [""]
 
 

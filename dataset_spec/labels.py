@@ -10,11 +10,19 @@ KILLED_STATUSES = ("wrong_result", "unwritten_output", "out_of_bounds_write", "m
                    "disagrees", "crashed", "launch_failed", "timeout", "out_of_bounds_read", "race_detected")
 
 
-# Outcomes that show a mutant equivalent *for its problem* (e.g. the mutated instruction never
-# executes at this size). No verifier status says so yet; a mutant that merely passed every
-# trial is "survived", not equivalent: a dropped barrier that did not race is still a race.
+# Outcomes that show a mutant equivalent *for its problem*: ``unexercised``, the mutated
+# instruction never executed on any trial (verify/coverage.py). A mutant that merely passed
+# every trial is "survived", not equivalent: a dropped barrier that did not race is still a race.
 SHOWN_EQUIVALENT_STATUSES = ("unexercised",)
 MUTANT_CLASSES = ("killed", "survived", "equivalent")
+
+
+def kill_rates(killed: int, survived: int, equivalent: int) -> tuple:
+    """(over all mutants with a verdict, over exercised ones) as fractions, None where the
+    count is 0. A killed mutant ran its change (else it would compute what its base does);
+    an ``unexercised`` (equivalent) one did not; a survivor did, or its coverage is unknown."""
+    everyone, exercised = killed + survived + equivalent, killed + survived
+    return (killed / everyone if everyone else None, killed / exercised if exercised else None)
 
 
 def race_hazards(sanitizer: Optional[str]) -> Optional[int]:

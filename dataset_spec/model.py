@@ -42,6 +42,9 @@ VERIFY_STATUSES = (
     "race_detected",
     # the row's problem differs from its group's: one problem per group, so it is not judged
     "problem_mismatch",
+    # a mutant that passed and whose mutated instruction never ran on any trial (coverage
+    # probe, verify/coverage.py): equivalent for this problem
+    "unexercised",
 )
 # The float input kinds trials cycle through by default (see verify/inputs.py):
 # normal and non-integer uniform draws, wide magnitudes with random sign, edge values, and
@@ -402,7 +405,7 @@ class Pair:
     kernel_a: str
     kernel_b: str
     equivalent: Optional[bool]
-    label_source: str  # "verified", "constructed" or "survived"
+    label_source: str  # "verified", "constructed", "survived" or "unexercised"
     group_a: str = ""
     group_b: str = ""
     mutation: Optional[str] = None  # the mutation operator when one side is a mutant

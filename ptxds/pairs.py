@@ -16,7 +16,8 @@ is not equivalent) counts as killed too. A surviving mutant (it passed every tri
 proves nothing: a dropped barrier that did not race here is still undefined behaviour) is
 paired with the group's passing members as ``label_source="survived"``, ``equivalent``
 null: no positive. Only a mutant shown equivalent for its problem (a status in
-SHOWN_EQUIVALENT_STATUSES) joins the positives. Verified negatives carry the wrong
+SHOWN_EQUIVALENT_STATUSES: ``unexercised``, its changed instruction never ran) joins the
+positives, with that status as ``label_source``. Verified negatives carry the wrong
 member's ``witness``.
 
 Splits: pairs follow their rows (dataset_spec/splits.py). A pair whose two rows sit in
@@ -53,6 +54,12 @@ def classify_mutant(mutant, by_id: dict):
 def is_killed(mutant, by_id: dict) -> bool:
     """The verifier proved the mutant differs from its base (dataset_spec.labels)."""
     return classify_mutant(mutant, by_id) == "killed"
+
+
+def _positive_source(a, b, classes: dict) -> str:
+    """A positive with a mutant shown equivalent for the problem says how (its status,
+    e.g. ``unexercised``); two passing members are ``verified``."""
+    return next((m.status for m in (a, b) if classes.get(m.kernel_id) == "equivalent"), "verified")
 
 
 def _base_first(partners: list, mutant) -> list:
@@ -112,7 +119,7 @@ def make_pairs(records: list, split_of_kernel: dict = None) -> list:
         passing = sorted(plain + [m for m in members if classes.get(m.kernel_id) == "equivalent"],
                          key=lambda r: r.kernel_id)
         passing_by_group[group] = plain
-        group_pairs = [Pair(a.kernel_id, b.kernel_id, True, "verified", group, group,
+        group_pairs = [Pair(a.kernel_id, b.kernel_id, True, _positive_source(a, b, classes), group, group,
                             mutation_of(a) or mutation_of(b))
                        for a, b in itertools.combinations(passing, 2)]
         positives = len(group_pairs)

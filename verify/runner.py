@@ -41,7 +41,9 @@ from .judge import judge_device, on_device
 from .reference import reference_outputs
 from .timing import TARGET_RSE
 from .outcome import Consensus, OutputSpec, Verdict, classify
-from .sanitize import race_errors, racing_members, run_sanitizer, sanitizer_status
+from .sanitize import TOOLS, race_errors, racing_members, run_sanitizer, sanitizer_status
+from .coverage import apply_coverage, measure_site
+from .race_focus import automatic_sanitizer, note as racecheck_note, racecheck_reason
 
 PASS_THROUGH = ("build_failed", "no_problem", "not_applicable")
 PREFETCH_GROUPS = 4
@@ -86,7 +88,8 @@ class GroupSummary:
             if self.distinct_outputs:
                 text += f" ({self.distinct_outputs} distinct output bit pattern(s))"
             return text + (f"; not run: {build_note}" if build_note else "")
-        failed = {k: v for k, v in self.statuses.items() if k not in PASS_THROUGH + ("passed", "not_runnable")}
+        failed = {k: v for k, v in self.statuses.items()
+                  if k not in PASS_THROUGH + ("passed", "unexercised", "not_runnable")}
         return ("NOT all equivalent: " + ", ".join(f"{v} {k}" for k, v in sorted(failed.items()))
                 + f" of {self.ran} run" + (f"; not run: {build_note}" if build_note else ""))
 
@@ -298,6 +301,8 @@ class _Run:
                  reference: str = "auto", sanitizer: Optional[str] = None):
         self.groups = groups
         self.sanitizer = sanitizer  # compute-sanitizer's path when --sanitize, else None
+        # racecheck for members whose change may race (race_focus), --sanitize or not
+        self.race_sanitizer, self.race_missing = (sanitizer, "") if sanitizer else automatic_sanitizer()
         self.trials = trials
         self.reference = reference
         self.timing = timing
@@ -436,12 +441,46 @@ class _Run:
         with self.stopwatch("judge"):
             self._apply_consensus(out_rows, results, consensus_by_digest)
             add_consensus_witnesses(out_rows, consensus_by_digest, {d: p for d, (p, _) in problems.items()})
+        with self.stopwatch("derived"):
+            self._judge_derived(worker, group_id, out_rows, results, problems, race_counts)
         apply_race_statuses(out_rows, results, racing_members(race_counts))
         return out_rows, results
 
-    def _sanitize(self, row: KernelRecord, prepared: _ProblemTrials) -> dict:
+    def _judge_derived(self, worker, group_id: str, out_rows: list, results: dict, problems: dict,
+                       race_counts: dict) -> None:
+        """Passing mutants get the coverage probe (a site that never ran: ``unexercised``);
+        then passing members whose change lies near a barrier, fence or shared-memory
+        access, and their bases, get racecheck (race_focus) unless --sanitize already ran it."""
+        by_id = {row.kernel_id: row for row in out_rows if row.kernel_id}
+        for row in out_rows:
+            if row.status != "passed" or not (row.variant or {}).get("mutation"):
+                continue
+            prepared = problems[row.problem.digest()][0]
+            payload = [(t.trial, f"{row.problem.digest()}:{t.trial}", t.seed, t.storage) for t in prepared.trials]
+            apply_coverage(row, measure_site(worker, row, by_id.get(row.variant.get("base")), group_id, payload,
+                                             self.kernel_timeout))
+            results[row.build_key] = row.status
+        for row in out_rows:
+            base = by_id.get(row.base_kernel_id or (row.variant or {}).get("base") or "")
+            reason = racecheck_reason(row, base)
+            if not reason:
+                continue
+            row.provenance.setdefault("verify", {})["racecheck"] = racecheck_note(reason, self.race_sanitizer,
+                                                                                  self.race_missing)
+            if not self.race_sanitizer:
+                continue
+            prepared = problems[row.problem.digest()][0]
+            for member in (row, base):
+                if member.build_key not in race_counts:
+                    findings = self._sanitize(member, prepared, ("racecheck",), self.race_sanitizer)
+                    member.sanitizer = json.dumps(findings, sort_keys=True)
+                    race_counts[member.build_key] = race_errors(findings)
+
+    def _sanitize(self, row: KernelRecord, prepared: _ProblemTrials, tools=TOOLS,
+                  sanitizer: Optional[str] = None) -> dict:
         try:
-            return run_sanitizer(row.to_json(), prepared.trials[0].storage, sanitizer=self.sanitizer)
+            return run_sanitizer(row.to_json(), prepared.trials[0].storage, tools=tools,
+                                 sanitizer=sanitizer or self.sanitizer)
         except Exception as exc:  # a sanitizer that fails to run is recorded and changes nothing
             return {"failed": f"{type(exc).__name__}: {exc}"[:300]}
 
@@ -494,7 +533,7 @@ class _Run:
         slowest = max(timed, key=lambda r: r.time_us_median) if timed else None
         return GroupSummary(
             group_id=group_id, members=len(rows), statuses=dict(statuses),
-            all_equivalent=bool(ran) and all(r.status == "passed" for r in ran),
+            all_equivalent=bool(ran) and all(r.status in ("passed", "unexercised") for r in ran),
             fastest=fastest.name if fastest else None,
             fastest_us=fastest.time_us_median if fastest else None,
             slowest_us=slowest.time_us_median if slowest else None,

@@ -277,6 +277,10 @@ class _Worker:
                 if job["type"] == "check":
                     reply = self.check_job(job)
                     fatal = reply.fatal
+                elif job["type"] == "site_count":
+                    from .coverage import count_site
+                    reply = count_site(self, job)
+                    fatal = reply.get("fatal", False)
                 else:
                     reply = self.time_job(job)
                     fatal = reply.get("fatal", False)
@@ -459,6 +463,26 @@ class GpuWorker:
         return CheckResult(error="crashed", message=f"{fenced.message} (faults only with fences, and with "
                            f"{'either' if all(faults.values()) else 'neither'} fence alone)",
                            load_path=fenced.load_path, fences="vmm")
+
+    def site_count(self, record_json: str, group: str, trials: list, counter: str, timeout: float) -> dict:
+        """Run a coverage probe (coverage.probe_record's row) once per trial; returns
+        {"counts": [per trial]} or {"error", "message"}."""
+        if not self.alive:
+            self.kill()
+            self.start()
+        if group != self.sent_group:
+            self.sent_keys, self.sent_group = set(), group
+        inputs = {key: storage for _, key, _, storage in trials if key not in self.sent_keys}
+        job = {"type": "site_count", "record": record_json, "group": group, "inputs": inputs, "counter": counter,
+               "trials": [(t, key, seed) for t, key, seed, _ in trials]}
+        try:
+            reply = self._request(job, timeout)
+        except (WorkerTimeout, WorkerDied) as exc:
+            return {"error": "timeout" if isinstance(exc, WorkerTimeout) else "died", "message": str(exc)}
+        self.sent_keys |= set(inputs)
+        if reply.get("fatal"):
+            self.kill()
+        return reply
 
     def time(self, build_key: str, budget_s: float, timeout: float, max_samples: int = 2000) -> dict:
         job = {"type": "time", "build_key": build_key, "budget_s": budget_s, "max_samples": max_samples}

@@ -1,0 +1,131 @@
+"""Coverage probe of a mutated site: an instrumented copy of a mutant's PTX that counts how
+often the changed instruction runs.
+
+``mutated_site(base_ptx, mutant_ptx)`` finds the first line the mutation changed (for a
+deleted line, the place where it stood). ``instrument_site(ptx, site)`` appends a ``.u64``
+counter parameter to the entry that holds the site and, right before the site, adds
+``red.global.add.u32 [counter], 1`` under the site instruction's own guard predicate, so a
+predicated-off instruction does not count as executed. Nothing else changes: the copy runs
+the same instructions as the mutant plus the counter's set-up and increment.
+"""
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass
+from typing import Optional
+
+from .ir import _INSTRUCTION, PtxProgram
+
+COUNTER_PARAM_SUFFIX = "_ptxds_site_count"
+COUNTER_REGISTER = "%ptxds_site"
+PROBE_MARK = "// ptxds site probe"
+
+
+class ProbeError(ValueError):
+    """The site cannot be instrumented; the message says why."""
+
+
+@dataclass
+class MutatedSite:
+    """Where a mutation changed the program: ``line`` (0-based, in the mutant's text) is the
+    first changed line, or for a deletion the line that now stands where the deleted one
+    was; ``guard`` is the changed instruction's guard predicate (None: unguarded)."""
+    line: int
+    kind: str                 # replace, delete or insert
+    before: str               # the base's line(s) there
+    after: str                # the mutant's line(s) there
+    guard: Optional[str] = None
+
+
+@dataclass
+class SiteProbe:
+    """The instrumented PTX and what a launch must add: ``entry`` gains the last parameter
+    ``param`` (a pointer to one zeroed ``uint32``), incremented each time the site runs."""
+    ptx: str
+    entry: str
+    param: str
+    line: int                 # the site's line in the instrumented text (0-based)
+    site: str                 # the site's text, stripped
+
+
+def _guard_of(text: str) -> Optional[str]:
+    match = _INSTRUCTION.match(text)
+    return match.group("guard") if match else None
+
+
+def mutated_site(base_ptx: str, mutant_ptx: str) -> MutatedSite:
+    """The first place ``mutant_ptx`` differs from ``base_ptx``, by line."""
+    before, after = base_ptx.split("\n"), mutant_ptx.split("\n")
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, before, after, autojunk=False).get_opcodes():
+        if tag == "equal":
+            continue
+        old, new = "\n".join(before[i1:i2]), "\n".join(after[j1:j2])
+        guards = {_guard_of(t) for t in before[i1:i2] + after[j1:j2] if t.strip()}
+        # a guard both sides share: the site runs only under it; a changed guard: count arrivals
+        guard = guards.pop() if len(guards) == 1 else None
+        return MutatedSite(j1, tag, old, new, guard)
+    raise ProbeError("the mutant's PTX equals its base's: there is no mutated site to probe")
+
+
+def _unique(text: str, stem: str) -> str:
+    name = stem
+    while re.search(re.escape(name) + r"(?![\w$])", text):
+        name += "_"
+    return name
+
+
+def _append_param(text: str, entry: str, param: str) -> str:
+    head = re.search(r"\.entry\s+" + re.escape(entry) + r"\s*\(", text)
+    if head is None:
+        raise ProbeError(f"entry {entry} has no parameter list in the PTX")
+    depth, i = 1, head.end()
+    while i < len(text) and depth:
+        depth += {"(": 1, ")": -1}.get(text[i], 0)
+        i += 1
+    close = i - 1
+    inside = text[head.end():close]
+    separator = "," if inside.strip() else ""
+    kept = inside.rstrip()
+    return text[:head.end()] + kept + f"{separator}\n\t.param .u64 {param}\n" + text[close:]
+
+
+def instrument_site(ptx: str, site: MutatedSite) -> SiteProbe:
+    """``ptx`` with a counter of the site's executions (see the module docstring)."""
+    program = PtxProgram(ptx)
+    if not 0 <= site.line < len(program.lines):
+        raise ProbeError(f"site line {site.line + 1} is outside the program ({len(program.lines)} lines)")
+    target = program.lines[site.line]
+    if target.function < 0 or target.kind == "open":
+        raise ProbeError(f"site line {site.line + 1} is outside any function body: {target.text.strip()!r}")
+    function = program.functions[target.function]
+    if not function.is_entry:
+        raise ProbeError(f"the site is in .func {function.name}, not in an entry: a counter parameter "
+                         "cannot reach it")
+    text = program.print()
+    register = _unique(text, COUNTER_REGISTER)
+    param = _unique(text, function.name + COUNTER_PARAM_SUFFIX)
+    indent = target.instr.indent if target.instr is not None else "\t"
+    guard = f"@{site.guard} " if site.guard else ""
+    program.insert(site.line, [f"{indent}{guard}red.global.add.u32 [{register}], 1; {PROBE_MARK}"], target.function)
+    body = list(program.body(target.function))
+    # set-up before the first line that is neither a declaration nor blank, so it runs once
+    first = next(i for i in body if program.lines[i].depth != 1 or not (
+        program.lines[i].kind == "decl" or not program.lines[i].text.split("//", 1)[0].strip()))
+    program.insert(first, [f"\tld.param.u64 {register}, [{param}]; {PROBE_MARK}",
+                           f"\tcvta.to.global.u64 {register}, {register}; {PROBE_MARK}"], target.function)
+    program.insert(function.open_line + 1, [f"\t.reg .b64 {register}; {PROBE_MARK}"], target.function)
+    lines = program.print().split("\n")
+    site_line = next(i for i, line in enumerate(lines) if "red.global.add.u32" in line and PROBE_MARK in line) + 1
+    instrumented = _append_param("\n".join(lines), function.name, param)
+    added = instrumented.count("\n") + 1 - len(lines)  # the parameter's lines, all above the site
+    site_text = (site.before if site.kind == "delete" else site.after).strip()
+    return SiteProbe(instrumented, function.name, param, site_line + added, site_text)
+
+
+def strip_probe(ptx: str, param: str) -> str:
+    """``ptx`` without the probe's lines and parameter: the text it was made from, up to the
+    comma and line breaks around the removed parameter."""
+    kept = [line for line in ptx.split("\n") if PROBE_MARK not in line]
+    text = "\n".join(kept)
+    return re.sub(r",?\s*\.param \.u64 " + re.escape(param) + r"\s*(?=\))", "\n", text)

@@ -1,0 +1,65 @@
+"""Which passing members get compute-sanitizer racecheck without ``--sanitize``.
+
+A dropped barrier that did not race in a few trials is still a race, so trials alone do
+not settle it. A passing member derived from a base (a mutant or a rewrite) whose PTX
+differs from its base's near a barrier, a shared-memory access or a fence, and that uses
+shared memory, is run under racecheck together with its base whenever compute-sanitizer is
+installed; a hazard its base lacks makes it ``race_detected`` (runner.apply_race_statuses).
+"""
+from __future__ import annotations
+
+import difflib
+import re
+from typing import Optional
+
+from .sanitize import SanitizerMissing, find_sanitizer, uses_shared_memory
+
+# Lines whose change can reorder threads' shared-memory traffic.
+SYNC_OR_SHARED = re.compile(r"\b(bar\.(sync|arrive|red)|barrier\.|membar|fence\.|mbarrier|\w+\.shared\b|"
+                            r"cp\.async|ldmatrix|stmatrix)")
+CONTEXT_LINES = 2
+# Rewrites that change only register names, arithmetic forms, unread code or global-load
+# cache hints: they cannot order shared-memory traffic differently, so they need no racecheck.
+ORDER_KEEPING_REWRITES = {"rename_registers", "mul_shift", "dead_code", "cache_operator", "global_load_nc"}
+
+
+def touches_synchronisation(base_ptx: str, ptx: str, context: int = CONTEXT_LINES) -> bool:
+    """Whether a changed line, or one within ``context`` lines of a change, is a barrier,
+    a fence or a shared-memory access."""
+    before, after = base_ptx.split("\n"), ptx.split("\n")
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, before, after, autojunk=False).get_opcodes():
+        if tag == "equal":
+            continue
+        near = before[max(0, i1 - context):i2 + context] + after[max(0, j1 - context):j2 + context]
+        if any(SYNC_OR_SHARED.search(line.split("//", 1)[0]) for line in near):
+            return True
+    return False
+
+
+def racecheck_reason(row, base) -> str:
+    """Why ``row`` (a passing member) gets racecheck, or '' when it does not."""
+    if row.status != "passed" or base is None or not row.ptx or not base.ptx:
+        return ""
+    if not uses_shared_memory(row):
+        return ""
+    variant = row.variant or {}
+    if variant.get("mutation") == "drop_barrier":
+        return "a drop_barrier mutant"
+    if "rewrites" in variant and set(variant["rewrites"]) <= ORDER_KEEPING_REWRITES:
+        return ""
+    if touches_synchronisation(base.ptx, row.ptx):
+        return "its PTX differs from its base's near a barrier, fence or shared-memory access"
+    return ""
+
+
+def automatic_sanitizer() -> tuple:
+    """(compute-sanitizer's path, '') or (None, why racecheck cannot run)."""
+    try:
+        return find_sanitizer(), ""
+    except SanitizerMissing:
+        return None, "compute-sanitizer not found on PATH or through PTXDS_COMPUTE_SANITIZER"
+
+
+def note(reason: str, path: Optional[str], missing: str) -> str:
+    """The ``provenance.verify.racecheck`` note of a member that wanted racecheck."""
+    return f"ran: {reason}" if path else f"not run ({missing}): {reason}"
