@@ -3,22 +3,42 @@
 # default Triton suite with this checkout and with an earlier checkout carried in
 # .gpu/old (alternating, two rounds each) for the speed comparison, then the carried
 # Triton dump dataset. Prints a short table last.
-# Usage: benchmarks/gpu_wave.sh OUTDIR [tests|speed|all]
+# Usage: benchmarks/gpu_wave.sh OUTDIR [tests|speed|mirage|all]
+#   mirage: the mutant kill rate of .gpu/triton-mut (ptxds rewrite of the Triton suite), then
+#           ptxds verify of the carried Mirage datasets (.gpu/mirage*, muGraphs in .gpu/mugraphs)
 set -uo pipefail
-out=${1:?usage: gpu_wave.sh OUTDIR [tests|speed|all]}
+out=${1:?usage: gpu_wave.sh OUTDIR [tests|speed|mirage|all]}
 phase=${2:-all}
 mkdir -p "$out"
 source benchmarks/gpu_env.sh
 [ -z "${PTXDS_CUDA_HOME:-}" ] && [ -x /usr/local/cuda-13.0/bin/nvcc ] && export PTXDS_CUDA_HOME=/usr/local/cuda-13.0
 work=/tmp/ptxds-wave; rm -rf "$work"; mkdir -p "$work"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$out/gpu.txt"
-if [ "$phase" != speed ]; then
+[ -d .gpu/mugraphs ] && export PTXDS_MIRAGE_DIR=$PWD/.gpu/mugraphs
+if [ "$phase" = tests ] || [ "$phase" = all ]; then
   start=$(date +%s)
   timeout 400 python3 -m pytest -m gpu -q -rs -p no:cacheprovider tests 2>&1 | tee "$out/pytest-gpu.log" | tail -n 60
   echo "gpu tests: $(( $(date +%s) - start )) s" | tee -a "$out/table.txt"
   grep -E "^(FAILED|ERROR)|passed|failed" "$out/pytest-gpu.log" | tail -n 25 >> "$out/table.txt"
 fi
 [ "$phase" = tests ] && { cat "$out/table.txt"; exit 0; }
+if [ "$phase" = mirage ] && [ -d .gpu/triton-mut ]; then
+  t0=$(date +%s)
+  timeout 300 python3 benchmarks/mutant_kill_rate.py .gpu/triton-mut --work "$work/mut" > "$out/mutants.log" 2>&1
+  echo "mutant kill rate: $(( $(date +%s) - t0 )) s" | tee -a "$out/table.txt"
+  tail -n 30 "$out/mutants.log" >> "$out/table.txt"
+fi
+if [ "$phase" = mirage ]; then
+  for ds in .gpu/mirage*; do
+    [ -d "$ds" ] || continue
+    name=$(basename "$ds")
+    t0=$(date +%s)
+    python3 -m ptxds verify "$ds" --out "$work/$name" --silent > "$out/verify-$name.log" 2>&1
+    echo "$name: $(( $(date +%s) - t0 )) s, $(grep -m1 'status counts' "$out/verify-$name.log")" | tee -a "$out/table.txt"
+    grep -E "^  mirage" "$out/verify-$name.log" | cut -c1-220 >> "$out/table.txt"
+  done
+  echo "===== table"; cat "$out/table.txt"; exit 0
+fi
 verify_once() {  # label, checkout folder to run from, dataset (absolute)
   # `python -m ptxds` puts the working folder first on sys.path: run each checkout from its own folder
   local t0=$(date +%s%N)
