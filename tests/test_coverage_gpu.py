@@ -30,7 +30,11 @@ extern "C" __global__ void vadd_shared(const float* x, const float* y, float* ou
     slot[threadIdx.x] = i < n ? x[i] + y[i] : 0.0f;
     __syncthreads();                    // the neighbour's slot below is read after this
     int j = (threadIdx.x + 32) % 256;
-    if (i < n) out[i] = slot[j] * 0.0f + slot[threadIdx.x];
+    // The neighbour's slot is read (a race once the barrier is gone) but never changes the
+    // result; slot[j] * 0.0f would, for the stress trial's infinities (inf * 0 = NaN).
+    float neighbour = ((volatile float*)slot)[j];
+    if (i < n) out[i] = slot[threadIdx.x];
+    if (neighbour == 1234.5f && i == -7) out[0] = neighbour;  // never true: keeps the read
 }
 """
 
