@@ -179,7 +179,7 @@ BAD_MANIFESTS = {
     "bad_grid.yaml": "bad_grid.yaml: members[0].launches[0].grid: must be 1 to 3 positive ints, got [0]",
     "block_too_large.yaml": "block_too_large.yaml: members[0].launches[0].block: (2048, 1, 1) has more than 1024 threads",
     "unknown_op.yaml": "unknown_op.yaml: problem.op: unknown op 'vector_sub'; known ops: attention, batch_matmul, "
-                       "conv2d_bias_relu, custom, depthwise_conv2d, gated_mlp, gemm, layernorm, lora, ntrans, "
+                       "conv2d_bias_relu, custom, depthwise_conv2d, gated_mlp, gemm, layernorm, lora, mugraph, ntrans, "
                        "rmsnorm, rmsnorm_matmul, row_sum, smith_waterman, softmax, square, vector_add "
                        "(or op 'custom' with params.reference = 'module:function')",
     "missing_file.yaml": "missing_file.yaml: members[0].cuda: no such file 'nope.cu' (relative to the manifest's folder)",
@@ -199,7 +199,7 @@ BAD_MANIFESTS = {
     "two_sources.yaml": "two_sources.yaml: members[0]: needs exactly one of ptx or cuda (a file path), got ptx and cuda",
     "bad_expect.yaml": "bad_expect.yaml: members[0].expect: must be one of passed, wrong_result, "
                        "unwritten_output, modified_input, jit_failed, launch_failed, crashed, timeout, "
-                       "disagrees, trivial_reference, out_of_bounds_write, out_of_bounds_read, race_detected, problem_mismatch, passed_nondeterministic, got 'pass'",
+                       "disagrees, trivial_reference, out_of_bounds_write, out_of_bounds_read, race_detected, problem_mismatch, unexercised, passed_nondeterministic, got 'pass'",
     "ambiguous_entry.yaml": "ambiguous_entry.yaml: members[0].launches[0].entry: is required: two_entries.ptx "
                             "has 2 entries (sum_to_scratch, copy_scratch)",
     "scalar_overflow.yaml": "scalar_overflow.yaml: members[0].launches[0].args[3].value: -1 does not fit u32",
