@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import importlib
 
+from dataset_spec.errors import PtxdsError
+
+
 BUILDERS = {
     "triton": "builders.triton:TritonBuilder",
     "triton-dump": "builders.triton:TritonDumpBuilder",
@@ -18,11 +21,11 @@ BUILDERS = {
 EXTRAS = {"triton": "triton", "triton-dump": "triton", "cutlass": "cutlass", "handhack": "triton", "tvm": "tvm"}
 
 
-class UnknownSourceError(ValueError):
+class UnknownSourceError(PtxdsError, ValueError):
     """The named source is not in the registry."""
 
 
-class MissingSourceDependency(RuntimeError):
+class MissingSourceDependency(PtxdsError, RuntimeError):
     """A source's optional dependency is not installed."""
 
 

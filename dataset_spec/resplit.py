@@ -22,6 +22,7 @@ from typing import Callable, Optional
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .errors import PtxdsError
 from .schema import SCHEMAS, pair_to_row, rows_to_table
 from .shards import _atomic_write_table, read_split_table, remove_stale_temp_files
 from .splits import SPLITS, crossing_hashes, default_splits, moved_by_hash, shape_splits
@@ -38,7 +39,7 @@ PairMaker = Callable[[dict], list]
 _move = os.replace  # one name for the swap's renames, so a test can interrupt it
 
 
-class CrossSplitLeak(RuntimeError):
+class CrossSplitLeak(PtxdsError, RuntimeError):
     """A normalised PTX text sits in more than one split after a resplit (a bug)."""
 
 

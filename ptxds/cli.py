@@ -9,31 +9,23 @@ from pathlib import Path
 
 import click
 
-from builders import BUILDERS, MissingSourceDependency, UnknownSourceError
+from builders import BUILDERS
+from dataset_spec.errors import PtxdsError
 
 KNOWN_ARCHS = ("sm_80", "sm_86", "sm_89", "sm_90", "sm_90a")
 SHAPED_SOURCES = ("triton", "cutlass")  # builders that state their functions at a shape set's sizes
 
 
 def library_errors(func):
-    """Turn the library's expected failures into click errors naming cause and fix."""
+    """Turn the library's expected failures (every ``PtxdsError``, and a missing file) into
+    one-line click errors naming cause and fix."""
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
-        from dataset_spec.model import SpecError
-        from ptx_tools import ToolchainError
-        from .executors import ExecutorUnavailable
         try:
             return func(*args, **kwargs)
-        except (UnknownSourceError, MissingSourceDependency, ToolchainError, SpecError, ExecutorUnavailable,
-                FileNotFoundError) as exc:
-            raise click.ClickException(str(exc).splitlines()[0]) from None
-        except Exception as exc:
-            # matched by name: importing their modules (the report's pulls in matplotlib, about
-            # a second) would cost every command, build workers included
-            if type(exc).__name__ in ("ManifestError", "NoDriverError", "DriverError", "SanitizerMissing",
-                                      "EmptyDatasetError", "UnknownKnobError"):
-                raise click.ClickException(str(exc).splitlines()[0]) from None
-            raise
+        except (PtxdsError, FileNotFoundError) as exc:
+            message = exc.one_line() if isinstance(exc, PtxdsError) else str(exc).splitlines()[0]
+            raise click.ClickException(message) from None
     return wrapper
 
 
@@ -251,7 +243,7 @@ def show_witness(dataset, which):
         ptxds show-witness data/triton-verified 3f1c0a9e2b7d5c4a8e6f0b1d
     """
     from dataset_spec.shards import read_pairs, read_records
-    from verify.witness import WitnessError, regenerate
+    from verify.witness import regenerate
     records = read_records(dataset)
     by_id = {r.kernel_id: r for r in records}
     by_id.update({r.build_key: r for r in records})
@@ -270,10 +262,7 @@ def show_witness(dataset, which):
     if record is None:
         raise click.ClickException(f"no row with kernel_id or build_key {which} in {dataset}; "
                                    f"`ptxds info {dataset}` lists its groups")
-    try:
-        result = regenerate(record, witness)
-    except WitnessError as exc:
-        raise click.ClickException(str(exc)) from None
+    result = regenerate(record, witness)
     click.echo("\n".join(result.lines()))
 
 
@@ -408,11 +397,8 @@ def add(dataset, group, ptx_file, launch_file, name):
 
         ptxds add data/handhack --group handhack/smith_waterman/int32/P1024xM128xN128 --ptx my.ptx
     """
-    from builders.handhack.add import AddError, add_member
-    try:
-        record = add_member(dataset, group, ptx_file, launch_file, name)
-    except AddError as exc:
-        raise click.ClickException(str(exc)) from None
+    from builders.handhack.add import add_member
+    record = add_member(dataset, group, ptx_file, launch_file, name)
     from .pairs import publish
     publish(dataset)
     resources = ", ".join(f"{r.entry}: {r.registers} registers" for r in record.resources)

@@ -27,7 +27,8 @@ from typing import Optional
 import numpy as np
 
 from dataset_spec.model import KernelRecord, Problem
-from dataset_spec.problems import get_op
+from dataset_spec.ops import get_op
+from dataset_spec.trials import trial_count
 from dataset_spec.schema import VERIFIER_COLUMNS
 from dataset_spec.shards import ShardWriter, done_keys, read_records
 
@@ -36,7 +37,7 @@ from dataset_spec.one_problem import describe_mismatch, distinct_problems
 
 from .assembly_pool import AssemblyPool, runnable_reason
 from .compare import agreement_bound, trivial_reason
-from .inputs import exact_values, make_trial_inputs, trial_count
+from .inputs import exact_values, make_trial_inputs
 from .judge import judge_device, on_device
 from .reference import reference_outputs
 from .timing import TARGET_RSE

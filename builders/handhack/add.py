@@ -14,6 +14,7 @@ import dataclasses
 from pathlib import Path
 from typing import Optional
 
+from dataset_spec.errors import PtxdsError
 from dataset_spec.card import write_card
 from dataset_spec.documents import load_document
 from dataset_spec.model import KernelRecord, Launch, SpecError, make_build_key
@@ -26,7 +27,7 @@ from .builder import ptx_diff
 SOURCE = "handhack"
 
 
-class AddError(ValueError):
+class AddError(PtxdsError, ValueError):
     """The PTX, the launch or the group given to ``add`` is unusable; nothing was written."""
 
 

@@ -17,6 +17,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from dataset_spec.errors import PtxdsError
 from builders.base import Builder, BuildOptions, WorkItem
 from dataset_spec.model import Arg, Buffer, KernelRecord, Launch, Problem
 
@@ -49,7 +50,7 @@ def default_files() -> list:
     return sorted(folder.glob("*.json"))
 
 
-class MirageInputError(ValueError):
+class MirageInputError(PtxdsError, ValueError):
     """A muGraph file cannot be used at all (not a muGraph list, or no known operator)."""
 
 

@@ -8,6 +8,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from dataset_spec.errors import PtxdsError
 from dataset_spec.card import PLOTS_DIR, PLOTS_INDEX, write_card
 from dataset_spec.shards import shards_fingerprint
 
@@ -17,7 +18,7 @@ from .html import render_page
 DEFAULT_MAX_GROUPS = 60
 
 
-class UnknownKnobError(ValueError):
+class UnknownKnobError(PtxdsError, ValueError):
     """--knob names a knob the report does not know."""
 
 

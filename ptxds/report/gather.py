@@ -9,6 +9,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from dataset_spec.errors import PtxdsError
 from dataset_spec.card import output_dtype, weakest_catches
 from dataset_spec.model import BUILD_STATUSES
 from dataset_spec.shards import latest_rows, not_a_dataset_reason, read_table
@@ -23,7 +24,7 @@ _COLUMNS = ["build_key", "kernel_id", "group_id", "source", "name", "arch", "op"
             "driver_version", "launches"]
 
 
-class EmptyDatasetError(ValueError):
+class EmptyDatasetError(PtxdsError, ValueError):
     """The folder is not a dataset folder (no kernel rows)."""
 
 
