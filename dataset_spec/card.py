@@ -7,9 +7,10 @@ import json
 from collections import Counter, defaultdict
 from pathlib import Path
 
+from .group_stats import group_stats
 from .labels import mutant_class
 from .model import BUILD_STATUSES, SCHEMA_VERSION
-from .problems import OPS
+from .ops import OPS
 from .shards import SPLITS, read_split_table, read_table, shards_fingerprint, splits_present
 from .splits import crossing_hashes, moved_by_hash
 
@@ -151,11 +152,10 @@ def _results_table(rows: list) -> str:
         by_group[row["group_id"]].append(row)
     body = []
     for group, members in sorted(by_group.items()):
-        passed = [m for m in members if m["status"] == "passed"]
-        timed = sorted((m["time_us_median"], m["name"]) for m in passed if m["time_us_median"])
-        fastest = f"{timed[0][1]} ({timed[0][0]:.2f} us)" if timed else "-"
-        spread = f"{timed[-1][0] / timed[0][0]:.2f}x" if len(timed) > 1 else "-"
-        body.append([group, len(members), len(passed), fastest, spread])
+        stats = group_stats(members)
+        fastest = f"{stats.fastest} ({stats.fastest_us:.2f} us)" if stats.timed else "-"
+        spread = f"{stats.spread:.2f}x" if stats.spread is not None else "-"
+        body.append([group, stats.members, stats.passed, fastest, spread])
     return _table(["group", "members", "passed", "fastest member", "slowest/fastest"], body)
 
 

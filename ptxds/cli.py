@@ -219,8 +219,8 @@ def resplit(dataset):
 
         ptxds resplit data/triton-verified
     """
-    from .pairs import publish
-    summary = publish(dataset)
+    from dataset_spec.dataset import Dataset
+    summary = Dataset(dataset).publish()
     click.echo(f"{dataset}: {summary.rows} rows, {summary.moved} moved "
                f"({summary.crossing_before} ptx_hash value(s) crossed splits before, 0 now; "
                f"{summary.moved_by_hash} row(s) off their function's split to keep a PTX on one side)")
@@ -355,15 +355,12 @@ def verify(dataset, out_dir, groups, trials, no_timing, workers, kernel_timeout,
 
         ptxds verify data/cutlass --out data/cutlass-verified --executor ray --address auto
     """
-    from dataset_spec.shards import not_a_dataset_reason
+    from dataset_spec.dataset import Dataset
     out_dir = out_dir or str(Path(dataset).resolve()) + "-verified"
     if Path(out_dir).resolve() == Path(dataset).resolve():
         raise click.UsageError("--out must differ from DATASET: the input is never changed in place")
-    reason = not_a_dataset_reason(dataset)
-    if reason:
-        raise click.ClickException(reason)
+    Dataset.open(dataset)
     from verify import verify_dataset
-    from .pairs import publish
     runner = _executor(executor, address)
     try:
         summary = verify_dataset(dataset, out_dir, groups=groups, trials=trials, timing=not no_timing,
@@ -375,7 +372,7 @@ def verify(dataset, out_dir, groups, trials, no_timing, workers, kernel_timeout,
     if not summary.groups and not summary.skipped_groups:
         selection = f"matches --groups {groups!r}" if groups else "is in it"
         raise click.ClickException(f"no group of {dataset} {selection}; `ptxds info {dataset}` lists its groups")
-    publish(out_dir)
+    Dataset(out_dir).publish()
     click.echo(summary.format())
 
 
@@ -397,10 +394,8 @@ def add(dataset, group, ptx_file, launch_file, name):
 
         ptxds add data/handhack --group handhack/smith_waterman/int32/P1024xM128xN128 --ptx my.ptx
     """
-    from builders.handhack.add import add_member
+    from .add import add_member
     record = add_member(dataset, group, ptx_file, launch_file, name)
-    from .pairs import publish
-    publish(dataset)
     resources = ", ".join(f"{r.entry}: {r.registers} registers" for r in record.resources)
     click.echo(f"added {record.name} ({record.arch}, kernel_id {record.kernel_id}) to {group}; {resources}")
     click.echo(f"base member: {record.provenance['base_name']} ({record.provenance['base_kernel_id']}); "
