@@ -544,13 +544,21 @@ def _runs_on(target: str, arch: str) -> bool:
     return int(a.group(1)) >= int(t.group(1))
 
 
+@dataclass(frozen=True)
+class ManifestOptions:
+    """The manifest file naming the members (docs/manifest.md)."""
+    manifest: Optional[str] = field(default=None, metadata={
+        "flag": "--manifest", "path": "file", "required": "FILE (see docs/manifest.md)", "help": "manifest file"})
+
+
 class ManifestBuilder(Builder):
     """Source ``ptx``: the members of one manifest (``options.extra["manifest"]``), one row
     per member and target arch."""
     name = SOURCE_NAME
+    Options = ManifestOptions
 
     def manifest(self) -> Manifest:
-        path = self.options.extra.get("manifest")
+        path = self.settings.manifest
         if not path:
             raise ManifestError("source ptx needs a manifest: pass --manifest FILE")
         return load_manifest(path)

@@ -122,7 +122,7 @@ def _status_table(rows: list) -> str:
     return _table(["source", "status", "rows"], [[s, st, n] for (s, st), n in sorted(counts.items())])
 
 
-def _provenance(rows: list) -> str:
+def _provenance(rows: list, credits=None) -> str:
     licences, tools = Counter(), set()
     for row in rows:
         prov = json.loads(row["provenance"] or "{}")
@@ -132,18 +132,9 @@ def _provenance(rows: list) -> str:
     lic = _table(["source", "licence of the generating code", "rows"],
                  [[s, l, n] for (s, l), n in sorted(licences.items())])
     tc = "\n".join(f"- `{src}`: `{tool}`" for src, tool in sorted(tools))
-    credits = [CREDITS[src] for src in sorted({row["source"] for row in rows}) if src in CREDITS]
-    credit = "\n\n" + "\n".join(credits) if credits else ""
+    lines = credits(set(row["source"] for row in rows)) if credits else {}
+    credit = "\n\n" + "\n".join(lines[src] for src in sorted(lines)) if lines else ""
     return f"{lic}{credit}\n\nToolchains:\n{tc}"
-
-
-# Upstream work a source's rows derive from, credited on the card whenever it has such rows.
-CREDITS = {
-    "mirage": "Rows of source `mirage` lower the saved muGraphs of Mirage, the multi-level "
-              "superoptimizer (https://github.com/mirage-project/mirage, folder "
-              "benchmark/saved_mugraphs, commit de8745d9; Apache-2.0): the schedules are "
-              "Mirage's, the lowering to CUDA is ptxds's.",
-}
 
 
 def _results_table(rows: list) -> str:
@@ -320,8 +311,10 @@ for p in pairs.filter(lambda p: p["kernel_a"] in ok):
 """
 
 
-def write_card(root, title: str = "PTX equivalence groups") -> Path:
-    """(Re)write DIR/README.md from the shards present."""
+def write_card(root, title: str = "PTX equivalence groups", credits=None) -> Path:
+    """(Re)write DIR/README.md from the shards present. ``credits``: a function of the
+    sources present returning {source: credit line} (upstream work the rows derive from,
+    each source's ``Builder.credit``; ``builders.source_credits``)."""
     root = Path(root)
     columns = ["group_id", "source", "arch", "status", "provenance", "toolchain",
                "name", "time_us_median", "op", "problem", "catches_rel_err", "time_method", "variant",
@@ -354,7 +347,7 @@ def write_card(root, title: str = "PTX equivalence groups") -> Path:
         "`variant`, `problem`, `toolchain`, `provenance` and `scratch` are JSON strings "
         "(`json.loads`). Scalar argument values are decimal strings; blob arguments are "
         "raw bytes with `patches` giving the byte offsets where buffer addresses go.", "",
-        "## Provenance and licences", "", _provenance(rows), "",
+        "## Provenance and licences", "", _provenance(rows, credits), "",
     ]
     if verified:
         parts += ["## Verification", "", VERIFY_METHOD, "", "### Sanitizers", "", SANITIZER_POLICY, "",

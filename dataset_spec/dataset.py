@@ -26,16 +26,17 @@ class Dataset:
     """A dataset folder. ``Dataset.open`` insists it holds rows; ``Dataset(root)`` is one
     that may still be empty (a build or verify writing its first rows)."""
 
-    def __init__(self, root):
+    def __init__(self, root, credits=None):
         self.root = Path(root)
+        self.credits = credits  # the card's credit lines: see card.write_card
         self._records = None
 
     @classmethod
-    def open(cls, root) -> "Dataset":
+    def open(cls, root, credits=None) -> "Dataset":
         reason = not_a_dataset_reason(root)
         if reason:
             raise NotADatasetError(reason)
-        return cls(root)
+        return cls(root, credits)
 
     def records(self) -> list:
         """Every KernelRecord (last write of a build_key wins); read once, then cached."""
@@ -72,7 +73,7 @@ class Dataset:
         """Rows into their canonical splits, pairs regenerated, the ``*_by_shape`` configs,
         then the card. Returns ``ResplitSummary``."""
         self._records = None
-        return publish(self.root)
+        return publish(self.root, self.credits)
 
     def append(self, rows: list):
         """Write final rows, then publish."""

@@ -150,11 +150,11 @@ def pair_maker(root):
     return make
 
 
-def publish(root) -> ResplitSummary:
+def publish(root, credits=None) -> ResplitSummary:
     """After any write: rows into their canonical splits, pairs regenerated (they are
     derived), the ``*_by_shape`` configs, then the card."""
     summary = resplit(root, pair_maker(root))
-    write_card(root)
+    write_card(root, credits=credits)
     return summary
 
 

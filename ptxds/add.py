@@ -14,6 +14,7 @@ import dataclasses
 from pathlib import Path
 from typing import Optional
 
+from builders import source_credits
 from builders.handhack.builder import ptx_diff
 from dataset_spec.dataset import Dataset
 from dataset_spec.documents import load_document
@@ -124,5 +125,5 @@ def add_member(dataset, group: str, ptx_path: str, launch_path: Optional[str] = 
     if not (Path(dataset) / "kernels").is_dir():
         raise AddError(f"{dataset} has no kernels/ folder; build a dataset first with ptxds build")
     record = build_added_record(dataset, group, ptx_path, launch_path, name)
-    Dataset(dataset).append([record])
+    Dataset(dataset, credits=source_credits).append([record])
     return record

@@ -11,7 +11,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from builders import BUILDERS, load_builder
+from builders import BUILDERS, load_builder, source_credits
 from builders.base import BuildOptions, WorkItem
 from dataset_spec.dataset import Dataset
 from dataset_spec.model import SpecError
@@ -169,7 +169,7 @@ def run_build(source: str, out_dir, options: BuildOptions, jobs: int = 0, sass: 
     finally:
         flush()
         bar.close()
-    Dataset(out).publish()
+    Dataset(out, credits=source_credits).publish()
     summary.seconds = time.time() - start
     return summary
 

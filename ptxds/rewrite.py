@@ -16,6 +16,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from builders import source_credits
 from dataset_spec.dataset import Dataset
 from dataset_spec.model import SpecError, make_build_key
 from dataset_spec.schema import VERIFIER_COLUMNS
@@ -142,7 +143,7 @@ def rewrite_dataset(root, rewrites: int = 2, mutants: int = 4, seed: int = 0, gr
     if rewrites < 0 or mutants < 0:
         raise SpecError(f"--rewrites and --mutants must be >= 0, got {rewrites} and {mutants}")
     root = Path(root)
-    dataset = Dataset(root)
+    dataset = Dataset(root, credits=source_credits)
     records = dataset.records()
     if not records:
         raise SpecError(f"{root} holds no kernel rows; build one with ptxds build first")

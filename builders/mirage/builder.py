@@ -14,7 +14,7 @@ import hashlib
 import os
 import shlex
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from dataset_spec.errors import PtxdsError
@@ -113,15 +113,28 @@ def scratch_of(plan: GraphPlan) -> list:
     return [Buffer(b.name, "float16", b.shape, "scratch") for b in plan.buffers if b.role == "scratch"]
 
 
+@dataclass(frozen=True)
+class MirageOptions:
+    """The muGraph files to lower (default: every file of the shared saved muGraphs)."""
+    mugraphs: "tuple[str, ...] | None" = field(default=None, metadata={
+        "flag": "--mugraphs", "path": "file", "multiple": True,
+        "help": "muGraph JSON file (repeatable; default: the shared saved muGraphs)"})
+
+
 class MirageBuilder(Builder):
     """Mirage muGraph files -> one group per file, one row per muGraph and arch."""
     name = SOURCE
+    Options = MirageOptions
+    credit = ("Rows of source `mirage` lower the saved muGraphs of Mirage, the multi-level "
+              "superoptimizer (https://github.com/mirage-project/mirage, folder "
+              "benchmark/saved_mugraphs, commit de8745d9; Apache-2.0): the schedules are "
+              "Mirage's, the lowering to CUDA is ptxds's.")
     # 248 rows in 175 s on 2 cores
     cpu_seconds_per_row = 1.4
 
     def __init__(self, options: BuildOptions | None = None):
         super().__init__(options)
-        files = self.options.extra.get("mugraphs")
+        files = self.settings.mugraphs
         self.files = [Path(f) for f in files] if files else None
 
     def work_items(self) -> list:
