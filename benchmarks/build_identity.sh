@@ -2,7 +2,8 @@
 # Build a Triton set, a CUTLASS slice and a Mirage set with the checkout CHECKOUT into OUT,
 # then write OUT/<source>.keys: sorted "build_key kernel_id" lines. Run it for two
 # checkouts and diff the .keys files: a refactor that changes no behaviour gives none.
-# Usage: benchmarks/build_identity.sh CHECKOUT OUT [PYTHON]
+# Usage: benchmarks/build_identity.sh CHECKOUT OUT [PYTHON]; then, for two OUTs A and B:
+#   for s in triton cutlass mirage; do cmp A/$s.keys B/$s.keys; done
 set -euo pipefail
 checkout=$(cd "$1" && pwd); out=$2; python=${3:-python}
 mkdir -p "$out"; out=$(cd "$out" && pwd)
