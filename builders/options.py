@@ -40,7 +40,7 @@ def flag_of(field: dataclasses.Field) -> str:
     return field.metadata.get("flag") or f"--option {field.name}=..."
 
 
-def _base_type(options_cls, field: dataclasses.Field):
+def field_type(options_cls, field: dataclasses.Field):
     """(type, is_list) of a field from its annotation (Optional unwrapped)."""
     hint = typing.get_type_hints(options_cls)[field.name]
     args = [a for a in typing.get_args(hint) if a is not type(None)]
@@ -55,7 +55,7 @@ def _coerce(options_cls, field: dataclasses.Field, value, source: str):
     """``value`` (from a flag, ``--option`` text or a YAML file) as the field's type."""
     if value is None:
         return None
-    kind, is_list = _base_type(options_cls, field)
+    kind, is_list = field_type(options_cls, field)
     if is_list:
         items = [v.strip() for v in value.split(",") if v.strip()] if isinstance(value, str) else list(value)
         return tuple(_coerce_one(kind, item, field, source) for item in items)

@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 
 from builders import BUILDERS, source_classes, source_credits
-from builders.options import option_fields
+from builders.options import field_type, option_fields
 from dataset_spec.errors import PtxdsError
 
 KNOWN_ARCHS = ("sm_80", "sm_86", "sm_89", "sm_90", "sm_90a")
@@ -69,7 +69,7 @@ def source_options(func):
                 seen.setdefault(name, (field, []))[1].append(source)
     for name, (field, sources) in reversed(list(seen.items())):
         meta = field.metadata
-        kind, _ = _field_type(field, sources[0])
+        kind, _ = field_type(SOURCE_CLASSES[sources[0]].Options, field)
         if meta.get("path"):
             kind = click.Path(exists=True, file_okay=meta["path"] == "file", dir_okay=meta["path"] == "dir")
         elif meta.get("min") is not None:
@@ -79,11 +79,6 @@ def source_options(func):
                             show_default=bool(meta.get("show_default")),
                             help=f"{', '.join(sources)}: {meta.get('help', '')}")(func)
     return func
-
-
-def _field_type(field, source):
-    from builders.options import _base_type
-    return _base_type(SOURCE_CLASSES[source].Options, field)
 
 
 def _given_source_options(flags: dict) -> dict:
