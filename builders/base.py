@@ -11,12 +11,15 @@ from typing import Optional
 
 from dataset_spec.model import KernelRecord
 
+from .options import NoOptions, options_from_extra
+
 
 @dataclass
 class BuildOptions:
     """What the user asked for: target archs, a row limit (whole work items, see
-    ``ptxds.pipeline.select_items``), a sampling seed, and
-    source-specific settings in ``extra`` (e.g. ``from_dump``, ``problem_file``)."""
+    ``ptxds.pipeline.select_items``), a sampling seed, and the source's own settings in
+    ``extra``: its ``Options`` as plain values (``builders.options.options_to_extra``),
+    read back typed through ``Builder.settings``."""
     archs: list = field(default_factory=lambda: ["sm_80", "sm_90a"])
     limit: Optional[int] = None
     sample_seed: int = 0
@@ -36,8 +39,20 @@ class WorkItem:
 
 
 class Builder:
-    """Base class: subclasses set ``name`` and implement ``work_items`` and ``build``."""
+    """Base class: subclasses set ``name`` and implement ``work_items`` and ``build``.
+
+    A source declares its settings as ``Options`` (a frozen dataclass; builders/options.py
+    says how the CLI draws flags from it), ``pip_extra`` (the ``ptxds[...]`` extra its
+    dependencies come with, None: none), ``takes_shapes`` (``--shapes`` applies) and
+    ``credit`` (the dataset card's credit line for rows of this source, '' for none)."""
     name = "base"
+    Options = NoOptions
+    pip_extra: Optional[str] = None
+    takes_shapes = False
+    credit = ""
+    # ``(source, option)``: this source builds ``source``'s requests that set ``option``
+    # (``--source triton --from-dump DIR`` is the triton-dump source)
+    serves: Optional[tuple] = None
     # Peak memory of one item's build, a scheduling hint for cluster executors (0: small).
     task_memory_bytes = 0
     # CPU seconds one row costs to build with cold caches, for ``ptxds build --dry-run``'s
@@ -46,6 +61,7 @@ class Builder:
 
     def __init__(self, options: Optional[BuildOptions] = None):
         self.options = options or BuildOptions()
+        self.settings = options_from_extra(self.Options, self.options.extra)
 
     def work_items(self) -> list:
         raise NotImplementedError

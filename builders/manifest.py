@@ -21,12 +21,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
+from dataset_spec.errors import PtxdsError
 from builders.base import Builder, WorkItem
 from dataset_spec.documents import DocumentError, parse_document
 from dataset_spec.model import (SCALAR_DTYPES, VERIFY_STATUSES, Arg, Buffer, KernelRecord, Launch,
                                 Patch, Problem, SpecError, make_build_key)
 from dataset_spec.one_problem import check_joins, problems_in_folder
-from dataset_spec.problems import get_op
+from dataset_spec.ops import get_op
 
 SOURCE_NAME = "ptx"
 # What the verifier is expected to report for a member; "passed_nondeterministic" means
@@ -44,7 +45,7 @@ LAUNCH_FIELDS = ("entry", "grid", "block", "cluster", "dynamic_smem", "args")
 PATCH_FIELDS = ("offset", "buffer", "addend")
 
 
-class ManifestError(ValueError):
+class ManifestError(PtxdsError, ValueError):
     """A manifest is invalid; the one-line message names the file and the field path."""
 
 
@@ -543,13 +544,21 @@ def _runs_on(target: str, arch: str) -> bool:
     return int(a.group(1)) >= int(t.group(1))
 
 
+@dataclass(frozen=True)
+class ManifestOptions:
+    """The manifest file naming the members (docs/manifest.md)."""
+    manifest: Optional[str] = field(default=None, metadata={
+        "flag": "--manifest", "path": "file", "required": "FILE (see docs/manifest.md)", "help": "manifest file"})
+
+
 class ManifestBuilder(Builder):
     """Source ``ptx``: the members of one manifest (``options.extra["manifest"]``), one row
     per member and target arch."""
     name = SOURCE_NAME
+    Options = ManifestOptions
 
     def manifest(self) -> Manifest:
-        path = self.options.extra.get("manifest")
+        path = self.settings.manifest
         if not path:
             raise ManifestError("source ptx needs a manifest: pass --manifest FILE")
         return load_manifest(path)

@@ -7,9 +7,10 @@ import json
 from collections import Counter, defaultdict
 from pathlib import Path
 
+from .group_stats import group_stats
 from .labels import kill_rates, mutant_class, race_hazards
 from .model import BUILD_STATUSES, SCHEMA_VERSION
-from .problems import OPS
+from .ops import OPS
 from .shards import SPLITS, read_split_table, read_table, shards_fingerprint, splits_present
 from .splits import crossing_hashes, moved_by_hash
 
@@ -121,7 +122,7 @@ def _status_table(rows: list) -> str:
     return _table(["source", "status", "rows"], [[s, st, n] for (s, st), n in sorted(counts.items())])
 
 
-def _provenance(rows: list) -> str:
+def _provenance(rows: list, credits=None) -> str:
     licences, tools = Counter(), set()
     for row in rows:
         prov = json.loads(row["provenance"] or "{}")
@@ -131,18 +132,9 @@ def _provenance(rows: list) -> str:
     lic = _table(["source", "licence of the generating code", "rows"],
                  [[s, l, n] for (s, l), n in sorted(licences.items())])
     tc = "\n".join(f"- `{src}`: `{tool}`" for src, tool in sorted(tools))
-    credits = [CREDITS[src] for src in sorted({row["source"] for row in rows}) if src in CREDITS]
-    credit = "\n\n" + "\n".join(credits) if credits else ""
+    lines = credits(set(row["source"] for row in rows)) if credits else {}
+    credit = "\n\n" + "\n".join(lines[src] for src in sorted(lines)) if lines else ""
     return f"{lic}{credit}\n\nToolchains:\n{tc}"
-
-
-# Upstream work a source's rows derive from, credited on the card whenever it has such rows.
-CREDITS = {
-    "mirage": "Rows of source `mirage` lower the saved muGraphs of Mirage, the multi-level "
-              "superoptimizer (https://github.com/mirage-project/mirage, folder "
-              "benchmark/saved_mugraphs, commit de8745d9; Apache-2.0): the schedules are "
-              "Mirage's, the lowering to CUDA is ptxds's.",
-}
 
 
 def _results_table(rows: list) -> str:
@@ -151,11 +143,10 @@ def _results_table(rows: list) -> str:
         by_group[row["group_id"]].append(row)
     body = []
     for group, members in sorted(by_group.items()):
-        passed = [m for m in members if m["status"] == "passed"]
-        timed = sorted((m["time_us_median"], m["name"]) for m in passed if m["time_us_median"])
-        fastest = f"{timed[0][1]} ({timed[0][0]:.2f} us)" if timed else "-"
-        spread = f"{timed[-1][0] / timed[0][0]:.2f}x" if len(timed) > 1 else "-"
-        body.append([group, len(members), len(passed), fastest, spread])
+        stats = group_stats(members)
+        fastest = f"{stats.fastest} ({stats.fastest_us:.2f} us)" if stats.timed else "-"
+        spread = f"{stats.spread:.2f}x" if stats.spread is not None else "-"
+        body.append([group, stats.members, stats.passed, fastest, spread])
     return _table(["group", "members", "passed", "fastest member", "slowest/fastest"], body)
 
 
@@ -342,8 +333,10 @@ for p in pairs.filter(lambda p: p["kernel_a"] in ok):
 """
 
 
-def write_card(root, title: str = "PTX equivalence groups") -> Path:
-    """(Re)write DIR/README.md from the shards present."""
+def write_card(root, title: str = "PTX equivalence groups", credits=None) -> Path:
+    """(Re)write DIR/README.md from the shards present. ``credits``: a function of the
+    sources present returning {source: credit line} (upstream work the rows derive from,
+    each source's ``Builder.credit``; ``builders.source_credits``)."""
     root = Path(root)
     columns = ["group_id", "source", "arch", "status", "provenance", "toolchain",
                "name", "time_us_median", "op", "problem", "catches_rel_err", "time_method", "variant",
@@ -376,7 +369,7 @@ def write_card(root, title: str = "PTX equivalence groups") -> Path:
         "`variant`, `problem`, `toolchain`, `provenance` and `scratch` are JSON strings "
         "(`json.loads`). Scalar argument values are decimal strings; blob arguments are "
         "raw bytes with `patches` giving the byte offsets where buffer addresses go.", "",
-        "## Provenance and licences", "", _provenance(rows), "",
+        "## Provenance and licences", "", _provenance(rows, credits), "",
     ]
     if verified:
         parts += ["## Verification", "", VERIFY_METHOD, "", "### Sanitizers", "", SANITIZER_POLICY, "",

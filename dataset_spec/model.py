@@ -13,6 +13,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from .errors import PtxdsError
+
+
 # 3: pairs.mutation; 4: kernels.trial_errors and witness, pairs.witness, equivalent null for
 # surviving mutants. Older shards read the new columns as null.
 SCHEMA_VERSION = 4
@@ -46,14 +49,16 @@ VERIFY_STATUSES = (
     # probe, verify/coverage.py): equivalent for this problem
     "unexercised",
 )
-# The float input kinds trials cycle through by default (see verify/inputs.py):
-# normal and non-integer uniform draws, wide magnitudes with random sign, edge values, and
-# each op's stress inputs (dataset_spec/stress.py: where its classic bugs live).
-DEFAULT_TRIAL_KINDS = ("normal", "uniform", "wide", "edge", "stress")
+# Every trial kind the verifier knows (dataset_spec/trials.py plans them, verify/inputs.py
+# draws them), and the ones trials cycle through by default: normal and non-integer uniform
+# draws, wide magnitudes with random sign, edge values, and each op's stress inputs
+# (dataset_spec/stress.py: where its classic bugs live).
+TRIAL_KINDS = ("normal", "uniform", "wide", "edge", "stress", "small", "large")
+DEFAULT_TRIAL_KINDS = tuple(k for k in TRIAL_KINDS if k not in ("small", "large"))  # scaled draws: on request
 DISTRIBUTION_KINDS = ("normal", "uniform", "randint", "zeros", "ones", "arange", "constant")
 
 
-class SpecError(ValueError):
+class SpecError(PtxdsError, ValueError):
     """A value in the data model is invalid; the message names the field and the value."""
 
 

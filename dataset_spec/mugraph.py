@@ -21,13 +21,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from .errors import PtxdsError
+
 AXES = ("x", "y", "z")
 FP16_SAFE = 65504.0 / 2  # largest intermediate magnitude the domain search accepts
 MIN_CHUNK = 16
 FP16_TINY = 2.0 ** -14  # smallest normal float16: u * FP16_TINY is half a subnormal step
 
 
-class MuGraphSemanticsError(ValueError):
+class MuGraphSemanticsError(PtxdsError, ValueError):
     """A muGraph the float64 evaluator cannot read; names the op."""
 
 

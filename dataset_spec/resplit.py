@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,11 +21,12 @@ from typing import Callable, Optional
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .errors import PtxdsError
 from .schema import SCHEMAS, pair_to_row, rows_to_table
 from .shards import _atomic_write_table, read_split_table, remove_stale_temp_files
+from .swap import COMPLETE, NEW, recover  # noqa: F401 (recover: importable from here too)
 from .splits import SPLITS, crossing_hashes, default_splits, moved_by_hash, shape_splits
 
-NEW, OLD, COMPLETE = ".resplit-new", ".resplit-old", "COMPLETE"
 CONFIGS = ("kernels", "pairs", "kernels_by_shape", "pairs_by_shape")
 ROWS_PER_PART = 256
 SPLIT_COLUMNS = ["group_id", "build_key", "problem", "ptx_hash", "kernel_id"]
@@ -38,7 +38,7 @@ PairMaker = Callable[[dict], list]
 _move = os.replace  # one name for the swap's renames, so a test can interrupt it
 
 
-class CrossSplitLeak(RuntimeError):
+class CrossSplitLeak(PtxdsError, RuntimeError):
     """A normalised PTX text sits in more than one split after a resplit (a bug)."""
 
 
@@ -53,33 +53,6 @@ class ResplitSummary:
     pairs_dropped: int = 0    # existing pairs whose two rows now sit in different splits
     by_split: dict = field(default_factory=dict)
     by_shape: dict = field(default_factory=dict)
-
-
-def recover(root) -> str:
-    """Finish or discard an interrupted resplit: '' when there was none."""
-    root = Path(root)
-    new, old = root / NEW, root / OLD
-    if (new / COMPLETE).is_file():
-        marker = json.loads((new / COMPLETE).read_text())
-        old.mkdir(exist_ok=True)
-        for config in marker["replace"] + marker["drop"]:
-            current = root / config
-            if config in marker["replace"] and not (new / config).is_dir():
-                continue  # already swapped in
-            if current.is_dir():
-                if (old / config).exists():
-                    shutil.rmtree(old / config)
-                _move(current, old / config)
-            if config in marker["replace"]:
-                _move(new / config, current)
-        shutil.rmtree(new)
-        shutil.rmtree(old, ignore_errors=True)
-        return "rolled forward"
-    if new.exists() or old.exists():
-        shutil.rmtree(new, ignore_errors=True)
-        shutil.rmtree(old, ignore_errors=True)
-        return "discarded"
-    return ""
 
 
 def _write_config(base: Path, config: str, table: pa.Table, splits: list, stamp: str) -> dict:
@@ -114,7 +87,7 @@ def resplit(root, pair_maker: Optional[PairMaker] = None) -> ResplitSummary:
     """Rewrite ``root``'s configs into the canonical splits. ``pair_maker`` regenerates
     pairs for a split assignment; without it existing pairs follow their rows."""
     root = Path(root)
-    recover(root)
+    recover(root, _move)
     remove_stale_temp_files(root)
     kernels = read_split_table(root, "kernels")
     light = kernels.select(SPLIT_COLUMNS).to_pylist()
@@ -161,7 +134,7 @@ def resplit(root, pair_maker: Optional[PairMaker] = None) -> ResplitSummary:
     tmp = new / f".{COMPLETE}.tmp"
     tmp.write_text(json.dumps({"replace": written, "drop": dropped}))
     os.replace(tmp, marker)
-    recover(root)
+    recover(root, _move)
     return summary
 
 
@@ -169,7 +142,7 @@ def split_check(root) -> dict:
     """What ``ptxds info`` says of the splits: rows per split of both configs, ptx_hash
     values in more than one split of ``kernels`` (0 after a build or a resplit), and rows
     moved off their function's split to keep a PTX on one side."""
-    recover(root)
+    recover(root, _move)
     table = read_split_table(root, "kernels", columns=SPLIT_COLUMNS)
     rows, splits = table.select(SPLIT_COLUMNS).to_pylist(), table.column("split").to_pylist()
     shape = read_split_table(root, "kernels_by_shape", columns=["kernel_id"]).column("split").to_pylist()

@@ -27,6 +27,7 @@ import pyarrow.parquet as pq
 from .model import KernelRecord, Pair
 from .schema import SCHEMAS, pair_to_row, record_to_row, row_to_record, rows_to_table
 from .splits import SPLITS, bucket_split, function_key
+from .swap import recover
 
 # A stable 80/10/10 hash of any key (kept under its old name; rows now split by function).
 split_of = bucket_split
@@ -59,8 +60,7 @@ class ShardWriter:
         self._stamp = f"{int(time.time() * 1000):013d}-{os.getpid()}"
         self._count = 0
         self._hash_split = None  # ptx_hash -> split of the rows already in the folder
-        from .resplit import recover  # a resplit cut short is finished (or discarded) first
-        recover(self.root)
+        recover(self.root)  # a resplit cut short is finished (or discarded) first
 
     def _split_of_row(self, row: dict) -> str:
         if self._hash_split is None:

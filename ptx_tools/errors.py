@@ -1,8 +1,10 @@
 """Exceptions raised by ptx_tools; each carries what a user needs to act on it."""
 from __future__ import annotations
 
+from dataset_spec.errors import PtxdsError
 
-class PtxError(ValueError):
+
+class PtxError(PtxdsError, ValueError):
     """Malformed PTX. ``line`` is the 1-based line where the problem was found."""
 
     def __init__(self, line: int, reason: str):
@@ -11,11 +13,11 @@ class PtxError(ValueError):
         self.reason = reason
 
 
-class ToolchainError(RuntimeError):
+class ToolchainError(PtxdsError, RuntimeError):
     """A CUDA tool is missing or unusable; the message says what to install."""
 
 
-class ToolRunError(RuntimeError):
+class ToolRunError(PtxdsError, RuntimeError):
     """A CUDA tool ran and failed. ``log`` holds its full output."""
 
     def __init__(self, message: str, log: str = ""):

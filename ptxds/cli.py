@@ -9,31 +9,25 @@ from pathlib import Path
 
 import click
 
-from builders import BUILDERS, MissingSourceDependency, UnknownSourceError
+from builders import BUILDERS, source_classes, source_credits
+from builders.options import field_type, option_fields
+from dataset_spec.errors import PtxdsError
 
 KNOWN_ARCHS = ("sm_80", "sm_86", "sm_89", "sm_90", "sm_90a")
-SHAPED_SOURCES = ("triton", "cutlass")  # builders that state their functions at a shape set's sizes
+SOURCE_CLASSES = source_classes()  # their Options give ``build`` its source flags
 
 
 def library_errors(func):
-    """Turn the library's expected failures into click errors naming cause and fix."""
+    """Turn the library's expected failures (every ``PtxdsError``, and a missing file) into
+    one-line click errors naming cause and fix."""
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
-        from dataset_spec.model import SpecError
-        from ptx_tools import ToolchainError
-        from .executors import ExecutorUnavailable
         try:
             return func(*args, **kwargs)
-        except (UnknownSourceError, MissingSourceDependency, ToolchainError, SpecError, ExecutorUnavailable,
-                FileNotFoundError) as exc:
-            raise click.ClickException(str(exc).splitlines()[0]) from None
-        except Exception as exc:
-            # matched by name: importing their modules (the report's pulls in matplotlib, about
-            # a second) would cost every command, build workers included
-            if type(exc).__name__ in ("ManifestError", "NoDriverError", "DriverError", "SanitizerMissing",
-                                      "EmptyDatasetError", "UnknownKnobError", "MugraphFetchError"):
-                raise click.ClickException(str(exc).splitlines()[0]) from None
-            raise
+        except (PtxdsError, FileNotFoundError) as exc:
+            message = exc.one_line() if isinstance(exc, PtxdsError) else str(exc).splitlines()[0]
+            # an option the chosen source does not take is a usage error, like click's own
+            raise (click.UsageError if getattr(exc, "usage", False) else click.ClickException)(message) from None
     return wrapper
 
 
@@ -65,6 +59,42 @@ def cli():
     """Build, verify and publish datasets of PTX equivalence groups."""
 
 
+def source_options(func):
+    """One flag per source option that declares one (builders/options.py), drawn from every
+    registered source's ``Options``; the help names the sources taking it."""
+    seen: dict = {}
+    for source, cls in SOURCE_CLASSES.items():
+        for name, field in option_fields(cls.Options).items():
+            if field.metadata.get("flag"):
+                seen.setdefault(name, (field, []))[1].append(source)
+    for name, (field, sources) in reversed(list(seen.items())):
+        meta = field.metadata
+        kind, _ = field_type(SOURCE_CLASSES[sources[0]].Options, field)
+        if meta.get("path"):
+            kind = click.Path(exists=True, file_okay=meta["path"] in ("file", "any"),
+                              dir_okay=meta["path"] in ("dir", "any"))
+        elif meta.get("min") is not None:
+            kind = click.IntRange(min=meta["min"]) if kind is int else click.FloatRange(min=meta["min"])
+        func = click.option(meta["flag"], name, type=kind, multiple=bool(meta.get("multiple")),
+                            default=None if meta.get("multiple") else field.default,
+                            show_default=bool(meta.get("show_default")),
+                            help=f"{', '.join(sources)}: {meta.get('help', '')}")(func)
+    return func
+
+
+def _given_source_options(flags: dict) -> dict:
+    """The source options the user set: flags that differ from their default, as values."""
+    given = {}
+    for name, value in flags.items():
+        if value is None or value == ():
+            continue
+        defaults = {option_fields(cls.Options)[name].default for cls in SOURCE_CLASSES.values()
+                    if name in option_fields(cls.Options)}
+        if value not in defaults:
+            given[name] = list(value) if isinstance(value, tuple) else value
+    return given
+
+
 @cli.command()
 @click.option("--source", "source", required=True, help=f"one of: {', '.join(sorted(BUILDERS))}")
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False), help="dataset folder")
@@ -75,27 +105,15 @@ def cli():
                    "schedule search, --schedules rows; a Triton or CUTLASS item is one kernel, one row per size)")
 @click.option("--sample-seed", type=int, default=0, help="with --limit: sample items with this seed")
 @click.option("--jobs", type=click.IntRange(min=1), default=None, help="local: worker processes (default: all cores)")
-@click.option("--from-dump", "from_dump", type=click.Path(exists=True, file_okay=False),
-              help="triton: ingest a TRITON_CACHE_DIR / TRITON_KERNEL_DUMP tree")
-@click.option("--problem", "problem_file", type=click.Path(exists=True, dir_okay=False),
-              help="triton --from-dump: problem spec file mapping kernels to problems")
-@click.option("--manifest", type=click.Path(exists=True, dir_okay=False), help="ptx: manifest file")
-@click.option("--family", default=None, help="cutlass: kernel name glob (like the profiler's --kernels)")
-@click.option("--per-family", type=click.IntRange(min=1), default=None,
-              help="cutlass: at most N kernels of each family (docs/cutlass.md), drawn with --sample-seed")
-@click.option("--alpha", type=float, default=None, help="cutlass: epilogue alpha (default 1)")
-@click.option("--beta", type=float, default=None,
-              help="cutlass: epilogue beta (default 0); nonzero gives the problem a C operand")
-@click.option("--sm-count", type=click.IntRange(min=1), default=132, show_default=True,
-              help="cutlass: SM count persistent schedulers size their grid by")
+@source_options
+@click.option("--option", "option_pairs", multiple=True, metavar="KEY=VALUE",
+              help="a source option by its name, e.g. --option batch_size=4 (repeatable; the fields of the "
+                   "source's Options dataclass)")
+@click.option("--options", "options_file", type=click.Path(exists=True, dir_okay=False),
+              help="a YAML/JSON mapping of source options (flags and --option win over it)")
 @click.option("--shapes", default="default", show_default=True,
-              help="triton, cutlass: problem sizes, a set (default, llm, sweep) or a YAML/JSON file; "
-                   "each size is its own group")
-@click.option("--mugraphs", multiple=True, type=click.Path(exists=True),
-              help="mirage: muGraph JSON file or folder of them (repeatable; default: $PTXDS_MIRAGE_DIR, "
-                   "else the pinned upstream files, downloaded once to the cache)")
-@click.option("--schedules", type=click.IntRange(min=1), default=None,
-              help="tvm: distinct schedules (members) per group (default 10)")
+              help=f"{', '.join(n for n, c in SOURCE_CLASSES.items() if c.takes_shapes)}: problem sizes, a set "
+                   "(default, llm, sweep) or a YAML/JSON file; each size is its own group")
 @click.option("--sass/--no-sass", default=False, help="store each row's SASS text")
 @executor_options
 @click.option("--cache", "cache_dir", default=None, type=click.Path(file_okay=False),
@@ -106,9 +124,8 @@ def cli():
               help="print the work items, the rows they give and a time estimate; build nothing")
 @click.option("--flush-rows", type=click.IntRange(min=1), default=64, hidden=True, help="rows per part file")
 @library_errors
-def build(source, out_dir, arch, limit, sample_seed, jobs, from_dump, problem_file, manifest,
-          family, per_family, alpha, beta, sm_count, shapes, mugraphs, schedules, sass, executor, address,
-          cache_dir, silent, dry_run, flush_rows):
+def build(source, out_dir, arch, limit, sample_seed, jobs, option_pairs, options_file, shapes, sass,
+          executor, address, cache_dir, silent, dry_run, flush_rows, **source_flags):
     """Build a source's equivalence groups into a dataset folder (safe to rerun: resumes).
 
     Example:
@@ -117,28 +134,17 @@ def build(source, out_dir, arch, limit, sample_seed, jobs, from_dump, problem_fi
 
         ptxds build --source cutlass --out data/cutlass --executor ray --address auto --cache /shared/ptxds-cache
     """
+    from builders import resolve_source_options
     from builders.base import BuildOptions
-    from .pipeline import run_build
-    if from_dump and source == "triton":
-        source = "triton-dump"
+    from builders.options import load_options_file, options_to_extra, parse_option_pairs
     from builders.shapes import load_shape_set
+    from .pipeline import run_build
     load_shape_set(shapes)  # a bad name or file is one line before any work
-    if shapes != "default" and source not in SHAPED_SOURCES:
-        raise click.UsageError(f"--shapes applies to --source {' and '.join(SHAPED_SOURCES)}; "
-                               f"{source} states its own sizes")
-    extra = {k: v for k, v in {"from_dump": from_dump, "problem_file": problem_file,
-                                "manifest": manifest, "family": family, "shapes": shapes,
-                                "per_family": per_family, "alpha": alpha, "beta": beta,
-                                "sm_count": sm_count, "mugraphs": list(mugraphs) or None,
-                                "schedules": schedules}.items()
-             if v is not None}
-    if source == "ptx" and not manifest:
-        raise click.UsageError("--source ptx needs --manifest FILE (see docs/manifest.md)")
-    if source == "triton-dump" and not from_dump:
-        raise click.UsageError("--source triton-dump needs --from-dump DIR")
-    if schedules is not None and source != "tvm":
-        raise click.UsageError(f"--schedules applies to --source tvm, not {source}")
-    options = BuildOptions(archs=_parse_archs(arch), limit=limit, sample_seed=sample_seed, extra=extra)
+    values = {**(load_options_file(options_file) if options_file else {}), **parse_option_pairs(option_pairs),
+              **_given_source_options(source_flags)}
+    source, settings = resolve_source_options(source, values, shapes)
+    options = BuildOptions(archs=_parse_archs(arch), limit=limit, sample_seed=sample_seed,
+                           extra=options_to_extra(settings))
     if dry_run:
         from .pipeline import plan_build
         _print_plan(plan_build(source, out_dir, options), jobs)
@@ -228,8 +234,8 @@ def resplit(dataset):
 
         ptxds resplit data/triton-verified
     """
-    from .pairs import publish
-    summary = publish(dataset)
+    from dataset_spec.dataset import Dataset
+    summary = Dataset(dataset, credits=source_credits).publish()
     click.echo(f"{dataset}: {summary.rows} rows, {summary.moved} moved "
                f"({summary.crossing_before} ptx_hash value(s) crossed splits before, 0 now; "
                f"{summary.moved_by_hash} row(s) off their function's split to keep a PTX on one side)")
@@ -252,7 +258,7 @@ def show_witness(dataset, which):
         ptxds show-witness data/triton-verified 3f1c0a9e2b7d5c4a8e6f0b1d
     """
     from dataset_spec.shards import read_pairs, read_records
-    from verify.witness import WitnessError, regenerate
+    from verify.witness import regenerate
     records = read_records(dataset)
     by_id = {r.kernel_id: r for r in records}
     by_id.update({r.build_key: r for r in records})
@@ -271,10 +277,7 @@ def show_witness(dataset, which):
     if record is None:
         raise click.ClickException(f"no row with kernel_id or build_key {which} in {dataset}; "
                                    f"`ptxds info {dataset}` lists its groups")
-    try:
-        result = regenerate(record, witness)
-    except WitnessError as exc:
-        raise click.ClickException(str(exc)) from None
+    result = regenerate(record, witness)
     click.echo("\n".join(result.lines()))
 
 
@@ -367,15 +370,12 @@ def verify(dataset, out_dir, groups, trials, no_timing, workers, kernel_timeout,
 
         ptxds verify data/cutlass --out data/cutlass-verified --executor ray --address auto
     """
-    from dataset_spec.shards import not_a_dataset_reason
+    from dataset_spec.dataset import Dataset
     out_dir = out_dir or str(Path(dataset).resolve()) + "-verified"
     if Path(out_dir).resolve() == Path(dataset).resolve():
         raise click.UsageError("--out must differ from DATASET: the input is never changed in place")
-    reason = not_a_dataset_reason(dataset)
-    if reason:
-        raise click.ClickException(reason)
+    Dataset.open(dataset)
     from verify import verify_dataset
-    from .pairs import publish
     runner = _executor(executor, address)
     try:
         summary = verify_dataset(dataset, out_dir, groups=groups, trials=trials, timing=not no_timing,
@@ -387,7 +387,7 @@ def verify(dataset, out_dir, groups, trials, no_timing, workers, kernel_timeout,
     if not summary.groups and not summary.skipped_groups:
         selection = f"matches --groups {groups!r}" if groups else "is in it"
         raise click.ClickException(f"no group of {dataset} {selection}; `ptxds info {dataset}` lists its groups")
-    publish(out_dir)
+    Dataset(out_dir, credits=source_credits).publish()
     click.echo(summary.format())
 
 
@@ -409,13 +409,8 @@ def add(dataset, group, ptx_file, launch_file, name):
 
         ptxds add data/handhack --group handhack/smith_waterman/int32/P1024xM128xN128 --ptx my.ptx
     """
-    from builders.handhack.add import AddError, add_member
-    try:
-        record = add_member(dataset, group, ptx_file, launch_file, name)
-    except AddError as exc:
-        raise click.ClickException(str(exc)) from None
-    from .pairs import publish
-    publish(dataset)
+    from .add import add_member
+    record = add_member(dataset, group, ptx_file, launch_file, name)
     resources = ", ".join(f"{r.entry}: {r.registers} registers" for r in record.resources)
     click.echo(f"added {record.name} ({record.arch}, kernel_id {record.kernel_id}) to {group}; {resources}")
     click.echo(f"base member: {record.provenance['base_name']} ({record.provenance['base_kernel_id']}); "

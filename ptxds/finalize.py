@@ -7,12 +7,13 @@ from __future__ import annotations
 import copy
 import hashlib
 
+from dataset_spec.errors import PtxdsError
 from dataset_spec.model import KernelRecord, make_kernel_id
 from ptx_tools import (AssemblyError, PtxError, assemble, feature_tags, normalize_ptx,
                        parse_ptx, ptx_hash)
 
 
-class LaunchMismatch(ValueError):
+class LaunchMismatch(PtxdsError, ValueError):
     """A Launch does not fit its PTX entry."""
 
 

@@ -11,13 +11,13 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from builders import BUILDERS, load_builder
+from builders import BUILDERS, load_builder, source_credits
 from builders.base import BuildOptions, WorkItem
+from dataset_spec.dataset import Dataset
 from dataset_spec.model import SpecError
-from dataset_spec.shards import ShardWriter, done_keys, remove_stale_temp_files
+from dataset_spec.shards import remove_stale_temp_files
 from ptx_tools import find_tool
 
-from .pairs import publish
 from .executors import BuildTask, build_and_finalize  # noqa: F401 (tests build one item)
 from .executors.local import LocalExecutor
 
@@ -87,7 +87,7 @@ def plan_build(source: str, out_dir, options: BuildOptions) -> BuildPlan:
         raise SpecError(f"--source {source} selects no work item with these options (archs "
                         f"{', '.join(options.archs)}); nothing was written")
     out = Path(out_dir)
-    finished = {item_of_key(k) for k in done_keys(out)} if out.is_dir() else set()
+    finished = {item_of_key(k) for k in Dataset(out).done_keys()}
     todo = [item for item in items if item.key not in finished]
     rows = sum(item.rows for item in todo)
     return BuildPlan(source, todo, len(items) - len(todo), rows, rows * builder_cls.cpu_seconds_per_row)
@@ -114,7 +114,7 @@ def run_build(source: str, out_dir, options: BuildOptions, jobs: int = 0, sass: 
     builder.check_output(out)  # e.g. one problem per group across builds into one folder
     out.mkdir(parents=True, exist_ok=True)
     remove_stale_temp_files(out)
-    written = done_keys(out)
+    written = Dataset(out).done_keys()
     finished = {item_of_key(k) for k in written}
     todo = [item for item in items if item.key not in finished]
     summary = BuildSummary(source, str(out), items_total=len(items),
@@ -123,7 +123,7 @@ def run_build(source: str, out_dir, options: BuildOptions, jobs: int = 0, sass: 
                      builder_cls.task_memory_bytes)
     executor = executor or LocalExecutor(jobs)
     summary.executor = executor.describe()
-    writer = ShardWriter(out, "kernels")
+    writer = Dataset(out).writer()
     pending: list = []
     last_flush = time.time()
 
@@ -169,7 +169,7 @@ def run_build(source: str, out_dir, options: BuildOptions, jobs: int = 0, sass: 
     finally:
         flush()
         bar.close()
-    publish(out)
+    Dataset(out, credits=source_credits).publish()
     summary.seconds = time.time() - start
     return summary
 

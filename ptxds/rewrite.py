@@ -16,14 +16,14 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from builders import source_credits
+from dataset_spec.dataset import Dataset
 from dataset_spec.model import SpecError, make_build_key
 from dataset_spec.schema import VERIFIER_COLUMNS
-from dataset_spec.shards import ShardWriter, read_records
 from ptx_tools import parse_ptx
 from ptx_tools.rewrite import MUTATIONS, REWRITES, Context, NotApplicable, apply_mutation, apply_rewrites
 
 from .finalize import finalize_record
-from .pairs import publish
 
 SOURCE = "rewrite"
 REWRITES_PER_MEMBER = 3   # operators tried per rewritten member
@@ -143,7 +143,8 @@ def rewrite_dataset(root, rewrites: int = 2, mutants: int = 4, seed: int = 0, gr
     if rewrites < 0 or mutants < 0:
         raise SpecError(f"--rewrites and --mutants must be >= 0, got {rewrites} and {mutants}")
     root = Path(root)
-    records = read_records(root)
+    dataset = Dataset(root, credits=source_credits)
+    records = dataset.records()
     if not records:
         raise SpecError(f"{root} holds no kernel rows; build one with ptxds build first")
     present = {r.build_key for r in records}
@@ -153,7 +154,6 @@ def rewrite_dataset(root, rewrites: int = 2, mutants: int = 4, seed: int = 0, gr
             if groups is None or record.group_id in groups:
                 by_group[record.group_id].append(record)
     summary = RewriteSummary(groups=len(by_group))
-    writer = ShardWriter(root, "kernels")
     for group, bases in sorted(by_group.items()):
         bases.sort(key=lambda r: r.kernel_id)
         contexts = {}  # one parse of each base, however many rows it gives
@@ -170,7 +170,6 @@ def rewrite_dataset(root, rewrites: int = 2, mutants: int = 4, seed: int = 0, gr
                 present.add(row.build_key)
         summary.rewrites_written += sum(1 for r in new if "rewrites" in r.variant)
         summary.mutants_written += sum(1 for r in new if "mutation" in r.variant)
-        if new:
-            writer.write(new)
-    publish(root)
+        dataset.write(new)  # group by group: an interrupted run keeps the groups done
+    dataset.publish()
     return summary

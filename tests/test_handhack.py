@@ -13,7 +13,7 @@ from click.testing import CliRunner
 pytest.importorskip("triton")
 
 from builders.base import BuildOptions  # noqa: E402
-from builders.handhack.add import AddError, add_member  # noqa: E402
+from ptxds.add import AddError, add_member  # noqa: E402
 from builders.handhack.builder import MEMBERS, sw_problem  # noqa: E402
 from builders.handhack.ptx_edit import PtxEditError, Ring, rings_to_shared  # noqa: E402
 from dataset_spec.problems import get_op  # noqa: E402

@@ -133,7 +133,7 @@ def test_manifest_that_changes_its_problem_during_a_build_is_refused(tmp_path):
 
 
 def test_add_refuses_a_group_whose_rows_carry_two_problems(tmp_path):
-    from builders.handhack.add import AddError, build_added_record
+    from ptxds.add import AddError, build_added_record
     ShardWriter(tmp_path / "ds", "kernels").write([_row("strict", _problem()), _row("loose", _problem(atol=1e30))])
     edited = tmp_path / "edited.ptx"
     edited.write_text(PTX.replace("{ ret; }", "{\n\tret;\n}"))

@@ -18,12 +18,13 @@ from typing import Callable, Optional
 
 import numpy as np
 
+from dataset_spec.errors import PtxdsError
 from dataset_spec.model import SCALAR_DTYPES, TENSORMAP_BYTES, Arg, Launch
 
 TensorMapEncoder = Callable[[dict, int], bytes]
 
 
-class ArgError(ValueError):
+class ArgError(PtxdsError, ValueError):
     """A launch's arguments do not fit the kernel or the problem's buffers."""
 
 

@@ -11,6 +11,8 @@ from typing import Optional, Sequence
 
 import numpy as np
 
+from dataset_spec.errors import PtxdsError
+
 try:
     from cuda.bindings import driver as cu
 except ImportError:  # the package itself is missing: same outcome as no driver
@@ -42,17 +44,18 @@ _HINTS = {
 }
 
 
-class DriverError(RuntimeError):
+class DriverError(PtxdsError, RuntimeError):
     """A driver call failed. ``name`` is the CUresult name (e.g. CUDA_ERROR_ILLEGAL_ADDRESS)."""
 
     def __init__(self, name: str, message: str, call: str = "", hint: str = "", log: str = ""):
-        self.name, self.message, self.call, self.hint, self.log = name, message, call, hint, log
         text = f"{call + ': ' if call else ''}{name}: {message}"
         if hint:
             text += f" ({hint})"
         if log:
             text += f"\n{log.strip()}"
         super().__init__(text)
+        # after the base's __init__, which sets message and hint to the whole text
+        self.name, self.message, self.call, self.hint, self.log = name, message, call, hint, log
 
     @property
     def sticky(self) -> bool:
@@ -66,7 +69,7 @@ class DriverError(RuntimeError):
 NO_GPU_FIX = "; ptxds verify needs a machine with an NVIDIA GPU and its driver (build and info do not)"
 
 
-class NoDriverError(RuntimeError):
+class NoDriverError(PtxdsError, RuntimeError):
     """No CUDA driver can be loaded or no device is present."""
 
 

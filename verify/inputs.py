@@ -4,20 +4,9 @@ Inputs are drawn in float64 from each Buffer's Distribution with a recorded seed
 rounded to the buffer's storage dtype; the reference is computed from the *rounded* values
 (``from_storage``), so storage rounding never counts as kernel error.
 
-Trial kinds (``Problem.trial_kinds``) change how float buffers are drawn: ``normal`` and
-``uniform`` keep the buffer's mean and spread; ``wide`` gives random signs and magnitudes
-log-uniform over the op's whole safe domain (``OpSpec.domain``: many binades, up to what
-cannot overflow); ``edge`` mixes special values into normal data: exact zeros, -0.0, the
-domain's largest magnitude, subnormals where the domain reaches them, and values at and
-beside rounding boundaries; ``stress`` draws the op's own stress rows
-(``OpSpec.stress_values``, dataset_spec/stress.py: where its classic bugs live, NaN and
-infinities included where the IEEE result is defined). ``small``/``large`` scale the
-buffer's distribution.
-
-Integer input buffers of an op that declares ``integer_range`` (a GEMM's operands over
-their dtype's full range, sequence letters, ...) are drawn over that range in every kind
-(``draw_integers``); other integer buffers keep their ``init`` distribution. Each trial
-reports the ranges it drew from (``TrialInputs.ranges``).
+Which trials run, and how each buffer of each is drawn (its kind, float domain or integer
+range), is ``dataset_spec.trials.trial_plan``'s answer; this module draws the values it
+names (``make_trial_inputs``) and reports the ranges it drew from (``TrialInputs.ranges``).
 """
 from __future__ import annotations
 
@@ -29,6 +18,7 @@ import numpy as np
 
 from dataset_spec.fp8 import NAN_CODE, fp8_bits, fp8_to_float, is_fp8
 from dataset_spec.model import DTYPES, Buffer, Distribution, Problem
+from dataset_spec.trials import DRAW, FLOAT_DISTRIBUTIONS, INTEGERS, is_float, stress_values, trial_spec
 
 # numpy dtype holding each storage dtype's bits (bfloat16 has no numpy type: uint16 bits).
 STORAGE_NUMPY = {
@@ -41,15 +31,9 @@ STORAGE_NUMPY = {
 BITS_NUMPY = {1: np.dtype("u1"), 2: np.dtype("<u2"), 4: np.dtype("<u4"), 8: np.dtype("<u8")}
 
 FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64", "float8_e4m3", "float8_e5m2")
-FLOAT_KINDS = ("normal", "uniform")
-TRIAL_KINDS = ("normal", "uniform", "wide", "edge", "stress", "small", "large")
-DOMAIN_KINDS = ("wide", "edge", "stress")  # kinds that draw over the op's domain
+FLOAT_KINDS = FLOAT_DISTRIBUTIONS
 MAGNITUDE = {"small": 1e-2, "large": 1e2}
 EDGE_FRACTION = 0.25  # share of elements an edge trial replaces with special values
-
-
-def is_float(dtype: str) -> bool:
-    return DTYPES[dtype][1] == "f"
 
 
 # Poisons and guard fills are drawn per trial from its seed, so a failure reproduces. Run 1
@@ -202,11 +186,6 @@ def trial_seed(group_id: str, problem_digest: str, trial: int) -> int:
     return int.from_bytes(hashlib.sha256(text).digest()[:8], "little") >> 1
 
 
-def trial_kind(problem: Problem, trial: int) -> str:
-    kinds = [k for k in (problem.trial_kinds or ["normal"]) if k in TRIAL_KINDS] or ["normal"]
-    return kinds[trial % len(kinds)]
-
-
 def _moments(dist: Distribution) -> tuple:
     p = dist.params
     if dist.kind == "uniform":
@@ -348,44 +327,31 @@ class TrialInputs:
     ranges: dict = None  # name -> [lo, hi] drawn over: integers inclusive, floats magnitudes
 
 
-def trial_count(problem: Problem) -> int:
-    """Trials that run each of the problem's kinds once."""
-    return len([k for k in (problem.trial_kinds or ["normal"]) if k in TRIAL_KINDS]) or 1
-
-
 def make_trial_inputs(problem: Problem, group_id: str, trial: int) -> TrialInputs:
-    """Draw every in/inout buffer of ``problem`` for ``trial`` (seeded, reproducible)."""
-    from dataset_spec.problems import get_op
+    """Draw every in/inout buffer of ``problem`` for ``trial`` (seeded, reproducible), as
+    ``trial_spec`` plans it."""
     seed = trial_seed(group_id, problem.digest(), trial)
-    kind = trial_kind(problem, trial)
-    integer_inputs = any(b.role in ("in", "inout") and not is_float(b.dtype) for b in problem.buffers)
-    op = get_op(problem.op) if kind in DOMAIN_KINDS or integer_inputs else None
+    spec = trial_spec(problem, trial)
     storage, values, ranges = {}, {}, {}
-    for index, buf in enumerate(problem.buffers):
-        if buf.role not in ("in", "inout"):
-            continue
+    for plan in spec.buffers:
+        buf = problem.buffer(plan.name)
         # One stream per buffer index so adding a buffer does not reshuffle the others.
-        rng = np.random.default_rng([seed, index])
-        span = op.integer_range(problem, buf) if (not is_float(buf.dtype) and op is not None
-                                                  and op.integer_range is not None) else None
-        if span is not None:
-            low, high = (int(v) for v in span)
-            drawn = draw_integers(buf.shape, rng, low, high, kind)
+        rng = np.random.default_rng([seed, plan.index])
+        if plan.how == INTEGERS:
+            low, high = plan.integer_range
+            drawn = draw_integers(buf.shape, rng, low, high, plan.kind)
             ranges[buf.name] = [low, high - 1]
-        elif is_float(buf.dtype) and kind == "stress" and buf.init.kind in FLOAT_KINDS:
-            domain = op.domain(problem, buf.name)
-            drawn = op.stress_values(problem, buf, rng, domain, values)
-            ranges[buf.name] = list(domain)
+        elif plan.how == DRAW:
+            drawn = draw(buf.init, buf.shape, rng, plan.kind, buf.dtype, plan.domain)
+            if plan.domain is not None:
+                ranges[buf.name] = list(plan.domain)
         else:
-            use_kind = kind if is_float(buf.dtype) and kind != "stress" else ""
-            domain = op.domain(problem, buf.name) if use_kind in ("wide", "edge") else None
-            drawn = draw(buf.init, buf.shape, rng, use_kind, buf.dtype, domain)
-            if domain is not None:
-                ranges[buf.name] = list(domain)
+            drawn = stress_values(problem, plan, rng, values)
+            ranges[buf.name] = list(plan.domain)
         bits = float_to_bits(drawn, buf.dtype)
         storage[buf.name] = bits
         values[buf.name] = from_storage(bits, buf.dtype)
-    return TrialInputs(trial, seed, kind, storage, values, ranges)
+    return TrialInputs(trial, seed, spec.kind, storage, values, ranges)
 
 
 def init_array(buf: Buffer, seed: int = 0) -> np.ndarray:

@@ -18,6 +18,7 @@ import time
 from dataclasses import dataclass
 from typing import Iterable, Optional
 
+from dataset_spec.errors import PtxdsError
 from .l2flush import FLUSH_READ_ENTRY
 
 # The entry of hold.HOLD_PTX: it spins while a batch is enqueued and is never a member's kernel.
@@ -27,7 +28,7 @@ TIMER_KERNEL_NAMES = (HOLD_KERNEL_NAME, FLUSH_READ_ENTRY)
 FLUSH_FORCED = 1  # CUPTI_ACTIVITY_FLAG_FLUSH_FORCED
 
 
-class KernelClockError(RuntimeError):
+class KernelClockError(PtxdsError, RuntimeError):
     """The kernel clock cannot give this batch's durations; use CUDA events instead."""
 
 

@@ -27,16 +27,18 @@ from typing import Optional
 import numpy as np
 
 from dataset_spec.model import KernelRecord, Problem
-from dataset_spec.problems import get_op
+from dataset_spec.ops import get_op
+from dataset_spec.trials import trial_count
 from dataset_spec.schema import VERIFIER_COLUMNS
-from dataset_spec.shards import ShardWriter, done_keys, read_records
+from dataset_spec.dataset import Dataset
+from dataset_spec.group_stats import group_stats
 
 from dataset_spec.numerics import smallest_caught_relative_error
 from dataset_spec.one_problem import describe_mismatch, distinct_problems
 
 from .assembly_pool import AssemblyPool, runnable_reason
 from .compare import agreement_bound, trivial_reason
-from .inputs import exact_values, make_trial_inputs, trial_count
+from .inputs import exact_values, make_trial_inputs
 from .judge import judge_device, on_device
 from .reference import reference_outputs
 from .timing import TARGET_RSE
@@ -310,7 +312,7 @@ class _Run:
         self.time_budget = time_budget
         self.pool = pool
         self.cc = gpu_cc
-        self.writer = ShardWriter(out_dir)
+        self.writer = Dataset(out_dir).writer()
         self.lock = threading.Lock()
         self.next_index = 0
         self.submitted = 0
@@ -528,15 +530,11 @@ class _Run:
         statuses = Counter(results.values())
         statuses.update(r.status for r in rows if r.status in PASS_THROUGH)
         ran = [r for r in rows if results.get(r.build_key) not in (None, "not_runnable")]
-        timed = [r for r in ran if r.status == "passed" and r.time_us_median is not None]
-        fastest = min(timed, key=lambda r: r.time_us_median) if timed else None
-        slowest = max(timed, key=lambda r: r.time_us_median) if timed else None
+        stats = group_stats(ran)
         return GroupSummary(
             group_id=group_id, members=len(rows), statuses=dict(statuses),
             all_equivalent=bool(ran) and all(r.status in ("passed", "unexercised") for r in ran),
-            fastest=fastest.name if fastest else None,
-            fastest_us=fastest.time_us_median if fastest else None,
-            slowest_us=slowest.time_us_median if slowest else None,
+            fastest=stats.fastest, fastest_us=stats.fastest_us, slowest_us=stats.slowest_us,
             ran=len(ran), not_runnable=statuses.get("not_runnable", 0),
             distinct_outputs=len({r.output_hash for r in ran if r.status == "passed" and r.output_hash}))
 
@@ -609,8 +607,8 @@ def verify_dataset(in_dir, out_dir, *, groups: Optional[str] = None, trials: Opt
     if sanitize:
         from .sanitize import find_sanitizer
         sanitizer = find_sanitizer()
-    selected = select_groups(read_records(in_path), groups)
-    done = done_keys(out_path) if out_path.exists() else set()
+    selected = select_groups(Dataset(in_path).records(), groups)
+    done = Dataset(out_path).done_keys()
     todo = [(g, rows) for g, rows in selected if not all(r.build_key in done for r in rows)]
     summary = VerifySummary(skipped_groups=len(selected) - len(todo))
     if not todo:

@@ -26,10 +26,12 @@ from typing import Optional
 
 import numpy as np
 
+from dataset_spec.errors import PtxdsError
+
 TOOLS = ("memcheck", "racecheck")
 
 
-class SanitizerMissing(RuntimeError):
+class SanitizerMissing(PtxdsError, RuntimeError):
     """compute-sanitizer is not installed where ptxds can find it."""
 
 

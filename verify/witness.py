@@ -8,14 +8,15 @@ from typing import Optional
 
 import numpy as np
 
+from dataset_spec.errors import PtxdsError
 from dataset_spec.model import KernelRecord
-from dataset_spec.problems import get_op
+from dataset_spec.ops import get_op
 
 from .inputs import make_trial_inputs
 from .reference import reference_outputs
 
 
-class WitnessError(ValueError):
+class WitnessError(PtxdsError, ValueError):
     """The row has no witness that names an element."""
 
 

@@ -25,6 +25,8 @@ from __future__ import annotations
 import shlex
 import sys
 from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Optional
 
 from dataset_spec.model import Arg, Buffer, Distribution, KernelRecord, Launch, SpecError
 from ptx_tools import parse_ptx, split_module
@@ -57,8 +59,7 @@ def entry_params(ptx: str, entry: str) -> list:
     return parse_ptx(ptx).function(entry).params
 
 
-def _families(extra: dict) -> tuple:
-    family = extra.get("family")
+def _families(family) -> tuple:
     if not family:
         return catalog.DEFAULT_FAMILIES
     if isinstance(family, str):
@@ -66,12 +67,12 @@ def _families(extra: dict) -> tuple:
     return tuple(family)
 
 
-def cutlass_shape_set(extra: dict) -> ShapeSet:
+def cutlass_shape_set(shapes, problem=None) -> ShapeSet:
     """``problem`` (one exact size) wins over ``shapes``; the default set is 512x768x520."""
-    if extra.get("problem") is not None:
-        size = tuple(int(v) for v in extra["problem"])
+    if problem is not None:
+        size = tuple(int(v) for v in problem)
         return ShapeSet(name="problem", gemm=(size,), exact=True)
-    shape_set = load_shape_set(extra.get("shapes"))
+    shape_set = load_shape_set(shapes)
     if shape_set.is_default:
         return ShapeSet(name="default", gemm=(DEFAULT_PROBLEM,), is_default=True)
     if not shape_set.sizes_for("gemm"):
@@ -79,9 +80,33 @@ def cutlass_shape_set(extra: dict) -> ShapeSet:
     return shape_set
 
 
+@dataclass(frozen=True)
+class CutlassOptions:
+    """Which kernels (``family`` globs, ``per_family``), their epilogue (``alpha``, ``beta``),
+    the SM count persistent schedulers size their grid by, and the sizes (``shapes``, or one
+    exact ``problem`` M, N, K; ``batch_size`` kernels per nvcc call)."""
+    family: Optional[str] = field(default=None, metadata={
+        "flag": "--family", "help": "kernel name glob (like the profiler's --kernels)"})
+    per_family: Optional[int] = field(default=None, metadata={
+        "flag": "--per-family", "min": 1,
+        "help": "at most N kernels of each family (docs/cutlass.md), drawn with --sample-seed"})
+    alpha: Optional[float] = field(default=None, metadata={"flag": "--alpha", "help": "epilogue alpha (default 1)"})
+    beta: Optional[float] = field(default=None, metadata={
+        "flag": "--beta", "help": "epilogue beta (default 0); nonzero gives the problem a C operand"})
+    sm_count: int = field(default=DEFAULT_SM_COUNT, metadata={
+        "flag": "--sm-count", "min": 1, "show_default": True,
+        "help": "SM count persistent schedulers size their grid by"})
+    shapes: Optional[str] = None
+    problem: Optional[tuple[int, ...]] = None
+    batch_size: int = DEFAULT_BATCH
+
+
 class CutlassBuilder(Builder):
     """CUTLASS GEMM kernels -> rows with PTX, Params blob launches and a GEMM problem."""
     name = "cutlass"
+    Options = CutlassOptions
+    pip_extra = "cutlass"
+    takes_shapes = True
     # 822 default kernels in 33 min on 2 cores (SM90 TMA kernels cost about 5x an SM80 one)
     cpu_seconds_per_row = 4.8
     # cicc peaked at 3.0 GiB compiling one SM90a TMA kernel; a cluster scheduler packs
@@ -91,14 +116,14 @@ class CutlassBuilder(Builder):
 
     def __init__(self, options: BuildOptions | None = None):
         super().__init__(options)
-        extra = self.options.extra
-        self.families = _families(extra)
-        self.sm_count = int(extra.get("sm_count", DEFAULT_SM_COUNT))
-        self.shape_set = cutlass_shape_set(extra)
-        self.alpha = float(extra.get("alpha", 1.0))
-        self.beta = float(extra.get("beta", 0.0))
-        self.batch_size = int(extra.get("batch_size", DEFAULT_BATCH))
-        self.per_family = int(extra["per_family"]) if extra.get("per_family") is not None else None
+        settings = self.settings
+        self.families = _families(settings.family)
+        self.sm_count = int(settings.sm_count)
+        self.shape_set = cutlass_shape_set(settings.shapes, settings.problem)
+        self.alpha = float(1.0 if settings.alpha is None else settings.alpha)
+        self.beta = float(0.0 if settings.beta is None else settings.beta)
+        self.batch_size = int(settings.batch_size)
+        self.per_family = int(settings.per_family) if settings.per_family is not None else None
 
     # -- enumeration -------------------------------------------------------------------
     def kernels(self) -> list:

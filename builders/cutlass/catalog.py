@@ -14,6 +14,9 @@ import random
 import re
 from dataclasses import dataclass, field
 
+from dataset_spec.errors import PtxdsError
+
+
 SM90_TMA_FAMILY = "cutlass3x_sm90_tensorop_gemm_bf16_bf16_f32_bf16_bf16_*_tnn_align8*"
 # Families built when the user names none: the seed family, f16, tf32, one SM90 3.x family.
 DEFAULT_FAMILIES = (
@@ -61,7 +64,7 @@ NAME_3X = re.compile(  # also the 2.x-API SM90 DMMA kernels, named like 3.x ones
     r"(?P<stages>\d+)_(?P<layouts>[nt]{3})_align(?P<alignment>\d+)(?P<suffix>.*)$")
 
 
-class CatalogError(ValueError):
+class CatalogError(PtxdsError, ValueError):
     """A kernel name does not parse, or no kernel matches the request."""
 
 

@@ -130,6 +130,7 @@ def edited_member(base: KernelRecord, member: str, compiler_smem: int, m: int) -
 class HandhackBuilder(Builder):
     """The Smith-Waterman groups: one work item per (size, arch), a row per member."""
     name = "handhack"
+    pip_extra = "triton"
 
     def work_items(self) -> list:
         items = []

@@ -23,12 +23,15 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from dataset_spec.errors import PtxdsError
+
+
 SHARED_SYMBOL = "ring_smem"
 SHARED_ALIGN = 16
 EDIT_REGS = ("%ringd", "%ringr")  # register families the edit declares (b64, b32)
 
 
-class PtxEditError(ValueError):
+class PtxEditError(PtxdsError, ValueError):
     """The PTX does not have the shape the edit needs; the message names what is missing."""
 
 

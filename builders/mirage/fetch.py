@@ -16,6 +16,7 @@ import urllib.request
 import uuid
 from pathlib import Path
 
+from dataset_spec.errors import PtxdsError
 from ptx_tools.ptx_cache import cache_folder
 
 DIR_ENV = "PTXDS_MIRAGE_DIR"
@@ -38,7 +39,7 @@ PINNED = {
 }
 
 
-class MugraphFetchError(RuntimeError):
+class MugraphFetchError(PtxdsError, RuntimeError):
     """The muGraph files can be neither found nor downloaded; one line saying both ways."""
 
 

@@ -13,6 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
+from dataset_spec.errors import PtxdsError
+
+
 FLOAT16 = 921  # Mirage's data_type code for half precision
 AXES = ("x", "y", "z")
 
@@ -50,11 +53,11 @@ def broadcast_strides(shape: tuple, out: tuple) -> list:
     return strides
 
 
-class MuGraphFileError(ValueError):
+class MuGraphFileError(PtxdsError, ValueError):
     """The file is not a list of muGraphs."""
 
 
-class MuGraphError(ValueError):
+class MuGraphError(PtxdsError, ValueError):
     """One muGraph cannot be lowered; the message names the file, the index and the op."""
 
     def __init__(self, file: str, index: int, op: str, reason: str):

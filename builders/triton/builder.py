@@ -42,6 +42,7 @@ import hashlib
 import json
 import re
 from pathlib import Path
+from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from builders.base import Builder, BuildOptions, WorkItem
@@ -419,19 +420,42 @@ def compile_key(payload: dict) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
+@dataclass(frozen=True)
+class TritonOptions:
+    """``shapes``: the problem sizes (builders/shapes.py); ``from_dump``: a dump tree, which
+    makes the build the triton-dump source's (the library path delegates the same way)."""
+    shapes: Optional[str] = None
+    from_dump: Optional[str] = None
+    problem_file: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class TritonDumpOptions:
+    """An existing TRITON_CACHE_DIR / TRITON_KERNEL_DUMP tree and its problem spec."""
+    from_dump: Optional[str] = field(default=None, metadata={
+        "flag": "--from-dump", "path": "dir", "required": "DIR",
+        "help": "ingest a TRITON_CACHE_DIR / TRITON_KERNEL_DUMP tree (with --source triton)"})
+    problem_file: Optional[str] = field(default=None, metadata={
+        "flag": "--problem", "path": "file", "help": "problem spec file mapping kernels to problems"})
+    dump_dir: Optional[str] = None  # the older name of from_dump
+
+
 class TritonBuilder(Builder):
     """The built-in Triton suite: one item per (group, config, arch); with a non-default
     shape set, the sizes whose compile is identical share one item (one compile, a row
     per size)."""
     name = "triton"
+    Options = TritonOptions
+    pip_extra = "triton"
+    takes_shapes = True
     # 118 default rows in 35 s on a fresh 2-core machine
     cpu_seconds_per_row = 0.6
 
     def shape_set(self) -> ShapeSet:
-        return load_shape_set(self.options.extra.get("shapes"))
+        return load_shape_set(self.settings.shapes)
 
     def work_items(self) -> list:
-        if self.options.extra.get("from_dump"):
+        if self.settings.from_dump:
             return TritonDumpBuilder(self.options).work_items()
         shape_set = self.shape_set()
         groups = suite_groups(shape_set)
@@ -722,9 +746,12 @@ def dump_variant_knobs(variant: dict) -> dict:
 class TritonDumpBuilder(Builder):
     """Rows from an existing Triton cache or kernel-dump directory (``extra["from_dump"]``)."""
     name = "triton-dump"
+    Options = TritonDumpOptions
+    pip_extra = "triton"
+    serves = ("triton", "from_dump")
 
     def dump_dir(self) -> Path:
-        folder = self.options.extra.get("from_dump") or self.options.extra.get("dump_dir")
+        folder = self.settings.from_dump or self.settings.dump_dir
         if not folder or not Path(folder).is_dir():
             raise SpecError(f"triton-dump needs extra['from_dump'] = an existing directory, got {folder!r}")
         return Path(folder)
@@ -742,7 +769,7 @@ class TritonDumpBuilder(Builder):
     def build(self, item: WorkItem) -> list:
         variant = load_variant(Path(item.payload["ptx_path"]))
         recovery = recover_dump_metadata(variant)
-        specs = load_problem_specs(self.options.extra.get("problem_file"))
+        specs = load_problem_specs(self.settings.problem_file)
         record = KernelRecord(group_id=item.group_id, source="triton", variant=dump_variant_knobs(variant),
                               name=variant["name"], arch=variant["arch"], ptx=read_text(Path(variant["path"])),
                               launches=[], problem=placeholder_problem(variant["name"]),

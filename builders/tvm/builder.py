@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import shlex
 import sys
+from dataclasses import dataclass, field
+from typing import Optional
 
 from builders.base import Builder, BuildOptions, WorkItem
 from dataset_spec.model import Arg, Buffer, KernelRecord, Launch
@@ -45,21 +47,31 @@ def selected_workloads(names) -> list:
     return keep
 
 
+@dataclass(frozen=True)
+class TvmOptions:
+    """Members per group (``schedules``) and which workloads (names; default: all)."""
+    schedules: Optional[int] = field(default=None, metadata={
+        "flag": "--schedules", "min": 1, "help": "distinct schedules (members) per group (default 10)"})
+    workloads: Optional[tuple[str, ...]] = None
+
+
 class TvmBuilder(Builder):
     """TVM workloads -> one group per workload and size, one row per distinct schedule and arch."""
     name = SOURCE
+    Options = TvmOptions
+    pip_extra = "tvm"
     # 280 rows in 686 s on 2 cores
     cpu_seconds_per_row = 4.9
 
     def __init__(self, options: BuildOptions | None = None):
         super().__init__(options)
-        self.schedules = int(self.options.extra.get("schedules") or DEFAULT_SCHEDULES)
+        self.schedules = int(self.settings.schedules or DEFAULT_SCHEDULES)
         if self.schedules < 1:
             raise ValueError(f"--schedules must be at least 1, got {self.schedules}")
 
     def work_items(self) -> list:
         items = []
-        for w in selected_workloads(self.options.extra.get("workloads")):
+        for w in selected_workloads(self.settings.workloads):
             for arch in self.options.archs:
                 items.append(WorkItem(
                     key=f"{w.group_id}/{arch}/n{self.schedules}/s{self.options.sample_seed}",

@@ -2,7 +2,7 @@
 computes, at a small and a large size.
 
 Each workload is one tensor program; its buffers are named as the registry's op expects
-(``dataset_spec/problems.py``), so the TE placeholders and the Problem's buffers share
+(``dataset_spec/ops/``), so the TE placeholders and the Problem's buffers share
 names and the lowered kernels' pointer parameters map onto them by name.
 """
 from __future__ import annotations

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
+from dataset_spec.errors import PtxdsError
 from builders import import_builder
 from builders.base import BuildOptions, WorkItem
 from ptx_tools.ptx_cache import CACHE_ROOT_ENV
@@ -26,7 +27,7 @@ from ..finalize import finalize_record
 EXECUTORS = ("local", "ray")
 
 
-class ExecutorUnavailable(RuntimeError):
+class ExecutorUnavailable(PtxdsError, RuntimeError):
     """The chosen executor cannot run here (package missing, cluster unreachable)."""
 
 

@@ -8,6 +8,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from builders import source_credits
+from dataset_spec.errors import PtxdsError
 from dataset_spec.card import PLOTS_DIR, PLOTS_INDEX, write_card
 from dataset_spec.shards import shards_fingerprint
 
@@ -17,7 +19,7 @@ from .html import render_page
 DEFAULT_MAX_GROUPS = 60
 
 
-class UnknownKnobError(ValueError):
+class UnknownKnobError(PtxdsError, ValueError):
     """--knob names a knob the report does not know."""
 
 
@@ -78,5 +80,5 @@ def _write_card_plots(dataset: Path, plots: list) -> list:
              "plots": [{"file": f"{PLOTS_DIR}/{p.name}.png", "title": p.title, "caption": p.caption,
                         "kind": "group" if p.name.startswith("group-") else "overview"} for p in plots]}
     _atomic_write(folder / PLOTS_INDEX, json.dumps(index, indent=1).encode())
-    write_card(dataset)
+    write_card(dataset, credits=source_credits)
     return written

@@ -9,8 +9,10 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from dataset_spec.errors import PtxdsError
 from dataset_spec.card import output_dtype, weakest_catches
 from dataset_spec.model import BUILD_STATUSES
+from dataset_spec.group_stats import GroupStats, group_stats
 from dataset_spec.shards import latest_rows, not_a_dataset_reason, read_table
 
 # The schedule knobs a report can plot time against, in the order it shows them.
@@ -23,7 +25,7 @@ _COLUMNS = ["build_key", "kernel_id", "group_id", "source", "name", "arch", "op"
             "driver_version", "launches"]
 
 
-class EmptyDatasetError(ValueError):
+class EmptyDatasetError(PtxdsError, ValueError):
     """The folder is not a dataset folder (no kernel rows)."""
 
 
@@ -60,9 +62,14 @@ class Group:
     members: list
 
     @property
+    def stats(self) -> GroupStats:
+        """Members, passed, fastest and spread: the numbers the card and verify print too."""
+        return group_stats(self.members)
+
+    @property
     def timed(self) -> list:
-        """Passing, timed members, fastest first."""
-        return sorted((m for m in self.members if m.timed), key=lambda m: m.time_us_median)
+        """Passing, timed members, fastest first (ties by name, as in ``stats``)."""
+        return sorted((m for m in self.members if m.timed), key=lambda m: (m.time_us_median, m.name))
 
     @property
     def failures(self) -> list:
@@ -81,8 +88,7 @@ class Group:
     @property
     def spread(self) -> float | None:
         """Slowest over fastest passing member (None with fewer than two timed members)."""
-        timed = self.timed
-        return timed[-1].time_us_median / timed[0].time_us_median if len(timed) > 1 else None
+        return self.stats.spread
 
 
 @dataclass

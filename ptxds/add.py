@@ -5,8 +5,8 @@ problems is refused: one problem per group) and its base member's launch sequenc
 grid, block, args, scratch); ``launch`` overrides any of a launch's fields (for example
 more ``dynamic_smem`` or another ``block``). The row is normalised, checked against the
 launch and assembled with ptxas *before* anything is written; any failure raises
-``AddError`` and leaves the dataset folder untouched. On success the row lands as one
-atomic part file and the dataset card is rewritten.
+``AddError`` and leaves the dataset folder untouched. On success the row is appended
+through ``Dataset`` (one atomic part file, then splits, pairs and card published).
 """
 from __future__ import annotations
 
@@ -14,19 +14,21 @@ import dataclasses
 from pathlib import Path
 from typing import Optional
 
-from dataset_spec.card import write_card
+from builders import source_credits
+from builders.handhack.builder import ptx_diff
+from dataset_spec.dataset import Dataset
 from dataset_spec.documents import load_document
+from dataset_spec.errors import PtxdsError
 from dataset_spec.model import KernelRecord, Launch, SpecError, make_build_key
 from dataset_spec.one_problem import check_joins
-from dataset_spec.shards import ShardWriter, read_records
 from ptx_tools import PtxError, parse_ptx
 
-from .builder import ptx_diff
+from .finalize import finalize_record
 
 SOURCE = "handhack"
 
 
-class AddError(ValueError):
+class AddError(PtxdsError, ValueError):
     """The PTX, the launch or the group given to ``add`` is unusable; nothing was written."""
 
 
@@ -73,7 +75,6 @@ def ptx_target(ptx: str) -> Optional[str]:
 def build_added_record(dataset, group: str, ptx_path: str, launch_path: Optional[str] = None,
                        name: Optional[str] = None) -> KernelRecord:
     """The new row, finalised (assembled) in memory; raises AddError on any problem."""
-    from ptxds.finalize import finalize_record
     ptx = Path(ptx_path).read_text()
     try:
         arch = ptx_target(ptx)
@@ -81,7 +82,7 @@ def build_added_record(dataset, group: str, ptx_path: str, launch_path: Optional
         raise AddError(f"{ptx_path}: malformed PTX: {str(exc).splitlines()[0]}") from None
     if arch is None:
         raise AddError(f"{ptx_path}: no .target directive; the PTX must name its arch (e.g. .target sm_90a)")
-    records = read_records(dataset)
+    records = Dataset(dataset).records()
     base = pick_base(records, group, arch)
     override = load_launch_override(launch_path)
     if override and len(base.launches) != 1:
@@ -119,10 +120,10 @@ def build_added_record(dataset, group: str, ptx_path: str, launch_path: Optional
 
 def add_member(dataset, group: str, ptx_path: str, launch_path: Optional[str] = None,
                name: Optional[str] = None) -> KernelRecord:
-    """Build the row (see ``build_added_record``), then write it and refresh the card."""
+    """Build the row (see ``build_added_record``), then append it to the dataset (written,
+    then splits, pairs and card published)."""
     if not (Path(dataset) / "kernels").is_dir():
         raise AddError(f"{dataset} has no kernels/ folder; build a dataset first with ptxds build")
     record = build_added_record(dataset, group, ptx_path, launch_path, name)
-    ShardWriter(dataset, "kernels").write([record])
-    write_card(dataset)
+    Dataset(dataset, credits=source_credits).append([record])
     return record

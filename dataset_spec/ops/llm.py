@@ -1,5 +1,5 @@
 """Ops of the LLM-operator sources (attention, fused norms, gated MLPs, LoRA): float64
-references, error scales and input domains, registered into ``problems.OPS``.
+references, error scales and input domains, registered into ``dataset_spec.ops.OPS``.
 
 Error model (docs/mirage.md). Kernels of these ops keep float16 intermediates (partial
 sums, normalised operands, exp values) between float32 computations, so every stored
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .problems import OpSpec, _inputs_of, _out_name
+from .spec import OpSpec, _inputs_of, _out_name
 
 MIN_CHUNK = 16           # terms a kernel adds in float32 before it may store a partial sum
 MAX_PARTIAL_ELEMS = 1 << 23  # float64 elements per batch of partial sums (64 MiB)
@@ -193,7 +193,7 @@ def _declared_range(problem, buffer):
     return 2.0 ** -10, 1.0
 
 
-LLM_OPS: list = [
+OPS: list = [
     OpSpec("attention", ref_attention, attention_length,
            "O = softmax(Q @ K, last dim) @ V with K stored [.., d, n] (Mirage: E = exp(Q@K); "
            "O = (E / sum(E, -1)) @ V)", scale_attention, _declared_range,

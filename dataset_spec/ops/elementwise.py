@@ -1,0 +1,61 @@
+"""Elementwise ops: vector_add and square."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .spec import OpSpec, _fmt, _inputs_of, _out_dtype, _out_name, range_int_sum
+
+
+def ref_vector_add(inputs, problem):
+    x, y = _inputs_of(problem, inputs, "x", "y")
+    with np.errstate(invalid="ignore"):  # inf + -inf is NaN, as in IEEE
+        return {_out_name(problem): x + y}
+
+
+def ref_square(inputs, problem):
+    (x,) = _inputs_of(problem, inputs, "x")
+    return {_out_name(problem): x * x}
+
+
+def scale_vector_add(inputs, problem):
+    """An IEEE add is exactly rounded (out = (x + y)(1 + d), |d| <= u): no term scales
+    with |x| + |y|, so cancellation earns no allowance."""
+    out = _out_name(problem)
+    return {out: np.zeros(problem.buffer(out).shape)}
+
+
+def pointwise_vector_add(inputs, problem, reference):
+    """A float32 add rounded again to a narrower output (double rounding): u_acc |ref|."""
+    out = _out_name(problem)
+    narrower = problem.buffer(out).dtype not in ("float32", "float64")
+    return {out: np.abs(reference[out]) * (1.0 if narrower else 0.0)}
+
+
+def range_vector_add(problem, buffer):
+    return _fmt(buffer.dtype).tiny, _fmt(_out_dtype(problem)).max_finite / 2
+
+
+def range_square(problem, buffer):
+    out = _fmt(_out_dtype(problem))
+    return math.sqrt(out.tiny), math.sqrt(out.max_finite) / 2
+
+
+def stress_vector_add(problem, buffer, context, previous):
+    from ..stress import vector_add_stress
+    return vector_add_stress(buffer.name, buffer.shape, context, previous)
+
+
+def stress_square(problem, buffer, context, previous):
+    from ..stress import square_stress
+    return square_stress(buffer.shape, context)
+
+
+OPS = [
+    OpSpec("vector_add", ref_vector_add, lambda p: 1, "out = x + y", scale_vector_add, range_vector_add,
+           "0 (exactly rounded)", range_int_sum(lambda p: 1, operands=2), pointwise_vector_add, stress_vector_add,
+           "|out_i| when the output is narrower than float32 (double rounding), else 0"),
+    OpSpec("square", ref_square, lambda p: 1, "out = x * x", None, range_square, "x * x",
+           stress=stress_square),
+]

@@ -1,0 +1,151 @@
+"""Row ops over the last dim: softmax, rmsnorm, layernorm and row_sum."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..numerics import FORMATS
+from .spec import (OpSpec, _fmt, _inputs_of, _last_dim, _out_dtype, _out_name, _shaped, on_magnitudes,
+                   range_int_sum, range_sum, stress_rows)
+
+
+def ref_softmax(inputs, problem):
+    (x,) = _inputs_of(problem, inputs, "x")
+    x = x.reshape(-1, x.shape[-1])
+    with np.errstate(invalid="ignore"):  # NaN rows (stress trials) stay NaN
+        e = np.exp(x - x.max(axis=-1, keepdims=True))
+        out = e / e.sum(axis=-1, keepdims=True)
+    return {_out_name(problem): _shaped(problem, _out_name(problem), out)}
+
+
+def _rows(x, problem):
+    n = problem.params.get("N") or x.shape[-1]
+    return x.reshape(-1, n)
+
+
+def ref_rmsnorm(inputs, problem):
+    x, w = _inputs_of(problem, inputs, "x", "w")
+    eps = float(problem.params.get("eps", 1e-6))
+    x2 = _rows(x, problem)
+    with np.errstate(invalid="ignore"):
+        out = x2 / np.sqrt((x2 * x2).mean(axis=-1, keepdims=True) + eps) * w.reshape(1, -1)
+    return {_out_name(problem): _shaped(problem, _out_name(problem), out)}
+
+
+def ref_layernorm(inputs, problem):
+    x, w, b = _inputs_of(problem, inputs, "x", "w", "b")
+    eps = float(problem.params.get("eps", 1e-5))
+    x2 = _rows(x, problem)
+    with np.errstate(invalid="ignore"):
+        mean = x2.mean(axis=-1, keepdims=True)
+        var = ((x2 - mean) ** 2).mean(axis=-1, keepdims=True)
+        out = (x2 - mean) / np.sqrt(var + eps) * w.reshape(1, -1) + b.reshape(1, -1)
+    return {_out_name(problem): _shaped(problem, _out_name(problem), out)}
+
+
+# Roundings of exp's argument, relative to |x_i - max| (x - max, the product with log2(e),
+# log2(e)'s own float32 rounding, one spare), and the fixed roundings of out_i (exp's own
+# error of up to 2 ulp for e_i and for the normaliser's weighted mean, the division or
+# reciprocal and product, one spare).
+SOFTMAX_ARGUMENT_ROUNDINGS = 4
+
+
+SOFTMAX_FIXED_ROUNDINGS = 6
+
+
+def _softmax_parts(problem, x):
+    x = x.reshape(-1, x.shape[-1])
+    with np.errstate(over="ignore", invalid="ignore"):
+        dist = x.max(axis=-1, keepdims=True) - x
+        e = np.exp(-dist)
+        out = e / e.sum(axis=-1, keepdims=True)
+        weighted = np.where(out > 0, out * dist, 0.0)
+    return out, np.where(out > 0, dist, 0.0), weighted.sum(axis=-1, keepdims=True)
+
+
+def scale_softmax(inputs, problem):
+    """The normaliser's n-term sum, and with online softmax up to n rescalings of it, each
+    a relative error of out_i: S = 2 out_i."""
+    (x,) = _inputs_of(problem, inputs, "x")
+    out, _, _ = _softmax_parts(problem, x)
+    return {_out_name(problem): _shaped(problem, _out_name(problem), 2.0 * np.nan_to_num(out))}
+
+
+def pointwise_softmax(inputs, problem, reference):
+    """exp turns its argument's roundoff (relative to |x_i - max|) into a relative error of
+    e_i; the normaliser carries the out-weighted mean of those. Not multiplied by any
+    accumulation margin: a few roundings, whatever the row length."""
+    (x,) = _inputs_of(problem, inputs, "x")
+    out, dist, spread = _softmax_parts(problem, x)
+    with np.errstate(over="ignore", invalid="ignore"):
+        scale = out * (SOFTMAX_ARGUMENT_ROUNDINGS * (dist + spread) + SOFTMAX_FIXED_ROUNDINGS)
+    return {_out_name(problem): _shaped(problem, _out_name(problem), np.nan_to_num(scale, posinf=np.inf))}
+
+
+# A norm's fixed roundings of out_i: the mean's division, + eps, (r)sqrt (up to 2 ulp), the
+# products with rstd and w (and + b), one spare.
+NORM_FIXED_ROUNDINGS = 6
+
+
+def pointwise_rmsnorm(inputs, problem, reference):
+    out = _out_name(problem)
+    return {out: NORM_FIXED_ROUNDINGS * np.abs(reference[out])}
+
+
+def pointwise_layernorm(inputs, problem, reference):
+    out = _out_name(problem)
+    return {out: NORM_FIXED_ROUNDINGS * scale_layernorm(inputs, problem)[out]}
+
+
+def scale_layernorm(inputs, problem):
+    """The mean's error is absolute in |x| (it shifts x_i - mean); the variance's error is
+    relative; both are divided by the row's standard deviation."""
+    x, w, b = _inputs_of(problem, inputs, "x", "w", "b")
+    eps = float(problem.params.get("eps", 1e-5))
+    x2 = _rows(x, problem)
+    mean = x2.mean(axis=-1, keepdims=True)
+    std = np.sqrt(((x2 - mean) ** 2).mean(axis=-1, keepdims=True) + eps)
+    centred = np.abs(x2 - mean) / std
+    shift = (np.abs(x2) + np.abs(x2).mean(axis=-1, keepdims=True)) / std
+    scale = (centred + shift) * np.abs(w.reshape(1, -1)) + np.abs(b.reshape(1, -1))
+    return {_out_name(problem): _shaped(problem, _out_name(problem), scale)}
+
+
+def range_softmax(problem, buffer):
+    # x - max(x) must stay finite in float32, where kernels compute it
+    return _fmt(buffer.dtype).tiny, min(_fmt(buffer.dtype).max_finite, FORMATS["float32"].max_finite) / 4
+
+
+def range_norm(problem, buffer):
+    """x: the float32 sum of squares of a row must not overflow, and squares stay normal;
+    w, b: the output (up to sqrt(N) * |w|) must fit the output dtype."""
+    n = _last_dim(problem)
+    f32 = FORMATS["float32"]
+    if buffer.name == "x":
+        return max(_fmt(buffer.dtype).tiny, math.sqrt(f32.tiny)), math.sqrt(f32.max_finite / n) / 2
+    return _fmt(buffer.dtype).tiny, _fmt(_out_dtype(problem)).max_finite / (4 * math.sqrt(n))
+
+
+def ref_row_sum(inputs, problem):
+    (x,) = _inputs_of(problem, inputs, "x")
+    return {_out_name(problem): x.reshape(-1, _last_dim(problem)).sum(axis=-1)}
+
+
+scale_row_sum = on_magnitudes(ref_row_sum)
+
+
+OPS = [
+    OpSpec("softmax", ref_softmax, _last_dim, "row softmax over the last dim of x", scale_softmax,
+           range_softmax, "2 out_i (the normaliser's sum and online rescalings), n = row length",
+           pointwise_scale=pointwise_softmax, stress=stress_rows("SOFTMAX"),
+           pointwise_text="out_i (4 (|x_i - max x| + sum_j out_j |x_j - max x|) + 6)"),
+    OpSpec("rmsnorm", ref_rmsnorm, _last_dim, "x / rms(x) * w per row", None, range_norm,
+           "|out_i| (every error is relative), n = row length", pointwise_scale=pointwise_rmsnorm,
+           stress=stress_rows("NORM"), pointwise_text="6 |out_i|"),
+    OpSpec("layernorm", ref_layernorm, _last_dim, "(x - mean) / std * w + b per row", scale_layernorm,
+           range_norm, "(|x_i - mean| + |x_i| + mean|x|) / std * |w_i| + |b_i|, n = row length",
+           pointwise_scale=pointwise_layernorm, stress=stress_rows("NORM"), pointwise_text="6 S_i"),
+    OpSpec("row_sum", ref_row_sum, _last_dim, "out[i] = sum_j x[i, j]", scale_row_sum, range_sum,
+           "sum_j |x[i, j]|, n = row length", range_int_sum(_last_dim), stress=stress_rows("ROW_SUM")),
+]

@@ -1,0 +1,243 @@
+"""``OpSpec``, how the verifier judges one op, and the helpers every family of ops shares
+(buffer lookups, integer ranges, row stress patterns)."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+import numpy as np
+
+from ..model import DTYPES, Problem, SpecError
+from ..numerics import FORMATS, BoundTerms, bound_terms
+
+
+@dataclass(frozen=True)
+class OpSpec:
+    """How the verifier judges one op.
+
+    ``error_scale(inputs, problem) -> {out name: float64 array}``: the magnitude scale S of
+    each output element (None: ``|reference|``, a purely relative error model).
+    ``input_range(problem, buffer) -> (lo, hi)``: smallest and largest magnitude the
+    ``wide``/``edge`` trials may give a float input buffer (None: DEFAULT_INPUT_RANGE).
+    ``scale_text``: S as a formula, for the docs and the dataset card.
+    ``integer_range(problem, buffer) -> (low, high) | None``: the values an integer input
+    buffer takes, ``high`` exclusive (sequence letters; a GEMM's operands over their dtype's
+    full range, narrowed only where the int32 accumulator could overflow); trials draw those
+    buffers over it in every kind (verify/inputs.py). None: the buffer keeps its ``init``.
+    ``pointwise_scale(inputs, problem, reference) -> {out name: P}``: magnitudes carried by
+    a fixed number of roundings whatever the reduction length (epilogues, exp's argument),
+    each counted once (None: no such term).
+    ``stress(problem, buffer, context, previous) -> float64 array | None``: the buffer's
+    stress-trial values (``previous``: the float64 values of the buffers drawn before it);
+    None falls back to the generic in-domain row patterns (stress.GENERIC).
+    """
+    name: str
+    reference: Callable  # (inputs: dict[str, ndarray float64], problem) -> dict[str, ndarray]
+    reduction_length: Callable  # (problem) -> int
+    description: str = ""
+    error_scale: Optional[Callable] = None
+    input_range: Optional[Callable] = None
+    scale_text: str = "|ref|"
+    integer_range: Optional[Callable] = None
+    pointwise_scale: Optional[Callable] = None
+    stress: Optional[Callable] = None
+    pointwise_text: str = "0"
+
+    def bound_terms(self, problem: Problem, dtype: str) -> BoundTerms:
+        p = problem.params
+        return bound_terms(dtype, self.reduction_length(problem), str(p.get("accumulator") or ""),
+                           str(p.get("math_input") or ""), int(p.get("output_roundings", 1)))
+
+    def tolerance(self, problem: Problem, dtype: str) -> Optional[tuple]:
+        """(atol, rtol) when the problem overrides the bound with a fixed tolerance, else None."""
+        override = problem.tolerance or {}
+        if "atol" not in override and "rtol" not in override:
+            return None
+        return float(override.get("atol", 0.0)), float(override.get("rtol", 0.0))
+
+    def scales(self, inputs: dict, problem: Problem, reference: dict) -> dict:
+        """{out name: S} in float64, shaped like each output; ``|reference|`` when the op has
+        no error scale (or its ``error_scale`` returns None)."""
+        scale = self.error_scale(inputs, problem) if self.error_scale is not None else None
+        if scale is None:
+            return {k: np.abs(np.asarray(v, dtype=np.float64)) for k, v in reference.items()}
+        return {k: np.abs(np.asarray(v, dtype=np.float64)).reshape(np.shape(reference[k]))
+                for k, v in scale.items()}
+
+    def pointwise_scales(self, inputs: dict, problem: Problem, reference: dict) -> dict:
+        if self.pointwise_scale is None:
+            return {}
+        with np.errstate(invalid="ignore", over="ignore"):
+            scale = self.pointwise_scale(inputs, problem, reference)
+        return {k: np.abs(np.asarray(v, dtype=np.float64)).reshape(np.shape(reference[k]))
+                for k, v in scale.items()}
+
+    def bounds(self, inputs: dict, problem: Problem, reference: dict) -> dict:
+        """{out name: per-element error bound} for one trial (float64 arrays)."""
+        scales = pointwise = None
+        out = {}
+        for name, ref in reference.items():
+            dtype = problem.buffer(name).dtype
+            fixed = self.tolerance(problem, dtype)
+            ref = np.asarray(ref, dtype=np.float64)
+            if fixed is not None:
+                out[name] = fixed[0] + fixed[1] * np.abs(np.where(np.isfinite(ref), ref, 0.0))
+                continue
+            if scales is None:
+                with np.errstate(invalid="ignore", over="ignore"):
+                    scales = self.scales(inputs, problem, reference)
+                pointwise = self.pointwise_scales(inputs, problem, reference)
+            out[name] = self.bound_terms(problem, dtype).bound(ref, scales[name], pointwise.get(name))
+        return out
+
+    def stress_values(self, problem: Problem, buffer, rng: np.random.Generator, domain: tuple,
+                      previous: dict) -> np.ndarray:
+        """A float input buffer's values for a stress trial (see dataset_spec/stress.py)."""
+        from .. import stress
+        mean, std = init_moments(buffer)
+        context = stress.StressContext(rng, mean, std, domain[0], domain[1], buffer.dtype,
+                                       float(problem.params.get("eps", 1e-5)))
+        values = self.stress(problem, buffer, context, previous) if self.stress is not None else None
+        if values is None:
+            values = stress.row_stress(stress.GENERIC, buffer.shape, context)
+        return np.asarray(values, dtype=np.float64).reshape(buffer.shape)
+
+    def domain(self, problem: Problem, buffer_name: str) -> tuple:
+        """(lo, hi) magnitudes for a float input buffer under wide/edge/stress trials."""
+        override = (problem.params.get("input_range") or {}).get(buffer_name)
+        if override is not None:
+            lo, hi = (float(v) for v in override)
+        elif self.input_range is not None:
+            lo, hi = self.input_range(problem, problem.buffer(buffer_name))
+        else:
+            lo, hi = DEFAULT_INPUT_RANGE
+        fmt = FORMATS.get(problem.buffer(buffer_name).dtype)
+        if fmt is not None:
+            hi = min(hi, fmt.max_finite / 2)
+            lo = max(lo, fmt.subnormal_min)
+        if not 0 < lo <= hi:
+            raise SpecError(f"problem {problem.problem_id}: input range of {buffer_name} is empty ({lo}, {hi})")
+        return lo, hi
+
+
+def init_moments(buffer) -> tuple:
+    """(mean, std) of a float buffer's ``init`` distribution ((0, 1) when it has none)."""
+    dist = buffer.init
+    if dist is None:
+        return 0.0, 1.0
+    p = dist.params
+    if dist.kind == "uniform":
+        low, high = float(p.get("low", -1.0)), float(p.get("high", 1.0))
+        return (low + high) / 2, (high - low) / math.sqrt(12)
+    if dist.kind == "normal":
+        return float(p.get("mean", 0.0)), float(p.get("std", 1.0))
+    return 0.0, 1.0
+
+
+# Ops that declare no domain (custom references) get 20 binades around 1.
+DEFAULT_INPUT_RANGE = (2.0 ** -10, 2.0 ** 10)
+
+
+def _fmt(dtype: str):
+    return FORMATS.get(dtype, FORMATS["float32"])
+
+
+def _out_dtype(problem: Problem) -> str:
+    return problem.buffer(_out_name(problem)).dtype
+
+
+def _inputs_of(problem: Problem, inputs: dict, *names: str) -> list:
+    missing = [n for n in names if n not in inputs]
+    if missing:
+        raise SpecError(f"problem {problem.problem_id}: op {problem.op} needs buffers {missing}")
+    return [inputs[n] for n in names]
+
+
+def _out_name(problem: Problem) -> str:
+    outs = [b.name for b in problem.buffers if b.role in ("out", "inout")]
+    return outs[0]
+
+
+def _shaped(problem: Problem, name: str, array: np.ndarray) -> np.ndarray:
+    return array.reshape(problem.buffer(name).shape)
+
+
+def _last_dim(problem: Problem) -> int:
+    return int(problem.buffer("x").shape[-1]) if any(b.name == "x" for b in problem.buffers) else 1
+
+
+def on_magnitudes(reference):
+    """The error scale of a sum of products: the reference evaluated on |inputs|."""
+    def scale(inputs, problem):
+        return reference({name: np.abs(value) for name, value in inputs.items()}, problem)
+    scale.__doc__ = f"{reference.__name__} of |inputs|"
+    return scale
+
+
+def stress_rows(patterns_name: str, buffers=("x",)):
+    """Row patterns along the last axis for the named buffers (others: their init)."""
+    def stress(problem, buffer, context, previous):
+        from .. import stress as st
+        if buffer.name not in buffers:
+            return st.row_stress((st.p_normal,), buffer.shape, context)
+        return st.row_stress(getattr(st, patterns_name), buffer.shape, context)
+    return stress
+
+
+def is_float_dtype(dtype: str) -> bool:
+    return dtype in FORMATS
+
+
+INT32_LIMIT = 2 ** 31  # the accumulator of integer products and sums
+
+
+def _dtype_range(dtype: str) -> tuple:
+    info = np.iinfo(np.dtype(f"{DTYPES[dtype][1]}{DTYPES[dtype][0]}"))
+    return int(info.min), int(info.max) + 1
+
+
+def range_int_products(length: Callable, *operands: str):
+    """Full dtype range for the named operands of an n-term integer sum of products (n =
+    ``length(problem)``, the op's reduction length), narrowed only where n max|a| max|b|
+    could reach 2^31 (the int32 accumulator)."""
+    def integer_range(problem, buffer):
+        if buffer.name not in operands:
+            return None
+        low, high = _dtype_range(buffer.dtype)
+        n = max(1, int(length(problem)))
+        others = [max(abs(a), abs(b - 1)) for a, b in
+                  (_dtype_range(problem.buffer(name).dtype) for name in operands if name != buffer.name)]
+        other = max(others) if others else 1
+        cap = max(1, (INT32_LIMIT - 1) // (n * max(1, other)))
+        return max(low, -cap), min(high, cap + 1)
+    return integer_range
+
+
+def range_int_sum(length: Callable, operands: int = 1):
+    """Addends whose n-term sum stays inside the output's integer range: n =
+    ``length(problem)`` (the op's reduction length) times ``operands`` summed per term."""
+    def integer_range(problem, buffer):
+        out = problem.buffer(_out_name(problem)).dtype
+        if out not in DTYPES or DTYPES[out][1] not in ("i", "u") or buffer.dtype in FORMATS:
+            return None
+        low, high = _dtype_range(buffer.dtype)
+        out_low, out_high = _dtype_range(out)
+        n = max(1, int(length(problem))) * operands
+        return max(low, -(-out_low // n)), min(high, (out_high - 1) // n + 1)
+    return integer_range
+
+
+def range_products(length: Callable):
+    """Operands of a float32 sum of n = ``length(problem)`` products: products neither
+    overflow n-fold nor underflow the accumulator."""
+    def input_range(problem, buffer):
+        n = length(problem)
+        f32 = FORMATS["float32"]
+        return (max(_fmt(buffer.dtype).tiny, math.sqrt(f32.tiny)),
+                math.sqrt(_fmt(_out_dtype(problem)).max_finite / (4 * n)))
+    return input_range
+
+
+def range_sum(problem, buffer):
+    return _fmt(buffer.dtype).tiny, _fmt(_out_dtype(problem)).max_finite / (4 * _last_dim(problem))
