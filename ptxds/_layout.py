@@ -11,6 +11,7 @@ import importlib
 import importlib.abc
 import importlib.util
 import sys
+from pathlib import Path
 
 INNER = ("builders", "dataset_spec", "ptx_tools", "verify")
 
@@ -46,13 +47,29 @@ def _origin(name: str):
     return spec.origin if spec else None
 
 
+def _resolved(origin):
+    return str(Path(origin).resolve()) if origin else None
+
+
+def _inner_origin(name: str):
+    """Where ``ptxds.<name>`` is for this ``ptxds``: inside it (installed), beside it (a
+    checkout, editable or on sys.path), else wherever an installer's finder maps it. The
+    folders next to the imported ``ptxds`` come first, so a second checkout (a git worktree)
+    is not sent to the files an editable install of the first one maps."""
+    here = Path(__file__).resolve().parent
+    for folder in (here / name, here.parent / name):
+        if (folder / "__init__.py").is_file():
+            return str(folder / "__init__.py")
+    return _resolved(_origin(f"ptxds.{name}"))
+
+
 def alias_installed_packages() -> None:
     if any(isinstance(f, ShortNameFinder) for f in sys.meta_path):
         return
-    inner = {name: _origin(f"ptxds.{name}") for name in INNER}
+    inner = {name: _inner_origin(name) for name in INNER}
     if not all(inner.values()):
         return  # a checkout: the four are top-level folders beside ptxds
-    short = {name: _origin(name) for name in INNER}
+    short = {name: _resolved(_origin(name)) for name in INNER}
     if short == inner:
         return  # the short names already lead to the same files (the checkout is on sys.path)
     foreign = {name: where for name, where in short.items() if name in sys.modules and where != inner[name]}
