@@ -98,3 +98,22 @@ def test_the_base_probe_counts_the_dropped_line_itself():
     site = next(i for i, line in enumerate(lines) if "red.global.add.u32" in line)
     assert lines[site + 1].strip() == "bar.sync 0;"
     assemble(probed.record.ptx, "sm_80")
+
+
+def test_the_kill_rate_benchmark_prints_each_survivors_reason(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+    from dataset_spec.shards import ShardWriter
+    base = _row(_ptx(*DEAD), "base", {"entry": "k"})
+    dead = _row(_ptx(*DEAD_CHANGED), "m-dead", {"mutation": "off_by_one", "base": "base"},
+                provenance={"diff": "-\tadd.s32 %r5, %r1, 7;\n+\tadd.s32 %r5, %r1, 8;"})
+    killed = _row(_ptx(*LIVE_CHANGED), "m-killed", {"mutation": "off_by_one", "base": "base"}, "wrong_result")
+    explain_survivors([base, dead, killed])
+    ShardWriter(tmp_path / "verified").write([base, dead, killed])
+    root = Path(__file__).resolve().parent.parent
+    out = subprocess.run([sys.executable, str(root / "benchmarks" / "mutant_kill_rate.py"), str(tmp_path / "verified"),
+                          "--work", str(tmp_path / "work")], capture_output=True, text=True, cwd=root, check=True).stdout
+    assert "surviving mutant: test/survivor off_by_one m-dead" in out
+    assert "reason: proof: dead_result: the changed instruction's result is unused" in out
+    assert "| dead_result | proof | 1 |" in out and "m-killed" not in out.split("| mutation operator")[0]
