@@ -81,7 +81,9 @@ def test_survivors_get_a_reason_and_killed_mutants_none():
                    provenance={"verify": {"coverage": {"exercised": True, "counts": [64], "base_reason": "x"}}})
     dead = _row(_ptx(*DEAD_CHANGED), "m-dead", {"mutation": "off_by_one", "base": "base"})
     killed = _row(_ptx(*DEAD_CHANGED), "m-killed", {"mutation": "off_by_one", "base": "base"}, "wrong_result")
-    explain_survivors([base, same_count, changed_counts, unknown, dead, killed])
+    dropped = _row(_ptx(*_without_barrier(PLAIN)), "m-dropped", {"mutation": "drop_barrier", "base": "base"},
+                   provenance={"verify": {"coverage": counts}})
+    explain_survivors([base, same_count, changed_counts, unknown, dead, killed, dropped])
     survivor = lambda r: r.provenance.get("verify", {}).get("survivor")  # noqa: E731
     assert survivor(same_count) == {"kind": OBSERVATION, "reason": "same_trip_count", "detail": survivor(same_count)["detail"]}
     assert "[64, 64]" in survivor(same_count)["detail"] and "not proven" in survivor(same_count)["detail"]
@@ -89,6 +91,7 @@ def test_survivors_get_a_reason_and_killed_mutants_none():
     assert survivor(unknown)["reason"] == "passed_every_trial" and survivor(unknown)["kind"] == OBSERVATION
     assert survivor(dead)["kind"] == PROOF and survivor(dead)["reason"] == "dead_result"
     assert survivor(killed) is None and survivor(base) is None
+    assert survivor(dropped)["reason"] == "race_not_observed" and survivor(dropped)["kind"] == OBSERVATION
 
 
 def test_the_base_probe_counts_the_dropped_line_itself():

@@ -165,6 +165,11 @@ def _empirical_reason(operator: str, coverage: dict) -> SurvivorReason:
         why = coverage.get("base_reason") or coverage.get("reason") or "the base's count was not measured"
         return SurvivorReason(OBSERVATION, "passed_every_trial",
                               f"same output on every trial; no reason established ({why})")
+    if operator == "drop_barrier":
+        return SurvivorReason(OBSERVATION, "race_not_observed",
+                              f"race not observed: same result on every trial (site counts {counts}, base "
+                              f"{base_counts}) and racecheck found no hazard its base lacks where it ran; "
+                              "a missing barrier is still a race (not proven equivalent)")
     if counts != base_counts:
         return SurvivorReason(OBSERVATION, "masked_downstream",
                               f"the site ran {counts} times against the base's {base_counts} and the output "
