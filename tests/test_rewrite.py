@@ -225,10 +225,12 @@ def test_new_operators_assemble_on_every_kernel_with_a_site(triton_rows):
                 assert len(changed) == 1 and edit.op == name, (name, changed)
                 before, after = changed[0]
                 if name == "wrong_shared_offset":
-                    assert ".shared" in after and re.search(r"\+\d+\]", after) and before.split("[")[0] == after.split("[")[0]
+                    assert ".shared" in after and re.search(r"\+\d+\]", after)
+                    assert before.split("[")[0] == after.split("[")[0]
                 else:
                     assert "st.global" in after or "red.global" in after or "atom.global" in after
-                    assert re.match(r"\s*@!?%p", after) and after.split("@")[1].split()[0] != before.split("@")[1].split()[0]
+                    guard = after.split("@")[1].split()[0]
+                    assert re.match(r"\s*@!?%p", after) and guard != before.split("@")[1].split()[0]
                 assemble(ptx, row.arch)  # raises AssemblyError with ptxas's log
                 applied[name] += 1
     assert applied["wrong_shared_offset"] >= 3 and applied["flip_store_guard"] >= 3, applied

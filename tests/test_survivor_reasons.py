@@ -46,6 +46,17 @@ def test_the_examples_assemble(body):
 def test_a_swapped_subtraction_that_is_only_squared_is_proven_identical():
     reason = static_reason(_ptx(*SQUARE), _ptx(*SQUARE_SWAPPED), "swap_operands")
     assert reason.kind == PROOF and reason.reason == "sign_only" and "%f3" in reason.detail
+    # through a masking select against zero, as Triton's layernorm computes (x - mean)^2
+    masked = ["\tsetp.lt.s32 %p1, %r1, 5;", "\tsub.f32 %f3, %f1, %f2;", "\tselp.f32 %f6, %f3, 0f00000000, %p1;",
+              "\tfma.rn.f32 %f5, %f6, %f6, %f1;"]
+    swapped = masked[:1] + ["\tsub.f32 %f3, %f2, %f1;"] + masked[2:]
+    assemble(_ptx(*swapped), "sm_80")
+    reason = static_reason(_ptx(*masked), _ptx(*swapped), "swap_operands")
+    assert reason is not None and reason.reason == "sign_only"
+    # a select whose predicate is computed from the difference: the sign decides it, no proof
+    decided = ["\tsub.f32 %f3, %f1, %f2;", "\tsetp.lt.f32 %p1, %f3, 0f00000000;",
+               "\tselp.f32 %f6, %f3, 0f00000000, %p1;", "\tfma.rn.f32 %f5, %f6, %f6, %f1;"]
+    assert static_reason(_ptx(*decided), _ptx(*(["\tsub.f32 %f3, %f2, %f1;"] + decided[1:])), "swap_operands") is None
     # the same swap with the difference also added in: no proof
     used = SQUARE[:2] + ["\tadd.f32 %f5, %f4, %f3;"]
     assert static_reason(_ptx(*used), _ptx(*(SQUARE_SWAPPED[:2] + used[2:])), "swap_operands") is None

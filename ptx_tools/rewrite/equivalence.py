@@ -68,29 +68,60 @@ def dead_result(program: PtxProgram, line: int) -> Optional[SurvivorReason]:
 _SQUARING = ("mul", "fma", "mad")
 
 
+def _only_definition(program: PtxProgram, function: int, register: str, line: int) -> bool:
+    return [i for i, other in program.instructions(function, top_level=False)
+            if register in defs_and_uses(other)[0]] == [line]
+
+
+def _sign_vanishes(program: PtxProgram, function: int, register: str, line: int, depth: int = 0) -> Optional[int]:
+    """How many squares or ``abs`` remove the sign of ``register`` (defined once, at
+    ``line``) on every path it is read on; ``neg`` and a ``selp`` choosing it or another value
+    (on a predicate that does not read it) carry the sign on, since a square of the other
+    value is unchanged too. None when some read keeps it."""
+    if depth > 4 or not _only_definition(program, function, register, line):
+        return None
+    readers = _readers(program, function, register, line)
+    if not readers:
+        return None
+    squares = 0
+    for i in readers:
+        use = program.lines[i].instr
+        ops = use.operands
+        if register in registers_in(use.guard or ""):
+            return None
+        if use.base in _SQUARING and len(ops) >= 3 and ops[1] == ops[2] == register \
+                and all(register not in registers_in(op) for op in ops[3:]):
+            squares += 1
+        elif use.base == "abs" and len(ops) == 2:
+            squares += 1
+        elif (use.base == "neg" and len(ops) == 2) or (
+                use.base == "selp" and len(ops) == 4 and register not in registers_in(ops[3])
+                and sorted([ops[1] == register, ops[2] == register]) == [False, True]):
+            further = _sign_vanishes(program, function, ops[0], i, depth + 1)
+            if further is None:
+                return None
+            squares += further
+        else:
+            return None
+    return squares
+
+
 def sign_only_uses(program: PtxProgram, line: int) -> Optional[SurvivorReason]:
     """``sub d, a, b`` -> ``sub d, b, a`` where ``d`` has this one definition and every read
-    of it squares it (``mul x, d, d``, ``fma x, d, d, c``) or takes ``abs``: b - a = -(a - b)
-    exactly (rounding is symmetric), and the sign vanishes."""
+    of it, directly or through ``neg`` or a ``selp``, squares it (``mul x, d, d``,
+    ``fma x, d, d, c``) or takes ``abs``: b - a = -(a - b) exactly (rounding is symmetric),
+    and the sign vanishes."""
     target = program.lines[line]
     instr = target.instr
     if instr is None or instr.base != "sub" or not instr.operands:
         return None
     register = instr.operands[0]
-    definitions = [i for i, other in program.instructions(target.function, top_level=False)
-                   if register in defs_and_uses(other)[0]]
-    readers = _readers(program, target.function, register, line)
-    if definitions != [line] or not readers:
+    squares = _sign_vanishes(program, target.function, register, line)
+    if not squares:
         return None
-    for i in readers:
-        use = program.lines[i].instr
-        ops = use.operands
-        squares = (use.base in _SQUARING and len(ops) >= 3 and ops[1] == ops[2] == register
-                   and all(register not in registers_in(op) for op in ops[3:]))
-        if not (squares or (use.base == "abs" and len(ops) == 2)) or register in registers_in(use.guard or ""):
-            return None
-    return SurvivorReason(PROOF, "sign_only", f"{register} (the swapped subtraction) is only squared or "
-                                               f"taken absolute ({len(readers)} reads): the result is value-identical")
+    return SurvivorReason(PROOF, "sign_only",
+                          f"{register} (the swapped subtraction) is only squared or taken absolute ({squares} "
+                          "uses, through neg/selp where present): the result is value-identical")
 
 
 def async_copy_barrier(base: PtxProgram, line: int) -> Optional[SurvivorReason]:

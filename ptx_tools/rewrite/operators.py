@@ -424,7 +424,8 @@ def wrong_address_register(program: PtxProgram, rng, ctx: Context) -> Edit:
         others = other_buffer or sorted(r for r, _ in same_kind)
         if others:
             sites.append((i, k, reg, others))
-    i, k, reg, others = _choose_weighted(program, rng, sites, "no global load or store with another address register to take")
+    i, k, reg, others = _choose_weighted(program, rng, sites,
+                                         "no global load or store with another address register to take")
     instr = program.lines[i].instr
     new = rng.choice(others)
     instr.operands[k] = re.sub(re.escape(reg) + r"\b", new, instr.operands[k], count=1)
@@ -450,7 +451,8 @@ def wrong_shared_offset(program: PtxProgram, rng, ctx: Context) -> Edit:
     or ``- size`` where the offset is positive and the draw says so."""
     sites = []
     for i, instr in program.instructions(top_level=False):
-        if instr.base not in ("ld", "st") or not instr.modifiers[:1] or not instr.modifiers[0].startswith("shared"):
+        if instr.base not in ("ld", "st") or not instr.modifiers[:1] \
+                or not instr.modifiers[0].startswith("shared"):
             continue
         k = 1 if instr.base == "ld" else 0
         if len(instr.operands) > k and _SHARED_ADDRESS.match(instr.operands[k]):
