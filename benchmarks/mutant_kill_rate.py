@@ -5,7 +5,9 @@ unless it is already verified, then prints a markdown table last.
 Two kill rates: over all mutants with a verdict, and over exercised mutants (killed or
 survived; an ``unexercised`` mutant's changed instruction never ran, the verifier's coverage
 probe says, so it is equivalent for its problem). Every survivor is listed with its
-coverage count and its diff.
+coverage counts (the mutant's and its base's at the same site), the reason the verifier
+recorded for it (a proof from the PTX or an observation from the trials, labelled so) and
+its diff, then a count of survivors per reason.
 
 Usage: python benchmarks/mutant_kill_rate.py DATASET [DATASET ...] [--work DIR] [--kernel-timeout S]
        [--racecheck]
@@ -26,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from dataset_spec.model import BUILD_STATUSES  # noqa: E402
 from dataset_spec.shards import read_records  # noqa: E402
-from dataset_spec.labels import kill_rates, mutant_class  # noqa: E402
+from dataset_spec.labels import kill_rates, mutant_class, survivor_reason  # noqa: E402
 
 
 def verified_dir(dataset: Path, work: Path, kernel_timeout: float) -> Path:
@@ -124,11 +126,21 @@ def main() -> None:
     for failure in failures:
         print("rewrite did not pass:", *failure)
     classes = tally_classes(records)
+    reasons = Counter()
     for r in records:
         if classes.get(r.kernel_id) == "survived":
             coverage = (r.provenance.get("verify") or {}).get("coverage") or {}
+            reason = survivor_reason(r.provenance)
+            said = (f"{reason['kind']}: {reason['reason']}: {reason['detail']}" if reason
+                    else "no reason recorded (verified before survivor reasons)")
+            reasons[(reason or {}).get("kind", "none"), (reason or {}).get("reason", "-")] += 1
             print(f"surviving mutant: {r.group_id} {r.variant['mutation']} {r.kernel_id} coverage "
-                  f"{coverage.get('counts', 'unknown')} {coverage.get('reason', '')}\n{r.provenance.get('diff', '')}")
+                  f"{coverage.get('counts', 'unknown')} base {coverage.get('base_counts', 'unknown')} "
+                  f"{coverage.get('reason', '')}\n  reason: {said}\n{r.provenance.get('diff', '')}")
+    if reasons:
+        print("\n| survivor reason | kind | survivors |\n|---|---|---|")
+        for (kind, code), n in sorted(reasons.items()):
+            print(f"| {code} | {kind} | {n} |")
     racy_by_op = Counter(r.variant["mutation"] for r in records if r.kernel_id in racy)
     print("\n| mutation operator | mutants | killed | survived | unexercised | unlabelled | kill rate (all) "
           "| kill rate (exercised) | survivors with race hazards | outcomes |")

@@ -15,6 +15,11 @@ KILLED_STATUSES = ("wrong_result", "unwritten_output", "out_of_bounds_write", "m
 # every trial is "survived", not equivalent: a dropped barrier that did not race is still a race.
 SHOWN_EQUIVALENT_STATUSES = ("unexercised",)
 MUTANT_CLASSES = ("killed", "survived", "equivalent")
+# How a survivor's reason (``provenance.verify.survivor``) was established: ``proof``, from
+# the PTX for every input (a dead result, a sign a square removes); ``observation``, what the
+# trials showed (equal site counts, a race not observed behind async copies). An observation
+# never makes a survivor a positive.
+SURVIVOR_REASON_KINDS = ("proof", "observation")
 
 
 def kill_rates(killed: int, survived: int, equivalent: int) -> tuple:
@@ -55,3 +60,10 @@ def mutant_class(status: str, sanitizer: Optional[str], base_sanitizer: Optional
     if status == "passed":
         return "survived"
     return None
+
+
+def survivor_reason(provenance: Optional[dict]) -> Optional[dict]:
+    """The recorded reason a surviving mutant may be equivalent ({kind, reason, detail}), or
+    None when the verifier recorded none (rows verified before reasons were recorded)."""
+    found = ((provenance or {}).get("verify") or {}).get("survivor")
+    return found if isinstance(found, dict) and found.get("kind") in SURVIVOR_REASON_KINDS else None

@@ -2,7 +2,8 @@
 
 For every group, base members (rows that built or passed, neither rewrites nor mutants)
 take turns: a rewritten member applies a few semantics-preserving rewrites chosen by the
-seed; a mutant applies one mutation. Each new row is finalised like a built row (parsed,
+seed; a mutant applies one mutation, the operators with a site in the group taking turns
+(``mutant_plan``) so that every applicable operator gets mutants. Each new row is finalised like a built row (parsed,
 launch-checked, assembled by ptxas) and appended to the dataset as new part files; nothing
 already there is changed. A mutant that ptxas rejects is discarded and counted; a rewrite
 that ptxas rejects is an engine bug and is reported. The verifier later labels them.
@@ -108,11 +109,43 @@ def _rewritten(base, context: Context, index: int, seed: int, present: set, summ
     return row
 
 
-def _mutant(base, context: Context, index: int, seed: int, present: set, summary: RewriteSummary):
+def applicable_mutations(bases: list, contexts: dict) -> dict:
+    """Mutation operator -> the bases (in order) that have a site for it."""
+    where = {}
+    for name in sorted(MUTATIONS):
+        for base in bases:
+            try:
+                apply_mutation(base.ptx, name, random.Random(0), contexts[base.kernel_id])
+            except NotApplicable:
+                continue
+            where.setdefault(name, []).append(base)
+    return where
+
+
+def mutant_plan(group: str, bases: list, contexts: dict, count: int, seed: int) -> list:
+    """(base, operator) per mutant slot: the operators with a site in some base take turns,
+    from a start drawn per group (so with fewer slots than operators each still appears across
+    groups), and each slot's base is one that has a site for its operator; every applicable
+    operator gets a slot once ``count`` reaches their number."""
+    where = applicable_mutations(bases, contexts)
+    names = sorted(where)
+    if not names:
+        return []
+    start = random.Random(f"{seed}:{group}:plan").randrange(len(names))
+    plan = []
+    for index in range(count):
+        name = names[(start + index) % len(names)]
+        candidates = where[name]
+        plan.append((candidates[(index // len(names)) % len(candidates)], name))
+    return plan
+
+
+def _mutant(base, context: Context, index: int, seed: int, present: set, summary: RewriteSummary,
+            operator: str):
     rng = random.Random(f"{seed}:{base.kernel_id}:mutant:{index}")
-    operators = sorted(MUTATIONS)
-    first = index % len(operators)  # operators take turns so each gets its share
-    order = operators[first:] + operators[:first]
+    others = [name for name in sorted(MUTATIONS) if name != operator]
+    # the planned operator first, at other sites if ptxas rejects one; then the others
+    order = [operator] * 3 + others
     for attempt in range(MUTATION_TRIES):
         name = order[attempt % len(order)]
         try:
@@ -158,16 +191,20 @@ def rewrite_dataset(root, rewrites: int = 2, mutants: int = 4, seed: int = 0, gr
         bases.sort(key=lambda r: r.kernel_id)
         contexts = {}  # one parse of each base, however many rows it gives
         new = []
-        for kind, count, make in (("rewrite", rewrites, _rewritten), ("mutant", mutants, _mutant)):
-            for index in range(count):
-                base = bases[index % len(bases)]
-                if base.kernel_id not in contexts:
-                    contexts[base.kernel_id] = context_for(base)
-                row = make(base, contexts[base.kernel_id], index, seed, present, summary)
-                if row is None:
-                    continue
-                new.append(row)
-                present.add(row.build_key)
+        for base in bases:
+            contexts[base.kernel_id] = context_for(base)
+        slots = [(index, bases[index % len(bases)], None) for index in range(rewrites)]
+        plan = mutant_plan(group, bases, contexts, mutants, seed) if mutants else []
+        slots += [(index, base, operator) for index, (base, operator) in enumerate(plan)]
+        for index, base, operator in slots:
+            if operator is None:
+                row = _rewritten(base, contexts[base.kernel_id], index, seed, present, summary)
+            else:
+                row = _mutant(base, contexts[base.kernel_id], index, seed, present, summary, operator)
+            if row is None:
+                continue
+            new.append(row)
+            present.add(row.build_key)
         summary.rewrites_written += sum(1 for r in new if "rewrites" in r.variant)
         summary.mutants_written += sum(1 for r in new if "mutation" in r.variant)
         dataset.write(new)  # group by group: an interrupted run keeps the groups done

@@ -3,6 +3,7 @@ rewrite assembles and keeps what it must keep, mutants are recorded, ``ptxds rew
 only appends, and pairs take verified mutant labels."""
 import random
 import re
+from collections import Counter
 
 import pytest
 from click.testing import CliRunner
@@ -11,7 +12,7 @@ from builders import load_builder
 from builders.base import BuildOptions
 from dataset_spec.shards import ShardWriter, part_files, read_records
 from ptx_tools import assemble
-from ptx_tools.rewrite import MUTATIONS, REWRITES, Context, PtxProgram, apply_mutation, apply_rewrites
+from ptx_tools.rewrite import MUTATIONS, REWRITES, Context, NotApplicable, PtxProgram, apply_mutation, apply_rewrites
 from ptx_tools.rewrite.ir import PURE_OPS
 from ptxds.cli import cli
 from ptxds.pairs import make_pairs
@@ -206,3 +207,64 @@ def test_a_racy_surviving_mutant_is_a_negative(triton_rows):
     # survives without hazards: no label, not a positive
     quiet_pairs = [p for p in pairs if "mutant-quiet" in (p.kernel_a, p.kernel_b)]
     assert quiet_pairs and all(p.label_source == "survived" and p.equivalent is None for p in quiet_pairs)
+
+
+def test_new_operators_assemble_on_every_kernel_with_a_site(triton_rows):
+    """A shared-memory access moved to the neighbouring element and a changed guard on a
+    global store: each applies where the kernel has the site, changes that one line, and
+    ptxas accepts the result."""
+    applied = Counter()
+    for row in triton_rows:
+        for name in ("wrong_shared_offset", "flip_store_guard"):
+            for seed in range(3):
+                try:
+                    ptx, edit = apply_mutation(row.ptx, name, random.Random(seed), context_for(row))
+                except NotApplicable:
+                    continue
+                changed = [(a, b) for a, b in zip(row.ptx.splitlines(), ptx.splitlines()) if a != b]
+                assert len(changed) == 1 and edit.op == name, (name, changed)
+                before, after = changed[0]
+                if name == "wrong_shared_offset":
+                    assert ".shared" in after and re.search(r"\+\d+\]", after)
+                    assert before.split("[")[0] == after.split("[")[0]
+                else:
+                    assert "st.global" in after or "red.global" in after or "atom.global" in after
+                    guard = after.split("@")[1].split()[0]
+                    assert re.match(r"\s*@!?%p", after) and guard != before.split("@")[1].split()[0]
+                assemble(ptx, row.arch)  # raises AssemblyError with ptxas's log
+                applied[name] += 1
+    assert applied["wrong_shared_offset"] >= 3 and applied["flip_store_guard"] >= 3, applied
+
+
+def test_mutation_sites_prefer_loop_bodies():
+    ptx = "\n".join([".version 8.7", ".target sm_90a", ".address_size 64", "",
+                     ".visible .entry k(", "\t.param .u64 k_param_0", ")", "{",
+                     "\t.reg .b32 %r<9>;", "\t.reg .pred %p<3>;",
+                     "\tsetp.lt.s32 %p1, %r1, 7;",          # prologue: weight 1
+                     "$L_loop:",
+                     "\tsetp.lt.s32 %p2, %r2, 9;",          # loop body: weight 4
+                     "\t@%p2 bra $L_loop;",
+                     "\tsetp.lt.s32 %p1, %r3, 5;",          # epilogue: weight 2
+                     "\tret;", "}", ""])
+    program = PtxProgram(ptx)
+    assert program.loops(0) and len(program.loops(0)) == 1
+    picks = Counter()
+    for seed in range(700):
+        _, edit = apply_mutation(ptx, "flip_comparison", random.Random(seed), Context())
+        picks[edit.lines[0]] += 1
+    prologue, body, epilogue = 10, 12, 14
+    assert picks[body] > picks[epilogue] > picks[prologue] > 0, picks
+
+
+def test_every_group_gets_every_applicable_operator(triton_rows, tmp_path):
+    from ptxds.rewrite import applicable_mutations, rewrite_dataset
+    rows = [r for r in triton_rows if "gemm" in r.group_id or "softmax" in r.group_id]
+    ShardWriter(tmp_path).write(rows)
+    rewrite_dataset(tmp_path, rewrites=0, mutants=len(MUTATIONS), seed=3)
+    records = read_records(tmp_path)
+    for group in {r.group_id for r in rows}:
+        bases = [r for r in rows if r.group_id == group]
+        applicable = set(applicable_mutations(bases, {b.kernel_id: context_for(b) for b in bases}))
+        assert {"drop_barrier", "wrong_shared_offset", "flip_store_guard"} <= applicable, (group, applicable)
+        made = {r.variant["mutation"] for r in records if r.group_id == group and "mutation" in r.variant}
+        assert made == applicable, (group, made, applicable)

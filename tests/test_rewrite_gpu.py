@@ -25,7 +25,9 @@ def test_rewrites_pass_and_a_wrong_address_mutant_is_killed(tmp_path, monkeypatc
     rows = [row for item in items for row in build_and_finalize(builder, item, sass=False)]
     assert len(rows) == len(ITEMS)
     ShardWriter(tmp_path / "in").write(rows)
-    # Mutant slots take the operators in turn; slot 4 of vector_add is a wrong address register.
+    # Mutant slots take the operators with a site in turn (mutant_plan): vector_add has four
+    # (flip_comparison, flip_store_guard, off_by_one, wrong_address_register), so five slots
+    # give it a wrong address register.
     summary = rewrite_dataset(tmp_path / "in", rewrites=4, mutants=5, seed=1)
     assert summary.rewrites_written == 8 and not summary.rewrite_failures
     verify_dataset(tmp_path / "in", tmp_path / "out", timing=False, kernel_timeout=10, progress=False)

@@ -8,6 +8,13 @@ incremented at the mutated site, reached through a parameter appended to its ent
 the counter as a zeroed scratch buffer and an extra pointer argument of that entry's
 launches, and runs it once per trial on the trial inputs in the GPU worker. A probe that
 cannot be built or run leaves coverage unknown, never counted either way.
+
+For an exercised site the base gets the same probe at the same place (``base_counts``),
+and ``explain_survivor`` records, for a mutant still ``passed`` once racecheck is done, why
+it may be equivalent under ``provenance.verify.survivor``: a proof from the PTX
+(``ptx_tools.rewrite.equivalence``: a dead result, a sign that a square removes), or an
+observation from the trials (the site ran exactly as often as in the base), each labelled
+as what it is.
 """
 from __future__ import annotations
 
@@ -16,6 +23,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from dataset_spec.model import Arg, Buffer, Distribution, KernelRecord
+from ptx_tools.rewrite.equivalence import OBSERVATION, SurvivorReason, static_reason
 from ptx_tools.rewrite.probe import MutatedSite, ProbeError, SiteProbe, instrument_site, mutated_site
 
 COUNTER_BUFFER = "ptxds_site_count"
@@ -29,10 +37,14 @@ class SiteCoverage:
     site: str = ""
     line: Optional[int] = None  # 1-based line of the site in the mutant's PTX
     reason: str = ""
+    base_counts: Optional[list] = None  # the base's executions of the same site (None: not measured)
+    base_reason: str = ""
 
     def to_dict(self) -> dict:
         return {"exercised": self.exercised, "counts": self.counts, "site": self.site, "line": self.line,
-                **({"reason": self.reason} if self.reason else {})}
+                **({"reason": self.reason} if self.reason else {}),
+                **({"base_counts": self.base_counts} if self.base_counts is not None else {}),
+                **({"base_reason": self.base_reason} if self.base_reason else {})}
 
 
 @dataclass
@@ -48,7 +60,21 @@ def probe_record(record: KernelRecord, base_ptx: str) -> ProbedRow:
     """``record`` with the probe's PTX, the counter as an extra zeroed scratch buffer, and
     its pointer appended to the args of the launches of the entry that holds the site.
     Raises ProbeError when the site cannot be probed."""
-    site = mutated_site(base_ptx, record.ptx)
+    return _probed(record, mutated_site(base_ptx, record.ptx))
+
+
+def probe_base(base: KernelRecord, mutant_ptx: str) -> ProbedRow:
+    """The base with a counter at the place its mutant changed (for a dropped line, the
+    line itself), to compare how often the site runs in each."""
+    site = mutated_site(base.ptx, mutant_ptx)
+    if site.base_line is None:
+        raise ProbeError("the mutated site has no place in the base")
+    before = site.before.split("\n")[0] if site.before else ""
+    at_base = MutatedSite(site.base_line, site.kind, before, before, site.guard, site.base_line)
+    return _probed(base, at_base)
+
+
+def _probed(record: KernelRecord, site: MutatedSite) -> ProbedRow:
     probe = instrument_site(record.ptx, site)
     names = {b.name for b in record.buffers()}
     counter = COUNTER_BUFFER
@@ -106,7 +132,19 @@ def measure_site(worker, record: KernelRecord, base: Optional[KernelRecord], gro
         return SiteCoverage(None, site=text, line=line,
                             reason=f"probe did not run: {reply['error']}: {reply.get('message', '')}"[:500])
     counts = reply["counts"]
-    return SiteCoverage(any(counts), counts, text, line)
+    coverage = SiteCoverage(any(counts), counts, text, line)
+    if coverage.exercised:
+        try:
+            at_base = probe_base(base, record.ptx)
+        except (ProbeError, ValueError) as exc:
+            coverage.base_reason = f"base probe not built: {exc}"
+            return coverage
+        reply = worker.site_count(at_base.record.to_json(), group_id, trials, at_base.counter, timeout)
+        if reply.get("error"):
+            coverage.base_reason = f"base probe did not run: {reply['error']}: {reply.get('message', '')}"[:500]
+        else:
+            coverage.base_counts = reply["counts"]
+    return coverage
 
 
 def apply_coverage(row: KernelRecord, coverage: SiteCoverage) -> None:
@@ -118,3 +156,55 @@ def apply_coverage(row: KernelRecord, coverage: SiteCoverage) -> None:
                 f"{len(coverage.counts)} trial(s): equivalent for this problem")
         row.status = "unexercised"
         row.status_message = f"{note}; {row.status_message}" if row.status_message else note
+
+
+def _empirical_reason(operator: str, coverage: dict) -> SurvivorReason:
+    """What the trials showed about a survivor's site, never more."""
+    counts, base_counts = coverage.get("counts"), coverage.get("base_counts")
+    if not counts or base_counts is None:
+        why = coverage.get("base_reason") or coverage.get("reason") or "the base's count was not measured"
+        return SurvivorReason(OBSERVATION, "passed_every_trial",
+                              f"same output on every trial; no reason established ({why})")
+    if operator == "drop_barrier":
+        return SurvivorReason(OBSERVATION, "race_not_observed",
+                              f"race not observed: same result on every trial (site counts {counts}, base "
+                              f"{base_counts}) and racecheck found no hazard its base lacks where it ran; "
+                              "a missing barrier is still a race (not proven equivalent)")
+    if counts != base_counts:
+        return SurvivorReason(OBSERVATION, "masked_downstream",
+                              f"the site ran {counts} times against the base's {base_counts} and the output "
+                              "still matched on every trial: the change is masked (not proven)")
+    if operator == "off_by_one":
+        return SurvivorReason(OBSERVATION, "same_trip_count",
+                              f"the site ran exactly as often as in the base on every trial ({counts}): the "
+                              "changed constant does not change the trip count or the values at this size "
+                              "(observed, not proven for other sizes)")
+    if operator in ("flip_comparison", "flip_store_guard"):
+        return SurvivorReason(OBSERVATION, "same_predicate_outcome",
+                              f"same result on every trial, counts equal ({counts}): the predicate's outcome "
+                              "agrees for every executing thread on these inputs (observed, not proven)")
+    return SurvivorReason(OBSERVATION, "same_counts_same_output",
+                          f"same result on every trial, counts equal to the base's ({counts})")
+
+
+def survivor_reason(row: KernelRecord, base: Optional[KernelRecord]) -> SurvivorReason:
+    """Why a mutant that is still ``passed`` may be equivalent: a proof from the PTX where
+    one exists, else an observation from the coverage counts."""
+    operator = (row.variant or {}).get("mutation", "")
+    if base is not None and base.ptx:
+        found = static_reason(base.ptx, row.ptx, operator)
+        if found is not None:
+            return found
+    coverage = (row.provenance.get("verify") or {}).get("coverage") or {}
+    return _empirical_reason(operator, coverage)
+
+
+def explain_survivors(rows: list) -> None:
+    """Records ``provenance.verify.survivor`` (kind, reason, detail) on every mutant of
+    ``rows`` that is still ``passed``; run after racecheck has had its say."""
+    by_id = {row.kernel_id: row for row in rows if row.kernel_id}
+    for row in rows:
+        if row.status != "passed" or not (row.variant or {}).get("mutation"):
+            continue
+        reason = survivor_reason(row, by_id.get((row.variant or {}).get("base", "")))
+        row.provenance.setdefault("verify", {})["survivor"] = reason.to_dict()

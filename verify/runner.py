@@ -44,7 +44,7 @@ from .reference import reference_outputs
 from .timing import TARGET_RSE
 from .outcome import Consensus, OutputSpec, Verdict, classify
 from .sanitize import TOOLS, race_errors, racing_members, run_sanitizer, sanitizer_status
-from .coverage import apply_coverage, measure_site
+from .coverage import apply_coverage, explain_survivors, measure_site
 from .race_focus import automatic_sanitizer, note as racecheck_note, racecheck_reason
 
 PASS_THROUGH = ("build_failed", "no_problem", "not_applicable")
@@ -446,6 +446,7 @@ class _Run:
         with self.stopwatch("derived"):
             self._judge_derived(worker, group_id, out_rows, results, problems, race_counts)
         apply_race_statuses(out_rows, results, racing_members(race_counts))
+        explain_survivors(out_rows)
         return out_rows, results
 
     def _judge_derived(self, worker, group_id: str, out_rows: list, results: dict, problems: dict,

@@ -210,6 +210,27 @@ class PtxProgram:
             blocks.append(current)
         return blocks
 
+    def loops(self, function: int) -> list:
+        """(first, last) line spans of the function's loops: a label and a later branch
+        back to it."""
+        labels = {self.lines[i].label: i for i in self.body(function) if self.lines[i].kind == "label"}
+        spans = []
+        for i, instr in self.instructions(function, top_level=False):
+            if instr.base == "bra" and instr.operands and labels.get(instr.operands[0], i) < i:
+                spans.append((labels[instr.operands[0]], i))
+        return spans
+
+    def site_weights(self, function: int) -> dict:
+        """Line index -> how strongly a mutation prefers that line: 4 inside a loop (the main
+        loop body, run most often), 2 after the last loop (the epilogue, which every thread
+        reaches once the loop ends), 1 elsewhere; all 1 in a function without loops."""
+        spans = self.loops(function)
+        if not spans:
+            return {i: 1 for i in self.body(function)}
+        last_end = max(end for _, end in spans)
+        return {i: 4 if any(start <= i <= end for start, end in spans) else 2 if i > last_end else 1
+                for i in self.body(function)}
+
     def insert(self, index: int, texts: list, function: int) -> None:
         """Insert new lines before ``index`` (function bodies only)."""
         new = []

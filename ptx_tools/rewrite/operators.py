@@ -4,7 +4,9 @@ Rewrites keep the function: register renaming, reordering independent instructio
 ``ld.global.nc`` for read-only buffers, cache operators, multiply by a power of two <->
 shift, dead code, a predicated branch negated with its fall-through block moved out of line.
 Mutants change it: swapped operands of a non-commutative op, an off-by-one constant, a
-flipped comparison, a dropped ``bar.sync``, a wrong register in a load or store address.
+flipped comparison, a dropped ``bar.sync``, a wrong register in a load or store address, a
+shared-memory access at the neighbouring element, a changed guard on a global store. Their
+sites are drawn with weights that prefer loop bodies and the epilogue (code that runs).
 
 Every operator takes (program, rng, context), edits the program in place and returns an
 ``Edit`` naming itself and the lines it touched, or raises ``NotApplicable``.
@@ -45,6 +47,24 @@ def _choose(rng, sites: list, what: str):
     if not sites:
         raise NotApplicable(what)
     return rng.choice(sites)
+
+
+def _site_line(site) -> int:
+    return site if isinstance(site, int) else site[0]
+
+
+def _choose_weighted(program: PtxProgram, rng, sites: list, what: str):
+    """A mutation site, drawn with ``PtxProgram.site_weights``: lines in a loop body, then
+    the epilogue after the last loop, are preferred to code that may run once or never."""
+    if not sites:
+        raise NotApplicable(what)
+    weights, by_function = [], {}
+    for site in sites:
+        function = program.lines[_site_line(site)].function
+        if function not in by_function:
+            by_function[function] = program.site_weights(function)
+        weights.append(by_function[function].get(_site_line(site), 1))
+    return rng.choices(sites, weights=weights)[0]
 
 
 # -- rewrites ----------------------------------------------------------------------------
@@ -303,7 +323,7 @@ def swap_operands(program: PtxProgram, rng, ctx: Context) -> Edit:
              and not (instr.base in ("shl", "shr") and instr.opcode.endswith("64"))  # the amount is 32-bit
              and instr.operands[1] != instr.operands[2] and registers_in(instr.operands[1])
              and registers_in(instr.operands[2])]
-    i = _choose(rng, sites, "no non-commutative op on two registers")
+    i = _choose_weighted(program, rng, sites, "no non-commutative op on two registers")
     instr = program.lines[i].instr
     instr.operands = [instr.operands[0], instr.operands[2], instr.operands[1]]
     return Edit("swap_operands", [i], instr.opcode)
@@ -324,7 +344,7 @@ def off_by_one(program: PtxProgram, rng, ctx: Context) -> Edit:
                 sites.append((i, k, "operand"))
             elif instr.base in ("ld", "st") and _ADDRESS_OFFSET.search(op) and "param" not in instr.opcode:
                 sites.append((i, k, "address"))
-    i, k, kind = _choose(rng, sites, "no integer constant")
+    i, k, kind = _choose_weighted(program, rng, sites, "no integer constant")
     instr = program.lines[i].instr
     delta = rng.choice([-1, 1])
     before = instr.operands[k]
@@ -342,7 +362,7 @@ _FLIPPED = {"lt": "ge", "ge": "lt", "le": "gt", "gt": "le", "eq": "ne", "ne": "e
 def flip_comparison(program: PtxProgram, rng, ctx: Context) -> Edit:
     sites = [i for i, instr in program.instructions(top_level=False)
              if instr.base == "setp" and len(instr.modifiers) > 1 and instr.modifiers[0] in _FLIPPED]
-    i = _choose(rng, sites, "no setp comparison")
+    i = _choose_weighted(program, rng, sites, "no setp comparison")
     instr = program.lines[i].instr
     mods = instr.modifiers
     before = instr.opcode
@@ -371,7 +391,7 @@ def drop_barrier(program: PtxProgram, rng, ctx: Context) -> Edit:
             after = ordered[k + 1:(barriers[n + 1] if n + 1 < len(barriers) else len(ordered))]
             if any(_touches_shared(x) for _, x in before) and any(_touches_shared(x) for _, x in after):
                 sites.append(ordered[k][0])
-    i = _choose(rng, sites, "no bar.sync between shared-memory accesses")
+    i = _choose_weighted(program, rng, sites, "no bar.sync between shared-memory accesses")
     text = program.lines[i].render().strip()
     program.delete([i])
     return Edit("drop_barrier", [i], text)
@@ -404,11 +424,70 @@ def wrong_address_register(program: PtxProgram, rng, ctx: Context) -> Edit:
         others = other_buffer or sorted(r for r, _ in same_kind)
         if others:
             sites.append((i, k, reg, others))
-    i, k, reg, others = _choose(rng, sites, "no global load or store with another address register to take")
+    i, k, reg, others = _choose_weighted(program, rng, sites,
+                                         "no global load or store with another address register to take")
     instr = program.lines[i].instr
     new = rng.choice(others)
     instr.operands[k] = re.sub(re.escape(reg) + r"\b", new, instr.operands[k], count=1)
     return Edit("wrong_address_register", [i], f"{instr.opcode} address {reg} -> {new}")
+
+
+_TYPE_BYTES = re.compile(r"^[bsuf](8|16|32|64|128)$")
+_VECTOR = re.compile(r"^v(2|4|8)$")
+_SHARED_ADDRESS = re.compile(r"^\[\s*(?P<base>[^\]+]+?)\s*(?:\+\s*(?P<offset>-?\d+)\s*)?\]$")
+
+
+def _access_bytes(instr: Instruction) -> int:
+    """Bytes one ld/st moves: element width times vector length (so the wrong offset keeps
+    the access aligned, as a hand edit that compiles and runs would)."""
+    width = next((int(m.group(1)) // 8 for m in map(_TYPE_BYTES.match, instr.modifiers) if m), 4)
+    lanes = next((int(m.group(1)) for m in map(_VECTOR.match, instr.modifiers) if m), 1)
+    return max(1, width) * lanes
+
+
+def wrong_shared_offset(program: PtxProgram, rng, ctx: Context) -> Edit:
+    """A shared-memory load or store addresses the neighbouring element: ``[%r + k]`` ->
+    ``[%r + k + size]`` (``st.shared [%r]`` -> ``st.shared [%r+4]`` for a 4-byte store),
+    or ``- size`` where the offset is positive and the draw says so."""
+    sites = []
+    for i, instr in program.instructions(top_level=False):
+        if instr.base not in ("ld", "st") or not instr.modifiers[:1] \
+                or not instr.modifiers[0].startswith("shared"):
+            continue
+        k = 1 if instr.base == "ld" else 0
+        if len(instr.operands) > k and _SHARED_ADDRESS.match(instr.operands[k]):
+            sites.append((i, k))
+    i, k = _choose_weighted(program, rng, sites, "no ld.shared or st.shared with a plain address")
+    instr = program.lines[i].instr
+    match = _SHARED_ADDRESS.match(instr.operands[k])
+    offset, size = int(match.group("offset") or 0), _access_bytes(instr)
+    new = offset - size if offset >= size and rng.random() < 0.5 else offset + size
+    before = instr.operands[k]
+    instr.operands[k] = f"[{match.group('base')}+{new}]"
+    return Edit("wrong_shared_offset", [i], f"{instr.opcode} address {before} -> {instr.operands[k]}")
+
+
+def _guards(program: PtxProgram, function: int) -> list:
+    """Predicate registers used as guards in a function, without their negation."""
+    return sorted({instr.guard.lstrip("!") for _, instr in program.instructions(function, top_level=False)
+                   if instr.guard and instr.guard.lstrip("!").startswith("%")})
+
+
+def flip_store_guard(program: PtxProgram, rng, ctx: Context) -> Edit:
+    """The guard of a predicated global store changed: negated (``@%p`` -> ``@!%p``), or
+    replaced by another predicate that guards an instruction of the same function."""
+    sites = [i for i, instr in program.instructions(top_level=False)
+             if instr.base in ("st", "red", "atom") and instr.modifiers[:1] == ["global"] and instr.guard]
+    i = _choose_weighted(program, rng, sites, "no predicated global store")
+    instr = program.lines[i].instr
+    before, negated = instr.guard, instr.guard.startswith("!")
+    predicate = before.lstrip("!")
+    others = [p for p in _guards(program, program.lines[i].function) if p != predicate]
+    if others and rng.random() < 0.5:
+        instr.guard = ("!" if negated else "") + rng.choice(others)
+    else:
+        instr.guard = predicate if negated else "!" + predicate
+    return Edit("flip_store_guard", [i], f"{instr.opcode} guard @{before} -> @{instr.guard}")
 
 
 MUTATIONS = {
@@ -417,6 +496,8 @@ MUTATIONS = {
     "flip_comparison": flip_comparison,
     "drop_barrier": drop_barrier,
     "wrong_address_register": wrong_address_register,
+    "wrong_shared_offset": wrong_shared_offset,
+    "flip_store_guard": flip_store_guard,
 }
 
 

@@ -36,6 +36,7 @@ class MutatedSite:
     before: str               # the base's line(s) there
     after: str                # the mutant's line(s) there
     guard: Optional[str] = None
+    base_line: Optional[int] = None  # the same place in the base's text (0-based)
 
 
 @dataclass
@@ -64,7 +65,7 @@ def mutated_site(base_ptx: str, mutant_ptx: str) -> MutatedSite:
         guards = {_guard_of(t) for t in before[i1:i2] + after[j1:j2] if t.strip()}
         # a guard both sides share: the site runs only under it; a changed guard: count arrivals
         guard = guards.pop() if len(guards) == 1 else None
-        return MutatedSite(j1, tag, old, new, guard)
+        return MutatedSite(j1, tag, old, new, guard, i1)
     raise ProbeError("the mutant's PTX equals its base's: there is no mutated site to probe")
 
 
