@@ -10,7 +10,9 @@ from __future__ import annotations
 import importlib
 import importlib.abc
 import importlib.util
+import os
 import sys
+from pathlib import Path
 
 INNER = ("builders", "dataset_spec", "ptx_tools", "verify")
 
@@ -46,16 +48,32 @@ def _origin(name: str):
     return spec.origin if spec else None
 
 
+def _checkout_inner() -> dict:
+    """Run from a checkout (ptxds beside the four folders and setup.py): the four's files
+    there, which an editable install of another checkout must not replace; else {}."""
+    root = Path(__file__).resolve().parent.parent
+    files = {name: root / name / "__init__.py" for name in INNER}
+    if (root / "setup.py").is_file() and all(f.is_file() for f in files.values()):
+        return {name: str(f) for name, f in files.items()}
+    return {}
+
+
+def _same_files(a: dict, b: dict) -> bool:
+    """The same packages, at the same real paths."""
+    return set(a) == set(b) and all(a[n] and b[n] and os.path.realpath(a[n]) == os.path.realpath(b[n]) for n in a)
+
+
 def alias_installed_packages() -> None:
     if any(isinstance(f, ShortNameFinder) for f in sys.meta_path):
         return
-    inner = {name: _origin(f"ptxds.{name}") for name in INNER}
+    inner = _checkout_inner() or {name: _origin(f"ptxds.{name}") for name in INNER}
     if not all(inner.values()):
         return  # a checkout: the four are top-level folders beside ptxds
     short = {name: _origin(name) for name in INNER}
-    if short == inner:
+    if _same_files(short, inner):
         return  # the short names already lead to the same files (the checkout is on sys.path)
-    foreign = {name: where for name, where in short.items() if name in sys.modules and where != inner[name]}
+    foreign = {name: where for name, where in short.items()
+               if name in sys.modules and not _same_files({name: where}, {name: inner[name]})}
     if foreign:
         name, where = next(iter(foreign.items()))
         raise ImportError(f"ptxds imports its package {name!r} by that name, but another {name!r} ({where}) "
