@@ -155,3 +155,42 @@ def test_scratch_named_like_a_canonical_buffer_is_refused():
     row.scratch = [Buffer("D", "uint8", (64,), "scratch")]
     with pytest.raises(ValueError, match="scratch buffer 'D'"):
         canonical_record(row)
+
+
+def test_crossource_set_gives_gemm_groups_of_three_sources():
+    """Which sources state each crossource function, by canonical group (no compile): fp16
+    GEMM from Triton, CUTLASS and TVM at every llm size; bf16 GEMM and softmax from two."""
+    pytest.importorskip("cutlass_library")
+    from builders.base import BuildOptions
+    from builders.cutlass import catalog
+    from builders.cutlass.problem import make_problem
+    from builders.shapes import CROSSOURCE, LLM, load_shape_set
+    from builders.triton.builder import suite_groups, suite_payload
+    from builders.tvm.builder import selected_workloads
+    from builders.tvm.workloads import problem
+    assert load_shape_set("crossource") is CROSSOURCE
+    sources = {}
+    for group in suite_groups(CROSSOURCE):
+        pid = canonical_problem(Problem(**suite_payload(group, group["configs"][0], "sm_80")["problem"])).problem_id
+        sources.setdefault(pid, set()).add("triton")
+    for w in selected_workloads(None, "crossource"):
+        sources.setdefault(canonical_problem(problem(w)).problem_id, set()).add("tvm")
+    specs = catalog.enumerate_kernels(catalog.DEFAULT_FAMILIES, ("sm_80", "sm_90a"))
+    for spec in specs:
+        for m, n, k in CROSSOURCE.gemm:
+            sources.setdefault(canonical_problem(make_problem(spec, m, n, k)).problem_id, set()).add("cutlass")
+    fp16 = {f"function/gemm/float16_float16_float32_float16/rrr/a1b0/M{m}xN{n}xK{k}" for m, n, k in LLM.gemm}
+    assert {pid for pid, s in sources.items() if len(s) >= 3} == fp16
+    for pid in fp16:
+        assert sources[pid] == {"triton", "cutlass", "tvm"}
+    bf16 = {pid for pid, s in sources.items() if "bfloat16_bfloat16_float32_bfloat16/rrr" in pid}
+    assert bf16 and all(sources[pid] == {"triton", "cutlass"} for pid in bf16)
+    softmax = {pid for pid in sources if pid.startswith("function/softmax/")}
+    assert len(softmax) == len(LLM.rows) and all(sources[pid] == {"triton", "tvm"} for pid in softmax)
+    # TVM's default build is unchanged: its fourteen workloads at their own two sizes
+    assert len(selected_workloads(None)) == 14 and {w.size for w in selected_workloads(None)} == {"small", "large"}
+    assert [w.group_id for w in selected_workloads(["matmul_fp16"], "crossource")][:1] == [
+        "tvm/matmul_fp16/M4096xN4096xK4096"]
+    tvm_items = __import__("builders.tvm", fromlist=["TvmBuilder"]).TvmBuilder(
+        BuildOptions(archs=["sm_80"], extra={"shapes": "crossource", "schedules": 1})).work_items()
+    assert len(tvm_items) == 2 * len(LLM.gemm) + len(LLM.rows)
