@@ -113,7 +113,7 @@ def _given_source_options(flags: dict) -> dict:
               help="a YAML/JSON mapping of source options (flags and --option win over it)")
 @click.option("--shapes", default="default", show_default=True,
               help=f"{', '.join(n for n, c in SOURCE_CLASSES.items() if c.takes_shapes)}: problem sizes, a set "
-                   "(default, llm, sweep) or a YAML/JSON file; each size is its own group")
+                   "(default, llm, sweep, crossource) or a YAML/JSON file; each size is its own group")
 @click.option("--sass/--no-sass", default=False, help="store each row's SASS text")
 @executor_options
 @click.option("--cache", "cache_dir", default=None, type=click.Path(file_okay=False),

@@ -53,7 +53,7 @@ def test_bad_shape_files_give_one_line_errors(tmp_path, text, message):
 
 
 def test_unknown_set_name_is_one_line():
-    with pytest.raises(SpecError, match="unknown shape set 'huge': use default, llm, sweep or a YAML/JSON file"):
+    with pytest.raises(SpecError, match="unknown shape set 'huge': use default, llm, sweep, crossource or a YAML/JSON file"):
         load_shape_set("huge")
 
 
