@@ -194,3 +194,16 @@ def test_crossource_set_gives_gemm_groups_of_three_sources():
     tvm_items = __import__("builders.tvm", fromlist=["TvmBuilder"]).TvmBuilder(
         BuildOptions(archs=["sm_80"], extra={"shapes": "crossource", "schedules": 1})).work_items()
     assert len(tvm_items) == 2 * len(LLM.gemm) + len(LLM.rows)
+
+
+def test_card_names_the_fastest_source_of_each_cross_source_group():
+    from dataset_spec.card import _cross_source_table
+    def row(group, source, name, status="passed", t=None):
+        return {"group_id": group, "source": source, "name": name, "status": status, "time_us_median": t}
+    rows = [row(GEMM_256, "triton", "t1", t=9.0), row(GEMM_256, "triton", "t2", t=7.5),
+            row(GEMM_256, "cutlass", "c1", t=6.25), row(GEMM_256, "cutlass", "c2", "wrong_result", t=1.0),
+            row(GEMM_256, "tvm", "v1", "disagrees", t=2.0), row("triton/x", "triton", "only", t=1.0)]
+    table = _cross_source_table(rows)
+    assert f"| {GEMM_256} | 5 | cutlass | cutlass 6.25 us, triton 7.50 us, tvm - |" in table
+    assert "triton/x" not in table   # one source: not a cross-source group
+    assert _cross_source_table(rows[-1:]) == ""
