@@ -2,8 +2,9 @@
 size (float16, row-major, 256^3) and merged by ``ptxds merge`` into one canonical group,
 whose members carry one problem, launches bound to its buffers, and pair across sources.
 
-Compiles two Triton configs, two CUTLASS kernels and two TVM schedules (about a minute
-or two on two cores with cold caches); skipped where a compiler is missing.
+Also Triton's and TVM's softmax at 64x1000 (TVM at a shape set's size). Compiles four
+Triton configs, two CUTLASS kernels and four TVM schedules (a few minutes on two shared
+cores with cold caches); skipped where a compiler is missing.
 """
 from __future__ import annotations
 
@@ -13,14 +14,18 @@ from click.testing import CliRunner
 from conftest import nvcc_available
 
 GROUP = "function/gemm/float16_float16_float32_float16/rrr/a1b0/M256xN256xK256"
-SHAPES = {"gemm": [[256, 256, 256]]}
+SOFTMAX = "function/softmax/float32/M64xN1000"
+SHAPES = {"gemm": [[256, 256, 256]], "softmax": [[64, 1000]]}
 
 
-def _build(builder, limit_items: int) -> list:
+def _build(builder, items: int, groups=None) -> list:
+    """Rows of the first ``items`` work items of each of ``groups`` (all groups: None)."""
     from ptxds.pipeline import build_and_finalize
-    rows = []
-    for item in builder.work_items()[:limit_items]:
-        rows += build_and_finalize(builder, item, sass=False)
+    taken, rows = {}, []
+    for item in builder.work_items():
+        if (groups is None or item.group_id in groups) and taken.get(item.group_id, 0) < items:
+            taken[item.group_id] = taken.get(item.group_id, 0) + 1
+            rows += build_and_finalize(builder, item, sass=False)
     return rows
 
 
@@ -40,12 +45,16 @@ def source_dirs(tmp_path_factory):
     root = tmp_path_factory.mktemp("crossource")
     shapes = shape_set_from_dict(dict(SHAPES, name="x256"), "test")
     triton = TritonBuilder(BuildOptions(archs=["sm_80"], extra={"shapes": shapes}))
-    triton_rows = [r for r in _build(triton, 4) if r.problem.buffers[0].dtype == "float16"][:2]
+    triton_rows = _build(triton, 2, {"triton/gemm/float16/M256xN256xK256", "triton/softmax/float32/M64xN1000"})
     cutlass = CutlassBuilder(BuildOptions(archs=["sm_80"], limit=2, extra={
         "family": "cutlass_tensorop_f16_s16816gemm_f16_[0-9]*_nn_align8", "shapes": shapes}))
-    tvm = TvmBuilder(BuildOptions(archs=["sm_80"], extra={"schedules": 2, "workloads": ["matmul_fp16/small"]}))
+    # TVM states its matmul_fp16 and softmax at the set's sizes (--shapes)
+    tvm = TvmBuilder(BuildOptions(archs=["sm_80"], extra={"schedules": 2, "shapes": shapes,
+                                                          "workloads": ["matmul_fp16", "softmax"]}))
+    tvm_rows = _build(tvm, 1)
+    assert {r.group_id for r in tvm_rows} == {"tvm/matmul_fp16/M256xN256xK256", "tvm/softmax/M64xN1000"}
     dirs = {}
-    for name, rows in (("triton", triton_rows), ("cutlass", _build(cutlass, 1)), ("tvm", _build(tvm, 1))):
+    for name, rows in (("triton", triton_rows), ("cutlass", _build(cutlass, 1)), ("tvm", tvm_rows)):
         assert rows and all(r.status == "built" for r in rows), [(r.name, r.status_message[:200]) for r in rows]
         Dataset(root / name).append(rows)
         dirs[name] = root / name
@@ -62,16 +71,20 @@ def merged(source_dirs):
                                 catch_exceptions=False)
     assert result.exit_code == 0, result.output
     assert f"{GROUP}: cutlass 2, triton 2, tvm 2" in result.output
+    assert f"{SOFTMAX}: triton 2, tvm 2" in result.output
     return out, Dataset.open(out).records(), {n: Dataset.open(d).records() for n, d in dirs.items()}
 
 
 def test_every_source_joins_one_group_with_one_problem(merged):
-    _, rows, inputs = merged
-    assert {r.group_id for r in rows} == {GROUP}
-    assert {r.source for r in rows} == {"triton", "cutlass", "tvm"}
-    assert len({r.problem.digest() for r in rows}) == 1
     from dataset_spec.one_problem import distinct_problems
-    assert len(distinct_problems(r.problem for r in rows)) == 1   # what verify's problem_mismatch checks
+    _, rows, inputs = merged
+    assert {r.group_id for r in rows} == {GROUP, SOFTMAX}
+    for group, sources in ((GROUP, {"triton", "cutlass", "tvm"}), (SOFTMAX, {"triton", "tvm"})):
+        members = [r for r in rows if r.group_id == group]
+        assert {r.source for r in members} == sources
+        # what verify's problem_mismatch checks: one problem per group
+        assert len(distinct_problems(r.problem for r in members)) == 1
+        assert members[0].problem.problem_id == group
     # build keys are the builds' own, unique across sources; kernel ids too
     before = {r.build_key: r for records in inputs.values() for r in records}
     assert {r.build_key for r in rows} == set(before) and len(rows) == len(before)
@@ -92,19 +105,20 @@ def test_launches_name_the_canonical_buffers_and_still_fit_their_ptx(merged):
         names = {b.name for b in row.buffers()}
         used = {a.buffer for l in row.launches for a in l.args if a.kind == "buffer"}
         used |= {p.buffer for l in row.launches for a in l.args for p in a.patches}
-        assert used <= names and "D" in used, (row.source, used)
+        assert used <= names and ("D" if row.problem.op == "gemm" else "out") in used, (row.source, used)
         check_launches(row, parse_ptx(row.ptx))
         assert row.kernel_id == make_kernel_id(row.ptx_hash, row.launches, row.problem, row.arch)
         # the launch is the source's, only its buffer names changed
         old = before[row.build_key].launches
         assert [(l.entry, l.grid, l.block) for l in row.launches] == [(l.entry, l.grid, l.block) for l in old]
-    triton = [r for r in rows if r.source == "triton"]
+    triton = [r for r in rows if r.source == "triton" and r.group_id == GROUP]
     assert all([a.buffer for a in r.launches[0].args if a.kind == "buffer"][:3] == ["A", "B", "D"] for r in triton)
 
 
 def test_pairs_cross_sources_once_verified(merged):
     from dataset_spec.pairs import make_pairs
     _, rows, _ = merged
+    rows = [r for r in rows if r.group_id == GROUP]
     for row in rows:
         row.status = "passed"   # as a verify of the merged group would label agreeing members
     by_id = {r.kernel_id: r for r in rows}
