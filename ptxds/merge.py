@@ -5,7 +5,9 @@ canonical group of its function, whatever its source, so one group holds the Tri
 CUTLASS and TVM members of one GEMM and the verifier runs them together: the same inputs,
 one reference, one agreement check. Other rows keep their source's group. Build keys stay
 as built (they hash the source, so they are unique across sources); a build key met
-twice (the same row in two inputs, or already in OUT) is written once. Rows derived from
+twice (the same row in two inputs, or already in OUT) is written once, and so is a kernel
+id (the same code, launches and canonical problem for one arch). One input is fine too: a
+folder built from several sources, merged into a new one. Rows derived from
 a member (rewrites, mutants) follow their base's new kernel id. The rows are written and
 published by the Dataset layer: splits, pairs (across sources too) and the card.
 """
@@ -47,10 +49,15 @@ def _follow_bases(rows: list, new_ids: dict) -> None:
                 row.provenance = dict(row.provenance, **{key: new_ids[row.provenance[key]]})
 
 
-def merge_rows(inputs: list, skip_keys: set = frozenset()) -> tuple:
-    """(rows to write, summary) for the rows of ``inputs`` (lists of KernelRecord)."""
+def merge_rows(inputs: list, present: list = ()) -> tuple:
+    """(rows to write, summary) for the rows of ``inputs`` (lists of KernelRecord), less
+    those ``present`` (rows already in the target) has: by build key, or by kernel id (the
+    same code run the same way on the same function, e.g. one Triton kernel of a default
+    and of a shape-set build at one size)."""
     summary = MergeSummary()
-    seen, rows, new_ids = set(skip_keys), [], {}
+    seen = {r.build_key for r in present}
+    seen_ids = {r.kernel_id for r in present}
+    rows, new_ids = [], {}
     for records in inputs:
         for record in records:
             if record.build_key in seen:
@@ -59,8 +66,12 @@ def merge_rows(inputs: list, skip_keys: set = frozenset()) -> tuple:
             seen.add(record.build_key)
             row = canonical_record(record)
             if row is not record:
-                summary.moved += 1
                 new_ids[record.kernel_id] = row.kernel_id
+            if row.kernel_id in seen_ids and not row.kernel_id.startswith("unbuilt-"):
+                summary.duplicates += 1
+                continue
+            seen_ids.add(row.kernel_id)
+            summary.moved += row is not record
             rows.append(row)
     _follow_bases(rows, new_ids)
     for row in rows:
@@ -77,7 +88,8 @@ def merge_datasets(inputs: list, out_dir, credits=None) -> MergeSummary:
         raise MergeError(f"--out {out_dir} is one of the inputs; merge into a new folder")
     datasets = [Dataset.open(i) for i in inputs]
     target = Dataset(out_dir, credits=credits)
-    rows, summary = merge_rows([d.records() for d in datasets], target.done_keys())
+    present = Dataset.open(out_dir).records() if target.done_keys() else []
+    rows, summary = merge_rows([d.records() for d in datasets], present)
     if rows:
         summary.pairs = target.append(rows).pairs
     return summary

@@ -101,6 +101,10 @@ def test_softmax_and_rmsnorm_canonical_forms():
     norm = canonical_problem(triton_problem("rmsnorm", size=(16, 4096)))
     assert norm.problem_id == "function/rmsnorm/float16/eps1e-06/M16xN4096"
     assert [b.name for b in norm.buffers] == ["x", "w", "out"] and norm.params["eps"] == 1e-6
+    layernorm = canonicalize(triton_problem("layernorm", "float32", size=(16, 4096)))
+    assert [b.name for b in layernorm.problem.buffers] == ["x", "w", "b", "out"]
+    assert layernorm.renames == {"x": "x", "w": "w", "b": "b", "out": "out"}
+    assert layernorm.problem.problem_id == "function/layernorm/float32/eps1e-05/M16xN4096"
 
 
 def test_no_canonical_form_for_other_ops_or_unknown_params():
@@ -207,3 +211,27 @@ def test_card_names_the_fastest_source_of_each_cross_source_group():
     assert f"| {GEMM_256} | 5 | cutlass | cutlass 6.25 us, triton 7.50 us, tvm - |" in table
     assert "triton/x" not in table   # one source: not a cross-source group
     assert _cross_source_table(rows[-1:]) == ""
+
+
+def test_merge_rows_writes_one_kernel_once_and_mutants_follow_their_base():
+    import copy
+    from ptxds.merge import merge_rows
+    shaped = _triton_like_row()
+    default = copy.deepcopy(shaped)   # the same kernel from a default-set build: no shape param
+    default.problem = triton_problem(record_shape=False)
+    default.variant, default.build_key = {"cfg": 1, "set": "default"}, ""
+    default.__post_init__()
+    assert default.build_key != shaped.build_key and default.problem.digest() != shaped.problem.digest()
+    mutant = copy.deepcopy(shaped)
+    mutant.ptx_hash, mutant.build_key = "def", ""
+    mutant.variant = {"base": shaped.kernel_id, "mutation": "flip_sign"}
+    mutant.provenance = {"base_kernel_id": shaped.kernel_id}
+    mutant.__post_init__()
+    rows, summary = merge_rows([[shaped, mutant], [default]])
+    assert summary.duplicates == 1 and summary.rows == 2 and summary.moved == 2
+    base, moved_mutant = rows
+    assert base.group_id == moved_mutant.group_id == GEMM_256
+    assert moved_mutant.variant["base"] == base.kernel_id != shaped.kernel_id
+    assert moved_mutant.provenance["base_kernel_id"] == base.kernel_id
+    again, summary = merge_rows([[shaped, default, mutant]], present=rows)
+    assert again == [] and summary.duplicates == 3
