@@ -263,7 +263,7 @@ def merge(datasets, out_dir):
     summary = merge_datasets(list(datasets), out_dir, credits=source_credits)
     cross = summary.cross_source_groups
     click.echo(f"{out_dir}: {summary.rows} rows written ({summary.moved} into canonical groups, "
-               f"{summary.duplicates} duplicate build keys skipped); {len(summary.groups)} canonical groups, "
+               f"{summary.duplicates} duplicates (build key or kernel id) skipped); {len(summary.groups)} canonical groups, "
                f"{len(cross)} with members from more than one source")
     for group, sources in sorted(cross.items()):
         click.echo(f"  {group}: " + ", ".join(f"{s} {n}" for s, n in sorted(sources.items())))
