@@ -9,8 +9,9 @@ row per size. Three kinds of size cover the built-in sources:
 - ``elementwise``: ``n`` elements (vector_add, square).
 
 Built-in sets: ``default`` (each source's own sizes, the groups every earlier build made),
-``llm`` (transformer-layer sizes) and ``sweep`` (powers of two and odd sizes, small to
-large). Builders may round the sizes of a built-in set up to what a kernel family needs
+``llm`` (transformer-layer sizes), ``sweep`` (powers of two and odd sizes, small to
+large) and ``crossource`` (the ``llm`` sizes of the functions several sources build: GEMM,
+softmax, RMSNorm; merged with ``ptxds merge``). Builders may round the sizes of a built-in set up to what a kernel family needs
 (CUTLASS alignments); sizes from a user's file are taken exactly, and a kernel that cannot
 run one gets a ``not_applicable`` row that says why.
 
@@ -91,8 +92,14 @@ SWEEP = ShapeSet(
     elementwise=(1024, 65536, 1 << 20, 1 << 24, 127, 12345, 1000003),
 )
 
+# The functions several compilers build, at the ``llm`` sizes: GEMM (Triton, CUTLASS, TVM)
+# and row softmax (Triton, TVM) and RMSNorm (Triton); no element-wise ops. ``ptxds merge``
+# of these builds puts each function's members from every source into one group.
+CROSSOURCE = ShapeSet(name="crossource", gemm=LLM.gemm,
+                      per_op={op: LLM.rows for op in ("softmax", "rmsnorm")})
+
 DEFAULT = ShapeSet(name="default", is_default=True)
-BUILTIN = {s.name: s for s in (DEFAULT, LLM, SWEEP)}
+BUILTIN = {s.name: s for s in (DEFAULT, LLM, SWEEP, CROSSOURCE)}
 
 
 def load_shape_set(spec) -> ShapeSet:

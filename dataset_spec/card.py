@@ -150,6 +150,35 @@ def _results_table(rows: list) -> str:
     return _table(["group", "members", "passed", "fastest member", "slowest/fastest"], body)
 
 
+CROSS_SOURCE_TEXT = ("Groups with members from several sources (`ptxds merge`: one canonical problem, "
+                     "docs/crossource.md). Every member was timed the same way (same L2 flush, same "
+                     "method), so times compare across compilers; per source its fastest passing member.")
+
+
+def _cross_source_table(rows: list) -> str:
+    """Per group of several sources: the winning source and each source's fastest time
+    ('' when no group has two sources)."""
+    by_group = defaultdict(list)
+    for row in rows:
+        by_group[row["group_id"]].append(row)
+    body = []
+    for group, members in sorted(by_group.items()):
+        sources = sorted({m["source"] for m in members})
+        if len(sources) < 2:
+            continue
+        best = {}
+        for source in sources:
+            stats = group_stats(m for m in members if m["source"] == source)
+            best[source] = stats.fastest_us
+        timed = {s: t for s, t in best.items() if t}
+        winner = min(timed, key=lambda s: (timed[s], s)) if timed else "-"
+        cells = ", ".join(f"{s} {best[s]:.2f} us" if best[s] else f"{s} -" for s in sources)
+        body.append([group, len(members), winner, cells])
+    if not body:
+        return ""
+    return CROSS_SOURCE_TEXT + "\n\n" + _table(["group", "members", "fastest source", "fastest per source"], body)
+
+
 def output_dtype(problem: dict) -> str:
     """The dtype of a problem's (first) output buffer, from its JSON form."""
     return next((b["dtype"] for b in problem.get("buffers", []) if b.get("role") in ("out", "inout")), "?")
@@ -376,6 +405,9 @@ def write_card(root, title: str = "PTX equivalence groups", credits=None) -> Pat
                   _sanitizer_line(rows), "", "### Sensitivity of the error bound", "",
                   _sensitivity_table(rows), "", f"Timing methods: {_timing_methods(rows)}.", "",
                   "### Results", "", _results_table(rows), ""]
+        cross = _cross_source_table(rows)
+        if cross:
+            parts += ["### Across sources", "", cross, ""]
     parts += _labels_section(pairs, rows)
     parts += _plots_section(root)
     path = root / "README.md"

@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import importlib.abc
 import importlib.util
+import os
 import sys
 from pathlib import Path
 

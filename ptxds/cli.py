@@ -113,7 +113,7 @@ def _given_source_options(flags: dict) -> dict:
               help="a YAML/JSON mapping of source options (flags and --option win over it)")
 @click.option("--shapes", default="default", show_default=True,
               help=f"{', '.join(n for n, c in SOURCE_CLASSES.items() if c.takes_shapes)}: problem sizes, a set "
-                   "(default, llm, sweep) or a YAML/JSON file; each size is its own group")
+                   "(default, llm, sweep, crossource) or a YAML/JSON file; each size is its own group")
 @click.option("--sass/--no-sass", default=False, help="store each row's SASS text")
 @executor_options
 @click.option("--cache", "cache_dir", default=None, type=click.Path(file_okay=False),
@@ -242,6 +242,31 @@ def resplit(dataset):
     click.echo("kernels: " + ", ".join(f"{k} {v}" for k, v in summary.by_split.items())
                + "; kernels_by_shape: " + ", ".join(f"{k} {v}" for k, v in summary.by_shape.items()))
     click.echo(f"pairs: {summary.pairs}; pairs_by_shape: {summary.pairs_by_shape}")
+
+
+@cli.command()
+@click.argument("datasets", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False))
+@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
+              help="the merged dataset folder (new, or a dataset to add the rows to)")
+@library_errors
+def merge(datasets, out_dir):
+    """Merge datasets of several sources into one: every member of one function (its
+    canonical problem: op, dtypes, layouts, size, epilogue) joins one group
+    function/<op>/..., whatever its source; rows are unverified again (verify the merged
+    folder), and keep their source's problem in provenance.
+
+    Example:
+
+        ptxds merge data/triton data/cutlass data/tvm --out data/crossource
+    """
+    from .merge import merge_datasets
+    summary = merge_datasets(list(datasets), out_dir, credits=source_credits)
+    cross = summary.cross_source_groups
+    click.echo(f"{out_dir}: {summary.rows} rows written ({summary.moved} into canonical groups, "
+               f"{summary.duplicates} duplicates (build key or kernel id) skipped); {len(summary.groups)} canonical groups, "
+               f"{len(cross)} with members from more than one source")
+    for group, sources in sorted(cross.items()):
+        click.echo(f"  {group}: " + ", ".join(f"{s} {n}" for s, n in sorted(sources.items())))
 
 
 @cli.command("show-witness")

@@ -92,7 +92,7 @@ def test_user_size_a_kernel_cannot_run_is_not_applicable():
 
 
 @pytest.mark.parametrize("family", catalog.DEFAULT_FAMILIES + (INT8_FAMILY,))
-@pytest.mark.parametrize("shapes", ["default", "llm", "sweep"])
+@pytest.mark.parametrize("shapes", ["default", "llm", "sweep", "crossource"])
 def test_builtin_sizes_fit_every_kernel(family, shapes):
     builder = CutlassBuilder(BuildOptions(extra={"family": family, "shapes": shapes}))
     items = builder.work_items()

@@ -162,7 +162,7 @@ def test_verify_on_a_non_dataset_says_so(tmp_path):
 def test_missing_shape_file_is_named(tmp_path):
     result = run_cli("build", "--source", "triton", "--out", tmp_path / "d", "--shapes", tmp_path / "mine.yaml")
     assert one_error_line(result) == (f"Error: shape file {tmp_path / 'mine.yaml'} not found; give an existing "
-                                      "YAML/JSON file, or a built-in set: default, llm, sweep")
+                                      "YAML/JSON file, or a built-in set: default, llm, sweep, crossource")
 
 
 def test_malformed_yaml_names_line_and_column(tmp_path):

@@ -22,7 +22,7 @@ def write(tmp_path, name: str, text: str):
 
 
 def test_builtin_names_and_file_forms(tmp_path):
-    assert set(BUILTIN) == {"default", "llm", "sweep"}
+    assert set(BUILTIN) == {"default", "llm", "sweep", "crossource"}
     assert load_shape_set(None).is_default and load_shape_set("default").is_default
     yaml_file = write(tmp_path, "mine.yaml", "gemm: [[64, 32, 16], {M: 8, N: 16, K: 32}]\n"
                                              "rows: [[4, 8]]\nsoftmax: [[2, 3]]\nelementwise: [7]\n")
@@ -53,7 +53,7 @@ def test_bad_shape_files_give_one_line_errors(tmp_path, text, message):
 
 
 def test_unknown_set_name_is_one_line():
-    with pytest.raises(SpecError, match="unknown shape set 'huge': use default, llm, sweep or a YAML/JSON file"):
+    with pytest.raises(SpecError, match="unknown shape set 'huge': use default, llm, sweep, crossource or a YAML/JSON file"):
         load_shape_set("huge")
 
 

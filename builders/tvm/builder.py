@@ -8,7 +8,9 @@ dropped and counted (``provenance.tvm``). A schedule that TVM or nvcc fails to b
 ``build_failed`` row with the message, and the item goes on.
 
 Options (``BuildOptions.extra``): ``schedules`` (members per group, default 10),
-``workloads`` (names or group ids to keep; default all). ``sample_seed`` seeds the samples.
+``workloads`` (names or group ids to keep; default all), ``shapes`` (a shape set, builders/shapes.py:
+other than ``default``, matmul_fp16, matmul_fp32 and softmax at its sizes, one group per
+size). ``sample_seed`` seeds the samples.
 """
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ from ptx_tools import ptx_hash
 
 from ptx_tools import CompileError, toolchain_versions
 from ptx_tools.ptx_cache import DEFAULT_FLAGS, cached_ptx
-from .workloads import SOURCE, WORKLOADS, Workload, build_te, problem
+from .workloads import SOURCE, Workload, build_te, problem, shaped_workloads
 
 DEFAULT_SCHEDULES = 10
 ATTEMPTS_PER_MEMBER = 60   # draws that pass MetaSchedule's GPU check, per wanted member, before the item gives up
@@ -37,28 +39,33 @@ def tvm_version() -> str:
     return tvm.__version__
 
 
-def selected_workloads(names) -> list:
+def selected_workloads(names, shapes=None) -> list:
+    from builders.shapes import load_shape_set
+    workloads = shaped_workloads(load_shape_set(shapes))
     if not names:
-        return list(WORKLOADS)
-    keep = [w for w in WORKLOADS if w.name in names or w.group_id in names or f"{w.name}/{w.size}" in names]
+        return workloads
+    keep = [w for w in workloads if w.name in names or w.group_id in names or f"{w.name}/{w.size}" in names]
     if not keep:
-        known = sorted({w.name for w in WORKLOADS})
+        known = sorted({w.name for w in workloads})
         raise ValueError(f"no TVM workload matches {list(names)}; known: {', '.join(known)}")
     return keep
 
 
 @dataclass(frozen=True)
 class TvmOptions:
-    """Members per group (``schedules``) and which workloads (names; default: all)."""
+    """Members per group (``schedules``), which workloads (names; default: all) and the
+    sizes (``shapes``: a set states matmul_fp16, matmul_fp32 and softmax at its sizes)."""
     schedules: Optional[int] = field(default=None, metadata={
         "flag": "--schedules", "min": 1, "help": "distinct schedules (members) per group (default 10)"})
     workloads: Optional[tuple[str, ...]] = None
+    shapes: Optional[str] = None
 
 
 class TvmBuilder(Builder):
     """TVM workloads -> one group per workload and size, one row per distinct schedule and arch."""
     name = SOURCE
     Options = TvmOptions
+    takes_shapes = True
     pip_extra = "tvm"
     # 280 rows in 686 s on 2 cores
     cpu_seconds_per_row = 4.9
@@ -71,7 +78,7 @@ class TvmBuilder(Builder):
 
     def work_items(self) -> list:
         items = []
-        for w in selected_workloads(self.settings.workloads):
+        for w in selected_workloads(self.settings.workloads, self.settings.shapes):
             for arch in self.options.archs:
                 items.append(WorkItem(
                     key=f"{w.group_id}/{arch}/n{self.schedules}/s{self.options.sample_seed}",

@@ -161,3 +161,20 @@ WORKLOADS = [
     Workload("row_sum", "small", "row_sum", (1024, 1000)),
     Workload("row_sum", "large", "row_sum", (8192, 8192)),
 ]
+
+# Workloads a shape set states at its sizes (``--shapes``), by the kind of size they take
+# (builders/shapes.py); the others keep their own two sizes and are built with ``default``.
+SHAPED_WORKLOADS = (("matmul_fp16", "gemm"), ("matmul_fp32", "gemm"), ("softmax", "softmax"))
+
+
+def shaped_workloads(shape_set) -> list:
+    """The workloads of a shape set: each shaped workload at each size of its kind, the
+    size's label (``M4096xN4096xK4096``) in the group id; ``default`` gives WORKLOADS."""
+    from builders.shapes import OP_KINDS, shape_label
+    if shape_set.is_default:
+        return list(WORKLOADS)
+    out = []
+    for name, op in SHAPED_WORKLOADS:
+        for size in dict.fromkeys(shape_set.sizes_for(op)):
+            out.append(Workload(name, shape_label(OP_KINDS[op], size), "gemm" if op == "gemm" else op, tuple(size)))
+    return out
