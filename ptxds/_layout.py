@@ -10,7 +10,6 @@ from __future__ import annotations
 import importlib
 import importlib.abc
 import importlib.util
-import os
 import sys
 from pathlib import Path
 
