@@ -3,11 +3,12 @@
 # default Triton suite with this checkout and with an earlier checkout carried in
 # .gpu/old (alternating, two rounds each) for the speed comparison, then the carried
 # Triton dump dataset. Prints a short table last.
-# Usage: benchmarks/gpu_wave.sh OUTDIR [tests|speed|mirage|all]
+# Usage: benchmarks/gpu_wave.sh OUTDIR [tests|speed|mirage|datasets|all]
+#   datasets: ptxds verify of each other carried dataset folder given in $WAVE_DATASETS
 #   mirage: the mutant kill rate of .gpu/triton-mut (ptxds rewrite of the Triton suite), then
 #           ptxds verify of the carried Mirage datasets (.gpu/mirage*, muGraphs in .gpu/mugraphs)
 set -uo pipefail
-out=${1:?usage: gpu_wave.sh OUTDIR [tests|speed|mirage|all]}
+out=${1:?usage: gpu_wave.sh OUTDIR [tests|speed|mirage|datasets|all]}
 phase=${2:-all}
 mkdir -p "$out"
 source benchmarks/gpu_env.sh
@@ -22,6 +23,17 @@ if [ "$phase" = tests ] || [ "$phase" = all ]; then
   grep -E "^(FAILED|ERROR)|passed|failed" "$out/pytest-gpu.log" | tail -n 25 >> "$out/table.txt"
 fi
 [ "$phase" = tests ] && { cat "$out/table.txt"; exit 0; }
+if [ "$phase" = datasets ]; then
+  for ds in ${WAVE_DATASETS:-}; do
+    [ -d "$ds" ] || continue
+    name=$(basename "$ds"); t0=$(date +%s)
+    timeout 200 python3 -m ptxds verify "$ds" --out "$work/$name" --silent > "$out/verify-$name.log" 2>&1
+    echo "$name: $(( $(date +%s) - t0 )) s, $(grep -m1 'status counts' "$out/verify-$name.log")" | tee -a "$out/table.txt"
+    grep -E "^  " "$out/verify-$name.log" | cut -c1-220 >> "$out/table.txt"
+    grep -A12 "### Across sources" "$work/$name/README.md" 2>/dev/null >> "$out/table.txt"
+  done
+  echo "===== table"; cat "$out/table.txt"; exit 0
+fi
 if [ "$phase" = mirage ] && [ -d .gpu/triton-mut ]; then
   t0=$(date +%s)
   timeout 300 python3 benchmarks/mutant_kill_rate.py .gpu/triton-mut --work "$work/mut" > "$out/mutants.log" 2>&1
