@@ -33,14 +33,27 @@ class MuGraphSemanticsError(PtxdsError, ValueError):
     """A muGraph the float64 evaluator cannot read; names the op."""
 
 
+# Newer Mirage (include/mirage/type.h) writes the for-loop accumulators' JSON names as
+# "tb_forloop_accum_*_op" instead of "tb_accum_*_op"; the enum entries and their meaning
+# are the same, so both spellings read as the older one.
+RENAMED_OPS = {f"tb_forloop_accum_{k}_op": f"tb_accum_{k}_op"
+               for k in ("nored", "red_ld_sum", "red_ld_rms", "redtox_ld_sum")}
+
+
+def op_type(op: dict) -> str:
+    """The operator's type in the older spelling (see RENAMED_OPS)."""
+    name = op["op_type"]
+    return RENAMED_OPS.get(name, name)
+
+
 def _shape(t: dict) -> tuple:
     return tuple(int(d) for d in t["dim"][:int(t["num_dims"])])
 
 
 def io_tensors(graph: list) -> tuple:
     """(input shapes in file order, output shape) of a raw muGraph."""
-    ins = [_shape(op["output_tensors"][0]) for op in graph if op["op_type"] == "kn_input_op"]
-    outs = [_shape(op["input_tensors"][0]) for op in graph if op["op_type"] == "kn_output_op"]
+    ins = [_shape(op["output_tensors"][0]) for op in graph if op_type(op) == "kn_input_op"]
+    outs = [_shape(op["input_tensors"][0]) for op in graph if op_type(op) == "kn_output_op"]
     return ins, outs[0]
 
 
@@ -230,7 +243,7 @@ def _customized(op: dict, tensors: dict, seen: list) -> None:
     acc: dict = {}
     for it in range(F):
         for tb in tb_ops:
-            kind = tb["op_type"][3:-3]
+            kind = op_type(tb)[3:-3]
             ins = [t["guid"] for t in tb.get("input_tensors", [])]
             outs = [t["guid"] for t in tb.get("output_tensors", [])]
             if kind == "input":
@@ -256,7 +269,7 @@ def _customized(op: dict, tensors: dict, seen: list) -> None:
                 elif kind == "accum_redtox_ld_sum":
                     x = _sum_last(x, dimx)
                 elif kind != "accum_nored":
-                    raise MuGraphSemanticsError(f"op {tb['op_type']}: no float64 semantics")
+                    raise MuGraphSemanticsError(f"op {op_type(tb)}: no float64 semantics")
                 acc.setdefault(outs[0], []).append(x)
                 post_guids.add(outs[0])
             else:
@@ -264,14 +277,14 @@ def _customized(op: dict, tensors: dict, seen: list) -> None:
     for guid, terms in acc.items():
         x = _accumulated(terms)
         tb = next(t for t in tb_ops if t.get("output_tensors") and t["output_tensors"][0]["guid"] == guid)
-        if tb["op_type"] == "tb_accum_red_ld_rms_op":
+        if op_type(tb) == "tb_accum_red_ld_rms_op":
             n = _shape(tb["input_tensors"][0])[-1] * F
             r = np.sqrt(x.v / n)
             with np.errstate(divide="ignore", invalid="ignore"):
                 x = _V(r, None if x.e is None else np.where(r > 0, x.e / (2 * n * r), 0.0))
         tiles[guid] = _rounded(x, seen)
     for tb in tb_ops:  # after the loop: ops on accumulated tensors, then stores
-        kind = tb["op_type"][3:-3]
+        kind = op_type(tb)[3:-3]
         ins = [t["guid"] for t in tb.get("input_tensors", [])]
         if kind in ("input", "output") or kind.startswith("accum") or not any(i in post_guids for i in ins):
             continue
@@ -279,7 +292,7 @@ def _customized(op: dict, tensors: dict, seen: list) -> None:
         tiles[out] = _rounded(_tb_compute(kind, [tiles[i] for i in ins], tb), seen)
         post_guids.add(out)
     for tb in tb_ops:
-        if tb["op_type"] != "tb_output_op":
+        if op_type(tb) != "tb_output_op":
             continue
         d = tb["dtensor"]
         layout = _split(_shape(d), _shape(tb["input_tensors"][0]), tb["output_map"], -1)
@@ -335,7 +348,7 @@ def evaluate(graph: list, inputs: list, track_error: bool = False, seen: list | 
     arrays = iter(inputs)
     out_guid = None
     for op in graph:
-        kind = op["op_type"]
+        kind = op_type(op)
         if kind == "kn_input_op":
             t = op["output_tensors"][0]
             v = np.asarray(next(arrays), dtype=np.float64).reshape(_shape(t))
@@ -434,10 +447,10 @@ def reduction_length(problem) -> int:
     """The longest reduction of the muGraph (the bound's float32 accumulation term)."""
     longest = 1
     for op in problem.params["mugraph"]:
-        if op["op_type"] == "kn_matmul_op":
+        if op_type(op) == "kn_matmul_op":
             longest = max(longest, _shape(op["input_tensors"][0])[-1])
         for tb in (op.get("bgraph") or {}).get("operators", []):
-            if tb["op_type"] == "tb_matmul_op":
+            if op_type(tb) == "tb_matmul_op":
                 longest = max(longest, _shape(tb["input_tensors"][0])[-1] * int(op["bgraph"]["forloop_range"]))
     return longest
 

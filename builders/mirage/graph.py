@@ -14,9 +14,16 @@ from pathlib import Path
 from typing import Optional
 
 from dataset_spec.errors import PtxdsError
+from dataset_spec.mugraph import RENAMED_OPS
 
-
-FLOAT16 = 921  # Mirage's data_type code for half precision
+# Mirage's data_type codes for half precision: 921 in the older DataType enum of
+# include/mirage/type.h, 941 in the newer one (which renumbered every type).
+FLOAT16_CODES = (921, 941)
+# the other codes of either enum, so a rejection names the type the file meant
+DTYPE_NAMES = {900: "int8 (older enum)", 910: "uint16 (older enum)", 920: "bfloat16 (older enum) or int4 (newer)",
+               930: "float32 (older enum) or float8 (newer)", 935: "int8 (newer enum)",
+               940: "float64 (older enum) or bfloat16 (newer)", 945: "uint16 (newer enum)",
+               950: "float32 (newer enum)", 960: "float64 (newer enum)", 999: "unknown"}
 AXES = ("x", "y", "z")
 
 KN_OPS = ("kn_input_op", "kn_output_op", "kn_customized_op", "kn_matmul_op", "kn_exp_op",
@@ -219,9 +226,10 @@ class _TbError(Exception):
 
 def _tensor(raw: dict, after_accum=None) -> Tensor:
     dtype = raw.get("data_type")
-    if dtype != FLOAT16:
-        raise _TbError("tensor", f"tensor {raw.get('guid')} has data_type {dtype}; only float16 "
-                       f"({FLOAT16}) is supported")
+    if dtype not in FLOAT16_CODES:
+        meaning = DTYPE_NAMES.get(dtype, "not a Mirage data type")
+        raise _TbError("tensor", f"tensor {raw.get('guid')} has data_type {dtype} ({meaning}); only "
+                       f"float16 (921 in Mirage's older type enum, 941 in the newer) is supported")
     shape = tuple(int(d) for d in raw["dim"][:int(raw["num_dims"])])
     if not shape or any(d < 1 for d in shape):
         raise _TbError("tensor", f"tensor {raw.get('guid')} has shape {shape}")
@@ -246,6 +254,7 @@ def _block_graph(raw: dict, fail) -> BlockGraph:
     ops = []
     for t in raw["operators"]:
         kind = t.get("op_type", "?")
+        kind = RENAMED_OPS.get(kind, kind)
         if kind not in TB_OPS:
             raise _TbError(kind, f"not supported by the lowering (supported block ops: {', '.join(TB_OPS)})")
         op = TbOp(kind[3:-3], [_tensor(x) for x in t.get("input_tensors", [])],
