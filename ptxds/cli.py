@@ -96,6 +96,10 @@ def cli():
                    "else the pinned upstream files, downloaded once to the cache)")
 @click.option("--schedules", type=click.IntRange(min=1), default=None,
               help="tvm: distinct schedules (members) per group (default 10)")
+@click.option("--workloads", default=None,
+              help="tvm: comma-separated workload names or group ids to build (default all)")
+@click.option("--tensor-cores", "tensor_cores", type=click.Choice(["on", "off", "only"]), default=None,
+              help="tvm: tensor-core members of the float16 groups: on (default), off, or only them")
 @click.option("--sass/--no-sass", default=False, help="store each row's SASS text")
 @executor_options
 @click.option("--cache", "cache_dir", default=None, type=click.Path(file_okay=False),
@@ -107,7 +111,7 @@ def cli():
 @click.option("--flush-rows", type=click.IntRange(min=1), default=64, hidden=True, help="rows per part file")
 @library_errors
 def build(source, out_dir, arch, limit, sample_seed, jobs, from_dump, problem_file, manifest,
-          family, per_family, alpha, beta, sm_count, shapes, mugraphs, schedules, sass, executor, address,
+          family, per_family, alpha, beta, sm_count, shapes, mugraphs, schedules, workloads, tensor_cores, sass, executor, address,
           cache_dir, silent, dry_run, flush_rows):
     """Build a source's equivalence groups into a dataset folder (safe to rerun: resumes).
 
@@ -130,14 +134,17 @@ def build(source, out_dir, arch, limit, sample_seed, jobs, from_dump, problem_fi
                                 "manifest": manifest, "family": family, "shapes": shapes,
                                 "per_family": per_family, "alpha": alpha, "beta": beta,
                                 "sm_count": sm_count, "mugraphs": list(mugraphs) or None,
-                                "schedules": schedules}.items()
+                                "schedules": schedules,
+                                "workloads": workloads.split(",") if workloads else None,
+                                "tensor_cores": {"on": True, "off": False, "only": "only"}.get(tensor_cores)}.items()
              if v is not None}
     if source == "ptx" and not manifest:
         raise click.UsageError("--source ptx needs --manifest FILE (see docs/manifest.md)")
     if source == "triton-dump" and not from_dump:
         raise click.UsageError("--source triton-dump needs --from-dump DIR")
-    if schedules is not None and source != "tvm":
-        raise click.UsageError(f"--schedules applies to --source tvm, not {source}")
+    for flag, value in (("--schedules", schedules), ("--workloads", workloads), ("--tensor-cores", tensor_cores)):
+        if value is not None and source != "tvm":
+            raise click.UsageError(f"{flag} applies to --source tvm, not {source}")
     options = BuildOptions(archs=_parse_archs(arch), limit=limit, sample_seed=sample_seed, extra=extra)
     if dry_run:
         from .pipeline import plan_build

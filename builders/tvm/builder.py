@@ -2,13 +2,17 @@
 
 One work item is one workload (program x size) for one arch; it yields that group's
 members: TVM's dlight schedule, then MetaSchedule samples (design space, rand_state)
-until ``schedules`` distinct PTX programs are built. Samples that MetaSchedule's GPU
+until ``schedules`` distinct PTX programs are built, all on CUDA cores. The float16
+workloads (``TENSOR_CORE_WORKLOADS``) have a second item per group and arch, with its own
+key: the tensor-core members (``TENSOR_CORE_SCHEDULES``, dlight's MatmulTensorization
+with WMMA). Samples that MetaSchedule's GPU
 checks reject are redrawn; samples whose normalised PTX equals an earlier member's are
 dropped and counted (``provenance.tvm``). A schedule that TVM or nvcc fails to build is a
 ``build_failed`` row with the message, and the item goes on.
 
 Options (``BuildOptions.extra``): ``schedules`` (members per group, default 10),
-``workloads`` (names or group ids to keep; default all). ``sample_seed`` seeds the samples.
+``workloads`` (names or group ids to keep; default all), ``tensor_cores`` (False leaves
+the tensor-core items out), ``tensor_cores_only`` (True keeps only them). ``sample_seed`` seeds the samples.
 """
 from __future__ import annotations
 
@@ -21,7 +25,7 @@ from ptx_tools import ptx_hash
 
 from ptx_tools import CompileError, toolchain_versions
 from ptx_tools.ptx_cache import DEFAULT_FLAGS, cached_ptx
-from .workloads import SOURCE, WORKLOADS, Workload, build_te, problem
+from .workloads import SOURCE, TENSOR_CORE_SCHEDULES, TENSOR_CORE_WORKLOADS, WORKLOADS, Workload, build_te, problem
 
 DEFAULT_SCHEDULES = 10
 ATTEMPTS_PER_MEMBER = 60   # draws that pass MetaSchedule's GPU check, per wanted member, before the item gives up
@@ -54,21 +58,78 @@ class TvmBuilder(Builder):
     def __init__(self, options: BuildOptions | None = None):
         super().__init__(options)
         self.schedules = int(self.options.extra.get("schedules") or DEFAULT_SCHEDULES)
+        # tensor-core members of the float16 groups: True (default), False (left out), "only"
+        self.tensor_cores = self.options.extra.get("tensor_cores", True)
         if self.schedules < 1:
             raise ValueError(f"--schedules must be at least 1, got {self.schedules}")
 
     def work_items(self) -> list:
         items = []
-        for w in selected_workloads(self.options.extra.get("workloads")):
+        workloads = selected_workloads(self.options.extra.get("workloads"))
+        if self.tensor_cores == "only":
+            workloads = [w for w in workloads if w.tensor_core_inputs]
+            if not workloads:
+                raise ValueError("--tensor-cores only: none of the selected workloads has tensor-core members; "
+                                 f"those that do: {', '.join(TENSOR_CORE_WORKLOADS)}")
+        for w in workloads:
             for arch in self.options.archs:
-                items.append(WorkItem(
-                    key=f"{w.group_id}/{arch}/n{self.schedules}/s{self.options.sample_seed}",
-                    group_id=w.group_id, label=f"{w.name} {w.size} {arch}",
-                    payload={"workload": w, "arch": arch, "schedules": self.schedules,
-                             "seed": self.options.sample_seed}, rows=self.schedules))
+                if self.tensor_cores != "only":
+                    items.append(WorkItem(
+                        key=f"{w.group_id}/{arch}/n{self.schedules}/s{self.options.sample_seed}",
+                        group_id=w.group_id, label=f"{w.name} {w.size} {arch}",
+                        payload={"workload": w, "arch": arch, "schedules": self.schedules,
+                                 "seed": self.options.sample_seed}, rows=self.schedules))
+                if w.tensor_core_inputs and self.tensor_cores:
+                    # its own item, so the CUDA-core item's key (and its rows on disk) stay as they were
+                    items.append(WorkItem(
+                        key=f"{w.group_id}/{arch}/tensorcore", group_id=w.group_id,
+                        label=f"{w.name} {w.size} {arch} tensor cores",
+                        payload={"workload": w, "arch": arch, "tensor_core": True},
+                        rows=len(TENSOR_CORE_SCHEDULES)))
         return items
 
     def build(self, item: WorkItem) -> list:
+        if item.payload.get("tensor_core"):
+            return self._build_tensor_core(item)
+        return self._build_sampled(item)
+
+    def _build_tensor_core(self, item: WorkItem) -> list:
+        """One row per tensor-core schedule (TENSOR_CORE_SCHEDULES) of the item's workload."""
+        from .lower import lower
+        from .schedules import cuda_target, prim_func, tensor_core
+        w: Workload = item.payload["workload"]
+        arch = item.payload["arch"]
+        func = prim_func(build_te(w), w.symbol)
+        target = cuda_target(arch)
+        records = []
+        for key, _, _ in TENSOR_CORE_SCHEDULES:
+            sch = tensor_core(func, target, key)
+            record = self._record(w, arch, problem(w), sch)
+            lowered = None
+            if sch.error:
+                record.status, record.status_message = "build_failed", f"{w.group_id} {key}: {sch.error}"
+            else:
+                try:
+                    lowered = lower(sch.mod, target)
+                    record.ptx = cached_ptx(lowered.cuda, arch, "tvm")
+                except CompileError as exc:
+                    record.status = "build_failed"
+                    record.status_message = f"{w.group_id} {key}: {str(exc).splitlines()[0]}\n{exc.log}"[:8000]
+                except Exception as exc:  # TVM's own errors while lowering
+                    record.status = "build_failed"
+                    record.status_message = f"{w.group_id} {key}: {type(exc).__name__}: {exc}"[:8000]
+            if record.status != "build_failed":
+                self._attach_launches(record, lowered)
+            records.append(record)
+        return records
+
+    def _attach_launches(self, record: KernelRecord, lowered) -> None:
+        record.launches = [Launch(entry=k.entry, grid=k.grid, block=k.block, dynamic_smem=k.dynamic_smem,
+                                  args=[Arg.buf(name) for name in k.args]) for k in lowered.launches]
+        record.provenance["tvm_runtime_launches"] = lowered.runtime
+        record.scratch = [Buffer(name, dtype, shape, "scratch") for name, dtype, shape in lowered.scratch]
+
+    def _build_sampled(self, item: WorkItem) -> list:
         from .lower import LoweringError, lower
         from .schedules import DesignSpaces, candidates, cuda_target, prim_func
         p = item.payload
@@ -83,7 +144,7 @@ class TvmBuilder(Builder):
         index = 0
         while sum(r.status == "built" for r in records) < wanted and index < wanted * DRAWS_PER_MEMBER \
                 and index - stats["rejected"] < wanted * ATTEMPTS_PER_MEMBER:
-            sch = candidates(func, target, seed, index, tensor_core_inputs=w.name == "matmul_fp16",
+            sch = candidates(func, target, seed, index, tensor_core_inputs=w.tensor_core_inputs,
                              spaces=spaces)
             index += 1
             stats["attempts"] += 1
@@ -119,10 +180,7 @@ class TvmBuilder(Builder):
                 stats["duplicates_dropped"] += 1
                 continue
             seen.add(digest)
-            record.launches = [Launch(entry=k.entry, grid=k.grid, block=k.block, dynamic_smem=k.dynamic_smem,
-                                      args=[Arg.buf(name) for name in k.args]) for k in lowered.launches]
-            record.provenance["tvm_runtime_launches"] = lowered.runtime
-            record.scratch = [Buffer(name, dtype, shape, "scratch") for name, dtype, shape in lowered.scratch]
+            self._attach_launches(record, lowered)
             records.append(record)
         for record in records:
             record.provenance["tvm"] = dict(stats)

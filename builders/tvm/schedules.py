@@ -14,12 +14,15 @@ not created: constructing them crashes this wheel.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 from dataclasses import dataclass
 from typing import Optional
 
 import tvm
 from tvm.target import Target
+
+from .workloads import TENSOR_CORE_SCHEDULES
 
 SHARED_LIMIT = 48 * 1024   # static shared memory per block without an opt-in
 
@@ -95,8 +98,8 @@ DLIGHT_RULES = ("Matmul", "GEMV", "Reduction", "GeneralReduction", "Fallback")
 def dlight(func, target: Target, tensor_core_inputs: bool = False) -> Schedule:
     """TVM's rule-based GPU schedule (dlight: Matmul, GEMV, Reduction, GeneralReduction,
     then Fallback), as applied to models by TVM's default pipeline. With float16 matmul
-    inputs the Matmul rule is left out: it tensorizes with MMA intrinsics, and this wheel's
-    Tensorize crashes the process."""
+    inputs the Matmul rule is left out: it tensorizes with WMMA intrinsics, which is what the
+    tensor-core members (``tensor_core``) are for; these members stay on CUDA cores."""
     from tvm.s_tir import dlight as dl
     rules = [r for r in DLIGHT_RULES if not (tensor_core_inputs and r == "Matmul")]
     variant = {"generator": "dlight", "rules": rules}
@@ -107,6 +110,44 @@ def dlight(func, target: Target, tensor_core_inputs: bool = False) -> Schedule:
         return Schedule("dlight", "dlight", variant, mod)
     except Exception as exc:
         return Schedule("dlight", "dlight", variant, error=f"{type(exc).__name__}: {exc}"[:4000])
+
+
+FFI_PROBE = "import tvm, tvm.tirx as t; tvm.ir.save_json(t.IntImm('int32', 3))"
+
+
+@functools.lru_cache(maxsize=1)
+def tensorize_blocker() -> str:
+    """Why this TVM install cannot tensorize, or "". Tensorize serialises the intrinsic
+    with ``tvm.ir.save_json``, which segfaults with some apache-tvm-ffi releases (0.1.15.post2
+    with apache-tvm 0.27.0.post1): probed in a child process so the crash stays there."""
+    import subprocess
+    import sys
+    probe = subprocess.run([sys.executable, "-c", FFI_PROBE], capture_output=True, text=True, timeout=120)
+    if probe.returncode == 0:
+        return ""
+    import tvm_ffi
+    return (f"apache-tvm-ffi {tvm_ffi.__version__} crashes TVM {tvm.__version__}'s save_json (exit "
+            f"{probe.returncode}), and so Tensorize: install apache-tvm-ffi==0.1.14.post0 (pip install -e '.[tvm]')")
+
+
+def tensor_core(func, target: Target, key: str) -> Schedule:
+    """The tensor-core schedule ``key`` of TENSOR_CORE_SCHEDULES (float16 operands, float32
+    accumulation): a dlight rule that tensorizes the matmul with the named intrinsic."""
+    from tvm.s_tir import dlight as dl
+    from tvm.s_tir.dlight.gpu import matmul as dlight_matmul
+    (rule, intrinsic), = [(r, i) for k, r, i in TENSOR_CORE_SCHEDULES if k == key]
+    variant = {"generator": "dlight", "rules": [rule], "tensor_core": True, "intrinsic": intrinsic}
+    blocker = tensorize_blocker()
+    if blocker:
+        return Schedule("dlight", key, variant, error=blocker)
+    try:
+        with target:
+            mod = dl.ApplyDefaultSchedule(getattr(dlight_matmul, rule)())(tvm.IRModule({"main": func}))
+        if not mod["main"].attrs or "tirx.is_scheduled" not in mod["main"].attrs:
+            return Schedule("dlight", key, variant, error=f"dlight's {rule} does not apply to {func.attrs['global_symbol']}")
+        return Schedule("dlight", key, variant, mod)
+    except Exception as exc:
+        return Schedule("dlight", key, variant, error=f"{type(exc).__name__}: {exc}"[:4000])
 
 
 def candidates(func, target: Target, base_seed: int, index: int, tensor_core_inputs: bool = False,
