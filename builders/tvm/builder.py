@@ -102,7 +102,7 @@ class TvmBuilder(Builder):
         func = prim_func(build_te(w), w.symbol)
         target = cuda_target(arch)
         records = []
-        for key, _, _ in TENSOR_CORE_SCHEDULES:
+        for key, *_ in TENSOR_CORE_SCHEDULES:
             sch = tensor_core(func, target, key)
             record = self._record(w, arch, problem(w), sch)
             lowered = None

@@ -130,22 +130,61 @@ def tensorize_blocker() -> str:
             f"{probe.returncode}), and so Tensorize: install apache-tvm-ffi==0.1.14.post0 (pip install -e '.[tvm]')")
 
 
+def _retile(trace, tile):
+    """dlight MatmulTensorization's trace with its block tile set to ``tile`` (warps M, warps
+    N, fragments M, fragments N, k steps): the rule's splits of i, j and k, the cooperative
+    fetches' thread count and the einsum padding."""
+    from tvm import s_tir
+    import tvm.s_tir.schedule  # noqa: F401
+    from tvm.tirx import IntImm
+    wi, wj, fi, fj, kk = tile
+    factors = {0: [None, 1, wi, fi], 1: [1, None, wj, fj], 2: [None, kk]}
+    insts, four_way, seen_k = [], 0, False
+    for inst in trace.insts:
+        inputs, attrs = list(inst.inputs), list(inst.attrs)
+        name = inst.kind.name
+        if name == "PadEinsum":
+            attrs = [[1, 16 * wi * fi, 16 * wj * fj, 16 * kk]]
+        elif name == "Split":
+            given = [None if x is None else int(x) for x in inputs[1:]]
+            if len(given) == 4 and four_way < 2 and given[1:] in ([1, 4, 2], [None, 4, 2]):
+                given, four_way = factors[four_way], four_way + 1
+            elif four_way == 2 and not seen_k and given == [None, 4]:
+                given, seen_k = factors[2], True
+            elif len(given) == 4 and given[0] is None and given[2:] == [32, 4]:
+                given = [None, wi * wj, 32, 4]    # cooperative fetch: one thread row per warp
+            inputs = [inputs[0]] + [None if x is None else IntImm("int32", x) for x in given]
+        insts.append(s_tir.schedule.Instruction(inst.kind, inputs, attrs, inst.outputs))
+    if four_way != 2 or not seen_k:
+        raise RuntimeError("dlight's MatmulTensorization trace no longer has the splits this retiling edits")
+    return s_tir.Trace(insts, {})
+
+
 def tensor_core(func, target: Target, key: str) -> Schedule:
     """The tensor-core schedule ``key`` of TENSOR_CORE_SCHEDULES (float16 operands, float32
-    accumulation): a dlight rule that tensorizes the matmul with the named intrinsic."""
-    from tvm.s_tir import dlight as dl
+    accumulation): a dlight rule that tensorizes the matmul with the named intrinsic, at the
+    rule's block tile or at another one (its trace replayed with the tile's split factors)."""
+    from tvm import s_tir
+    import tvm.s_tir.schedule  # noqa: F401
     from tvm.s_tir.dlight.gpu import matmul as dlight_matmul
-    (rule, intrinsic), = [(r, i) for k, r, i in TENSOR_CORE_SCHEDULES if k == key]
+    (rule, intrinsic, tile), = [(r, i, t) for k, r, i, t in TENSOR_CORE_SCHEDULES if k == key]
     variant = {"generator": "dlight", "rules": [rule], "tensor_core": True, "intrinsic": intrinsic}
+    if tile:
+        variant["tile"] = dict(zip(("warps_m", "warps_n", "fragments_m", "fragments_n", "k_steps"), tile))
     blocker = tensorize_blocker()
     if blocker:
         return Schedule("dlight", key, variant, error=blocker)
     try:
         with target:
-            mod = dl.ApplyDefaultSchedule(getattr(dlight_matmul, rule)())(tvm.IRModule({"main": func}))
-        if not mod["main"].attrs or "tirx.is_scheduled" not in mod["main"].attrs:
+            sch = getattr(dlight_matmul, rule)().apply(func, target, False)
+        if sch is None:
             return Schedule("dlight", key, variant, error=f"dlight's {rule} does not apply to {func.attrs['global_symbol']}")
-        return Schedule("dlight", key, variant, mod)
+        if tile:
+            retiled = s_tir.Schedule(func, debug_mask="none")
+            _retile(sch.trace, tile).apply_to_schedule(retiled, remove_postproc=False)
+            sch = retiled
+            variant["trace"] = str(sch.trace)
+        return Schedule("dlight", key, variant, sch.mod)
     except Exception as exc:
         return Schedule("dlight", key, variant, error=f"{type(exc).__name__}: {exc}"[:4000])
 

@@ -39,8 +39,18 @@ class Workload:
 
 # workloads whose groups also get tensor-core members (float16 operands, float32 accumulation)
 TENSOR_CORE_WORKLOADS = ("matmul_fp16", "batch_matmul_fp16")
-# their tensor-core schedules: (key, dlight rule, the intrinsic it tensorizes with)
-TENSOR_CORE_SCHEDULES = (("dlight-tc/wmma", "MatmulTensorization", "wmma m16n16k16 f16.f16.f32"),)
+# their tensor-core schedules: (key, dlight rule, the intrinsic it tensorizes with, block tile).
+# The tile is (warps along M, warps along N, 16x16 fragments per warp along M, along N,
+# 16-wide k steps per shared-memory stage); None keeps the rule's own (4, 4, 2, 2, 4):
+# 128x128x64 per block, 16 warps.
+WMMA = "wmma m16n16k16 f16.f16.f32"
+TENSOR_CORE_SCHEDULES = (
+    ("dlight-tc/wmma", "MatmulTensorization", WMMA, None),
+    ("dlight-tc/wmma/w4x2f2x2k2", "MatmulTensorization", WMMA, (4, 2, 2, 2, 2)),    # 128x64x32, 8 warps
+    ("dlight-tc/wmma/w2x4f4x2k2", "MatmulTensorization", WMMA, (2, 4, 4, 2, 2)),    # 128x128x32, 8 warps
+)
+# Left out: 64x64 block tiles, (2, 2, 2, 2, 4) and (4, 4, 1, 1, 4), fail in TVM's LowerIntrin
+# ("tvm_access_ptr element type must match the source buffer", float16 vs float32)
 
 
 def _gemm_te(dims, dtype, te):
