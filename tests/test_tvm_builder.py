@@ -158,22 +158,32 @@ def tensor_core_rows(tmp_path_factory):
     return [r for item in items for r in build_and_finalize(builder, item, False)]
 
 
-def test_tensor_core_member_of_matmul_fp16_builds_with_wmma(tensor_core_rows):
+def test_tensor_core_members_of_matmul_fp16_build_with_wmma(tensor_core_rows):
     from builders.tvm.lower import runtime_dims
+    from builders.tvm.workloads import TENSOR_CORE_SCHEDULES
     from ptx_tools import feature_tags
-    (row,) = tensor_core_rows
-    assert row.status == "built", row.status_message[:500]
-    assert row.group_id == "tvm/matmul_fp16/small" and row.resources
-    assert row.variant["tensor_core"] is True and row.variant["intrinsic"].startswith("wmma")
-    assert "wmma" in feature_tags(row.ptx) and "wmma.mma.sync" in row.ptx
-    # float16 operands, float32 accumulation: the problem the CUDA-core members share
-    assert row.problem.params["accumulator"] == "float32"
-    assert {b.name: b.dtype for b in row.problem.buffers} == {"A": "float16", "B": "float16", "D": "float16"}
-    (launch,), (passed,) = row.launches, row.provenance["tvm_runtime_launches"]
-    assert f".entry {launch.entry}(" in row.ptx
-    assert (launch.grid, launch.block) == runtime_dims(passed)
-    assert launch.dynamic_smem == passed["tirx.use_dyn_shared_memory"] > 48 * 1024
-    assert [a.buffer for a in launch.args] == ["A", "B", "D"]
+    assert [r.name.split("_small_")[1] for r in tensor_core_rows] == [key for key, *_ in TENSOR_CORE_SCHEDULES]
+    for row in tensor_core_rows:
+        assert row.status == "built", row.status_message[:500]
+        assert row.group_id == "tvm/matmul_fp16/small" and row.resources
+        assert row.variant["tensor_core"] is True and row.variant["intrinsic"].startswith("wmma")
+        assert "wmma" in feature_tags(row.ptx) and "wmma.mma.sync" in row.ptx
+        # float16 operands, float32 accumulation: the problem the CUDA-core members share
+        assert row.problem.params["accumulator"] == "float32"
+        assert {b.name: b.dtype for b in row.problem.buffers} == {"A": "float16", "B": "float16", "D": "float16"}
+        (launch,), (passed,) = row.launches, row.provenance["tvm_runtime_launches"]
+        assert f".entry {launch.entry}(" in row.ptx
+        assert (launch.grid, launch.block) == runtime_dims(passed)
+        assert launch.dynamic_smem == passed["tirx.use_dyn_shared_memory"] > 0
+        assert [a.buffer for a in launch.args] == ["A", "B", "D"]
+    assert len({r.ptx_hash for r in tensor_core_rows}) == len(tensor_core_rows)
+    # the retiled members launch what their tile says: 256 / (16 x warps x fragments) blocks a side
+    for row in tensor_core_rows[1:]:
+        t = row.variant["tile"]
+        (launch,) = row.launches
+        assert sorted(launch.grid[:2]) == sorted((256 // (16 * t["warps_m"] * t["fragments_m"]),
+                                                  256 // (16 * t["warps_n"] * t["fragments_n"])))
+        assert launch.block == (32, t["warps_m"] * t["warps_n"], 1)
 
 
 def test_tensor_core_items_leave_cuda_core_keys_alone():
@@ -199,10 +209,10 @@ def test_a_tvm_that_cannot_tensorize_gives_build_failed_rows_naming_the_fix(monk
                         lambda: "apache-tvm-ffi 9.9 crashes save_json: install apache-tvm-ffi==0.1.14.post0")
     builder = TvmBuilder(BuildOptions(archs=["sm_80"], extra={"tensor_cores": "only",
                                                                 "workloads": ["batch_matmul_fp16/small"]}))
-    (row,) = builder.build(builder.work_items()[0])
-    assert row.status == "build_failed" and not row.ptx
-    assert row.status_message.startswith("tvm/batch_matmul_fp16/small dlight-tc/wmma: apache-tvm-ffi 9.9")
-    assert "apache-tvm-ffi==0.1.14.post0" in row.status_message
+    rows = builder.build(builder.work_items()[0])
+    assert rows and all(r.status == "build_failed" and not r.ptx for r in rows)
+    assert rows[0].status_message.startswith("tvm/batch_matmul_fp16/small dlight-tc/wmma: apache-tvm-ffi 9.9")
+    assert all("apache-tvm-ffi==0.1.14.post0" in r.status_message for r in rows)
 
 
 @pytest.mark.skip(reason="reproducer: MetaSchedule's cuda-tensorcore design spaces of the float16 matmul fail "
