@@ -158,3 +158,10 @@ def test_schedules_applies_to_tvm_only(tmp_path):
     result = run_cli("build", "--source", "mirage", "--schedules", "3", "--out", str(tmp_path / "d"))
     assert result.exit_code != 0
     assert "--schedules applies to --source tvm" in result.output
+
+
+@pytest.mark.parametrize("flag", [("--workloads", "matmul_fp16"), ("--tensor-cores", "only")])
+def test_tvm_selection_flags_apply_to_tvm_only(tmp_path, flag):
+    result = run_cli("build", "--source", "mirage", *flag, "--out", str(tmp_path / "d"))
+    assert result.exit_code != 0
+    assert f"{flag[0]} applies to --source tvm" in result.output

@@ -1,8 +1,11 @@
-"""``ptxds build --source tvm``: TVM schedules of seven tensor programs as equivalence groups.
+"""``ptxds build --source tvm``: TVM schedules of eight tensor programs as equivalence groups.
 
 One work item is one workload (program x size) for one arch; it yields that group's
 members: TVM's dlight schedule, then MetaSchedule samples (design space, rand_state)
-until ``schedules`` distinct PTX programs are built. Samples that MetaSchedule's GPU
+until ``schedules`` distinct PTX programs are built, all on CUDA cores. The float16
+workloads (``TENSOR_CORE_WORKLOADS``) have a second item per group and arch, with its own
+key: the tensor-core members (``TENSOR_CORE_SCHEDULES``, dlight's MatmulTensorization
+with WMMA). Samples that MetaSchedule's GPU
 checks reject are redrawn; samples whose normalised PTX equals an earlier member's are
 dropped and counted (``provenance.tvm``). A schedule that TVM or nvcc fails to build is a
 ``build_failed`` row with the message, and the item goes on.
@@ -10,7 +13,8 @@ dropped and counted (``provenance.tvm``). A schedule that TVM or nvcc fails to b
 Options (``BuildOptions.extra``): ``schedules`` (members per group, default 10),
 ``workloads`` (names or group ids to keep; default all), ``shapes`` (a shape set, builders/shapes.py:
 other than ``default``, matmul_fp16, matmul_fp32 and softmax at its sizes, one group per
-size). ``sample_seed`` seeds the samples.
+size), ``tensor_cores`` (on: the float16 groups also get tensor-core members, the default;
+off: left out; only: just them). ``sample_seed`` seeds the samples.
 """
 from __future__ import annotations
 
@@ -20,12 +24,12 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from builders.base import Builder, BuildOptions, WorkItem
-from dataset_spec.model import Arg, Buffer, KernelRecord, Launch
+from dataset_spec.model import Arg, Buffer, KernelRecord, Launch, SpecError
 from ptx_tools import ptx_hash
 
 from ptx_tools import CompileError, toolchain_versions
 from ptx_tools.ptx_cache import DEFAULT_FLAGS, cached_ptx
-from .workloads import SOURCE, Workload, build_te, problem, shaped_workloads
+from .workloads import SOURCE, TENSOR_CORE_SCHEDULES, TENSOR_CORE_WORKLOADS, Workload, build_te, problem, shaped_workloads
 
 DEFAULT_SCHEDULES = 10
 ATTEMPTS_PER_MEMBER = 60   # draws that pass MetaSchedule's GPU check, per wanted member, before the item gives up
@@ -47,7 +51,7 @@ def selected_workloads(names, shapes=None) -> list:
     keep = [w for w in workloads if w.name in names or w.group_id in names or f"{w.name}/{w.size}" in names]
     if not keep:
         known = sorted({w.name for w in workloads})
-        raise ValueError(f"no TVM workload matches {list(names)}; known: {', '.join(known)}")
+        raise SpecError(f"no TVM workload matches {list(names)}; known: {', '.join(known)}")
     return keep
 
 
@@ -59,6 +63,12 @@ class TvmOptions:
         "flag": "--schedules", "min": 1, "help": "distinct schedules (members) per group (default 10)"})
     workloads: Optional[tuple[str, ...]] = None
     shapes: Optional[str] = None
+    tensor_cores: Optional[str] = field(default=None, metadata={
+        "flag": "--tensor-cores", "help": "on (default): float16 groups also get tensor-core members; "
+                                          "off: CUDA cores only; only: just the tensor-core members"})
+
+
+TENSOR_CORE_CHOICES = {"on": True, "off": False, "only": "only"}
 
 
 class TvmBuilder(Builder):
@@ -73,21 +83,81 @@ class TvmBuilder(Builder):
     def __init__(self, options: BuildOptions | None = None):
         super().__init__(options)
         self.schedules = int(self.settings.schedules or DEFAULT_SCHEDULES)
+        # tensor-core members of the float16 groups: True (default), False (left out), "only"
+        choice = self.settings.tensor_cores or "on"
+        if choice not in TENSOR_CORE_CHOICES:
+            raise SpecError(f"--tensor-cores must be one of {', '.join(TENSOR_CORE_CHOICES)}, got {choice!r}")
+        self.tensor_cores = TENSOR_CORE_CHOICES[choice]
         if self.schedules < 1:
             raise ValueError(f"--schedules must be at least 1, got {self.schedules}")
 
     def work_items(self) -> list:
         items = []
-        for w in selected_workloads(self.settings.workloads, self.settings.shapes):
+        workloads = selected_workloads(self.settings.workloads, self.settings.shapes)
+        if self.tensor_cores == "only":
+            workloads = [w for w in workloads if w.tensor_core_inputs]
+            if not workloads:
+                raise SpecError("--tensor-cores only: none of the selected workloads has tensor-core members; "
+                                 f"those that do: {', '.join(TENSOR_CORE_WORKLOADS)}")
+        for w in workloads:
             for arch in self.options.archs:
-                items.append(WorkItem(
-                    key=f"{w.group_id}/{arch}/n{self.schedules}/s{self.options.sample_seed}",
-                    group_id=w.group_id, label=f"{w.name} {w.size} {arch}",
-                    payload={"workload": w, "arch": arch, "schedules": self.schedules,
-                             "seed": self.options.sample_seed}, rows=self.schedules))
+                if self.tensor_cores != "only":
+                    items.append(WorkItem(
+                        key=f"{w.group_id}/{arch}/n{self.schedules}/s{self.options.sample_seed}",
+                        group_id=w.group_id, label=f"{w.name} {w.size} {arch}",
+                        payload={"workload": w, "arch": arch, "schedules": self.schedules,
+                                 "seed": self.options.sample_seed}, rows=self.schedules))
+                if w.tensor_core_inputs and self.tensor_cores:
+                    # its own item, so the CUDA-core item's key (and its rows on disk) stay as they were
+                    items.append(WorkItem(
+                        key=f"{w.group_id}/{arch}/tensorcore", group_id=w.group_id,
+                        label=f"{w.name} {w.size} {arch} tensor cores",
+                        payload={"workload": w, "arch": arch, "tensor_core": True},
+                        rows=len(TENSOR_CORE_SCHEDULES)))
         return items
 
     def build(self, item: WorkItem) -> list:
+        if item.payload.get("tensor_core"):
+            return self._build_tensor_core(item)
+        return self._build_sampled(item)
+
+    def _build_tensor_core(self, item: WorkItem) -> list:
+        """One row per tensor-core schedule (TENSOR_CORE_SCHEDULES) of the item's workload."""
+        from .lower import lower
+        from .schedules import cuda_target, prim_func, tensor_core
+        w: Workload = item.payload["workload"]
+        arch = item.payload["arch"]
+        func = prim_func(build_te(w), w.symbol)
+        target = cuda_target(arch)
+        records = []
+        for key, *_ in TENSOR_CORE_SCHEDULES:
+            sch = tensor_core(func, target, key)
+            record = self._record(w, arch, problem(w), sch)
+            lowered = None
+            if sch.error:
+                record.status, record.status_message = "build_failed", f"{w.group_id} {key}: {sch.error}"
+            else:
+                try:
+                    lowered = lower(sch.mod, target)
+                    record.ptx = cached_ptx(lowered.cuda, arch, "tvm")
+                except CompileError as exc:
+                    record.status = "build_failed"
+                    record.status_message = f"{w.group_id} {key}: {str(exc).splitlines()[0]}\n{exc.log}"[:8000]
+                except Exception as exc:  # TVM's own errors while lowering
+                    record.status = "build_failed"
+                    record.status_message = f"{w.group_id} {key}: {type(exc).__name__}: {exc}"[:8000]
+            if record.status != "build_failed":
+                self._attach_launches(record, lowered)
+            records.append(record)
+        return records
+
+    def _attach_launches(self, record: KernelRecord, lowered) -> None:
+        record.launches = [Launch(entry=k.entry, grid=k.grid, block=k.block, dynamic_smem=k.dynamic_smem,
+                                  args=[Arg.buf(name) for name in k.args]) for k in lowered.launches]
+        record.provenance["tvm_runtime_launches"] = lowered.runtime
+        record.scratch = [Buffer(name, dtype, shape, "scratch") for name, dtype, shape in lowered.scratch]
+
+    def _build_sampled(self, item: WorkItem) -> list:
         from .lower import LoweringError, lower
         from .schedules import DesignSpaces, candidates, cuda_target, prim_func
         p = item.payload
@@ -102,7 +172,7 @@ class TvmBuilder(Builder):
         index = 0
         while sum(r.status == "built" for r in records) < wanted and index < wanted * DRAWS_PER_MEMBER \
                 and index - stats["rejected"] < wanted * ATTEMPTS_PER_MEMBER:
-            sch = candidates(func, target, seed, index, tensor_core_inputs=w.name == "matmul_fp16",
+            sch = candidates(func, target, seed, index, tensor_core_inputs=w.tensor_core_inputs,
                              spaces=spaces)
             index += 1
             stats["attempts"] += 1
@@ -138,10 +208,7 @@ class TvmBuilder(Builder):
                 stats["duplicates_dropped"] += 1
                 continue
             seen.add(digest)
-            record.launches = [Launch(entry=k.entry, grid=k.grid, block=k.block, dynamic_smem=k.dynamic_smem,
-                                      args=[Arg.buf(name) for name in k.args]) for k in lowered.launches]
-            record.provenance["tvm_runtime_launches"] = lowered.runtime
-            record.scratch = [Buffer(name, dtype, shape, "scratch") for name, dtype, shape in lowered.scratch]
+            self._attach_launches(record, lowered)
             records.append(record)
         for record in records:
             record.provenance["tvm"] = dict(stats)

@@ -31,6 +31,27 @@ class Workload:
     def symbol(self) -> str:
         return f"tvm_{self.name}"
 
+    @property
+    def tensor_core_inputs(self) -> bool:
+        """float16 operands with float32 accumulation: tensor cores can compute it."""
+        return self.name in TENSOR_CORE_WORKLOADS
+
+
+# workloads whose groups also get tensor-core members (float16 operands, float32 accumulation)
+TENSOR_CORE_WORKLOADS = ("matmul_fp16", "batch_matmul_fp16")
+# their tensor-core schedules: (key, dlight rule, the intrinsic it tensorizes with, block tile).
+# The tile is (warps along M, warps along N, 16x16 fragments per warp along M, along N,
+# 16-wide k steps per shared-memory stage); None keeps the rule's own (4, 4, 2, 2, 4):
+# 128x128x64 per block, 16 warps.
+WMMA = "wmma m16n16k16 f16.f16.f32"
+TENSOR_CORE_SCHEDULES = (
+    ("dlight-tc/wmma", "MatmulTensorization", WMMA, None),
+    ("dlight-tc/wmma/w4x2f2x2k2", "MatmulTensorization", WMMA, (4, 2, 2, 2, 2)),    # 128x64x32, 8 warps
+    ("dlight-tc/wmma/w2x4f4x2k2", "MatmulTensorization", WMMA, (2, 4, 4, 2, 2)),    # 128x128x32, 8 warps
+)
+# Left out: 64x64 block tiles, (2, 2, 2, 2, 4) and (4, 4, 1, 1, 4), fail in TVM's LowerIntrin
+# ("tvm_access_ptr element type must match the source buffer", float16 vs float32)
+
 
 def _gemm_te(dims, dtype, te):
     m, n, k = dims
@@ -46,12 +67,17 @@ def _gemm_te(dims, dtype, te):
     return [A, B, D]
 
 
-def _batch_matmul_te(dims, te):
+def _batch_matmul_te(dims, te, dtype="float32"):
     b, m, n, k = dims
-    A = te.placeholder((b, m, k), "float32", name="A")
-    B = te.placeholder((b, k, n), "float32", name="B")
+    A = te.placeholder((b, m, k), dtype, name="A")
+    B = te.placeholder((b, k, n), dtype, name="B")
     r = te.reduce_axis((0, k), name="k")
-    C = te.compute((b, m, n), lambda z, i, j: te.sum(A[z, i, r] * B[z, r, j], axis=r), name="C")
+    if dtype == "float32":
+        C = te.compute((b, m, n), lambda z, i, j: te.sum(A[z, i, r] * B[z, r, j], axis=r), name="C")
+        return [A, B, C]
+    acc = te.compute((b, m, n), lambda z, i, j: te.sum(A[z, i, r].astype("float32") * B[z, r, j].astype("float32"),
+                                                       axis=r), name="acc")
+    C = te.compute((b, m, n), lambda z, i, j: acc[z, i, j].astype(dtype), name="C")
     return [A, B, C]
 
 
@@ -97,6 +123,8 @@ def build_te(workload: Workload) -> list:
         return _gemm_te(d, "float16", te)
     if kind == "batch_matmul":
         return _batch_matmul_te(d, te)
+    if kind == "batch_matmul_fp16":
+        return _batch_matmul_te(d, te, "float16")
     if kind == "conv2d_bias_relu":
         return _conv_te(d, te, topi)
     if kind == "depthwise_conv2d":
@@ -121,6 +149,11 @@ def problem(workload: Workload) -> Problem:
         b, m, n, k = d
         return Problem(pid, "batch_matmul", [Buffer("A", "float32", (b, m, k)), Buffer("B", "float32", (b, k, n)),
                                              Buffer("C", "float32", (b, m, n), "out")])
+    if kind == "batch_matmul_fp16":
+        b, m, n, k = d
+        return Problem(pid, "batch_matmul", [Buffer("A", "float16", (b, m, k)), Buffer("B", "float16", (b, k, n)),
+                                             Buffer("C", "float16", (b, m, n), "out")],
+                       {"accumulator": "float32"})
     if kind == "conv2d_bias_relu":
         n, c, h, w, k, r = d
         return Problem(pid, "conv2d_bias_relu",
@@ -152,6 +185,8 @@ WORKLOADS = [
     Workload("matmul_fp16", "large", "gemm", (2048, 2048, 2048)),
     Workload("batch_matmul", "small", "batch_matmul", (4, 128, 128, 128)),
     Workload("batch_matmul", "large", "batch_matmul", (16, 512, 512, 512)),
+    Workload("batch_matmul_fp16", "small", "batch_matmul", (4, 128, 128, 128)),
+    Workload("batch_matmul_fp16", "large", "batch_matmul", (16, 512, 512, 512)),
     Workload("conv2d_bias_relu", "small", "conv2d_bias_relu", (1, 32, 28, 28, 64, 3)),
     Workload("conv2d_bias_relu", "large", "conv2d_bias_relu", (8, 64, 56, 56, 64, 3)),
     Workload("depthwise_conv2d", "small", "depthwise_conv2d", (1, 64, 56, 56, 3)),
