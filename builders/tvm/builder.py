@@ -61,7 +61,9 @@ class TvmOptions:
     sizes (``shapes``: a set states matmul_fp16, matmul_fp32 and softmax at its sizes)."""
     schedules: Optional[int] = field(default=None, metadata={
         "flag": "--schedules", "min": 1, "help": "distinct schedules (members) per group (default 10)"})
-    workloads: Optional[tuple[str, ...]] = None
+    workloads: Optional[tuple[str, ...]] = field(default=None, metadata={
+        "flag": "--workloads", "multiple": True,
+        "help": "workload names or group ids to build (repeatable; default all)"})
     shapes: Optional[str] = None
     tensor_cores: Optional[str] = field(default=None, metadata={
         "flag": "--tensor-cores", "help": "on (default): float16 groups also get tensor-core members; "
@@ -84,10 +86,13 @@ class TvmBuilder(Builder):
         super().__init__(options)
         self.schedules = int(self.settings.schedules or DEFAULT_SCHEDULES)
         # tensor-core members of the float16 groups: True (default), False (left out), "only"
-        choice = self.settings.tensor_cores or "on"
-        if choice not in TENSOR_CORE_CHOICES:
+        choice = self.settings.tensor_cores
+        if choice is None or isinstance(choice, bool):  # unset, or a library caller's True/False
+            self.tensor_cores = True if choice is None else choice
+        elif choice in TENSOR_CORE_CHOICES:
+            self.tensor_cores = TENSOR_CORE_CHOICES[choice]
+        else:
             raise SpecError(f"--tensor-cores must be one of {', '.join(TENSOR_CORE_CHOICES)}, got {choice!r}")
-        self.tensor_cores = TENSOR_CORE_CHOICES[choice]
         if self.schedules < 1:
             raise ValueError(f"--schedules must be at least 1, got {self.schedules}")
 
