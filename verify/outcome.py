@@ -15,6 +15,7 @@ from typing import Optional
 import numpy as np
 
 from .compare import agreement, error_stats
+from .device_outputs import bits_equal, host_bits, is_tensor, own_copy
 from .inputs import exact_values, unwritten_count
 from .trial_stats import TrialErrors, bound_at, element, first_outside, max_ulp_error
 
@@ -129,7 +130,7 @@ def output_hash(runs: list, specs: list) -> str:
     digest = hashlib.sha256()
     for run in runs:
         for spec in specs:
-            digest.update(memoryview(np.ascontiguousarray(run.outputs[spec.name]).reshape(-1).view(np.uint8)))
+            digest.update(memoryview(_host_bits(run.outputs[spec.name]).reshape(-1).view(np.uint8)))
     return digest.hexdigest()[:16]
 
 
@@ -172,7 +173,7 @@ def classify(result: CheckResult, specs: list, references: list, host_references
             second = (run.second_outputs or {}).get(spec.name)
             n = unwritten_count(run.outputs[spec.name], second, spec.dtype, run.poisons[spec.name])
             if n:
-                size = run.outputs[spec.name].size
+                size = int(np.prod(tuple(run.outputs[spec.name].shape)))
                 return _failure("unwritten_output", f"trial {run.trial}: {n} of {size} elements of {spec.name} "
                                 "never written (they hold each run's poison)", run.trial, spec.name, trials=trials)
     for run in result.runs:
@@ -302,7 +303,7 @@ class Consensus:
         for other, cluster in self.clusters.items():  # disagreement is symmetric: the older representatives learn it too
             self.ratios[cluster.representative][cid] = ratios[other]
             self.messages[cluster.representative][cid] = messages[other]
-        self.clusters[cid] = _Cluster(key, outputs, nearness, cid, [key])
+        self.clusters[cid] = _Cluster(key, own_copy(outputs), nearness, cid, [key])
         self.home[key] = cid
         self.ratios[key][cid] = 0.0
 
@@ -360,7 +361,19 @@ class Consensus:
 
 def inputs_changed(before: dict, after: dict) -> list:
     """Names of buffers whose bits differ between ``before`` and ``after`` (compared as
-    bytes, since NaN != NaN)."""
+    bytes, since NaN != NaN; torch tensors on their device)."""
     def raw(array):
         return np.ascontiguousarray(array).reshape(-1).view(np.uint8)
-    return [name for name in before if not np.array_equal(raw(before[name]), raw(after[name]))]
+
+    def same(a, b) -> bool:
+        if is_tensor(a) and is_tensor(b):
+            return bits_equal(a, b)
+        return np.array_equal(raw(_host_bits(a)), raw(_host_bits(b)))
+    return [name for name in before if not same(before[name], after[name])]
+
+
+def _host_bits(array) -> np.ndarray:
+    """A host array's bits, or a device tensor's copied to the host."""
+    if is_tensor(array):
+        return host_bits(array)
+    return np.ascontiguousarray(array)

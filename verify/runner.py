@@ -300,8 +300,9 @@ class _Run:
 
     def __init__(self, groups: list, out_dir: Path, trials: int, timing: bool, kernel_timeout: float,
                  time_budget: float, pool: Optional[AssemblyPool], gpu_cc: tuple, progress_bar,
-                 reference: str = "auto", sanitizer: Optional[str] = None):
+                 reference: str = "auto", sanitizer: Optional[str] = None, device_outputs: bool = True):
         self.groups = groups
+        self.device_outputs = device_outputs
         self.sanitizer = sanitizer  # compute-sanitizer's path when --sanitize, else None
         # racecheck for members whose change may race (race_focus), --sanitize or not
         self.race_sanitizer, self.race_missing = (sanitizer, "") if sanitizer else automatic_sanitizer()
@@ -415,7 +416,12 @@ class _Run:
             cubin = assembled.cubin if assembled else None
             payload = [(t.trial, f"{digest}:{t.trial}", t.seed, t.storage) for t in prepared.trials]
             with self.stopwatch("run"):
-                check = worker.check(row.to_json(), group_id, payload, cubin, self.kernel_timeout)
+                if getattr(worker, "device_outputs_ok", False) and self.device_outputs and judged is not prepared:
+                    # outputs stay on the GPU the members are judged on (device_outputs.py)
+                    check = worker.check(row.to_json(), group_id, payload, cubin, self.kernel_timeout,
+                                         device_outputs=True)
+                else:
+                    check = worker.check(row.to_json(), group_id, payload, cubin, self.kernel_timeout)
             with self.lock:
                 for phase, seconds in (check.seconds or {}).items():
                     self.stage_seconds[f"run.{phase}"] += seconds
@@ -578,7 +584,8 @@ def verify_dataset(in_dir, out_dir, *, groups: Optional[str] = None, trials: Opt
                    timing: bool = True,
                    workers: Optional[int] = None, kernel_timeout: float = 20.0, assemble_jobs: Optional[int] = None,
                    progress: bool = True, time_budget: float = 1.0, reference: str = "auto",
-                   sanitize: bool = False, start_workers=None, assembly_pool=None) -> VerifySummary:
+                   sanitize: bool = False, start_workers=None, assembly_pool=None,
+                   device_outputs: bool = True) -> VerifySummary:
     """Verify (and time) every group of the dataset in ``in_dir``; write rows to ``out_dir``.
 
     ``groups``: fnmatch pattern on group_id. ``trials``: trials per problem (None: one per
@@ -594,8 +601,10 @@ def verify_dataset(in_dir, out_dir, *, groups: Optional[str] = None, trials: Opt
     local worker processes; the Ray executor gives actors on a cluster's GPUs).
     ``assembly_pool``: a function of (compute capability, ``assemble_jobs``) returning an
     object with ``AssemblyPool``'s submit/result/close (default: ``AssemblyPool``; the Ray
-    executor's assembles on the cluster's CPUs). Raises NoDriverError when no GPU can be
-    used.
+    executor's assembles on the cluster's CPUs). ``device_outputs``: where members are
+    judged on the GPU and the worker has torch with CUDA, their outputs stay on the GPU
+    (device_outputs.py; False: every output is downloaded and piped, the host path; both
+    give the same rows). Raises NoDriverError when no GPU can be used.
     """
     from .worker import start_local_workers
     in_path, out_path = Path(in_dir).resolve(), Path(out_dir).resolve()
@@ -629,7 +638,8 @@ def verify_dataset(in_dir, out_dir, *, groups: Optional[str] = None, trials: Opt
                 bar = tqdm(total=len(todo), unit="group", desc="verify")
             except ImportError:
                 bar = None
-        run = _Run(todo, out_path, trials, timing, kernel_timeout, time_budget, pool, cc, bar, reference, sanitizer)
+        run = _Run(todo, out_path, trials, timing, kernel_timeout, time_budget, pool, cc, bar, reference, sanitizer,
+                   device_outputs)
         threads = [threading.Thread(target=run.serve, args=(w,), name=f"verify-gpu{w.ordinal}", daemon=True)
                    for w in gpu_workers]
         for t in threads:
