@@ -1,0 +1,82 @@
+"""Verify throughput at llm sizes, outputs kept on the GPU against the host path.
+
+    python benchmarks/verify_llm_speed.py DATASET --work DIR [--modes device,host] [--against DIR]
+
+Per mode (device: outputs stay on the GPU, judged there; host: every output downloaded
+and piped to the parent), verifies DATASET from scratch (default trials, timing on) and
+prints wall seconds, rows per minute, the stage seconds verify reports, the parent's and
+the workers' peak RSS, then checks that every mode labels every row the same (status,
+message, errors, output hash, agreement) and, with ``--against``, the same as a folder
+verified before (another checkout's rows).
+"""
+from __future__ import annotations
+
+import argparse
+import resource
+import shutil
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from dataset_spec.shards import read_records  # noqa: E402
+from verify import verify_dataset  # noqa: E402
+
+LABELS = ("status", "status_message", "max_abs_err", "max_rel_err", "max_err_ratio", "output_hash", "trials",
+          "deterministic", "trial_errors", "max_disagreement")
+STATUS_ONLY = ("status",)
+
+
+def labels(folder: Path, columns=LABELS) -> dict:
+    return {r.build_key: tuple(getattr(r, c) for c in columns) for r in read_records(folder)}
+
+
+def differences(mine: dict, theirs: dict) -> list:
+    return [key for key in sorted(set(mine) | set(theirs)) if mine.get(key) != theirs.get(key)]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("dataset")
+    parser.add_argument("--work", required=True, help="scratch folder for the verified copies")
+    parser.add_argument("--modes", default="device,host", help="comma-separated: device, host")
+    parser.add_argument("--against", default=None, help="a folder verified before: statuses must match")
+    parser.add_argument("--no-timing", action="store_true")
+    args = parser.parse_args()
+    work = Path(args.work)
+    table, folders = [], {}
+    for mode in args.modes.split(","):
+        out = work / f"verified-{mode}"
+        shutil.rmtree(out, ignore_errors=True)
+        start = time.perf_counter()
+        summary = verify_dataset(args.dataset, out, progress=False, timing=not args.no_timing,
+                                 device_outputs=mode == "device")
+        wall = time.perf_counter() - start
+        rows = sum(summary.counts.values())
+        stages = ", ".join(f"{k} {v:.1f}" for k, v in sorted(summary.stage_seconds.items(), key=lambda kv: -kv[1]))
+        table.append((mode, rows, wall, 60.0 * rows / wall if wall else 0.0, stages))
+        folders[mode] = out
+        print(f"{mode}: {summary.format().splitlines()[1]}", flush=True)
+    parent_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    worker_rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    print("\n| mode | rows | wall s | rows/min | seconds per stage |\n|---|---|---|---|---|")
+    for mode, rows, wall, per_min, stages in table:
+        print(f"| {mode} | {rows} | {wall:.1f} | {per_min:.0f} | {stages} |")
+    print(f"\npeak RSS: parent {parent_rss:.0f} MiB, largest worker/child {worker_rss:.0f} MiB")
+    modes = list(folders)
+    for other in modes[1:]:
+        bad = differences(labels(folders[modes[0]]), labels(folders[other]))
+        print(f"labels {modes[0]} vs {other}: {'identical' if not bad else f'{len(bad)} row(s) differ: {bad[:5]}'}")
+    if args.against:
+        for mode in modes:
+            bad = differences(labels(folders[mode], STATUS_ONLY), labels(Path(args.against), STATUS_ONLY))
+            print(f"statuses {mode} vs {args.against}: "
+                  f"{'identical' if not bad else f'{len(bad)} row(s) differ: {bad[:5]}'}")
+            full = differences(labels(folders[mode]), labels(Path(args.against)))
+            print(f"  all label columns: {'identical' if not full else f'{len(full)} row(s) differ'}")
+
+
+if __name__ == "__main__":
+    main()
