@@ -59,7 +59,7 @@ def copy_to_tensor(buf, dtype: str, shape, stream, ordinal: int):
         raise ValueError(f"output tensor of {nbytes} bytes for a buffer of {buf.nbytes} bytes")
     torch.cuda.current_stream(out.device).synchronize()  # the allocation is ordered before the copy
     if nbytes:
-        check(cu.cuMemcpyDtoDAsync(out.data_ptr(), buf.ptr, nbytes, stream), "cuMemcpyDtoDAsync")
+        check(cu.cuMemcpyDtoDAsync(cu.CUdeviceptr(out.data_ptr()), buf.ptr, nbytes, stream), "cuMemcpyDtoDAsync")
     check(cu.cuStreamSynchronize(stream), "cuStreamSynchronize")
     return out
 

@@ -163,6 +163,8 @@ class _Worker:
                 runs.append(self._trial(trial, self.inputs[key], seed, lap))
         except DriverError as exc:
             during_launch = exc.call == "cuLaunchKernelEx" and not exc.sticky
+            if self.device_outputs:  # a failed row is judged by its error alone: keep no device memory
+                runs = [dataclasses.replace(run, outputs={}, rerun_outputs=None, second_outputs=None) for run in runs]
             return CheckResult(runs=runs, error="launch_failed" if during_launch else "crashed",
                                message=f"trial {len(runs)}: {exc}", fatal=exc.sticky, load_path=load_path,
                                float_atomics=atomics, fences=self._fences())
