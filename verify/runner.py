@@ -51,9 +51,13 @@ PASS_THROUGH = ("build_failed", "no_problem", "not_applicable")
 PREFETCH_GROUPS = 4
 # Groups whose inputs, references and bounds are prepared ahead of the GPU, and the host
 # threads that do it (numpy releases the GIL in its array loops).
-PREPARE_AHEAD = 1
+PREPARE_AHEAD = 2
 PREPARE_THREADS = 2
 MAX_TIMING_SAMPLES = 2000
+# Host threads that draw one problem's trials and compute their references and bounds side
+# by side (shared by every group being prepared; never waits on itself).
+TRIAL_THREADS = 4
+_TRIAL_POOL = ThreadPoolExecutor(max_workers=TRIAL_THREADS, thread_name_prefix="verify-trial")
 
 
 @dataclass
@@ -144,7 +148,7 @@ def prepare_problem(problem: Problem, group_id: str, n_trials: Optional[int] = N
     ``reference``: where the float64 reference runs (see reference.py)."""
     op = get_op(problem.op)
     n_trials = n_trials or trial_count(problem)
-    trials = [make_trial_inputs(problem, group_id, t) for t in range(n_trials)]
+    trials = list(_TRIAL_POOL.map(lambda t: make_trial_inputs(problem, group_id, t), range(n_trials)))
     specs = [OutputSpec(b.name, b.dtype) for b in problem.buffers if b.role in ("out", "inout")]
     prepared = _ProblemTrials(problem, trials, [], specs)
     fixed = {s.name: op.tolerance(problem, s.dtype) for s in specs}
@@ -153,35 +157,54 @@ def prepare_problem(problem: Problem, group_id: str, n_trials: Optional[int] = N
     prepared.bound_note = "; ".join(
         f"{s.name}: " + (f"fixed atol={fixed[s.name][0]:.3g} rtol={fixed[s.name][1]:.3g}" if fixed[s.name]
                          else terms[s.name].describe()) for s in specs)
+    # The trials are drawn and judged-for in parallel (numpy releases the GIL in its array
+    # loops), then taken in trial order, so the first refusal is the one a serial pass finds.
+    results = list(_TRIAL_POOL.map(lambda trial: _trial_reference(op, problem, trial, specs, terms, reference),
+                                   trials))
     catches = []
-    for trial in trials:
-        try:
-            ref = reference_outputs(op, dict(trial.values), problem, reference)
-            shaped = {}
-            for spec in specs:
-                if spec.name not in ref:
-                    prepared.refusal = f"reference returned no value for output {spec.name}"
-                    return prepared
-                shaped[spec.name] = np.asarray(ref[spec.name], dtype=np.float64).reshape(
-                    problem.buffer(spec.name).shape)
-            bounds = op.bounds(dict(trial.values), problem, shaped)
-        except Exception as exc:
-            prepared.refusal = f"reference failed: {type(exc).__name__}: {exc}"
+    for trial, (shaped, per_spec, refusal) in zip(trials, results):
+        if refusal:
+            prepared.refusal = refusal
             return prepared
         for spec in specs:
-            bound = np.broadcast_to(bounds[spec.name], shaped[spec.name].shape)
-            reason = trivial_reason(shaped[spec.name], bound)
+            bound, agree, reason, caught = per_spec[spec.name]
             if reason:
                 prepared.refusal = f"trial {trial.trial} ({trial.kind}): output {spec.name}: {reason}"
                 prepared.refusal_status = "trivial_reference"
                 return prepared
             spec.bounds.append(bound)
-            spec.agreement_bounds.append(agreement_bound(shaped[spec.name], bound, terms[spec.name]))
-            if trial.kind in ("normal", "uniform"):
-                catches.append(smallest_caught_relative_error(shaped[spec.name], bound))
+            spec.agreement_bounds.append(agree)
+            if caught is not None:
+                catches.append(caught)
         prepared.references.append(shaped)
     prepared.catches_rel_err = max(catches) if catches else None
     return prepared
+
+
+def _trial_reference(op, problem: Problem, trial, specs: list, terms: dict, reference: str) -> tuple:
+    """One trial's (reference per output, per output (bound, agreement bound, trivial
+    reason, smallest caught relative error or None), refusal or '')."""
+    try:
+        ref = reference_outputs(op, dict(trial.values), problem, reference)
+        shaped = {}
+        for spec in specs:
+            if spec.name not in ref:
+                return {}, {}, f"reference returned no value for output {spec.name}"
+            shaped[spec.name] = np.asarray(ref[spec.name], dtype=np.float64).reshape(problem.buffer(spec.name).shape)
+        bounds = op.bounds(dict(trial.values), problem, shaped)
+    except Exception as exc:
+        return {}, {}, f"reference failed: {type(exc).__name__}: {exc}"
+    per_spec = {}
+    for spec in specs:
+        bound = np.broadcast_to(bounds[spec.name], shaped[spec.name].shape)
+        reason = trivial_reason(shaped[spec.name], bound)
+        if reason:
+            per_spec[spec.name] = (bound, None, reason, None)
+            break  # a serial pass stops at the first trivial output
+        caught = (smallest_caught_relative_error(shaped[spec.name], bound) if trial.kind in ("normal", "uniform")
+                  else None)
+        per_spec[spec.name] = (bound, agreement_bound(shaped[spec.name], bound, terms[spec.name]), "", caught)
+    return shaped, per_spec, ""
 
 
 def _clear_verifier_columns(row: KernelRecord) -> KernelRecord:
