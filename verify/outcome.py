@@ -134,13 +134,17 @@ def output_hash(runs: list, specs: list) -> str:
     return digest.hexdigest()[:16]
 
 
-def classify(result: CheckResult, specs: list, references: list, host_references: Optional[list] = None) -> Verdict:
+def classify(result: CheckResult, specs: list, references: list, host_references: Optional[list] = None,
+             hash_pool=None) -> Verdict:
     """Status of one member from its worker result, judged against the reference.
 
     ``specs``: OutputSpec per out/inout buffer (with per-trial bounds). ``references``: per
     trial, name -> float64 (numpy, or torch tensors where members are judged on the GPU;
     ``host_references`` is accepted for callers that judge on the GPU; the unwritten check
     needs no reference: an element is unwritten when it holds both runs' poisons).
+    ``hash_pool``: an executor; where the outputs are device tensors, the output hash (a
+    sha256 over every trial's bits, copied to the host) is then computed there and the
+    verdict's ``output_hash`` is its Future, for the caller to resolve.
 
     Order of checks: worker error (fence faults included), out-of-bounds write, modified
     input, unwritten output, the diagnosis of runs that disagree (reads its output ->
@@ -220,8 +224,17 @@ def classify(result: CheckResult, specs: list, references: list, host_references
                                "reference": element(host_ref, flat), "value": element(out, flat),
                                "bound": bound_at(spec.bounds[index], host_ref.shape, flat)}
         per_trial.append(errors.as_row())
+    on_device = any(is_tensor(run.outputs[spec.name]) for run in result.runs for spec in specs)
+    if hash_pool is not None and on_device:
+        # the bits come to the host now (the worker's memory may not outlive its next job);
+        # only the sha256 waits
+        copies = [TrialRun(run.trial, {spec.name: _host_bits(run.outputs[spec.name]) for spec in specs})
+                  for run in result.runs]
+        digest = hash_pool.submit(output_hash, copies, specs)
+    else:
+        digest = output_hash(result.runs, specs)
     common = dict(max_abs_err=max_abs, max_rel_err=max_rel, max_err_ratio=max_ratio, trials=trials,
-                  deterministic=deterministic, output_hash=output_hash(result.runs, specs), trial_errors=per_trial)
+                  deterministic=deterministic, output_hash=digest, trial_errors=per_trial)
     if failure:
         return Verdict("wrong_result", failure, witness=witness, **common)
     note = "" if deterministic else "runs differ bitwise (floating-point atomics; every run within the error bound)"

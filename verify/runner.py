@@ -18,7 +18,7 @@ import contextlib
 import json
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -58,6 +58,8 @@ MAX_TIMING_SAMPLES = 2000
 # by side (shared by every group being prepared; never waits on itself).
 TRIAL_THREADS = 4
 _TRIAL_POOL = ThreadPoolExecutor(max_workers=TRIAL_THREADS, thread_name_prefix="verify-trial")
+# Host threads that hash outputs kept on the GPU (outcome.classify's hash_pool)
+_HASH_POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="verify-hash")
 
 
 @dataclass
@@ -438,6 +440,7 @@ class _Run:
             assembled = self.pool.result(row) if self.pool is not None else None
             cubin = assembled.cubin if assembled else None
             payload = [(t.trial, f"{digest}:{t.trial}", t.seed, t.storage) for t in prepared.trials]
+            run_start = time.perf_counter()
             with self.stopwatch("run"):
                 if getattr(worker, "device_outputs_ok", False) and self.device_outputs and judged is not prepared:
                     # outputs stay on the GPU the members are judged on (device_outputs.py)
@@ -448,8 +451,11 @@ class _Run:
             with self.lock:
                 for phase, seconds in (check.seconds or {}).items():
                     self.stage_seconds[f"run.{phase}"] += seconds
+                # what the worker did not spend on the row: moving the job and its answer
+                self.stage_seconds["run.pipe"] += max(0.0, time.perf_counter() - run_start
+                                                      - sum((check.seconds or {}).values()))
             with self.stopwatch("judge"):
-                verdict = classify(check, judged.specs, judged.references, prepared.references)
+                verdict = classify(check, judged.specs, judged.references, prepared.references, _HASH_POOL)
             load_path = check.load_path or ("driver_jit" if not cubin else "cubin")
             if load_path == "cubin" and assembled:
                 load_path = assembled.path
@@ -467,6 +473,9 @@ class _Run:
                 if self.timing:
                     with self.stopwatch("time"):
                         self._time(worker, new_row)
+            if isinstance(new_row.output_hash, Future):  # hashed on the host while the member was timed
+                with self.stopwatch("judge.hash"):
+                    new_row.output_hash = new_row.output_hash.result()
             out_rows.append(new_row)
             results[row.build_key] = new_row.status
         with self.stopwatch("judge"):
