@@ -29,8 +29,20 @@ LABELS = ("status", "status_message", "max_abs_err", "max_rel_err", "max_err_rat
 STATUS_ONLY = ("status",)
 
 
+def _label(row, column):
+    value = getattr(row, column)
+    if column == "status_message" and value:  # the timing note differs from run to run, not a label
+        value = "; ".join(part for part in value.split("; ") if not part.startswith("timing did not reach"))
+    return value
+
+
 def labels(folder: Path, columns=LABELS) -> dict:
-    return {r.build_key: tuple(getattr(r, c) for c in columns) for r in read_records(folder)}
+    return {r.build_key: tuple(_label(r, c) for c in columns) for r in read_records(folder)}
+
+
+def differing_columns(mine: dict, theirs: dict, keys: list) -> set:
+    return {LABELS[i] for key in keys if key in mine and key in theirs
+            for i, (a, b) in enumerate(zip(mine[key], theirs[key])) if a != b}
 
 
 def differences(mine: dict, theirs: dict) -> list:
@@ -67,15 +79,19 @@ def main() -> None:
     print(f"\npeak RSS: parent {parent_rss:.0f} MiB, largest worker/child {worker_rss:.0f} MiB")
     modes = list(folders)
     for other in modes[1:]:
-        bad = differences(labels(folders[modes[0]]), labels(folders[other]))
-        print(f"labels {modes[0]} vs {other}: {'identical' if not bad else f'{len(bad)} row(s) differ: {bad[:5]}'}")
+        mine, theirs = labels(folders[modes[0]]), labels(folders[other])
+        bad = differences(mine, theirs)
+        print(f"labels {modes[0]} vs {other}: "
+              f"{'identical' if not bad else f'{len(bad)} row(s) differ in {differing_columns(mine, theirs, bad)}'}")
     if args.against:
         for mode in modes:
             bad = differences(labels(folders[mode], STATUS_ONLY), labels(Path(args.against), STATUS_ONLY))
             print(f"statuses {mode} vs {args.against}: "
                   f"{'identical' if not bad else f'{len(bad)} row(s) differ: {bad[:5]}'}")
-            full = differences(labels(folders[mode]), labels(Path(args.against)))
-            print(f"  all label columns: {'identical' if not full else f'{len(full)} row(s) differ'}")
+            mine, theirs = labels(folders[mode]), labels(Path(args.against))
+            full = differences(mine, theirs)
+            print(f"  all label columns: "
+                  f"{'identical' if not full else f'{len(full)} row(s) differ in {differing_columns(mine, theirs, full)}'}")
 
 
 if __name__ == "__main__":

@@ -111,3 +111,22 @@ def own_copy(outputs: list) -> list:
 def changed_outside(a, b, mask) -> bool:
     """Whether tensors ``a`` and ``b`` differ in bits at an element where ``mask`` is False."""
     return bool(((_bits(a) != _bits(b)) & ~mask.reshape(-1)).any())
+
+
+def device_inputs(storage: dict, device) -> dict:
+    """A trial's input storage arrays as byte tensors on ``device``: uploaded once per group
+    by the parent, they reach the worker as IPC handles instead of through the pipe."""
+    import torch
+    return {name: torch.from_numpy(np.ascontiguousarray(array).reshape(-1).view(np.uint8).copy()).to(device)
+            for name, array in storage.items()}
+
+
+def copy_from_tensor(buf, tensor) -> None:
+    """Device buffer ``buf`` gets the bytes of ``tensor`` (a byte tensor of device_inputs)."""
+    from .driver import check, cu
+    nbytes = tensor.numel() * tensor.element_size()
+    if nbytes != buf.nbytes:
+        raise ValueError(f"input of {nbytes} bytes for a buffer of {buf.nbytes} bytes")
+    device_torch().cuda.current_stream(tensor.device).synchronize()  # the sender's writes are done
+    if nbytes:
+        check(cu.cuMemcpyDtoD(buf.ptr, cu.CUdeviceptr(tensor.data_ptr()), nbytes), "cuMemcpyDtoD")

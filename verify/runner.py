@@ -39,7 +39,8 @@ from dataset_spec.one_problem import describe_mismatch, distinct_problems
 from .assembly_pool import AssemblyPool, runnable_reason
 from .compare import agreement_bound, trivial_reason
 from .inputs import exact_values, make_trial_inputs
-from .judge import judge_device, on_device
+from .device_outputs import device_inputs
+from .judge import device_of, judge_device, on_device
 from .reference import reference_outputs
 from .timing import TARGET_RSE
 from .outcome import Consensus, OutputSpec, Verdict, classify
@@ -411,6 +412,7 @@ class _Run:
         # digest -> (prepared problem, the same with its arrays where members are judged)
         problems: dict = {}
         consensus_by_digest: dict = {}
+        gpu_inputs: dict = {}  # digest -> per trial, the inputs uploaded to the judging GPU
         for row in rows:
             if row.status in PASS_THROUGH:
                 out_rows.append(row)
@@ -443,7 +445,12 @@ class _Run:
             run_start = time.perf_counter()
             with self.stopwatch("run"):
                 if getattr(worker, "device_outputs_ok", False) and self.device_outputs and judged is not prepared:
-                    # outputs stay on the GPU the members are judged on (device_outputs.py)
+                    # inputs and outputs stay on the GPU the members are judged on (device_outputs.py)
+                    if digest not in gpu_inputs:
+                        device = device_of(*judged.references[0].values())
+                        gpu_inputs[digest] = [device_inputs(t.storage, device) for t in prepared.trials]
+                    payload = [(t.trial, f"{digest}:{t.trial}", t.seed, gpu_inputs[digest][i])
+                               for i, t in enumerate(prepared.trials)]
                     check = worker.check(row.to_json(), group_id, payload, cubin, self.kernel_timeout,
                                          device_outputs=True)
                 else:
