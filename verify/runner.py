@@ -57,10 +57,11 @@ PREPARE_THREADS = 2
 MAX_TIMING_SAMPLES = 2000
 # Host threads that draw one problem's trials and compute their references and bounds side
 # by side (shared by every group being prepared; never waits on itself).
-TRIAL_THREADS = 4
+TRIAL_THREADS = 8
 _TRIAL_POOL = ThreadPoolExecutor(max_workers=TRIAL_THREADS, thread_name_prefix="verify-trial")
 # Host threads that hash outputs kept on the GPU (outcome.classify's hash_pool)
 _HASH_POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="verify-hash")
+HASHES_IN_FLIGHT = 2  # rows whose host copies wait for their hash: bounds the host memory held
 
 
 @dataclass
@@ -413,6 +414,7 @@ class _Run:
         problems: dict = {}
         consensus_by_digest: dict = {}
         gpu_inputs: dict = {}  # digest -> per trial, the inputs uploaded to the judging GPU
+        hashing: list = []     # rows whose output_hash is still a Future
         for row in rows:
             if row.status in PASS_THROUGH:
                 out_rows.append(row)
@@ -480,11 +482,14 @@ class _Run:
                 if self.timing:
                     with self.stopwatch("time"):
                         self._time(worker, new_row)
-            if isinstance(new_row.output_hash, Future):  # hashed on the host while the member was timed
-                with self.stopwatch("judge.hash"):
-                    new_row.output_hash = new_row.output_hash.result()
             out_rows.append(new_row)
             results[row.build_key] = new_row.status
+            if isinstance(new_row.output_hash, Future):  # hashed on the host while the next member runs
+                hashing.append(new_row)
+                while len(hashing) > HASHES_IN_FLIGHT:
+                    self._resolve_hash(hashing.pop(0))
+        for pending in hashing:
+            self._resolve_hash(pending)
         with self.stopwatch("judge"):
             self._apply_consensus(out_rows, results, consensus_by_digest)
             add_consensus_witnesses(out_rows, consensus_by_digest, {d: p for d, (p, _) in problems.items()})
@@ -492,6 +497,10 @@ class _Run:
             self._judge_derived(worker, group_id, out_rows, results, problems, race_counts)
         apply_race_statuses(out_rows, results, racing_members(race_counts))
         return out_rows, results
+
+    def _resolve_hash(self, row: KernelRecord) -> None:
+        with self.stopwatch("judge.hash"):
+            row.output_hash = row.output_hash.result()
 
     def _judge_derived(self, worker, group_id: str, out_rows: list, results: dict, problems: dict,
                        race_counts: dict) -> None:
