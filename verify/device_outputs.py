@@ -83,14 +83,14 @@ def _signed(word: np.ndarray) -> int:
     return int(word.view(np.dtype(f"i{word.dtype.itemsize}"))[0])
 
 
-def unwritten_mask(first, second: Optional[object], dtype: str, words: tuple):
+def unwritten_mask(first, second: Optional[object], poisons: tuple):
     """inputs.unwritten_mask on tensors: elements holding poison 1 in run 1 and poison 2 in
-    run 2, compared as bits; a bool tensor shaped like ``first``."""
+    run 2 (``poisons``: the two elements' bits, unsigned arrays of one element), compared as
+    bits; a bool tensor shaped like ``first``."""
     import torch
-    from .inputs import poison_element
     if second is None:
         return torch.zeros(tuple(first.shape), dtype=torch.bool, device=first.device)
-    one, two = (_signed(poison_element(dtype, w)) for w in words)
+    one, two = (_signed(p) for p in poisons)
     return ((_bits(first) == one) & (_bits(second) == two)).reshape(tuple(first.shape))
 
 

@@ -94,7 +94,7 @@ def unwritten_mask(first: np.ndarray, second: Optional[np.ndarray], dtype: str, 
     on the GPU, device_outputs.py) are compared on their device."""
     if hasattr(first, "detach"):
         from .device_outputs import unwritten_mask as on_device
-        return on_device(first, second, dtype, words)
+        return on_device(first, second, tuple(poison_element(dtype, w) for w in words))
     first = np.ascontiguousarray(first)
     if second is None:
         return np.zeros(first.shape, dtype=bool)
