@@ -90,7 +90,11 @@ def unwritten_mask(first: np.ndarray, second: Optional[np.ndarray], dtype: str, 
     """Elements that hold poison 1 after run 1 and poison 2 after run 2: never written.
     Compared as bits (NaN != NaN). A value a kernel wrote is the same in both runs, so it
     cannot match both poisons, whatever it is (-1 and 255 included). ``second`` None means
-    run 2 was bitwise equal to run 1: nothing can be unwritten."""
+    run 2 was bitwise equal to run 1: nothing can be unwritten. Torch tensors (outputs kept
+    on the GPU, device_outputs.py) are compared on their device."""
+    if hasattr(first, "detach"):
+        from .device_outputs import unwritten_mask as on_device
+        return on_device(first, second, tuple(poison_element(dtype, w) for w in words))
     first = np.ascontiguousarray(first)
     if second is None:
         return np.zeros(first.shape, dtype=bool)
@@ -101,7 +105,8 @@ def unwritten_mask(first: np.ndarray, second: Optional[np.ndarray], dtype: str, 
 
 
 def unwritten_count(first: np.ndarray, second: Optional[np.ndarray], dtype: str, words: tuple) -> int:
-    return int(np.count_nonzero(unwritten_mask(first, second, dtype, words)))
+    mask = unwritten_mask(first, second, dtype, words)
+    return int(mask.sum()) if hasattr(mask, "detach") else int(np.count_nonzero(mask))
 
 
 GUARD_FILL_BYTES = 1 << 16
@@ -174,7 +179,10 @@ def from_storage(array: np.ndarray, dtype: str) -> np.ndarray:
 def exact_values(array: np.ndarray, dtype: str) -> np.ndarray:
     """Storage array -> an array whose values are exact: the storage itself where numpy
     holds the dtype (float16/32/64, integers), float64 otherwise (bfloat16, fp8). The
-    checks widen it chunk by chunk, so no full-size float64 copy is made."""
+    checks widen it chunk by chunk, so no full-size float64 copy is made. A torch tensor
+    (device_outputs.py) already holds exact values in its torch dtype."""
+    if hasattr(array, "detach"):
+        return array
     if dtype == "bfloat16" or is_fp8(dtype):
         return from_storage(array, dtype)
     return np.asarray(array)

@@ -15,6 +15,7 @@ from typing import Optional
 import numpy as np
 
 from .compare import agreement, error_stats
+from .device_outputs import bits_equal, host_bits, is_tensor, own_copy
 from .inputs import exact_values, unwritten_count
 from .trial_stats import TrialErrors, bound_at, element, first_outside, max_ulp_error
 
@@ -129,17 +130,21 @@ def output_hash(runs: list, specs: list) -> str:
     digest = hashlib.sha256()
     for run in runs:
         for spec in specs:
-            digest.update(memoryview(np.ascontiguousarray(run.outputs[spec.name]).reshape(-1).view(np.uint8)))
+            digest.update(memoryview(_host_bits(run.outputs[spec.name]).reshape(-1).view(np.uint8)))
     return digest.hexdigest()[:16]
 
 
-def classify(result: CheckResult, specs: list, references: list, host_references: Optional[list] = None) -> Verdict:
+def classify(result: CheckResult, specs: list, references: list, host_references: Optional[list] = None,
+             hash_pool=None) -> Verdict:
     """Status of one member from its worker result, judged against the reference.
 
     ``specs``: OutputSpec per out/inout buffer (with per-trial bounds). ``references``: per
     trial, name -> float64 (numpy, or torch tensors where members are judged on the GPU;
     ``host_references`` is accepted for callers that judge on the GPU; the unwritten check
     needs no reference: an element is unwritten when it holds both runs' poisons).
+    ``hash_pool``: an executor; where the outputs are device tensors, the output hash (a
+    sha256 over every trial's bits, copied to the host) is then computed there and the
+    verdict's ``output_hash`` is its Future, for the caller to resolve.
 
     Order of checks: worker error (fence faults included), out-of-bounds write, modified
     input, unwritten output, the diagnosis of runs that disagree (reads its output ->
@@ -172,7 +177,7 @@ def classify(result: CheckResult, specs: list, references: list, host_references
             second = (run.second_outputs or {}).get(spec.name)
             n = unwritten_count(run.outputs[spec.name], second, spec.dtype, run.poisons[spec.name])
             if n:
-                size = run.outputs[spec.name].size
+                size = int(np.prod(tuple(run.outputs[spec.name].shape)))
                 return _failure("unwritten_output", f"trial {run.trial}: {n} of {size} elements of {spec.name} "
                                 "never written (they hold each run's poison)", run.trial, spec.name, trials=trials)
     for run in result.runs:
@@ -219,8 +224,17 @@ def classify(result: CheckResult, specs: list, references: list, host_references
                                "reference": element(host_ref, flat), "value": element(out, flat),
                                "bound": bound_at(spec.bounds[index], host_ref.shape, flat)}
         per_trial.append(errors.as_row())
+    on_device = any(is_tensor(run.outputs[spec.name]) for run in result.runs for spec in specs)
+    if hash_pool is not None and on_device:
+        # the bits come to the host now (the worker's memory may not outlive its next job);
+        # only the sha256 waits
+        copies = [TrialRun(run.trial, {spec.name: _host_bits(run.outputs[spec.name]) for spec in specs})
+                  for run in result.runs]
+        digest = hash_pool.submit(output_hash, copies, specs)
+    else:
+        digest = output_hash(result.runs, specs)
     common = dict(max_abs_err=max_abs, max_rel_err=max_rel, max_err_ratio=max_ratio, trials=trials,
-                  deterministic=deterministic, output_hash=output_hash(result.runs, specs), trial_errors=per_trial)
+                  deterministic=deterministic, output_hash=digest, trial_errors=per_trial)
     if failure:
         return Verdict("wrong_result", failure, witness=witness, **common)
     note = "" if deterministic else "runs differ bitwise (floating-point atomics; every run within the error bound)"
@@ -302,7 +316,7 @@ class Consensus:
         for other, cluster in self.clusters.items():  # disagreement is symmetric: the older representatives learn it too
             self.ratios[cluster.representative][cid] = ratios[other]
             self.messages[cluster.representative][cid] = messages[other]
-        self.clusters[cid] = _Cluster(key, outputs, nearness, cid, [key])
+        self.clusters[cid] = _Cluster(key, own_copy(outputs), nearness, cid, [key])
         self.home[key] = cid
         self.ratios[key][cid] = 0.0
 
@@ -360,7 +374,19 @@ class Consensus:
 
 def inputs_changed(before: dict, after: dict) -> list:
     """Names of buffers whose bits differ between ``before`` and ``after`` (compared as
-    bytes, since NaN != NaN)."""
+    bytes, since NaN != NaN; torch tensors on their device)."""
     def raw(array):
         return np.ascontiguousarray(array).reshape(-1).view(np.uint8)
-    return [name for name in before if not np.array_equal(raw(before[name]), raw(after[name]))]
+
+    def same(a, b) -> bool:
+        if is_tensor(a) and is_tensor(b):
+            return bits_equal(a, b)
+        return np.array_equal(raw(_host_bits(a)), raw(_host_bits(b)))
+    return [name for name in before if not same(before[name], after[name])]
+
+
+def _host_bits(array) -> np.ndarray:
+    """A host array's bits, or a device tensor's copied to the host."""
+    if is_tensor(array):
+        return host_bits(array)
+    return np.ascontiguousarray(array)

@@ -49,7 +49,11 @@ class LoadedRow:
             buf.arm(self.fill)
             spec = self.specs[name]
             if spec.role in ("in", "inout"):
-                buf.upload(inputs[name])
+                if hasattr(inputs[name], "data_ptr"):  # already on the GPU (device_outputs.device_inputs)
+                    from .device_outputs import copy_from_tensor
+                    copy_from_tensor(buf, inputs[name])
+                else:
+                    buf.upload(inputs[name])
             elif spec.init is not None:
                 buf.upload(init_array(spec, seed))
             else:

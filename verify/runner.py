@@ -18,7 +18,7 @@ import contextlib
 import json
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,7 +39,8 @@ from dataset_spec.one_problem import describe_mismatch, distinct_problems
 from .assembly_pool import AssemblyPool, runnable_reason
 from .compare import agreement_bound, trivial_reason
 from .inputs import exact_values, make_trial_inputs
-from .judge import judge_device, on_device
+from .device_outputs import device_inputs
+from .judge import device_of, judge_device, on_device
 from .reference import reference_outputs
 from .timing import TARGET_RSE
 from .outcome import Consensus, OutputSpec, Verdict, classify
@@ -51,9 +52,16 @@ PASS_THROUGH = ("build_failed", "no_problem", "not_applicable")
 PREFETCH_GROUPS = 4
 # Groups whose inputs, references and bounds are prepared ahead of the GPU, and the host
 # threads that do it (numpy releases the GIL in its array loops).
-PREPARE_AHEAD = 1
+PREPARE_AHEAD = 2
 PREPARE_THREADS = 2
 MAX_TIMING_SAMPLES = 2000
+# Host threads that draw one problem's trials and compute their references and bounds side
+# by side (shared by every group being prepared; never waits on itself).
+TRIAL_THREADS = 8
+_TRIAL_POOL = ThreadPoolExecutor(max_workers=TRIAL_THREADS, thread_name_prefix="verify-trial")
+# Host threads that hash outputs kept on the GPU (outcome.classify's hash_pool)
+_HASH_POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="verify-hash")
+HASHES_IN_FLIGHT = 2  # rows whose host copies wait for their hash: bounds the host memory held
 
 
 @dataclass
@@ -144,7 +152,7 @@ def prepare_problem(problem: Problem, group_id: str, n_trials: Optional[int] = N
     ``reference``: where the float64 reference runs (see reference.py)."""
     op = get_op(problem.op)
     n_trials = n_trials or trial_count(problem)
-    trials = [make_trial_inputs(problem, group_id, t) for t in range(n_trials)]
+    trials = list(_TRIAL_POOL.map(lambda t: make_trial_inputs(problem, group_id, t), range(n_trials)))
     specs = [OutputSpec(b.name, b.dtype) for b in problem.buffers if b.role in ("out", "inout")]
     prepared = _ProblemTrials(problem, trials, [], specs)
     fixed = {s.name: op.tolerance(problem, s.dtype) for s in specs}
@@ -153,35 +161,54 @@ def prepare_problem(problem: Problem, group_id: str, n_trials: Optional[int] = N
     prepared.bound_note = "; ".join(
         f"{s.name}: " + (f"fixed atol={fixed[s.name][0]:.3g} rtol={fixed[s.name][1]:.3g}" if fixed[s.name]
                          else terms[s.name].describe()) for s in specs)
+    # The trials are drawn and judged-for in parallel (numpy releases the GIL in its array
+    # loops), then taken in trial order, so the first refusal is the one a serial pass finds.
+    results = list(_TRIAL_POOL.map(lambda trial: _trial_reference(op, problem, trial, specs, terms, reference),
+                                   trials))
     catches = []
-    for trial in trials:
-        try:
-            ref = reference_outputs(op, dict(trial.values), problem, reference)
-            shaped = {}
-            for spec in specs:
-                if spec.name not in ref:
-                    prepared.refusal = f"reference returned no value for output {spec.name}"
-                    return prepared
-                shaped[spec.name] = np.asarray(ref[spec.name], dtype=np.float64).reshape(
-                    problem.buffer(spec.name).shape)
-            bounds = op.bounds(dict(trial.values), problem, shaped)
-        except Exception as exc:
-            prepared.refusal = f"reference failed: {type(exc).__name__}: {exc}"
+    for trial, (shaped, per_spec, refusal) in zip(trials, results):
+        if refusal:
+            prepared.refusal = refusal
             return prepared
         for spec in specs:
-            bound = np.broadcast_to(bounds[spec.name], shaped[spec.name].shape)
-            reason = trivial_reason(shaped[spec.name], bound)
+            bound, agree, reason, caught = per_spec[spec.name]
             if reason:
                 prepared.refusal = f"trial {trial.trial} ({trial.kind}): output {spec.name}: {reason}"
                 prepared.refusal_status = "trivial_reference"
                 return prepared
             spec.bounds.append(bound)
-            spec.agreement_bounds.append(agreement_bound(shaped[spec.name], bound, terms[spec.name]))
-            if trial.kind in ("normal", "uniform"):
-                catches.append(smallest_caught_relative_error(shaped[spec.name], bound))
+            spec.agreement_bounds.append(agree)
+            if caught is not None:
+                catches.append(caught)
         prepared.references.append(shaped)
     prepared.catches_rel_err = max(catches) if catches else None
     return prepared
+
+
+def _trial_reference(op, problem: Problem, trial, specs: list, terms: dict, reference: str) -> tuple:
+    """One trial's (reference per output, per output (bound, agreement bound, trivial
+    reason, smallest caught relative error or None), refusal or '')."""
+    try:
+        ref = reference_outputs(op, dict(trial.values), problem, reference)
+        shaped = {}
+        for spec in specs:
+            if spec.name not in ref:
+                return {}, {}, f"reference returned no value for output {spec.name}"
+            shaped[spec.name] = np.asarray(ref[spec.name], dtype=np.float64).reshape(problem.buffer(spec.name).shape)
+        bounds = op.bounds(dict(trial.values), problem, shaped)
+    except Exception as exc:
+        return {}, {}, f"reference failed: {type(exc).__name__}: {exc}"
+    per_spec = {}
+    for spec in specs:
+        bound = np.broadcast_to(bounds[spec.name], shaped[spec.name].shape)
+        reason = trivial_reason(shaped[spec.name], bound)
+        if reason:
+            per_spec[spec.name] = (bound, None, reason, None)
+            break  # a serial pass stops at the first trivial output
+        caught = (smallest_caught_relative_error(shaped[spec.name], bound) if trial.kind in ("normal", "uniform")
+                  else None)
+        per_spec[spec.name] = (bound, agreement_bound(shaped[spec.name], bound, terms[spec.name]), "", caught)
+    return shaped, per_spec, ""
 
 
 def _clear_verifier_columns(row: KernelRecord) -> KernelRecord:
@@ -300,8 +327,9 @@ class _Run:
 
     def __init__(self, groups: list, out_dir: Path, trials: int, timing: bool, kernel_timeout: float,
                  time_budget: float, pool: Optional[AssemblyPool], gpu_cc: tuple, progress_bar,
-                 reference: str = "auto", sanitizer: Optional[str] = None):
+                 reference: str = "auto", sanitizer: Optional[str] = None, device_outputs: bool = True):
         self.groups = groups
+        self.device_outputs = device_outputs
         self.sanitizer = sanitizer  # compute-sanitizer's path when --sanitize, else None
         # racecheck for members whose change may race (race_focus), --sanitize or not
         self.race_sanitizer, self.race_missing = (sanitizer, "") if sanitizer else automatic_sanitizer()
@@ -385,6 +413,8 @@ class _Run:
         # digest -> (prepared problem, the same with its arrays where members are judged)
         problems: dict = {}
         consensus_by_digest: dict = {}
+        gpu_inputs: dict = {}  # digest -> per trial, the inputs uploaded to the judging GPU
+        hashing: list = []     # rows whose output_hash is still a Future
         for row in rows:
             if row.status in PASS_THROUGH:
                 out_rows.append(row)
@@ -414,13 +444,27 @@ class _Run:
             assembled = self.pool.result(row) if self.pool is not None else None
             cubin = assembled.cubin if assembled else None
             payload = [(t.trial, f"{digest}:{t.trial}", t.seed, t.storage) for t in prepared.trials]
+            run_start = time.perf_counter()
             with self.stopwatch("run"):
-                check = worker.check(row.to_json(), group_id, payload, cubin, self.kernel_timeout)
+                if getattr(worker, "device_outputs_ok", False) and self.device_outputs and judged is not prepared:
+                    # inputs and outputs stay on the GPU the members are judged on (device_outputs.py)
+                    if digest not in gpu_inputs:
+                        device = device_of(*judged.references[0].values())
+                        gpu_inputs[digest] = [device_inputs(t.storage, device) for t in prepared.trials]
+                    payload = [(t.trial, f"{digest}:{t.trial}", t.seed, gpu_inputs[digest][i])
+                               for i, t in enumerate(prepared.trials)]
+                    check = worker.check(row.to_json(), group_id, payload, cubin, self.kernel_timeout,
+                                         device_outputs=True)
+                else:
+                    check = worker.check(row.to_json(), group_id, payload, cubin, self.kernel_timeout)
             with self.lock:
                 for phase, seconds in (check.seconds or {}).items():
                     self.stage_seconds[f"run.{phase}"] += seconds
+                # what the worker did not spend on the row: moving the job and its answer
+                self.stage_seconds["run.pipe"] += max(0.0, time.perf_counter() - run_start
+                                                      - sum((check.seconds or {}).values()))
             with self.stopwatch("judge"):
-                verdict = classify(check, judged.specs, judged.references, prepared.references)
+                verdict = classify(check, judged.specs, judged.references, prepared.references, _HASH_POOL)
             load_path = check.load_path or ("driver_jit" if not cubin else "cubin")
             if load_path == "cubin" and assembled:
                 load_path = assembled.path
@@ -440,6 +484,12 @@ class _Run:
                         self._time(worker, new_row)
             out_rows.append(new_row)
             results[row.build_key] = new_row.status
+            if isinstance(new_row.output_hash, Future):  # hashed on the host while the next member runs
+                hashing.append(new_row)
+                while len(hashing) > HASHES_IN_FLIGHT:
+                    self._resolve_hash(hashing.pop(0))
+        for pending in hashing:
+            self._resolve_hash(pending)
         with self.stopwatch("judge"):
             self._apply_consensus(out_rows, results, consensus_by_digest)
             add_consensus_witnesses(out_rows, consensus_by_digest, {d: p for d, (p, _) in problems.items()})
@@ -448,6 +498,10 @@ class _Run:
         apply_race_statuses(out_rows, results, racing_members(race_counts))
         explain_survivors(out_rows)
         return out_rows, results
+
+    def _resolve_hash(self, row: KernelRecord) -> None:
+        with self.stopwatch("judge.hash"):
+            row.output_hash = row.output_hash.result()
 
     def _judge_derived(self, worker, group_id: str, out_rows: list, results: dict, problems: dict,
                        race_counts: dict) -> None:
@@ -579,7 +633,8 @@ def verify_dataset(in_dir, out_dir, *, groups: Optional[str] = None, trials: Opt
                    timing: bool = True,
                    workers: Optional[int] = None, kernel_timeout: float = 20.0, assemble_jobs: Optional[int] = None,
                    progress: bool = True, time_budget: float = 1.0, reference: str = "auto",
-                   sanitize: bool = False, start_workers=None, assembly_pool=None) -> VerifySummary:
+                   sanitize: bool = False, start_workers=None, assembly_pool=None,
+                   device_outputs: bool = True) -> VerifySummary:
     """Verify (and time) every group of the dataset in ``in_dir``; write rows to ``out_dir``.
 
     ``groups``: fnmatch pattern on group_id. ``trials``: trials per problem (None: one per
@@ -595,8 +650,10 @@ def verify_dataset(in_dir, out_dir, *, groups: Optional[str] = None, trials: Opt
     local worker processes; the Ray executor gives actors on a cluster's GPUs).
     ``assembly_pool``: a function of (compute capability, ``assemble_jobs``) returning an
     object with ``AssemblyPool``'s submit/result/close (default: ``AssemblyPool``; the Ray
-    executor's assembles on the cluster's CPUs). Raises NoDriverError when no GPU can be
-    used.
+    executor's assembles on the cluster's CPUs). ``device_outputs``: where members are
+    judged on the GPU and the worker has torch with CUDA, their outputs stay on the GPU
+    (device_outputs.py; False: every output is downloaded and piped, the host path; both
+    give the same rows). Raises NoDriverError when no GPU can be used.
     """
     from .worker import start_local_workers
     in_path, out_path = Path(in_dir).resolve(), Path(out_dir).resolve()
@@ -630,7 +687,8 @@ def verify_dataset(in_dir, out_dir, *, groups: Optional[str] = None, trials: Opt
                 bar = tqdm(total=len(todo), unit="group", desc="verify")
             except ImportError:
                 bar = None
-        run = _Run(todo, out_path, trials, timing, kernel_timeout, time_budget, pool, cc, bar, reference, sanitizer)
+        run = _Run(todo, out_path, trials, timing, kernel_timeout, time_budget, pool, cc, bar, reference, sanitizer,
+                   device_outputs)
         threads = [threading.Thread(target=run.serve, args=(w,), name=f"verify-gpu{w.ordinal}", daemon=True)
                    for w in gpu_workers]
         for t in threads:

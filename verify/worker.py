@@ -4,7 +4,8 @@ A worker keeps one CUDA context for many rows (fast), but a trap, illegal addres
 misaligned access kills a context for good, so after such an error the worker reports it
 and exits; the parent (``GpuWorker``) starts a fresh process for the next row. A row that
 hangs is killed by the parent after its timeout. The worker only moves bits; the parent
-judges them (``outcome.classify``).
+judges them (``outcome.classify``). Where both can, the bits stay on the GPU and the
+parent judges them there (device_outputs.py).
 """
 from __future__ import annotations
 
@@ -50,6 +51,7 @@ class _Worker:
         self.row = None  # the loaded row (row.LoadedRow), kept for its timing job
         self.inputs: dict = {}
         self.inputs_group = None
+        self.device_outputs = False  # the loaded row's outputs stay on the GPU (device_outputs.py)
         self.sm_clock = sm_clock_mhz
         self.hold = None  # hold.StreamHold, made on the first timing job
         self.guard_page, self.arena_reason = None, ""
@@ -109,11 +111,18 @@ class _Worker:
         return self._download(("out", "inout"))
 
     def _download(self, roles) -> dict:
+        """The buffers of ``roles`` as host arrays; outputs as tensors on the device when
+        this row keeps them there (device_outputs.py)."""
         from .inputs import STORAGE_NUMPY
         out = {}
         for name, buf in self.row.buffers.items():
             spec = self.row.specs[name]
-            if spec.role in roles:
+            if spec.role not in roles:
+                continue
+            if self.device_outputs and spec.role in ("out", "inout"):
+                from .device_outputs import copy_to_tensor
+                out[name] = copy_to_tensor(buf, spec.dtype, spec.shape, self.ctx.stream, self.ctx.info.ordinal)
+            else:
                 out[name] = buf.download(STORAGE_NUMPY[spec.dtype], spec.shape)
         return out
 
@@ -126,6 +135,11 @@ class _Worker:
             self.inputs, self.inputs_group = {}, job.get("group")
         self.inputs.update(job.get("inputs") or {})
         record = KernelRecord.from_json(job["record"])
+        self.device_outputs = False
+        if job.get("device_outputs"):
+            from .device_outputs import device_torch, supported
+            self.device_outputs = device_torch() is not None and supported(
+                b.dtype for b in record.problem.buffers if b.role in ("out", "inout"))
         seconds: dict = {}
         clock = time.perf_counter()
 
@@ -149,6 +163,8 @@ class _Worker:
                 runs.append(self._trial(trial, self.inputs[key], seed, lap))
         except DriverError as exc:
             during_launch = exc.call == "cuLaunchKernelEx" and not exc.sticky
+            if self.device_outputs:  # a failed row is judged by its error alone: keep no device memory
+                runs = [dataclasses.replace(run, outputs={}, rerun_outputs=None, second_outputs=None) for run in runs]
             return CheckResult(runs=runs, error="launch_failed" if during_launch else "crashed",
                                message=f"trial {len(runs)}: {exc}", fatal=exc.sticky, load_path=load_path,
                                float_atomics=atomics, fences=self._fences())
@@ -162,6 +178,7 @@ class _Worker:
         done. Otherwise, extra runs tell what the outputs depend on: the schedule (a plain
         repeat of run 1 differs, or run 2's fill and poison alone do not change run 1), the
         poison (run 1 with poison 2 differs) or else the guard fill."""
+        from .device_outputs import changed_outside, is_tensor
         from .inputs import BITS_NUMPY, guard_fill, poison_words, unwritten_mask
         fills = guard_fill(seed, 1), guard_fill(seed, 2, finite=True)
         out_of_bounds: list = []
@@ -190,6 +207,11 @@ class _Worker:
             for name in a:
                 if name not in poisons:
                     if differs({name: a[name]}, {name: b[name]}):
+                        return False
+                    continue
+                if is_tensor(a[name]):
+                    mask = unwritten_mask(a[name], b[name], self.row.specs[name].dtype, poisons[name])
+                    if changed_outside(a[name], b[name], mask):
                         return False
                     continue
                 bits = BITS_NUMPY[a[name].dtype.itemsize]
@@ -405,9 +427,15 @@ class GpuWorker:
                 self.kill()
                 raise WorkerTimeout(f"no result within {timeout:.1f} s; worker killed")
 
-    def check(self, record_json: str, group: str, trials: list, cubin: Optional[bytes], timeout: float) -> CheckResult:
+    # The worker runs on this host, so its outputs can stay on the GPU and reach the
+    # parent as CUDA IPC handles (device_outputs.py).
+    device_outputs_ok = True
+
+    def check(self, record_json: str, group: str, trials: list, cubin: Optional[bytes], timeout: float,
+              device_outputs: bool = False) -> CheckResult:
         """Run one row. ``trials``: list of (trial, key, seed, storage dict); inputs the worker
-        already holds for this group are not sent again."""
+        already holds for this group are not sent again. ``device_outputs``: keep outputs on
+        the GPU where the worker can (torch with CUDA), the parent judging them there."""
         if not self.alive:
             self.kill()
             self.start()
@@ -415,7 +443,7 @@ class GpuWorker:
             self.sent_keys, self.sent_group = set(), group
         inputs = {key: storage for _, key, _, storage in trials if key not in self.sent_keys}
         job = {"type": "check", "record": record_json, "group": group, "cubin": cubin, "inputs": inputs,
-               "trials": [(t, key, seed) for t, key, seed, _ in trials]}
+               "trials": [(t, key, seed) for t, key, seed, _ in trials], "device_outputs": device_outputs}
         try:
             result = self._request(job, timeout)
         except WorkerTimeout as exc:
