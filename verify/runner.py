@@ -52,12 +52,15 @@ PASS_THROUGH = ("build_failed", "no_problem", "not_applicable")
 PREFETCH_GROUPS = 4
 # Groups whose inputs, references and bounds are prepared ahead of the GPU, and the host
 # threads that do it (numpy releases the GIL in its array loops).
-PREPARE_AHEAD = 2
+PREPARE_AHEAD = 1
 PREPARE_THREADS = 2
 MAX_TIMING_SAMPLES = 2000
 # Host threads that draw one problem's trials and compute their references and bounds side
-# by side (shared by every group being prepared; never waits on itself).
-TRIAL_THREADS = 8
+# by side (shared by every group being prepared; never waits on itself). Two: with eight, the
+# float64 GEMM references of several trials ran in OpenBLAS at once and the process died with
+# a segmentation fault on an H100 machine (docs/gpu-results.md, run 39); more groups ahead
+# also held about 9.5 GB of prepared references.
+TRIAL_THREADS = 2
 _TRIAL_POOL = ThreadPoolExecutor(max_workers=TRIAL_THREADS, thread_name_prefix="verify-trial")
 # Host threads that hash outputs kept on the GPU (outcome.classify's hash_pool)
 _HASH_POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="verify-hash")
