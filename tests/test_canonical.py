@@ -198,7 +198,12 @@ def test_crossource_set_gives_gemm_groups_of_three_sources():
         "tvm/matmul_fp16/M4096xN4096xK4096"]
     tvm_items = __import__("builders.tvm", fromlist=["TvmBuilder"]).TvmBuilder(
         BuildOptions(archs=["sm_80"], extra={"shapes": "crossource", "schedules": 1})).work_items()
-    assert len(tvm_items) == 2 * len(LLM.gemm) + len(LLM.rows)
+    sampled = [i for i in tvm_items if not i.payload.get("tensor_core")]
+    assert len(sampled) == 2 * len(LLM.gemm) + len(LLM.rows)
+    # the fp16 matmul at every llm size also gets its tensor-core (WMMA) members
+    tensor_core = [i for i in tvm_items if i.payload.get("tensor_core")]
+    assert sorted(i.group_id for i in tensor_core) == sorted(
+        f"tvm/matmul_fp16/M{m}xN{n}xK{k}" for m, n, k in LLM.gemm)
 
 
 def test_card_names_the_fastest_source_of_each_cross_source_group():
