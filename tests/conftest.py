@@ -35,6 +35,16 @@ def nvcc_available() -> bool:
 needs_nvcc = pytest.mark.skipif(not nvcc_available(), reason="nvcc from the CUDA wheels is not installed")
 
 
+def compiled_or_skip(source: str, arch: str = "sm_80") -> str:
+    """PTX of a test's CUDA C kernels, compiled with the pinned nvcc; the test skips in one
+    line where no nvcc is installed."""
+    ptx_tools = pytest.importorskip("ptx_tools")
+    try:
+        return ptx_tools.compile_cuda(source, arch)
+    except ptx_tools.ToolchainError as exc:
+        pytest.skip(f"no nvcc: {exc}")
+
+
 def pytest_collection_modifyitems(config, items):
     reason = None
     for item in items:

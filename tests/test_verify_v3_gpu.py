@@ -6,6 +6,8 @@ Skipped (one line, see conftest.py) where no CUDA driver or device is present.
 """
 import pytest
 
+from conftest import compiled_or_skip
+
 from dataset_spec.model import Arg, Buffer, KernelRecord, Launch, Problem
 from dataset_spec.shards import ShardWriter, read_records
 
@@ -63,11 +65,7 @@ extern "C" __global__ void vadd_clock_bit_atomic(const float* x, const float* y,
 
 @pytest.fixture(scope="module")
 def ptx():
-    ptx_tools = pytest.importorskip("ptx_tools")
-    try:
-        return ptx_tools.compile_cuda(KERNELS, "sm_80")
-    except ptx_tools.ToolchainError as exc:
-        pytest.skip(f"no nvcc: {exc}")
+    return compiled_or_skip(KERNELS)
 
 
 def _row(ptx, group, entry):
