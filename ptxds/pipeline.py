@@ -79,13 +79,20 @@ class BuildPlan:
     cpu_seconds: float   # estimated from the source's measured rate (Builder.cpu_seconds_per_row)
 
 
-def plan_build(source: str, out_dir, options: BuildOptions) -> BuildPlan:
-    """The work items a build would run and an estimate of their cost; writes nothing."""
-    builder_cls = load_builder(source)
-    items = select_items(builder_cls(options).work_items(), options.limit, options.sample_seed)
+def selected_items(source: str, builder, options: BuildOptions) -> list:
+    """The builder's work items under ``--limit``/``--sample-seed``; an empty selection is an
+    error before anything is written."""
+    items = select_items(builder.work_items(), options.limit, options.sample_seed)
     if not items:
         raise SpecError(f"--source {source} selects no work item with these options (archs "
                         f"{', '.join(options.archs)}); nothing was written")
+    return items
+
+
+def plan_build(source: str, out_dir, options: BuildOptions) -> BuildPlan:
+    """The work items a build would run and an estimate of their cost; writes nothing."""
+    builder_cls = load_builder(source)
+    items = selected_items(source, builder_cls(options), options)
     out = Path(out_dir)
     finished = {item_of_key(k) for k in Dataset(out).done_keys()}
     todo = [item for item in items if item.key not in finished]
@@ -106,10 +113,7 @@ def run_build(source: str, out_dir, options: BuildOptions, jobs: int = 0, sass: 
     find_tool("ptxas")  # a missing toolchain is one clear error before any work
     builder_cls = load_builder(source)
     builder = builder_cls(options)
-    items = select_items(builder.work_items(), options.limit, options.sample_seed)
-    if not items:
-        raise SpecError(f"--source {source} selects no work item with these options (archs "
-                        f"{', '.join(options.archs)}); nothing was written")
+    items = selected_items(source, builder, options)
     out = Path(out_dir)
     builder.check_output(out)  # e.g. one problem per group across builds into one folder
     out.mkdir(parents=True, exist_ok=True)

@@ -52,3 +52,15 @@ def pytest_collection_modifyitems(config, items):
             reason = reason or gpu_unavailable_reason()
             if reason:
                 item.add_marker(pytest.mark.skip(reason=reason))
+
+
+def vector_add_row(ptx: str, group: str, entry: str, n: int = 1000, name: str = "", variant=None, **record_kw):
+    """A row of an fp32 vector add of ``n`` elements (x, y -> out) running ``entry`` of
+    ``ptx`` for sm_80 with 256-thread blocks: the GPU tests' smallest real problem."""
+    from dataset_spec.model import Arg, Buffer, KernelRecord, Launch, Problem
+    problem = Problem(group, "vector_add", [Buffer("x", "float32", (n,)), Buffer("y", "float32", (n,)),
+                                            Buffer("out", "float32", (n,), role="out")])
+    launch = Launch(entry, ((n + 255) // 256,), (256,),
+                    [Arg.buf("x"), Arg.buf("y"), Arg.buf("out"), Arg.scalar("s32", n)])
+    return KernelRecord(group, "test", variant or {"entry": entry}, name or entry, "sm_80", ptx, [launch], problem,
+                        **record_kw)

@@ -8,7 +8,9 @@ import re
 
 import pytest
 
-from dataset_spec.model import Arg, Buffer, KernelRecord, Launch, Problem
+from conftest import vector_add_row
+
+from dataset_spec.model import KernelRecord
 
 pytestmark = pytest.mark.gpu
 
@@ -49,12 +51,7 @@ def ptx():
 
 
 def _row(ptx: str, group: str, entry: str, name: str, kernel_id: str, variant: dict = None) -> KernelRecord:
-    problem = Problem(group, "vector_add", [Buffer("x", "float32", (N,)), Buffer("y", "float32", (N,)),
-                                            Buffer("out", "float32", (N,), role="out")])
-    launch = Launch(entry, ((N + 255) // 256,), (256,),
-                    [Arg.buf("x"), Arg.buf("y"), Arg.buf("out"), Arg.scalar("s32", N)])
-    return KernelRecord(group, "test", variant or {"entry": entry}, name, "sm_80", ptx, [launch], problem,
-                        kernel_id=kernel_id)
+    return vector_add_row(ptx, group, entry, N, name, variant, kernel_id=kernel_id)
 
 
 def _mutant(base: KernelRecord, pattern: str, replace, operator: str, name: str) -> KernelRecord:

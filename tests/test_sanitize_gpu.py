@@ -8,7 +8,8 @@ import shutil
 
 import pytest
 
-from dataset_spec.model import Arg, Buffer, KernelRecord, Launch, Problem
+from conftest import vector_add_row
+
 from dataset_spec.shards import ShardWriter, read_records
 
 pytestmark = pytest.mark.gpu
@@ -38,10 +39,7 @@ extern "C" __global__ void vadd_racy(const float* x, const float* y, float* out,
 
 
 def _row(ptx, entry):
-    problem = Problem("vadd_san", "vector_add", [
-        Buffer("x", "float32", (N,)), Buffer("y", "float32", (N,)), Buffer("out", "float32", (N,), role="out")])
-    launch = Launch(entry, ((N + 255) // 256,), (256,), [Arg.buf("x"), Arg.buf("y"), Arg.buf("out"), Arg.scalar("s32", N)])
-    return KernelRecord("vadd_san", "test", {"entry": entry}, entry, "sm_80", ptx, [launch], problem)
+    return vector_add_row(ptx, "vadd_san", entry, N)
 
 
 def test_sanitize_sees_a_read_past_the_end_and_sets_the_status(tmp_path):

@@ -6,9 +6,8 @@ Skipped (one line, see conftest.py) where no CUDA driver or device is present.
 """
 import pytest
 
-from conftest import compiled_or_skip
+from conftest import compiled_or_skip, vector_add_row
 
-from dataset_spec.model import Arg, Buffer, KernelRecord, Launch, Problem
 from dataset_spec.shards import ShardWriter, read_records
 
 pytestmark = pytest.mark.gpu
@@ -69,11 +68,7 @@ def ptx():
 
 
 def _row(ptx, group, entry):
-    problem = Problem(group, "vector_add", [Buffer("x", "float32", (N,)), Buffer("y", "float32", (N,)),
-                                            Buffer("out", "float32", (N,), role="out")])
-    launch = Launch(entry, ((N + 255) // 256,), (256,),
-                    [Arg.buf("x"), Arg.buf("y"), Arg.buf("out"), Arg.scalar("s32", N)])
-    return KernelRecord(group, "test", {"entry": entry}, entry, "sm_80", ptx, [launch], problem)
+    return vector_add_row(ptx, group, entry, N)
 
 
 EXPECT = {

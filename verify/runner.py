@@ -281,20 +281,22 @@ def refuse_group(rows: list, message: str, gpu: dict) -> tuple:
 def apply_sanitizer_status(row: KernelRecord, finding: Optional[tuple]) -> None:
     """A memcheck finding sets the row's status (see SANITIZER_REPLACES); the earlier
     status and message stay in the message."""
-    if not finding or row.status not in SANITIZER_REPLACES:
-        return
-    status, message = finding
-    before = f" (the checks said {row.status}" + (f": {row.status_message})" if row.status_message else ")")
-    row.status, row.status_message = status, message + before
+    if finding and row.status in SANITIZER_REPLACES:
+        _replace_status(row, *finding)
 
 
 def apply_race_statuses(out_rows: list, results: dict, racing: dict) -> None:
     """Members with racecheck hazards the group's other members lack become race_detected."""
     for row in out_rows:
         if row.build_key in racing and row.status in SANITIZER_REPLACES:
-            before = f" (the checks said {row.status}" + (f": {row.status_message})" if row.status_message else ")")
-            row.status, row.status_message = "race_detected", racing[row.build_key] + before
+            _replace_status(row, "race_detected", racing[row.build_key])
             results[row.build_key] = "race_detected"
+
+
+def _replace_status(row: KernelRecord, status: str, message: str) -> None:
+    """A sanitizer's status replaces the checks' one, which stays in the message."""
+    before = f" (the checks said {row.status}" + (f": {row.status_message})" if row.status_message else ")")
+    row.status, row.status_message = status, message + before
 
 
 def add_consensus_witnesses(out_rows: list, consensus_by_digest: dict, prepared_by_digest: dict) -> None:

@@ -73,6 +73,13 @@ class TvmOptions:
 TENSOR_CORE_CHOICES = {"on": True, "off": False, "only": "only"}
 
 
+def failure_message(where: str, exc: Exception) -> str:
+    """A build_failed row's message: nvcc's first line and log, or TVM's error."""
+    if isinstance(exc, CompileError):
+        return f"{where}: {str(exc).splitlines()[0]}\n{exc.log}"[:8000]
+    return f"{where}: {type(exc).__name__}: {exc}"[:8000]
+
+
 class TvmBuilder(Builder):
     """TVM workloads -> one group per workload and size, one row per distinct schedule and arch."""
     name = SOURCE
@@ -145,12 +152,8 @@ class TvmBuilder(Builder):
                 try:
                     lowered = lower(sch.mod, target)
                     record.ptx = cached_ptx(lowered.cuda, arch, "tvm")
-                except CompileError as exc:
-                    record.status = "build_failed"
-                    record.status_message = f"{w.group_id} {key}: {str(exc).splitlines()[0]}\n{exc.log}"[:8000]
-                except Exception as exc:  # TVM's own errors while lowering
-                    record.status = "build_failed"
-                    record.status_message = f"{w.group_id} {key}: {type(exc).__name__}: {exc}"[:8000]
+                except Exception as exc:  # nvcc's, or TVM's own errors while lowering
+                    record.status, record.status_message = "build_failed", failure_message(f"{w.group_id} {key}", exc)
             if record.status != "build_failed":
                 self._attach_launches(record, lowered)
             records.append(record)
@@ -196,12 +199,9 @@ class TvmBuilder(Builder):
                     record.ptx = cached_ptx(lowered.cuda, arch, "tvm")
                 except LoweringError as exc:
                     record.status, record.status_message = "build_failed", f"{w.group_id} {sch.key}: {exc}"
-                except CompileError as exc:
+                except Exception as exc:  # nvcc's, or TVM's own errors while lowering
                     record.status = "build_failed"
-                    record.status_message = f"{w.group_id} {sch.key}: {str(exc).splitlines()[0]}\n{exc.log}"[:8000]
-                except Exception as exc:  # TVM's own errors while lowering
-                    record.status = "build_failed"
-                    record.status_message = f"{w.group_id} {sch.key}: {type(exc).__name__}: {exc}"[:8000]
+                    record.status_message = failure_message(f"{w.group_id} {sch.key}", exc)
             if record.status == "build_failed":
                 stats["failed"] += 1
                 if stats["failed"] > wanted:   # keep a few failures, not one per draw
