@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dataset_spec.numerics import FORMATS
+
 from .judge import device_of, is_tensor
 
 
@@ -24,6 +26,7 @@ class ErrorStats:
     n_bad: int           # elements outside the bound
     n_total: int
     worst_index: tuple   # where the largest violation is (for the message), () if none
+    max_ulp_err: float = 0.0  # max |err| in ulps of ref in the output dtype (when error_stats had it)
 
     @property
     def ok(self) -> bool:
@@ -35,8 +38,11 @@ TORCH_CHUNK = 1 << 25  # elements per GPU pass: bounds the float64 temporaries t
 TINY = np.finfo(np.float64).tiny
 
 
-def error_stats(out: np.ndarray, ref: np.ndarray, bound: np.ndarray) -> ErrorStats:
-    """Errors of ``out`` against ``ref`` (float64, same shape) under the per-element ``bound``.
+def error_stats(out: np.ndarray, ref: np.ndarray, bound: np.ndarray, dtype: str = "") -> ErrorStats:
+    """Errors of ``out`` against ``ref`` (float64, same shape) under the per-element ``bound``;
+    with the output ``dtype``, also the largest error in ulps of ``ref`` in that dtype
+    (ulp(x) = 2 u 2^floor(log2 max(|x|, tiny)), so subnormal references count in the
+    smallest subnormal; integer outputs count in units of 1), from the same pass.
 
     Works through the arrays in chunks: at tens of millions of elements, whole-array
     temporaries (several float64 copies) made this the slowest part of a verify. When
@@ -65,7 +71,7 @@ def error_stats(out: np.ndarray, ref: np.ndarray, bound: np.ndarray) -> ErrorSta
     flat_bound = (bound.reshape(()) if bound.reshape(-1).shape[0] == 1
                   else xp.broadcast_to(bound, ref.shape).reshape(-1))
     total = flat_ref.shape[0]
-    summary = _Running()
+    summary = _Running(FORMATS.get(dtype), bool(dtype))
     for begin in range(0, total, chunk):
         end = min(begin + chunk, total)
         chunk_bound = flat_bound if flat_bound.ndim == 0 else flat_bound[begin:end]
@@ -100,10 +106,11 @@ def _chunk_errors(out, ref, bound, xp) -> tuple:
 class _Running:
     """Maxima and counts over chunks, with the flat index of the worst violation."""
 
-    def __init__(self):
-        self.max_abs = self.max_rel = self.max_ratio = 0.0
+    def __init__(self, fmt=None, ulps: bool = False):
+        self.max_abs = self.max_rel = self.max_ratio = self.max_ulp = 0.0
         self.n_bad = 0
         self.worst_ratio, self.worst_flat = -1.0, -1
+        self.fmt, self.ulps = fmt, ulps  # ulps of the output dtype (fmt None: integer, units of 1)
 
     def add(self, offset: int, abs_err, ref_magnitude, bound, xp) -> None:
         if not abs_err.shape[0]:
@@ -119,11 +126,22 @@ class _Running:
         self.max_ratio = max(self.max_ratio, chunk_ratio)
         if bad and chunk_ratio > self.worst_ratio:
             self.worst_ratio, self.worst_flat = chunk_ratio, offset + int(xp.argmax(ratio))
+        if self.ulps:
+            self.max_ulp = max(self.max_ulp, float((abs_err / self._ulp(ref_magnitude, xp)).max()))
+
+    def _ulp(self, magnitude, xp):
+        if self.fmt is None:
+            return 1.0
+        if xp is np:
+            _, exponent = np.frexp(np.maximum(magnitude, self.fmt.tiny))
+            return 2.0 * self.fmt.unit_roundoff * np.exp2(exponent - 1.0)
+        _, exponent = xp.frexp(xp.clamp(magnitude, min=self.fmt.tiny))
+        return 2.0 * self.fmt.unit_roundoff * xp.exp2(exponent.to(magnitude.dtype) - 1.0)
 
     def stats(self, total: int, shape: tuple) -> ErrorStats:
         worst = tuple(int(i) for i in np.unravel_index(self.worst_flat, shape)) if self.n_bad else ()
         return ErrorStats(max_abs_err=self.max_abs, max_rel_err=self.max_rel, max_err_ratio=self.max_ratio,
-                          n_bad=self.n_bad, n_total=total, worst_index=worst)
+                          n_bad=self.n_bad, n_total=total, worst_index=worst, max_ulp_err=self.max_ulp)
 
 
 def trivial_reason(ref: np.ndarray, bound: np.ndarray) -> str:

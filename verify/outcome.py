@@ -17,7 +17,7 @@ import numpy as np
 from .compare import agreement, error_stats
 from .device_outputs import bits_equal, host_bits, is_tensor, own_copy
 from .inputs import exact_values, unwritten_count
-from .trial_stats import TrialErrors, bound_at, element, first_outside, max_ulp_error
+from .trial_stats import TrialErrors, bound_at, element, first_outside
 
 # Worker-side failure kinds -> row status.
 ERROR_STATUS = {
@@ -209,10 +209,10 @@ def classify(result: CheckResult, specs: list, references: list, host_references
         for label, outputs in runs_to_check:
             for spec in specs:
                 out = exact_values(outputs[spec.name], spec.dtype)
-                stats = error_stats(out, ref[spec.name], spec.bounds[index])
+                stats = error_stats(out, ref[spec.name], spec.bounds[index], spec.dtype)
                 max_abs, max_rel = max(max_abs, stats.max_abs_err), max(max_rel, stats.max_rel_err)
                 max_ratio = max(max_ratio, stats.max_err_ratio)
-                first_bad[spec.name] = errors.add(stats, max_ulp_error(out, ref[spec.name], spec.dtype),
+                first_bad[spec.name] = errors.add(stats, stats.max_ulp_err,
                                                   not label, first_bad.get(spec.name, 0))
                 if not stats.ok and not failure:
                     failure = (f"trial {run.trial}{label}: {spec.name} has {stats.n_bad} of {stats.n_total} elements "

@@ -1,8 +1,6 @@
 """Per-trial error statistics and witnesses for the dataset's re-thresholdable columns.
 
-``max_ulp_error``: the largest |out - ref| in units of the last place of ``ref`` in the
-output dtype (dataset_spec/numerics.py FORMATS: ulp(x) = 2 u 2^floor(log2 max(|x|, tiny)),
-so subnormal references count in the smallest subnormal; integer outputs in units of 1).
+The largest error in ulps comes from ``compare.error_stats`` (its ``max_ulp_err``).
 ``TrialErrors`` folds one trial's outputs (and rerun) into one ``trial_errors`` entry.
 ``first_outside``: the first flat index where an output leaves its bound (a witness).
 """
@@ -13,51 +11,14 @@ from typing import Optional
 
 import numpy as np
 
-from dataset_spec.numerics import FORMATS
-
-from .compare import CHUNK, TORCH_CHUNK, ErrorStats, _chunk_errors, _on
-from .judge import device_of, is_tensor
+from .compare import CHUNK, ErrorStats, _chunk_errors
+from .judge import is_tensor
 
 
 def to_host(array) -> np.ndarray:
     if is_tensor(array):
         return array.detach().cpu().numpy()
     return np.asarray(array)
-
-
-def max_ulp_error(out, ref, dtype: str) -> float:
-    """max |out - ref| / ulp(ref) over the elements, in ``dtype``'s ulps."""
-    fmt = FORMATS.get(dtype)
-    device = device_of(ref)
-    if device is None:
-        xp, chunk = np, CHUNK
-        flat_out = np.asarray(out).reshape(-1)
-        flat_ref = np.asarray(ref, dtype=np.float64).reshape(-1)
-
-        def widen(values):
-            return values.astype(np.float64)
-    else:
-        import torch
-        xp, chunk = torch, TORCH_CHUNK
-        flat_out, flat_ref = _on(out, device, torch, None).reshape(-1), _on(ref, device, torch, torch.float64).reshape(-1)
-
-        def widen(values):
-            return values.to(dtype=torch.float64)
-    worst = 0.0
-    for begin in range(0, flat_ref.shape[0], chunk):
-        end = min(begin + chunk, flat_ref.shape[0])
-        abs_err, magnitude, _ = _chunk_errors(widen(flat_out[begin:end]), flat_ref[begin:end], 0.0, xp)
-        if fmt is None:
-            ulp = 1.0
-        elif xp is np:
-            _, exponent = np.frexp(np.maximum(magnitude, fmt.tiny))
-            ulp = 2.0 * fmt.unit_roundoff * np.exp2(exponent - 1.0)
-        else:
-            _, exponent = xp.frexp(xp.clamp(magnitude, min=fmt.tiny))
-            ulp = 2.0 * fmt.unit_roundoff * xp.exp2(exponent.to(abs_err.dtype) - 1.0)
-        if abs_err.shape[0]:
-            worst = max(worst, float((abs_err / ulp).max()))
-    return worst
 
 
 @dataclass
