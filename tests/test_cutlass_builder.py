@@ -200,3 +200,68 @@ def test_entry_ptx_hash_is_the_same_batched_and_alone(built_rows):
         spec = catalog.describe_operation(catalog.load_manifest_operations(80)[row.name])
         ((_, alone),) = builder._compile_batch([spec], "sm_80").values()
         assert ptx_hash(alone) == ptx_hash(row.ptx)
+
+
+def test_extra_slots_get_their_own_sentinels_and_request_tokens():
+    """A kind's further buffers (scales, metadata, problem arrays) are found in the Params by
+    their own sentinels, and reach the packer as @SLOT=HEX beside NAME=VALUE problem values."""
+    from builders.cutlass.packer import BUFFER_SLOTS, _request, find_patches, sentinel, slot_names
+    names = slot_names(("SFA", "SFB"))
+    assert names == BUFFER_SLOTS + ("SFA", "SFB")
+    addresses = {sentinel(i, run) for i in range(len(names)) for run in range(3)}
+    assert len(addresses) == 3 * len(names)
+    pointer_sets = [{n: sentinel(names.index(n), run) for n in ("A", "B", "D", "SFB")} for run in range(3)]
+    blobs = []
+    for ps in pointer_sets:
+        blob = bytearray(64)
+        blob[0:8] = ps["A"].to_bytes(8, "little")
+        blob[24:32] = (ps["SFB"] + 256).to_bytes(8, "little")
+        blob[40:48] = ps["D"].to_bytes(8, "little")
+        blob[48:56] = ps["B"].to_bytes(8, "little")
+        blobs.append(bytes(blob))
+    found = {(p.offset, p.buffer, p.addend) for p in find_patches(blobs, pointer_sets)}
+    assert found == {(0, "A", 0), (24, "SFB", 256), (40, "D", 0), (48, "B", 0)}
+    line = _request("k", 1, 2, 3, 1.0, 0.0, 132, pointer_sets[0], ("SFA", "SFB"), {"group_size": 128})
+    assert line.split()[12:] == ["@SFA=0", f"@SFB={pointer_sets[0]['SFB']:x}", "group_size=128"]
+    with pytest.raises(ValueError, match="slot name"):
+        slot_names(("A",))
+    with pytest.raises(ValueError, match="extra buffer slots"):
+        slot_names(tuple(f"X{i}" for i in range(12)))
+
+
+ECHO_PACKER = r'''
+#include "cutlass/cutlass.h"
+#include "cutlass/layout/matrix.h"
+#include "cutlass/gemm/device/gemm_universal_adapter.h"
+#include "cutlass/gemm/kernel/default_gemm_universal.h"
+#include "packer.h"
+// Writes back what the request carried: a further slot's pointer and a problem value.
+template <int Unused>
+void pack_echo(PackRequest const &req, PackResult &out) {
+  static unsigned long long words[3];
+  words[0] = reinterpret_cast<unsigned long long>(req.ptr("SFA"));
+  words[1] = static_cast<unsigned long long>(static_cast<long long>(req.param("group_size", -1)));
+  words[2] = reinterpret_cast<unsigned long long>(req.ptr("absent"));
+  out.bytes = reinterpret_cast<const unsigned char *>(words);
+  out.size = sizeof(words);
+}
+static const PackEntry kPackers[] = {{"echo", &pack_echo<0>}};
+int main(int argc, char **argv) { return packer_main(kPackers, 1, argc, argv); }
+'''
+
+
+@needs_nvcc
+def test_host_packer_reads_extra_slots_and_values():
+    """host/packer.h parses the @SLOT=HEX and NAME=VALUE tokens a kind's request adds."""
+    from builders.cutlass.compile import build_packer
+    from builders.cutlass.packer import run_packer
+    packer = build_packer(ECHO_PACKER, "sm_80")
+    (plain, extra) = run_packer(packer, ["echo 1 2 3 1.0 0.0 132 0 0 0 0 0",
+                                         "echo 1 2 3 1.0 0.0 132 0 0 0 0 0 @SFA=7a1000 group_size=128"])
+    words = lambda r: [int.from_bytes(bytes.fromhex(r["params_hex"])[i:i + 8], "little") for i in (0, 8, 16)]
+    assert words(plain) == [0, (1 << 64) - 1, 0]
+    assert words(extra) == [0x7A1000, 128, 0]
+    import subprocess
+    proc = subprocess.run([str(packer)], input="echo 1 2 3 1.0 0.0 132 0 0 0 0 0 novalue\n",
+                          capture_output=True, text=True, timeout=60)
+    assert "bad request line" in proc.stdout

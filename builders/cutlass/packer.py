@@ -15,10 +15,17 @@ the recorded global address, matched against the sentinels like any pointer fiel
 fields stay zero (read only in the scale modes), and when the narrow operand is B the
 collective swaps A and B inside ``to_underlying_arguments``; since every patch is found by
 its sentinel address, a swapped descriptor still names the right buffer.
+
+Kernel kinds with more operands than A, B, C, D and a workspace (scale tensors, zero points,
+sparse metadata, device arrays of problems) name them as ``extra_slots``: each gets its own
+sentinel and reaches the packer as ``@NAME=HEX``; integer or real problem parameters the
+Arguments need beyond M, N, K (a group size, a problem count) travel as ``NAME=VALUE``
+(``PackRequest::ptr`` / ``PackRequest::param`` in host/packer.h).
 """
 from __future__ import annotations
 
 import json
+import re
 import struct
 import subprocess
 from dataclasses import dataclass, field
@@ -29,6 +36,7 @@ from dataset_spec.model import TENSORMAP_ALIGN, TENSORMAP_BYTES, Patch
 BUFFER_SLOTS = ("A", "B", "C", "D", "workspace")
 SENTINEL_RUNS = 3
 MAX_ADDEND = 1 << 32
+MAX_SLOTS = 16  # the host packer holds at most 16 - 5 extra slots; sentinels stay distinct
 TENSORMAP_MAGIC = b"PTXDSTMA"  # written by host/tensormap_recorder.h
 
 
@@ -70,9 +78,21 @@ def run_packer(packer: Path, requests: list[str]) -> list[dict]:
 
 
 def _request(kernel: str, m: int, n: int, k: int, alpha: float, beta: float, sm_count: int,
-             pointers: dict) -> str:
+             pointers: dict, extra_slots=(), params=None) -> str:
     ptrs = " ".join(f"{pointers.get(s, 0):x}" for s in BUFFER_SLOTS)
-    return f"{kernel} {m} {n} {k} {alpha!r} {beta!r} {sm_count} {ptrs}"
+    extras = "".join(f" @{s}={pointers.get(s, 0):x}" for s in extra_slots)
+    values = "".join(f" {key}={value!r}" for key, value in (params or {}).items())
+    return f"{kernel} {m} {n} {k} {alpha!r} {beta!r} {sm_count} {ptrs}{extras}{values}"
+
+
+def slot_names(extra_slots=()) -> tuple:
+    """Every buffer slot of a kernel kind, in sentinel order."""
+    for name in extra_slots:
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,30}", name) or name in BUFFER_SLOTS:
+            raise ValueError(f"bad extra buffer slot name {name!r}")
+    if len(BUFFER_SLOTS) + len(extra_slots) > MAX_SLOTS:
+        raise ValueError(f"at most {MAX_SLOTS - len(BUFFER_SLOTS)} extra buffer slots")
+    return BUFFER_SLOTS + tuple(extra_slots)
 
 
 def find_patches(blobs: list[bytes], pointer_sets: list[dict]) -> list[Patch]:
@@ -83,7 +103,7 @@ def find_patches(blobs: list[bytes], pointer_sets: list[dict]) -> list[Patch]:
     patches, covered = [], set()
     for offset in range(0, size - 7, 4):
         words = [struct.unpack_from("<Q", b, offset)[0] for b in blobs]
-        for slot, name in enumerate(BUFFER_SLOTS):
+        for name in pointer_sets[0]:
             ptrs = [ps.get(name) for ps in pointer_sets]
             if not ptrs[0]:
                 continue
@@ -104,7 +124,7 @@ def find_patches(blobs: list[bytes], pointer_sets: list[dict]) -> list[Patch]:
 def _buffer_of(addresses: list[int], pointer_sets: list[dict]):
     """(buffer, addend) when ``addresses`` (one per pack) is one buffer's sentinel plus a
     constant, else None."""
-    for name in BUFFER_SLOTS:
+    for name in pointer_sets[0]:
         ptrs = [ps.get(name) for ps in pointer_sets]
         if not ptrs[0]:
             continue
@@ -155,18 +175,24 @@ def _without_ranges(blob: bytes, patches: list[Patch]) -> bytes:
 
 
 def pack_launch(packer: Path, kernel: str, m: int, n: int, k: int, alpha: float, beta: float,
-                sm_count: int, use_c: bool, alias_c_to_d: bool = False) -> PackedLaunch:
+                sm_count: int, use_c: bool, alias_c_to_d: bool = False, extra_slots=(),
+                params=None) -> PackedLaunch:
     """Params, patches and launch shape for one kernel and problem. With ``alias_c_to_d``
     and no C, C is given D's address: 3.x TMA epilogues encode a descriptor for C even
-    when beta = 0 (C is then never read), and a driver may refuse to encode a null one."""
-    probe = run_packer(packer, [_request(kernel, m, n, k, alpha, beta, sm_count, {})])[0]
-    slots = ["A", "B", "D"] + (["C"] if use_c else []) + (["workspace"] if probe["workspace_bytes"] else [])
-    pointer_sets = [{name: sentinel(BUFFER_SLOTS.index(name), run) for name in slots}
+    when beta = 0 (C is then never read), and a driver may refuse to encode a null one.
+    ``extra_slots`` name the kind's further buffers (every one gets a sentinel and must be
+    found in the Params); ``params`` are the kind's further problem values."""
+    names = slot_names(extra_slots)
+    ask = lambda pointers: _request(kernel, m, n, k, alpha, beta, sm_count, pointers, extra_slots, params)
+    probe = run_packer(packer, [ask({})])[0]
+    slots = (["A", "B", "D"] + (["C"] if use_c else []) + (["workspace"] if probe["workspace_bytes"] else [])
+             + list(extra_slots))
+    pointer_sets = [{name: sentinel(names.index(name), run) for name in slots}
                     for run in range(SENTINEL_RUNS)]
     requests = []
     for ps in pointer_sets:
         given = dict(ps, C=ps["D"]) if alias_c_to_d and not use_c else ps
-        requests.append(_request(kernel, m, n, k, alpha, beta, sm_count, given))
+        requests.append(ask(given))
     results = run_packer(packer, requests)
     blobs = [bytes.fromhex(r["params_hex"]) for r in results]
     tensormap_patches = find_tensormap_patches(blobs, [r.get("tensormaps", []) for r in results], pointer_sets)
@@ -183,7 +209,7 @@ def pack_launch(packer: Path, kernel: str, m: int, n: int, k: int, alpha: float,
                         f"differs from CUTLASS's device-level values {first['check_grid']}/"
                         f"{first['check_block']}/{first['check_smem']}")
     patches.sort(key=lambda p: p.offset)
-    missing = {"A", "B", "D"} - {p.buffer for p in patches}
+    missing = ({"A", "B", "D"} | set(extra_slots)) - {p.buffer for p in patches}
     if missing:
         raise PackError(f"no pointer field found for {sorted(missing)}")
     return PackedLaunch(

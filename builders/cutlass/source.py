@@ -7,11 +7,32 @@ for the packer, the host-side ``Params`` packing code. No profiler boilerplate.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable, Optional
 
 from builders.cutlass.catalog import load_manifest_operations
 
 PACKER_CPP = Path(__file__).with_name("host") / "packer.h"
+
+
+@dataclass(frozen=True)
+class KindHooks:
+    """How a CUTLASS kernel kind beyond the plain universal GEMM is declared, instantiated
+    and packed: its generator emitter, its packer template (in ``header`` under host/) and,
+    where it differs, its ``__global__`` entry instantiation."""
+    emitter: Callable[[], object]
+    packer: str
+    header: str
+    entry: Optional[Callable[[object], str]] = None
+
+
+# Keyed by the operation's ``gemm_kind`` (``KernelSpec.knobs["gemm_kind"]``); one line per kind.
+KIND_HOOKS: dict = {}
+
+
+def _hooks(spec) -> Optional[KindHooks]:
+    return KIND_HOOKS.get(spec.knobs.get("gemm_kind"))
 
 INCLUDES_2X = [
     "cutlass/cutlass.h", "cutlass/numeric_types.h", "cutlass/arch/arch.h", "cutlass/arch/mma.h",
@@ -32,12 +53,19 @@ def _operation(spec):
 def instance_declaration(spec) -> str:
     """The generator's C++ declaration of ``struct <name>`` (the kernel type)."""
     from cutlass_library.gemm_operation import EmitGemmUniversal3xInstance, EmitGemmUniversalInstance
-    emitter = EmitGemmUniversal3xInstance() if spec.generation == 3 else EmitGemmUniversalInstance()
+    hooks = _hooks(spec)
+    if hooks is not None:
+        emitter = hooks.emitter()
+    else:
+        emitter = EmitGemmUniversal3xInstance() if spec.generation == 3 else EmitGemmUniversalInstance()
     return emitter.emit(_operation(spec))
 
 
 def entry_instantiation(spec) -> str:
     """An explicit instantiation of the kernel's ``__global__`` entry."""
+    hooks = _hooks(spec)
+    if hooks is not None and hooks.entry is not None:
+        return hooks.entry(spec)
     if spec.generation == 3:
         return (f"template __global__ void cutlass::device_kernel<{spec.name}>("
                 f"CUTLASS_GRID_CONSTANT {spec.name}::Params const);\n")
@@ -67,11 +95,14 @@ def packer_source(specs) -> str:
     parts += [f'#include "{h}"\n' for h in includes]
     parts.append('#include "cutlass/gemm/device/gemm_universal_adapter.h"\n')
     parts.append(f'#include "{PACKER_CPP.name}"\n')
+    for header in dict.fromkeys(h.header for h in map(_hooks, specs) if h is not None):
+        parts.append(f'#include "{header}"\n')
     for spec in specs:
         parts.append(instance_declaration(spec))
     parts.append("\nstatic const PackEntry kPackers[] = {\n")
     for spec in specs:
-        fn = "pack_3x" if spec.generation == 3 else "pack_2x"
+        hooks = _hooks(spec)
+        fn = hooks.packer if hooks is not None else ("pack_3x" if spec.generation == 3 else "pack_2x")
         parts.append(f'  {{"{spec.name}", &{fn}<{spec.name}>}},\n')
     parts.append("};\n\nint main(int argc, char **argv) { return packer_main(kPackers, "
                  "sizeof(kPackers) / sizeof(kPackers[0]), argc, argv); }\n")

@@ -2,7 +2,8 @@
 // CPU (no device queries), and prints its bytes with the launch shape as one JSON line.
 //
 // Usage: packer KERNEL M N K ALPHA BETA SM_COUNT PTR_A PTR_B PTR_C PTR_D PTR_WORKSPACE
-// (pointers in hex). M, N, K and layouts are in the kernel's own terms. CUtensorMap
+// [@SLOT=PTR ...] [NAME=VALUE ...] (pointers in hex): further buffers of a kernel kind
+// (scales, metadata, problem arrays) and its further problem values. M, N, K and layouts are in the kernel's own terms. CUtensorMap
 // descriptors (3.x TMA kernels) come back as markers plus their recorded encode arguments.
 #pragma once
 
@@ -16,11 +17,31 @@
 #include "tensormap_recorder.h"
 #endif
 
+constexpr int kMaxExtras = 16;
+
 struct PackRequest {
   int m, n, k;
   double alpha, beta;
   int sm_count;
   void *a, *b, *c, *d, *workspace;
+  int extra_slots = 0, extra_params = 0;
+  char slot_names[kMaxExtras][32];
+  void *slot_pointers[kMaxExtras];
+  char param_names[kMaxExtras][32];
+  double param_values[kMaxExtras];
+
+  // A further buffer's pointer (null when the request does not name it).
+  void *ptr(const char *name) const {
+    for (int i = 0; i < extra_slots; ++i)
+      if (std::strcmp(slot_names[i], name) == 0) return slot_pointers[i];
+    return nullptr;
+  }
+  // A further problem value, or `fallback` when the request does not give it.
+  double param(const char *name, double fallback) const {
+    for (int i = 0; i < extra_params; ++i)
+      if (std::strcmp(param_names[i], name) == 0) return param_values[i];
+    return fallback;
+  }
 };
 
 struct PackResult {
@@ -181,15 +202,39 @@ static void *parse_pointer(const char *text) {
   return reinterpret_cast<void *>(std::strtoull(text, nullptr, 16));
 }
 
+// The optional `@SLOT=PTR` and `NAME=VALUE` tokens after the twelve fixed fields.
+static bool parse_extras(const char *rest, PackRequest &req) {
+  char token[256];
+  int used = 0;
+  while (std::sscanf(rest, "%255s%n", token, &used) == 1) {
+    rest += used;
+    char *eq = std::strchr(token, '=');
+    if (!eq || eq == token || eq - token > 31) return false;
+    *eq = '\0';
+    if (token[0] == '@') {
+      if (req.extra_slots == kMaxExtras) return false;
+      std::strcpy(req.slot_names[req.extra_slots], token + 1);
+      req.slot_pointers[req.extra_slots++] = parse_pointer(eq + 1);
+    } else {
+      if (req.extra_params == kMaxExtras) return false;
+      std::strcpy(req.param_names[req.extra_params], token);
+      req.param_values[req.extra_params++] = std::strtod(eq + 1, nullptr);
+    }
+  }
+  return true;
+}
+
 // Reads requests, one per line: KERNEL M N K ALPHA BETA SM_COUNT A B C D WORKSPACE.
 static int packer_main(PackEntry const *entries, size_t count, int, char **) {
-  char line[4096];
+  char line[8192];
   while (std::fgets(line, sizeof(line), stdin)) {
     char name[1024], pa[32], pb[32], pc[32], pd[32], pw[32];
     PackRequest req;
+    int fixed_end = 0;
     scrub_stack();
-    if (std::sscanf(line, "%1023s %d %d %d %lf %lf %d %31s %31s %31s %31s %31s", name, &req.m,
-                    &req.n, &req.k, &req.alpha, &req.beta, &req.sm_count, pa, pb, pc, pd, pw) != 12) {
+    if (std::sscanf(line, "%1023s %d %d %d %lf %lf %d %31s %31s %31s %31s %31s%n", name, &req.m,
+                    &req.n, &req.k, &req.alpha, &req.beta, &req.sm_count, pa, pb, pc, pd, pw,
+                    &fixed_end) != 12 || !parse_extras(line + fixed_end, req)) {
       std::printf("{\"error\": \"bad request line\"}\n");
       continue;
     }
