@@ -163,7 +163,7 @@ def test_scratch_named_like_a_canonical_buffer_is_refused():
 
 def test_crossource_set_gives_gemm_groups_of_three_sources():
     """Which sources state each crossource function, by canonical group (no compile): fp16
-    GEMM from Triton, CUTLASS and TVM at every llm size; bf16 GEMM and softmax from two."""
+    and bf16 GEMM from Triton, CUTLASS and TVM at every llm size; softmax and RMSNorm from two."""
     pytest.importorskip("cutlass_library")
     from builders.base import BuildOptions
     from builders.cutlass import catalog
@@ -184,22 +184,22 @@ def test_crossource_set_gives_gemm_groups_of_three_sources():
         for m, n, k in CROSSOURCE.gemm:
             sources.setdefault(canonical_problem(make_problem(spec, m, n, k)).problem_id, set()).add("cutlass")
     fp16 = {f"function/gemm/float16_float16_float32_float16/rrr/a1b0/M{m}xN{n}xK{k}" for m, n, k in LLM.gemm}
-    assert {pid for pid, s in sources.items() if len(s) >= 3} == fp16
-    for pid in fp16:
+    bf16 = {f"function/gemm/bfloat16_bfloat16_float32_bfloat16/rrr/a1b0/M{m}xN{n}xK{k}" for m, n, k in LLM.gemm}
+    assert {pid for pid, s in sources.items() if len(s) >= 3} == fp16 | bf16
+    for pid in fp16 | bf16:
         assert sources[pid] == {"triton", "cutlass", "tvm"}
-    bf16 = {pid for pid, s in sources.items() if "bfloat16_bfloat16_float32_bfloat16/rrr" in pid}
-    assert bf16 and all(sources[pid] == {"triton", "cutlass"} for pid in bf16)
-    softmax = {pid for pid in sources if pid.startswith("function/softmax/")}
-    assert len(softmax) == len(LLM.rows) and all(sources[pid] == {"triton", "tvm"} for pid in softmax)
-    # TVM's default build keeps its own two sizes: fourteen workloads, plus the two fp16
-    # batch_matmul ones that bring tensor-core members
-    assert len(selected_workloads(None)) == 16 and {w.size for w in selected_workloads(None)} == {"small", "large"}
+    for op in ("softmax", "rmsnorm"):
+        rows = {pid for pid in sources if pid.startswith(f"function/{op}/")}
+        assert len(rows) == len(LLM.rows) and all(sources[pid] == {"triton", "tvm"} for pid in rows), op
+    # TVM's default build keeps its own two sizes: fourteen original workloads, the two fp16
+    # batch_matmul ones that bring tensor-core members, bf16 matmul and rmsnorm
+    assert len(selected_workloads(None)) == 20 and {w.size for w in selected_workloads(None)} == {"small", "large"}
     assert [w.group_id for w in selected_workloads(["matmul_fp16"], "crossource")][:1] == [
         "tvm/matmul_fp16/M4096xN4096xK4096"]
     tvm_items = __import__("builders.tvm", fromlist=["TvmBuilder"]).TvmBuilder(
         BuildOptions(archs=["sm_80"], extra={"shapes": "crossource", "schedules": 1})).work_items()
     sampled = [i for i in tvm_items if not i.payload.get("tensor_core")]
-    assert len(sampled) == 2 * len(LLM.gemm) + len(LLM.rows)
+    assert len(sampled) == 3 * len(LLM.gemm) + 2 * len(LLM.rows)
     # the fp16 matmul at every llm size also gets its tensor-core (WMMA) members
     tensor_core = [i for i in tvm_items if i.payload.get("tensor_core")]
     assert sorted(i.group_id for i in tensor_core) == sorted(

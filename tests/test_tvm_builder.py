@@ -238,3 +238,13 @@ def test_metaschedule_tensor_core_space_lowers():
             assert "mma" in lower(sch.mod, target).cuda
             return
     pytest.fail("no sample passed the postprocessors")
+
+
+def test_workloads_option_takes_commas_and_repeats_alike():
+    """The docs' `--workloads matmul_fp16/small,batch_matmul_fp16/small` picks both groups."""
+    from builders.tvm.builder import selected_workloads
+    both = ["tvm/matmul_fp16/small", "tvm/rmsnorm/small"]
+    assert [w.group_id for w in selected_workloads(["matmul_fp16/small,rmsnorm/small"])] == both
+    assert [w.group_id for w in selected_workloads(("matmul_fp16/small", "rmsnorm/small"))] == both
+    with pytest.raises(Exception, match="no TVM workload matches"):
+        selected_workloads(["matmul_fp16/tiny,nothing"])

@@ -12,7 +12,7 @@ dropped and counted (``provenance.tvm``). A schedule that TVM or nvcc fails to b
 
 Options (``BuildOptions.extra``): ``schedules`` (members per group, default 10),
 ``workloads`` (names or group ids to keep; default all), ``shapes`` (a shape set, builders/shapes.py:
-other than ``default``, matmul_fp16, matmul_fp32 and softmax at its sizes, one group per
+other than ``default``, matmul_fp16, matmul_bf16, matmul_fp32, softmax and rmsnorm at its sizes, one group per
 size), ``tensor_cores`` (on: the float16 groups also get tensor-core members, the default;
 off: left out; only: just them). ``sample_seed`` seeds the samples.
 """
@@ -48,6 +48,9 @@ def selected_workloads(names, shapes=None) -> list:
     workloads = shaped_workloads(load_shape_set(shapes))
     if not names:
         return workloads
+    # "--workloads a,b" and "--workloads a --workloads b" say the same
+    names = [part.strip() for name in ([names] if isinstance(names, str) else names)
+             for part in str(name).split(",") if part.strip()]
     keep = [w for w in workloads if w.name in names or w.group_id in names or f"{w.name}/{w.size}" in names]
     if not keep:
         known = sorted({w.name for w in workloads})
@@ -58,7 +61,7 @@ def selected_workloads(names, shapes=None) -> list:
 @dataclass(frozen=True)
 class TvmOptions:
     """Members per group (``schedules``), which workloads (names; default: all) and the
-    sizes (``shapes``: a set states matmul_fp16, matmul_fp32 and softmax at its sizes)."""
+    sizes (``shapes``: a set states matmul_fp16, matmul_bf16, matmul_fp32, softmax and rmsnorm at its sizes)."""
     schedules: Optional[int] = field(default=None, metadata={
         "flag": "--schedules", "min": 1, "help": "distinct schedules (members) per group (default 10)"})
     workloads: Optional[tuple[str, ...]] = field(default=None, metadata={

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from dataset_spec.model import Buffer, Problem
 
 SOURCE = "tvm"
+RMSNORM_EPS = 1e-6  # Triton's rmsnorm groups use it too, so both join one canonical group
 
 
 @dataclass(frozen=True)
@@ -105,6 +106,23 @@ def _softmax_te(dims, te, topi):
     return [x, topi.nn.softmax(x)]
 
 
+def _rmsnorm_te(dims, te, eps=RMSNORM_EPS):
+    """RMSNorm of float16 rows with a float32 mean of squares, as Triton's and the
+    registry's rmsnorm state it: out = x / sqrt(mean(x^2) + eps) * w."""
+    rows, cols = dims
+    x = te.placeholder((rows, cols), "float16", name="x")
+    w = te.placeholder((cols,), "float16", name="w")
+    r = te.reduce_axis((0, cols), name="k")
+    squares = te.compute((rows,), lambda i: te.sum(x[i, r].astype("float32") * x[i, r].astype("float32"), axis=r),
+                         name="squares")
+    out = te.compute(
+        (rows, cols),
+        lambda i, j: (x[i, j].astype("float32") * te.rsqrt(squares[i] / float(cols) + eps)
+                      * w[j].astype("float32")).astype("float16"),
+        name="out")
+    return [x, w, out]
+
+
 def _row_sum_te(dims, te):
     rows, cols = dims
     x = te.placeholder((rows, cols), "float32", name="x")
@@ -121,6 +139,10 @@ def build_te(workload: Workload) -> list:
         return _gemm_te(d, "float32", te)
     if kind == "matmul_fp16":
         return _gemm_te(d, "float16", te)
+    if kind == "matmul_bf16":
+        return _gemm_te(d, "bfloat16", te)
+    if kind == "rmsnorm":
+        return _rmsnorm_te(d, te)
     if kind == "batch_matmul":
         return _batch_matmul_te(d, te)
     if kind == "batch_matmul_fp16":
@@ -141,7 +163,7 @@ def problem(workload: Workload) -> Problem:
     d, kind, pid = workload.dims, workload.name, workload.group_id
     if kind.startswith("matmul"):
         m, n, k = d
-        dtype = "float16" if kind == "matmul_fp16" else "float32"
+        dtype = {"matmul_fp16": "float16", "matmul_bf16": "bfloat16"}.get(kind, "float32")
         return Problem(pid, "gemm", [Buffer("A", dtype, (m, k)), Buffer("B", dtype, (k, n)),
                                      Buffer("D", dtype, (m, n), "out")],
                        {"M": m, "N": n, "K": k, "accumulator": "float32"})
@@ -170,6 +192,11 @@ def problem(workload: Workload) -> Problem:
         rows, cols = d
         return Problem(pid, "softmax", [Buffer("x", "float32", (rows, cols)),
                                         Buffer("T_softmax_norm", "float32", (rows, cols), "out")])
+    if kind == "rmsnorm":
+        rows, cols = d
+        return Problem(pid, "rmsnorm", [Buffer("x", "float16", (rows, cols)), Buffer("w", "float16", (cols,)),
+                                        Buffer("out", "float16", (rows, cols), "out")],
+                       {"eps": RMSNORM_EPS})
     if kind == "row_sum":
         rows, cols = d
         return Problem(pid, "row_sum", [Buffer("x", "float32", (rows, cols)), Buffer("out", "float32", (rows,), "out")])
@@ -183,6 +210,8 @@ WORKLOADS = [
     Workload("matmul_fp32", "large", "gemm", (2048, 2048, 2048)),
     Workload("matmul_fp16", "small", "gemm", (256, 256, 256)),
     Workload("matmul_fp16", "large", "gemm", (2048, 2048, 2048)),
+    Workload("matmul_bf16", "small", "gemm", (256, 256, 256)),
+    Workload("matmul_bf16", "large", "gemm", (2048, 2048, 2048)),
     Workload("batch_matmul", "small", "batch_matmul", (4, 128, 128, 128)),
     Workload("batch_matmul", "large", "batch_matmul", (16, 512, 512, 512)),
     Workload("batch_matmul_fp16", "small", "batch_matmul", (4, 128, 128, 128)),
@@ -193,13 +222,16 @@ WORKLOADS = [
     Workload("depthwise_conv2d", "large", "depthwise_conv2d", (8, 256, 112, 112, 3)),
     Workload("softmax", "small", "softmax", (64, 1000)),
     Workload("softmax", "large", "softmax", (8192, 4096)),
+    Workload("rmsnorm", "small", "rmsnorm", (64, 1024)),
+    Workload("rmsnorm", "large", "rmsnorm", (8192, 4096)),
     Workload("row_sum", "small", "row_sum", (1024, 1000)),
     Workload("row_sum", "large", "row_sum", (8192, 8192)),
 ]
 
 # Workloads a shape set states at its sizes (``--shapes``), by the kind of size they take
 # (builders/shapes.py); the others keep their own two sizes and are built with ``default``.
-SHAPED_WORKLOADS = (("matmul_fp16", "gemm"), ("matmul_fp32", "gemm"), ("softmax", "softmax"))
+SHAPED_WORKLOADS = (("matmul_fp16", "gemm"), ("matmul_bf16", "gemm"), ("matmul_fp32", "gemm"),
+                    ("softmax", "softmax"), ("rmsnorm", "rmsnorm"))
 
 
 def shaped_workloads(shape_set) -> list:
