@@ -104,16 +104,42 @@ def _unpad(g: ConvGeometry, x: np.ndarray) -> np.ndarray:
     return x[(slice(None),) + tuple(slice(p, p + h) for p, h in zip(g.padding, g.spatial)) + (slice(None),)]
 
 
+# Bytes of one im2col block: taps are gathered in chunks of at most this size, so each
+# chunk is one contiguous BLAS product (a strided window in a matmul is slow, and a 7x7
+# stem's full im2col at batch 8 is 300 MB).
+IM2COL_BYTES = 64 << 20
+
+
+def _tap_chunks(g: ConvGeometry, columns: int):
+    """The filter taps in chunks whose im2col block (rows x taps x columns) fits IM2COL_BYTES."""
+    taps = list(itertools.product(*(range(t) for t in g.taps)))
+    rows = g.n * math.prod(g.out_spatial)
+    per_chunk = max(1, IM2COL_BYTES // max(1, 8 * rows * columns))
+    return [taps[i:i + per_chunk] for i in range(0, len(taps), per_chunk)]
+
+
+def _im2col(g: ConvGeometry, xp: np.ndarray, taps: list, channels: slice) -> np.ndarray:
+    """(output positions, len(taps) * channels): the padded activation each tap reads."""
+    rows = g.n * math.prod(g.out_spatial)
+    return np.stack([xp[(slice(None),) + _tap_window(g, tap) + (channels,)].reshape(rows, -1) for tap in taps],
+                    axis=1).reshape(rows, -1)
+
+
+def _filter_taps(w: np.ndarray, taps: list, filters: slice) -> np.ndarray:
+    """(filters, len(taps) * channels): the filter's weights for ``taps``, im2col order."""
+    return np.stack([w[(filters,) + tap] for tap in taps], axis=1).reshape(w[filters].shape[0], -1)
+
+
 def conv_fprop(x, w, g: ConvGeometry):
     """y[n, o, k] = sum_{tap, c} x_pad[n, o * stride + tap * dil, g c] w[k, tap, c] (float64)."""
     xp = _padded(g, x)
     cg, kg = g.c // g.groups, g.k // g.groups
-    y = np.zeros((g.n,) + g.out_spatial + (g.k,))
-    for tap in itertools.product(*(range(t) for t in g.taps)):
-        window = xp[(slice(None),) + _tap_window(g, tap)]
+    y = np.zeros((g.n * math.prod(g.out_spatial), g.k))
+    for taps in _tap_chunks(g, cg):
         for grp in range(g.groups):
-            y[..., grp * kg:(grp + 1) * kg] += window[..., grp * cg:(grp + 1) * cg] @ w[(slice(grp * kg, (grp + 1) * kg),) + tap].T
-    return y
+            cols = _im2col(g, xp, taps, slice(grp * cg, (grp + 1) * cg))
+            y[:, grp * kg:(grp + 1) * kg] += cols @ _filter_taps(w, taps, slice(grp * kg, (grp + 1) * kg)).T
+    return y.reshape((g.n,) + g.out_spatial + (g.k,))
 
 
 def conv_dgrad(dy, w, g: ConvGeometry):
@@ -133,12 +159,13 @@ def conv_wgrad(dy, x, g: ConvGeometry):
     xp = _padded(g, x)
     cg, kg = g.c // g.groups, g.k // g.groups
     dw = np.zeros((g.k,) + g.taps + (cg,))
-    for tap in itertools.product(*(range(t) for t in g.taps)):
-        window = xp[(slice(None),) + _tap_window(g, tap)].reshape(-1, g.c)
-        grads = dy.reshape(-1, g.k)
+    grads = dy.reshape(-1, g.k)
+    for taps in _tap_chunks(g, cg):
         for grp in range(g.groups):
-            dw[(slice(grp * kg, (grp + 1) * kg),) + tap] = (
-                grads[:, grp * kg:(grp + 1) * kg].T @ window[:, grp * cg:(grp + 1) * cg])
+            cols = _im2col(g, xp, taps, slice(grp * cg, (grp + 1) * cg))
+            block = (grads[:, grp * kg:(grp + 1) * kg].T @ cols).reshape(kg, len(taps), cg)
+            for i, tap in enumerate(taps):
+                dw[(slice(grp * kg, (grp + 1) * kg),) + tap] = block[:, i]
     return dw
 
 
