@@ -117,3 +117,13 @@ def test_a_size_the_kernel_cannot_run_is_not_applicable(tmp_path):
     sizes.write_text("conv2d: [[1, 8, 8, 30, 64, 3, 3, 1, 1]]\n")  # C = 30: not a multiple of 4
     (row,) = _build([FPROP], str(sizes))
     assert row.status == "not_applicable" and "can_implement" in row.status_message
+
+
+def test_bad_requests_are_one_line_errors():
+    from dataset_spec.model import SpecError
+    with pytest.raises(SpecError, match="matches none of the 8930 built CUTLASS conv kernels"):
+        CutlassConvBuilder(BuildOptions(archs=["sm_80"], extra={"family": "nope*"})).work_items()
+    with pytest.raises(SpecError, match="pass --arch sm_80"):
+        CutlassConvBuilder(BuildOptions(archs=["sm_90a"], extra={"family": FPROP})).work_items()
+    with pytest.raises(SpecError, match="names no conv2d or conv3d sizes"):
+        CutlassConvBuilder(BuildOptions(archs=["sm_80"], extra={"family": FPROP, "shapes": "crossource"}))

@@ -215,12 +215,15 @@ class CutlassConvBuilder(Builder):
         self.batch_size = int(s.batch_size)
 
     def kernels(self) -> list:
-        archs = tuple(a for a in self.options.archs if a == "sm_80") or ("sm_80",)
-        specs = conv_catalog.enumerate_conv_kernels(self.families, archs)
+        if "sm_80" not in self.options.archs:
+            raise SpecError(f"cutlass-conv builds the SM80 2.x convolutions (they also run on sm_90 GPUs), "
+                            f"not {', '.join(self.options.archs)}: the SM90 3.x convs are excluded "
+                            f"(docs/cutlass.md, 'Convolutions'); pass --arch sm_80")
+        specs = conv_catalog.enumerate_conv_kernels(self.families, ("sm_80",))
         if not specs:
             raise SpecError(f"--family {' '.join(repr(f) for f in self.families)} matches none of the "
                             f"{len(conv_catalog.load_conv_operations(80))} built CUTLASS conv kernels for sm_80 "
-                            f"(docs/cutlass.md, 'Convolution families', lists them)")
+                            f"(docs/cutlass.md, 'Convolutions', lists the families)")
         specs = conv_catalog.per_conv_family(specs, self.per_family, self.options.sample_seed)
         limit = self.options.limit
         return conv_catalog.sample_kernels(specs, limit, self.options.sample_seed) if limit else specs
