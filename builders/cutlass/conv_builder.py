@@ -199,7 +199,9 @@ class CutlassConvBuilder(Builder):
     pip_extra = "cutlass"
     takes_shapes = True
     credit = "CUTLASS (NVIDIA, BSD-3-Clause): implicit-GEMM convolutions from the profiler's generator"
-    cpu_seconds_per_row = 3.0  # one SM80 conv kernel's PTX: about 3 s of nvcc, plus its share of the packer
+    # One SM80 conv kernel's PTX took 2.9 s of nvcc and a batch's packer 6.7 s on an idle
+    # core: about 5 s per kernel in batches of 4.
+    cpu_seconds_per_row = 5.0
     task_memory_bytes = 2 << 30
 
     def __init__(self, options: BuildOptions | None = None):
