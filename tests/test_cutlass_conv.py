@@ -127,3 +127,14 @@ def test_bad_requests_are_one_line_errors():
         CutlassConvBuilder(BuildOptions(archs=["sm_90a"], extra={"family": FPROP})).work_items()
     with pytest.raises(SpecError, match="names no conv2d or conv3d sizes"):
         CutlassConvBuilder(BuildOptions(archs=["sm_80"], extra={"family": FPROP, "shapes": "crossource"}))
+
+
+@pytest.mark.slow
+@needs_nvcc
+def test_beta_gives_the_problem_a_c_operand_and_its_pointer_a_patch():
+    builder = CutlassConvBuilder(BuildOptions(archs=["sm_80"], extra={"family": FPROP, "beta": 0.5}))
+    (row,) = [r for item in builder.work_items() for r in builder.build(item)]
+    assert row.status == "built", row.status_message
+    assert [b.name for b in row.problem.buffers] == ["x", "w", "C", "y"] and row.problem.params["beta"] == 0.5
+    assert {p.buffer for p in row.launches[0].args[0].patches} == {"x", "w", "C", "y"}
+    assert row.group_id.startswith("cutlass/conv2d_fprop/f16_f16_f16_cf16_f16/a1b0.5/")
