@@ -10,7 +10,7 @@ pytest.importorskip("cutlass_library", reason="nvidia-cutlass is not installed (
 
 from builders.base import BuildOptions  # noqa: E402
 from builders.cutlass import conv_catalog  # noqa: E402
-from builders.cutlass.conv_builder import (ConvProblemSize, CutlassConvBuilder, fit_to_family,  # noqa: E402
+from builders.cutlass.conv_builder import (CutlassConvBuilder, fit_to_family,  # noqa: E402
                                            make_conv_problem, parse_size)
 from builders.cutlass.builder import entry_params  # noqa: E402
 from builders.shapes import LLM, SWEEP  # noqa: E402

@@ -121,8 +121,9 @@ def fit_to_family(specs: list, size: ConvProblemSize) -> ConvProblemSize:
     return ConvProblemSize(size.n, size.spatial, c, k, size.taps, size.stride, size.pad, groups)
 
 
-def function_id(spec, alpha: float, beta: float, groups: int) -> str:
-    """The group id without its size: conv kind and rank, types, math, groups, epilogue."""
+def function_id(spec, alpha: float, beta: float) -> str:
+    """The group id without its size: conv kind and rank, types, math, epilogue (groups
+    are part of the size label)."""
     k = spec.knobs
     types = [k["element_a"], k["element_b"], k["element_accumulator"]]
     if beta != 0:
@@ -138,7 +139,7 @@ def function_id(spec, alpha: float, beta: float, groups: int) -> str:
 
 
 def group_id(spec, size: ConvProblemSize, alpha: float, beta: float) -> str:
-    return f"{function_id(spec, alpha, beta, size.groups)}/{size.label()}"
+    return f"{function_id(spec, alpha, beta)}/{size.label()}"
 
 
 def make_conv_problem(spec, size: ConvProblemSize, alpha: float, beta: float) -> Problem:
