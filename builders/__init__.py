@@ -15,6 +15,7 @@ BUILDERS = {
     "triton-dump": "builders.triton:TritonDumpBuilder",
     "ptx": "builders.manifest:ManifestBuilder",
     "cutlass": "builders.cutlass:CutlassBuilder",
+    "cutlass-conv": "builders.cutlass.conv_builder:CutlassConvBuilder",
     "mirage": "builders.mirage:MirageBuilder",
     "handhack": "builders.handhack:HandhackBuilder",
     "tvm": "builders.tvm:TvmBuilder",

@@ -7,6 +7,9 @@ row per size. Three kinds of size cover the built-in sources:
 - ``gemm``: ``[M, N, K]`` (Triton's matmul suite, every CUTLASS GEMM),
 - ``rows``: ``[M, N]``, M rows of N columns (softmax, rmsnorm, layernorm),
 - ``elementwise``: ``n`` elements (vector_add, square).
+- ``conv2d``: ``[N, H, W, C, K, R, S, stride, pad]`` (CUTLASS NHWC convolutions; the same
+  stride and padding in every spatial dim, dilation 1),
+- ``conv3d``: ``[N, D, H, W, C, K, T, R, S, stride, pad]`` (NDHWC).
 
 Built-in sets: ``default`` (each source's own sizes, the groups every earlier build made),
 ``llm`` (transformer-layer sizes), ``sweep`` (powers of two and odd sizes, small to
@@ -34,9 +37,11 @@ from pathlib import Path
 from dataset_spec.documents import load_document
 from dataset_spec.model import SpecError
 
-KINDS = {"gemm": ("M", "N", "K"), "rows": ("M", "N"), "elementwise": ("n",)}
+KINDS = {"gemm": ("M", "N", "K"), "rows": ("M", "N"), "elementwise": ("n",),
+         "conv2d": ("N", "H", "W", "C", "K", "R", "S", "stride", "pad"),
+         "conv3d": ("N", "D", "H", "W", "C", "K", "T", "R", "S", "stride", "pad")}
 OP_KINDS = {"gemm": "gemm", "softmax": "rows", "rmsnorm": "rows", "layernorm": "rows",
-            "vector_add": "elementwise", "square": "elementwise"}
+            "vector_add": "elementwise", "square": "elementwise", "conv2d": "conv2d", "conv3d": "conv3d"}
 # Host-side float64 copies the verifier keeps per group (inputs, outputs, reference and
 # error scale) must stay a few hundred MB; built-in sets are checked against this.
 MAX_GROUP_HOST_BYTES = 768 << 20
@@ -50,6 +55,8 @@ class ShapeSet:
     gemm: tuple = ()
     rows: tuple = ()
     elementwise: tuple = ()
+    conv2d: tuple = ()
+    conv3d: tuple = ()
     per_op: dict = field(default_factory=dict)
     exact: bool = False
     is_default: bool = False
@@ -73,6 +80,14 @@ def shape_params(kind: str, size) -> dict:
     return dict(zip(KINDS[kind], (int(v) for v in values)))
 
 
+# ResNet-50 (batch 8): the 3x3 64-channel conv at 56x56, a 1x1 256 -> 64 bottleneck
+# reduction, the 3x3 stride-2 128-channel conv and the 7x7 stride-2 stem (3 channels,
+# which kernels round up to their alignment); a ViT-B/16 patch embedding (16x16 stride 16,
+# 3 -> 768); for 3-D, a video ResNet's 3x3x3 64-channel conv over 8 frames.
+LLM_CONV2D = ((8, 56, 56, 64, 64, 3, 3, 1, 1), (8, 56, 56, 256, 64, 1, 1, 1, 0), (8, 56, 56, 128, 128, 3, 3, 2, 1),
+              (8, 224, 224, 3, 64, 7, 7, 2, 3), (8, 224, 224, 3, 768, 16, 16, 16, 0))
+LLM_CONV3D = ((2, 8, 56, 56, 64, 64, 3, 3, 3, 1, 1),)
+
 # Transformer-layer sizes: projections of a 4096-wide model (square, fused KV with GQA,
 # a decode step of 16 tokens) and a 2048-wide MLP; norms/softmax at 4096-8192 columns and
 # up to 32k rows (per-head rows of 128); element-wise at activation sizes.
@@ -81,6 +96,8 @@ LLM = ShapeSet(
     gemm=((4096, 4096, 4096), (8192, 1024, 4096), (16, 4096, 4096), (2048, 5632, 2048)),
     rows=((16, 4096), (4096, 4096), (2048, 8192), (32768, 128)),
     elementwise=(65536, 11534336, 16777216),
+    conv2d=LLM_CONV2D,
+    conv3d=LLM_CONV3D,
 )
 
 # Powers of two from tiny to large, and odd sizes that leave partial tiles everywhere.
@@ -90,6 +107,9 @@ SWEEP = ShapeSet(
           (127, 255, 63), (1023, 1025, 1031), (3001, 2999, 997)),
     rows=((64, 128), (1024, 1024), (4096, 4096), (37, 129), (999, 1537), (4097, 3001)),
     elementwise=(1024, 65536, 1 << 20, 1 << 24, 127, 12345, 1000003),
+    conv2d=((1, 7, 7, 32, 32, 3, 3, 1, 1), (4, 28, 28, 128, 128, 3, 3, 1, 1), (2, 17, 19, 40, 24, 3, 3, 2, 1),
+            (16, 56, 56, 64, 256, 1, 1, 1, 0), (8, 224, 224, 3, 768, 16, 16, 16, 0)),
+    conv3d=((1, 5, 9, 9, 16, 16, 3, 3, 3, 1, 1), (2, 8, 28, 28, 64, 64, 3, 3, 3, 2, 1)),
 )
 
 # The functions several compilers build, at the ``llm`` sizes: GEMM (Triton, CUTLASS, TVM)
@@ -142,6 +162,7 @@ def shape_set_from_dict(data, where: str, default_name: str = "custom") -> Shape
     return ShapeSet(name=str(data.get("name") or default_name),
                     gemm=lists.get("gemm", ()), rows=lists.get("rows", ()),
                     elementwise=lists.get("elementwise", ()),
+                    conv2d=lists.get("conv2d", ()), conv3d=lists.get("conv3d", ()),
                     per_op={k: v for k, v in lists.items() if k not in KINDS}, exact=True)
 
 

@@ -128,7 +128,7 @@ def run_cli(*args):
 def test_a_flag_of_another_source_names_the_sources_that_take_it(tmp_path):
     result = run_cli("build", "--source", "triton", "--family", "cutlass_*", "--out", tmp_path / "d")
     assert result.exit_code == 2
-    assert "Error: --family applies to --source cutlass, not triton" in result.output
+    assert "Error: --family applies to --source cutlass and cutlass-conv, not triton" in result.output
     assert not (tmp_path / "d").exists()
 
 
@@ -162,5 +162,5 @@ def test_every_source_declares_frozen_options_and_its_attributes():
         assert isinstance(settings, cls.Options)
         assert options_to_extra(settings) == {k: (list(v) if isinstance(v, tuple) else v)
                                               for k, v in vars(settings).items() if v is not None}
-    assert {n for n, c in source_classes().items() if c.takes_shapes} == {"triton", "cutlass", "tvm"}
+    assert {n for n, c in source_classes().items() if c.takes_shapes} == {"triton", "cutlass", "cutlass-conv", "tvm"}
     assert load_builder("mirage").credit.startswith("Rows of source `mirage`") and set(BUILDERS) >= {"mirage"}
