@@ -18,12 +18,14 @@ BUILDERS = {
     "mirage": "builders.mirage:MirageBuilder",
     "handhack": "builders.handhack:HandhackBuilder",
     "tvm": "builders.tvm:TvmBuilder",
+    "tilelang": "builders.tilelang:TileLangBuilder",
 }
 
 # The ``ptxds[...]`` extra that installs each optional top-level package a builder module
 # may import: a source whose module cannot load names its extra from the missing package
 # (a source's own ``pip_extra`` says the same once it loads).
-EXTRA_OF_PACKAGE = {"triton": "triton", "cutlass_library": "cutlass", "cutlass": "cutlass", "tvm": "tvm"}
+EXTRA_OF_PACKAGE = {"triton": "triton", "cutlass_library": "cutlass", "cutlass": "cutlass", "tvm": "tvm",
+                    "tilelang": "tilelang"}
 
 
 class UnknownSourceError(PtxdsError, ValueError):
