@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 
+from .extras import extra_blocker
 from .options import OptionError, option_fields, options_from_values
 
 from dataset_spec.errors import PtxdsError
@@ -86,6 +87,9 @@ def resolve_source_options(source: str, values: dict, shapes: str = "default"):
     setting one of its options takes them over (``--source triton --from-dump``); an option
     the source does not take is an error naming the sources that do."""
     cls = load_builder(source)
+    blocker = extra_blocker(source)   # the tilelang and tvm extras exclude each other
+    if blocker:
+        raise MissingSourceDependency(blocker)
     classes = source_classes()
     for name, other in classes.items():
         if other.serves and other.serves[0] == source and values.get(other.serves[1]) is not None:

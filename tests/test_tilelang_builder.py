@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from builders.tilelang import environment
+from builders import extras
 from builders.tilelang.kernels import WORKLOADS, configs, problem
 from dataset_spec.canonical import canonical_problem
 
@@ -126,24 +126,31 @@ def test_problems_join_the_other_sources_canonical_groups():
 def test_a_missing_or_conflicting_extra_is_one_line(monkeypatch):
     from packaging.requirements import Requirement
     versions = {"tilelang": None, "apache-tvm": "0.27.0.post1", "apache-tvm-ffi": "0.1.14.post0"}
-    monkeypatch.setattr(environment, "_version", versions.get)
-    missing = environment.tilelang_blocker()
-    assert missing.startswith("source 'tilelang' needs the Python package 'tilelang'; install it with "
-                              "pip install 'ptxds[tilelang]' in an environment without the tvm extra")
-    versions["tilelang"] = "0.1.15"
-    monkeypatch.setattr(environment, "_ffi_requirement", lambda: Requirement("apache-tvm-ffi<0.1.13,>=0.1.11"))
-    conflict = environment.tilelang_blocker()
+    requirements = {"tilelang": Requirement("apache-tvm-ffi<0.1.13,>=0.1.11"),
+                    "apache-tvm": Requirement("apache-tvm-ffi>=0.1.14.post0")}
+    monkeypatch.setattr(extras, "_version", versions.get)
+    monkeypatch.setattr(extras, "_ffi_requirement", requirements.get)
+    assert extras.extra_blocker("tilelang") == (
+        "source 'tilelang' needs the Python package 'tilelang'; install it with pip install 'ptxds[tilelang]' in an "
+        "environment without the tvm extra (apache-tvm 0.27.0.post1 is installed here, and the two extras pin "
+        "conflicting apache-tvm-ffi versions)")
+    assert extras.extra_blocker("tvm") is None and extras.extra_blocker("triton") is None
+    versions["tilelang"] = "0.1.15"   # both installed, the ffi apache-tvm wants
+    conflict = extras.extra_blocker("tilelang")
     assert "tilelang 0.1.15 needs apache-tvm-ffi<0.1.13,>=0.1.11, but 0.1.14.post0 is installed" in conflict
     assert "exclude each other" in conflict and "\n" not in conflict
-    versions["apache-tvm-ffi"] = "0.1.12"
-    assert environment.tilelang_blocker() is None
+    versions["apache-tvm-ffi"] = "0.1.12"   # the ffi tilelang wants: now the tvm source is the broken one
+    assert extras.extra_blocker("tilelang") is None
+    assert extras.extra_blocker("tvm").startswith(
+        "source 'tvm': apache-tvm 0.27.0.post1 needs apache-tvm-ffi>=0.1.14.post0, but 0.1.12 is installed "
+        "(tilelang 0.1.15, the tilelang extra, needs another one")
 
 
 def test_cli_names_the_extra_where_tilelang_cannot_run(tmp_path):
-    if environment.tilelang_blocker() is None:
+    if extras.extra_blocker("tilelang") is None:
         pytest.skip("tilelang runs in this environment")
     result = subprocess.run([sys.executable, "-m", "ptxds", "build", "--source", "tilelang", "--out", str(tmp_path / "d")],
                             cwd=ROOT, capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(ROOT)))
     assert result.returncode == 1
     lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and "ptxds[tilelang]" in lines[0], result.stderr
+    assert lines == [f"Error: {extras.extra_blocker('tilelang')}"], result.stderr

@@ -22,7 +22,6 @@ from dataset_spec.model import Arg, KernelRecord, Launch, Patch, SpecError
 from ptx_tools import CompileError, ptx_hash, toolchain_versions
 from ptx_tools.ptx_cache import cached_ptx
 
-from .environment import tilelang_blocker
 from .kernels import SOURCE, WORKLOADS, Workload, configs, problem, program
 
 DEFAULT_MEMBERS = 8
@@ -114,9 +113,10 @@ class TileLangBuilder(Builder):
             raise ValueError(f"--members must be at least 1, got {self.members}")
 
     def work_items(self) -> list:
-        blocker = tilelang_blocker()
+        from builders import MissingSourceDependency
+        from builders.extras import extra_blocker
+        blocker = extra_blocker(SOURCE)
         if blocker:
-            from builders import MissingSourceDependency
             raise MissingSourceDependency(blocker)
         items = []
         for w in selected_workloads(self.settings.workloads):
