@@ -69,6 +69,15 @@ def test_sm90a_gemm_uses_tma_descriptors_and_wgmma(tilelang_rows):
             tm = a.patches[0].tensormap
             assert len(a.blob) == 128 and a.patches[0].kind == "tensormap"
             assert tm["rank"] == 2 and tm["global_dim"] == [512, 512] and tm["global_strides"] == [1024]
+    # the verifier's packing: each descriptor at its declared .align 128, encoded for its buffer's address
+    from verify.args import entry_params, pack_args
+    launch = hopper[0].launches[0]
+    addresses = {"A": 0x10000, "B": 0x20000, "D": 0x30000}
+    encoded = []
+    packed = pack_args(launch, addresses, entry_params(hopper[0].ptx, launch.entry),
+                       encode_tensormap=lambda tm, address: encoded.append(address) or bytes([7]) * 128)
+    assert packed.offsets == [0, 128, 256] and sorted(encoded) == [0x10000, 0x20000]
+    assert packed.buffer[256:264] == (0x30000).to_bytes(8, "little")
     # block = the config's threads + one producer warpgroup (TileLang's warp specialisation)
     assert hopper[0].launches[0].block == (256, 1, 1) and hopper[0].variant["threads"] == 128
     for r in ampere:
