@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 
+from .extras import extra_blocker
 from .options import OptionError, option_fields, options_from_values
 
 from dataset_spec.errors import PtxdsError
@@ -19,12 +20,14 @@ BUILDERS = {
     "mirage": "builders.mirage:MirageBuilder",
     "handhack": "builders.handhack:HandhackBuilder",
     "tvm": "builders.tvm:TvmBuilder",
+    "tilelang": "builders.tilelang:TileLangBuilder",
 }
 
 # The ``ptxds[...]`` extra that installs each optional top-level package a builder module
 # may import: a source whose module cannot load names its extra from the missing package
 # (a source's own ``pip_extra`` says the same once it loads).
-EXTRA_OF_PACKAGE = {"triton": "triton", "cutlass_library": "cutlass", "cutlass": "cutlass", "tvm": "tvm"}
+EXTRA_OF_PACKAGE = {"triton": "triton", "cutlass_library": "cutlass", "cutlass": "cutlass", "tvm": "tvm",
+                    "tilelang": "tilelang"}
 
 
 class UnknownSourceError(PtxdsError, ValueError):
@@ -85,6 +88,9 @@ def resolve_source_options(source: str, values: dict, shapes: str = "default"):
     setting one of its options takes them over (``--source triton --from-dump``); an option
     the source does not take is an error naming the sources that do."""
     cls = load_builder(source)
+    blocker = extra_blocker(source)   # the tilelang and tvm extras exclude each other
+    if blocker:
+        raise MissingSourceDependency(blocker)
     classes = source_classes()
     for name, other in classes.items():
         if other.serves and other.serves[0] == source and values.get(other.serves[1]) is not None:

@@ -2,7 +2,8 @@
 
 Every source states its problem in its own terms: Triton's GEMM writes ``C``, CUTLASS's and
 TVM's write ``D``; TVM's softmax writes ``T_softmax_norm``; Triton records sizes in
-``params["shape"]``, CUTLASS in ``M``, ``N``, ``K``. ``canonical_problem`` restates a
+``params["shape"]``, CUTLASS in ``M``, ``N``, ``K``; TileLang's problems use the canonical
+names already (its fp8 GEMM stores B as N x K: ``layout_b: col``). ``canonical_problem`` restates a
 problem with canonical buffer names, roles and parameters, so two sources' problems are
 the same function exactly when their canonical problems are equal (``Problem.digest``):
 

@@ -32,7 +32,7 @@ def test_unknown_source_lists_known_ones(tmp_path):
     result = run_cli("build", "--source", "nope", "--out", str(tmp_path / "d"))
     assert result.exit_code == 1
     assert result.output.strip() == \
-        "Error: unknown source 'nope'; known sources: cutlass, handhack, mirage, ptx, triton, triton-dump, tvm"
+        "Error: unknown source 'nope'; known sources: cutlass, handhack, mirage, ptx, tilelang, triton, triton-dump, tvm"
 
 
 def test_unknown_arch_is_rejected(tmp_path):
