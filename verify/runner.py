@@ -39,6 +39,8 @@ from dataset_spec.one_problem import describe_mismatch, distinct_problems
 from .assembly_pool import AssemblyPool, runnable_reason
 from .compare import agreement_bound, trivial_reason
 from .inputs import exact_values, make_trial_inputs
+from .device_prepare import device_supported, make_trial_inputs_device, trial_on, trial_reference_on_device
+from .trial_stats import element
 from .device_outputs import device_inputs
 from .judge import device_of, judge_device, on_device
 from .reference import reference_outputs
@@ -49,6 +51,7 @@ from .coverage import apply_coverage, explain_survivors, measure_site
 from .race_focus import automatic_sanitizer, note as racecheck_note, racecheck_reason
 
 PASS_THROUGH = ("build_failed", "no_problem", "not_applicable")
+INPUT_GENERATORS = ("auto", "host")
 PREFETCH_GROUPS = 4
 # Groups whose inputs, references and bounds are prepared ahead of the GPU, and the host
 # threads that do it (numpy releases the GIL in its array loops).
@@ -146,16 +149,45 @@ class _ProblemTrials:
     catches_rel_err: Optional[float] = None  # smallest uniform relative error the bound catches
     tolerance: Optional[tuple] = None  # (atol, rtol) when the problem replaces the bound with them
     bound_note: str = ""  # the bound's coefficients per output, for provenance
+    _host_storage: Optional[list] = None
+
+    def host_storage(self) -> list:
+        """Per trial, the input storage arrays on the host (downloaded once from the device
+        where the trials were made there; only the host path and the sanitizer need them)."""
+        if self._host_storage is None:
+            self._host_storage = [t.host_storage() for t in self.trials]
+        return self._host_storage
+
+
+def prepare_device(problem: Problem, reference: str = "auto", inputs: str = "auto"):
+    """The torch device where ``problem``'s inputs, references and bounds are made (the
+    device its members are judged on, for the ops device_prepare.py knows), or None for
+    the host. ``inputs``: auto (the device where it can), or host (the host generator)."""
+    if inputs not in INPUT_GENERATORS:
+        raise ValueError(f"inputs must be one of {INPUT_GENERATORS}, got {inputs!r}")
+    if inputs == "host" or not device_supported(problem):
+        return None
+    return judge_device(problem, reference, 0)
 
 
 def prepare_problem(problem: Problem, group_id: str, n_trials: Optional[int] = None,
-                    reference: str = "auto") -> _ProblemTrials:
+                    reference: str = "auto", device=None) -> _ProblemTrials:
     """Draw inputs, compute references and per-element error bounds for every trial (one
     trial per trial kind when ``n_trials`` is None); refuse trivial references.
-    ``reference``: where the float64 reference runs (see reference.py)."""
+    ``reference``: where the float64 reference runs (see reference.py). ``device``: a
+    torch device that makes the trials it can (device_prepare.py; inputs from the
+    counter-based generator, references and bounds as tensors there), None for the host."""
     op = get_op(problem.op)
     n_trials = n_trials or trial_count(problem)
-    trials = list(_TRIAL_POOL.map(lambda t: make_trial_inputs(problem, group_id, t), range(n_trials)))
+    if device is not None:
+        # the device draws and evaluates in order on one thread (its kernels queue anyway);
+        # trials it cannot make come from the host threads meanwhile
+        made = {t: make_trial_inputs_device(problem, group_id, t, device) for t in range(n_trials)}
+        host = list(_TRIAL_POOL.map(lambda t: make_trial_inputs(problem, group_id, t),
+                                    [t for t in range(n_trials) if made[t] is None]))
+        trials = [made[t] if made[t] is not None else host.pop(0) for t in range(n_trials)]
+    else:
+        trials = list(_TRIAL_POOL.map(lambda t: make_trial_inputs(problem, group_id, t), range(n_trials)))
     specs = [OutputSpec(b.name, b.dtype) for b in problem.buffers if b.role in ("out", "inout")]
     prepared = _ProblemTrials(problem, trials, [], specs)
     fixed = {s.name: op.tolerance(problem, s.dtype) for s in specs}
@@ -166,8 +198,8 @@ def prepare_problem(problem: Problem, group_id: str, n_trials: Optional[int] = N
                          else terms[s.name].describe()) for s in specs)
     # The trials are drawn and judged-for in parallel (numpy releases the GIL in its array
     # loops), then taken in trial order, so the first refusal is the one a serial pass finds.
-    results = list(_TRIAL_POOL.map(lambda trial: _trial_reference(op, problem, trial, specs, terms, reference),
-                                   trials))
+    results = list(_TRIAL_POOL.map(lambda trial: _trial_reference(op, problem, trial, specs, terms, reference,
+                                                                  device), trials))
     catches = []
     for trial, (shaped, per_spec, refusal) in zip(trials, results):
         if refusal:
@@ -188,9 +220,13 @@ def prepare_problem(problem: Problem, group_id: str, n_trials: Optional[int] = N
     return prepared
 
 
-def _trial_reference(op, problem: Problem, trial, specs: list, terms: dict, reference: str) -> tuple:
+def _trial_reference(op, problem: Problem, trial, specs: list, terms: dict, reference: str,
+                     device=None) -> tuple:
     """One trial's (reference per output, per output (bound, agreement bound, trivial
-    reason, smallest caught relative error or None), refusal or '')."""
+    reason, smallest caught relative error or None), refusal or ''). With ``device``, a
+    trial made on the host is uploaded and evaluated there too."""
+    if device is not None:
+        return trial_reference_on_device(op, problem, trial_on(trial, device), specs, terms)
     try:
         ref = reference_outputs(op, dict(trial.values), problem, reference)
         shaped = {}
@@ -239,10 +275,13 @@ def apply_verdict(row: KernelRecord, verdict: Verdict, prepared: _ProblemTrials,
     if verdict.witness is not None:
         trial = by_trial.get(verdict.witness.get("trial"))
         row.witness = {**verdict.witness, "kernel_id": row.kernel_id,
-                       "kind": trial.kind if trial else None, "seed": trial.seed if trial else None}
+                       "kind": trial.kind if trial else None, "seed": trial.seed if trial else None,
+                       "generator": trial.generator if trial else None}
     row.gpu_name, row.driver_version = gpu.get("name"), gpu.get("driver_version")
     row.provenance["verify"] = {
         "seeds": [t.seed for t in prepared.trials], "trial_kinds": [t.kind for t in prepared.trials],
+        # per trial, the generator that drew its inputs (inputs.HOST_GENERATOR, device_rng.GENERATOR)
+        "input_generators": [t.generator for t in prepared.trials],
         # per trial, what each input was drawn over (integers inclusive, float magnitudes)
         "input_ranges": [t.ranges or {} for t in prepared.trials],
         "error_bound": prepared.bound_note, "gpu": gpu.get("pci_bus_id"),
@@ -315,16 +354,16 @@ def add_consensus_witnesses(out_rows: list, consensus_by_digest: dict, prepared_
             trial = prepared.trials[found["trial"]] if "trial" in found else None
             row.witness = {"output": None, "trial": None, **found, "kernel_id": row.kernel_id,
                            "kind": trial.kind if trial else None, "seed": trial.seed if trial else None,
-                           "reason": row.status_message}
+                           "generator": trial.generator if trial else None, "reason": row.status_message}
             if trial is not None and prepared.references:
-                row.witness["reference"] = float(np.asarray(
-                    prepared.references[found["trial"]][found["output"]]).reshape(-1)[found["flat_index"]])
+                row.witness["reference"] = element(prepared.references[found["trial"]][found["output"]],
+                                                   found["flat_index"])
         witness = row.witness
         if witness and witness.get("flat_index") is not None and rep_outputs is not None:
             spec = next(s for s in consensus.specs if s.name == witness["output"])
             bits = rep_outputs[witness["trial"]][spec.name]
             witness["consensus_kernel_id"] = kernel_of.get(rep_key)
-            witness["consensus_value"] = float(exact_values(bits, spec.dtype).reshape(-1)[witness["flat_index"]])
+            witness["consensus_value"] = element(exact_values(bits, spec.dtype), witness["flat_index"])
 
 
 class _Run:
@@ -332,8 +371,10 @@ class _Run:
 
     def __init__(self, groups: list, out_dir: Path, trials: int, timing: bool, kernel_timeout: float,
                  time_budget: float, pool: Optional[AssemblyPool], gpu_cc: tuple, progress_bar,
-                 reference: str = "auto", sanitizer: Optional[str] = None, device_outputs: bool = True):
+                 reference: str = "auto", sanitizer: Optional[str] = None, device_outputs: bool = True,
+                 inputs: str = "auto"):
         self.groups = groups
+        self.inputs = inputs
         self.device_outputs = device_outputs
         self.sanitizer = sanitizer  # compute-sanitizer's path when --sanitize, else None
         # racecheck for members whose change may race (race_focus), --sanitize or not
@@ -394,7 +435,8 @@ class _Run:
         key = (group_id, problem.digest())
         if key not in self.preparing:
             self.preparing[key] = self.prepare_pool.submit(prepare_problem, problem, group_id, self.trials,
-                                                           self.reference)
+                                                           self.reference,
+                                                           prepare_device(problem, self.reference, self.inputs))
         return self.preparing[key]
 
     def prepared(self, group_id: str, problem: Problem) -> _ProblemTrials:
@@ -448,7 +490,6 @@ class _Run:
                 continue
             assembled = self.pool.result(row) if self.pool is not None else None
             cubin = assembled.cubin if assembled else None
-            payload = [(t.trial, f"{digest}:{t.trial}", t.seed, t.storage) for t in prepared.trials]
             run_start = time.perf_counter()
             with self.stopwatch("run"):
                 if getattr(worker, "device_outputs_ok", False) and self.device_outputs and judged is not prepared:
@@ -461,6 +502,8 @@ class _Run:
                     check = worker.check(row.to_json(), group_id, payload, cubin, self.kernel_timeout,
                                          device_outputs=True)
                 else:
+                    payload = [(t.trial, f"{digest}:{t.trial}", t.seed, storage)
+                               for t, storage in zip(prepared.trials, prepared.host_storage())]
                     check = worker.check(row.to_json(), group_id, payload, cubin, self.kernel_timeout)
             with self.lock:
                 for phase, seconds in (check.seconds or {}).items():
@@ -518,7 +561,8 @@ class _Run:
             if row.status != "passed" or not (row.variant or {}).get("mutation"):
                 continue
             prepared = problems[row.problem.digest()][0]
-            payload = [(t.trial, f"{row.problem.digest()}:{t.trial}", t.seed, t.storage) for t in prepared.trials]
+            payload = [(t.trial, f"{row.problem.digest()}:{t.trial}", t.seed, s)
+                       for t, s in zip(prepared.trials, prepared.host_storage())]
             apply_coverage(row, measure_site(worker, row, by_id.get(row.variant.get("base")), group_id, payload,
                                              self.kernel_timeout))
             results[row.build_key] = row.status
@@ -541,7 +585,7 @@ class _Run:
     def _sanitize(self, row: KernelRecord, prepared: _ProblemTrials, tools=TOOLS,
                   sanitizer: Optional[str] = None) -> dict:
         try:
-            return run_sanitizer(row.to_json(), prepared.trials[0].storage, tools=tools,
+            return run_sanitizer(row.to_json(), prepared.host_storage()[0], tools=tools,
                                  sanitizer=sanitizer or self.sanitizer)
         except Exception as exc:  # a sanitizer that fails to run is recorded and changes nothing
             return {"failed": f"{type(exc).__name__}: {exc}"[:300]}
@@ -639,7 +683,7 @@ def verify_dataset(in_dir, out_dir, *, groups: Optional[str] = None, trials: Opt
                    workers: Optional[int] = None, kernel_timeout: float = 20.0, assemble_jobs: Optional[int] = None,
                    progress: bool = True, time_budget: float = 1.0, reference: str = "auto",
                    sanitize: bool = False, start_workers=None, assembly_pool=None,
-                   device_outputs: bool = True) -> VerifySummary:
+                   device_outputs: bool = True, inputs: str = "auto") -> VerifySummary:
     """Verify (and time) every group of the dataset in ``in_dir``; write rows to ``out_dir``.
 
     ``groups``: fnmatch pattern on group_id. ``trials``: trials per problem (None: one per
@@ -658,12 +702,18 @@ def verify_dataset(in_dir, out_dir, *, groups: Optional[str] = None, trials: Opt
     executor's assembles on the cluster's CPUs). ``device_outputs``: where members are
     judged on the GPU and the worker has torch with CUDA, their outputs stay on the GPU
     (device_outputs.py; False: every output is downloaded and piped, the host path; both
-    give the same rows). Raises NoDriverError when no GPU can be used.
+    give the same rows). ``inputs``: auto (groups of the ops device_prepare.py knows, judged
+    on the GPU, get their inputs from the counter-based device generator and their
+    references and bounds there; the rest, and every trial it cannot make, from the host),
+    or host (numpy's generator and host references for every group, as before). Raises
+    NoDriverError when no GPU can be used.
     """
     from .worker import start_local_workers
     in_path, out_path = Path(in_dir).resolve(), Path(out_dir).resolve()
     if in_path == out_path:
         raise ValueError("out_dir must differ from in_dir: the input dataset is never changed in place")
+    if inputs not in INPUT_GENERATORS:
+        raise ValueError(f"inputs must be one of {INPUT_GENERATORS}, got {inputs!r}: use auto or host")
     if trials is not None and trials < 1:
         raise ValueError(f"trials must be >= 1, got {trials}")
     sanitizer = None
@@ -693,7 +743,7 @@ def verify_dataset(in_dir, out_dir, *, groups: Optional[str] = None, trials: Opt
             except ImportError:
                 bar = None
         run = _Run(todo, out_path, trials, timing, kernel_timeout, time_budget, pool, cc, bar, reference, sanitizer,
-                   device_outputs)
+                   device_outputs, inputs)
         threads = [threading.Thread(target=run.serve, args=(w,), name=f"verify-gpu{w.ordinal}", daemon=True)
                    for w in gpu_workers]
         for t in threads:

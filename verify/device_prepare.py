@@ -1,0 +1,282 @@
+"""A trial's inputs, float64 reference and error bounds made on the device (torch), for the
+ops whose reference functions torch can evaluate.
+
+Drawing tens of millions of inputs and evaluating their float64 reference, bounds and
+agreement bounds on the host was the largest stage of verifying llm-size groups. Here the
+inputs come from the counter-based generator of ``device_rng`` (the same distributions,
+trial kinds and domains as ``inputs.draw``; another generator, so other values), and the
+reference and bounds are the same float64 formulas evaluated by torch where the members are
+judged. Stress buffers stay host-made (``dataset_spec.stress``) and are uploaded. A trial
+this module cannot make (fp8 storage, integer wide/edge/stress kinds, ops outside
+``DEVICE_OPS``) returns None and the host path makes it. ``device`` may be the CPU, which
+is how the tests compare this path with the host one.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Optional
+
+import numpy as np
+
+from dataset_spec.model import Problem
+from dataset_spec.trials import DRAW, FLOAT_DISTRIBUTIONS, INTEGERS, STRESS, is_float, stress_values, trial_spec
+
+from . import device_rng
+from .inputs import EDGE_FRACTION, MAGNITUDE, TrialInputs, _moments, edge_values, trial_seed
+
+# Ops whose reference, error scale and pointwise scale are written with operators numpy and
+# torch share (reference.ARRAY_API_OPS)
+DEVICE_OPS = frozenset({"gemm", "vector_add", "square"})
+_TORCH_STORAGE = {"float16": "float16", "bfloat16": "bfloat16", "float32": "float32", "float64": "float64",
+                  "int8": "int8", "uint8": "uint8", "int16": "int16", "int32": "int32", "int64": "int64"}
+_INT_LIMITS = {"int8": (-128, 127), "uint8": (0, 255), "int16": (-32768, 32767),
+               "int32": (-2 ** 31, 2 ** 31 - 1), "int64": (-2 ** 63, 2 ** 63 - 1)}
+# Random streams of one buffer: each purpose its own, so values never share counters.
+_S_MAIN, _S_SIGN, _S_REPLACE, _S_PICK = 0, 4, 6, 8
+
+
+def device_supported(problem: Problem) -> bool:
+    """Whether this module can make ``problem``'s trials (some trials may still fall back)."""
+    return problem.op in DEVICE_OPS and all(b.dtype in _TORCH_STORAGE for b in problem.buffers
+                                            if b.role in ("in", "inout", "out"))
+
+
+def _plan_supported(problem: Problem, plan) -> bool:
+    buf = problem.buffer(plan.name)
+    if buf.dtype not in _TORCH_STORAGE:
+        return False
+    if plan.how == INTEGERS:
+        return plan.kind not in ("wide", "edge", "stress")
+    if plan.how == STRESS:
+        return True
+    return buf.init is not None and buf.init.kind in ("normal", "uniform", "randint", "zeros", "ones", "arange",
+                                                       "constant")
+
+
+def draw_on_device(dist, shape, seed: int, index: int, device, kind: str = "", dtype: str = "float32",
+                   domain: Optional[tuple] = None):
+    """inputs.draw on the device: float64 values of ``shape`` from ``dist`` under trial
+    ``kind`` (swap, scale, wide, edge), drawn from Philox streams of (``seed``, ``index``)."""
+    import torch
+    shape = tuple(int(s) for s in shape)
+    n = int(np.prod(shape, dtype=np.int64))
+    p = dist.params
+    base = dist.kind
+
+    def u(stream):
+        return device_rng.uniform(seed, index, stream, n, device)
+
+    if kind == "wide" and base in FLOAT_DISTRIBUTIONS:
+        lo, hi = domain
+        magnitude = torch.exp(math.log(lo) + (math.log(hi) - math.log(lo)) * u(_S_MAIN))
+        return torch.where(u(_S_SIGN) < 0.5, -magnitude, magnitude).reshape(shape)
+    if kind == "edge" and base in FLOAT_DISTRIBUTIONS:
+        mean, std = _moments(dist)
+        values = torch.clamp(device_rng.normal(seed, index, _S_MAIN, n, device, mean, std), -domain[1], domain[1])
+        specials = torch.from_numpy(edge_values(dtype, domain)).to(device)
+        picks = specials[torch.clamp((u(_S_PICK) * specials.numel()).long(), max=specials.numel() - 1)]
+        return torch.where(u(_S_REPLACE) < EDGE_FRACTION, picks, values).reshape(shape)
+    if kind and base in FLOAT_DISTRIBUTIONS:
+        mean, std = _moments(dist)
+        if kind in ("normal", "uniform") and kind != base:
+            base = kind
+            p = {"mean": mean, "std": std} if kind == "normal" else {
+                "low": mean - std * math.sqrt(3), "high": mean + std * math.sqrt(3)}
+    if base == "normal":
+        out = device_rng.normal(seed, index, _S_MAIN, n, device, float(p.get("mean", 0.0)), float(p.get("std", 1.0)))
+    elif base == "uniform":
+        low, high = float(p.get("low", -1.0)), float(p.get("high", 1.0))
+        out = low + (high - low) * u(_S_MAIN)
+    elif base == "randint":
+        out = device_rng.integers(seed, index, _S_MAIN, n, int(p.get("low", 0)), int(p.get("high", 2)), device)
+    elif base in ("zeros", "ones", "constant"):
+        value = {"zeros": 0.0, "ones": 1.0}.get(base, float(p.get("value", 0.0)))
+        out = torch.full((n,), value, dtype=torch.float64, device=device)
+    elif base == "arange":
+        start, step = float(p.get("start", 0.0)), float(p.get("step", 1.0))
+        out = start + step * torch.arange(n, dtype=torch.float64, device=device)
+    else:
+        raise ValueError(f"unknown distribution kind {base!r}")
+    if kind in MAGNITUDE and dist.kind in FLOAT_DISTRIBUTIONS:
+        out = out * MAGNITUDE[kind]
+    return out.reshape(shape)
+
+
+def to_storage_tensor(values, dtype: str):
+    """inputs.float_to_bits on a float64 tensor: the storage tensor of ``dtype``
+    (bfloat16 rounds through float32 as the host does; integers round half to even and
+    saturate)."""
+    import torch
+    if dtype == "bfloat16":
+        return values.to(torch.float32).to(torch.bfloat16)
+    target = getattr(torch, _TORCH_STORAGE[dtype])
+    if is_float(dtype):
+        return values.to(target)
+    low, high = _INT_LIMITS[dtype]
+    return torch.clamp(torch.round(values), low, high).to(target)
+
+
+def make_trial_inputs_device(problem: Problem, group_id: str, trial: int, device) -> Optional[TrialInputs]:
+    """make_trial_inputs on ``device`` (storage and float64 values as tensors), or None
+    when a buffer of the trial needs the host generator."""
+    import torch
+    spec = trial_spec(problem, trial)
+    if not all(_plan_supported(problem, plan) for plan in spec.buffers):
+        return None
+    seed = trial_seed(group_id, problem.digest(), trial)
+    storage, values, ranges, host_values = {}, {}, {}, {}
+    for plan in spec.buffers:
+        buf = problem.buffer(plan.name)
+        if plan.how == INTEGERS:
+            low, high = plan.integer_range
+            drawn = device_rng.integers(seed, plan.index, _S_MAIN, buf.numel, low, high, device).reshape(buf.shape)
+            ranges[buf.name] = [low, high - 1]
+        elif plan.how == DRAW:
+            drawn = draw_on_device(buf.init, buf.shape, seed, plan.index, device, plan.kind, buf.dtype, plan.domain)
+            if plan.domain is not None:
+                ranges[buf.name] = list(plan.domain)
+        else:  # the op's stress rows, host-made from the host generator's stream of this buffer
+            rng = np.random.default_rng([seed, plan.index])
+            host = stress_values(problem, plan, rng, host_values)
+            host_values[buf.name] = host
+            drawn = torch.from_numpy(np.ascontiguousarray(host, dtype=np.float64)).to(device)
+            ranges[buf.name] = list(plan.domain)
+        bits = to_storage_tensor(drawn, buf.dtype)
+        storage[buf.name] = bits
+        values[buf.name] = bits.to(torch.float64)
+        if plan.how != STRESS and any(p.how == STRESS for p in spec.buffers):
+            host_values[buf.name] = values[buf.name].cpu().numpy()  # a later stress buffer may read it
+    return TrialInputs(trial, seed, spec.kind, storage, values, ranges, generator=device_rng.GENERATOR)
+
+
+# --- reference and bounds on the device -------------------------------------------------
+
+def _abs_finite_or_zero(torch, ref):
+    return torch.abs(torch.where(torch.isfinite(ref), ref, torch.zeros((), dtype=ref.dtype, device=ref.device)))
+
+
+def _as_tensor(torch, value, like):
+    """An op's scale (tensor, numpy array or broadcast zeros) as a float64 tensor on ``like``'s device."""
+    if hasattr(value, "detach"):
+        return value.to(dtype=torch.float64)
+    array = np.asarray(value, dtype=np.float64)
+    if array.size and all(stride == 0 for stride in array.strides):
+        return torch.tensor(float(array.reshape(-1)[0]), dtype=torch.float64, device=like.device)
+    return torch.from_numpy(np.ascontiguousarray(array)).to(like.device)
+
+
+def _shaped_like(tensor, reference):
+    """``tensor`` reshaped like ``reference``; a 0-d tensor (one broadcast value) stays 0-d."""
+    return tensor.reshape(reference.shape) if tensor.dim() else tensor
+
+
+def bound_tensor(terms, reference, scale, pointwise=None):
+    """numerics.BoundTerms.bound in torch: the same float64 terms added in the same order."""
+    import torch
+    out = terms.u_out * torch.abs(reference) + terms.scale_coefficient * torch.abs(scale) + terms.floor
+    if pointwise is not None:
+        out = out + terms.pointwise_coefficient * torch.abs(pointwise)
+    inf = torch.full((), math.inf, dtype=torch.float64, device=reference.device)
+    zero = torch.zeros((), dtype=torch.float64, device=reference.device)
+    return torch.where(torch.isfinite(reference), torch.where(torch.isfinite(out), out, inf), zero)
+
+
+def bounds_on_device(op, values: dict, problem: Problem, reference: dict) -> dict:
+    """OpSpec.bounds for tensors: {out name: per-element float64 bound tensor}."""
+    import torch
+    out, scales, pointwise = {}, None, None
+    for name, ref in reference.items():
+        dtype = problem.buffer(name).dtype
+        fixed = op.tolerance(problem, dtype)
+        if fixed is not None:
+            out[name] = fixed[0] + fixed[1] * _abs_finite_or_zero(torch, ref)
+            continue
+        if scales is None:
+            raw = op.error_scale(values, problem) if op.error_scale is not None else None
+            scales = ({k: torch.abs(v) for k, v in reference.items()} if raw is None else
+                      {k: _shaped_like(torch.abs(_as_tensor(torch, v, ref)), reference[k]) for k, v in raw.items()})
+            raw_pointwise = op.pointwise_scale(values, problem, reference) if op.pointwise_scale is not None else {}
+            pointwise = {k: _shaped_like(torch.abs(_as_tensor(torch, v, ref)), reference[k])
+                         for k, v in raw_pointwise.items()}
+        point = pointwise.get(name)
+        out[name] = bound_tensor(op.bound_terms(problem, dtype), ref, scales[name], point)
+    return out
+
+
+def trivial_reason_tensor(ref, bound) -> str:
+    """compare.trivial_reason on tensors."""
+    import torch
+    bound = torch.broadcast_to(bound, ref.shape)
+    finite = torch.isfinite(ref)
+    if not bool(finite.any()):
+        return "the reference has no finite element"
+    values, limits = ref[finite], bound[finite]
+    magnitudes = torch.abs(values)
+    if bool(torch.all(magnitudes <= limits)):
+        return f"every |reference| element is within its error bound (max |ref| {float(magnitudes.max()):.3g})"
+    if values.numel() > 1:
+        spread = float(values.max() - values.min())
+        smallest = float(limits.min())
+        if spread <= 2 * smallest:
+            return (f"the reference is near-constant (spread {spread:.3g} over {values.numel()} elements, "
+                    f"smallest bound {smallest:.3g})")
+    return ""
+
+
+def agreement_bound_tensor(ref, bound, terms):
+    """compare.agreement_bound on tensors."""
+    import torch
+    if terms is None or terms.u_out == 0.0:
+        return bound
+    magnitude = torch.abs(ref)
+    ulp = 2.0 * terms.u_out * torch.clamp(magnitude, min=terms.tiny_out)
+    return bound - terms.u_out * magnitude + ulp
+
+
+def smallest_caught_tensor(ref, bound) -> float:
+    """numerics.smallest_caught_relative_error on tensors."""
+    import torch
+    magnitude = torch.abs(ref)
+    bound = torch.broadcast_to(bound, ref.shape)
+    mask = (magnitude > 0) & torch.isfinite(magnitude) & torch.isfinite(bound)
+    if not bool(mask.any()):
+        return float("inf")
+    return float(torch.min(bound[mask] / magnitude[mask]))
+
+
+def trial_reference_on_device(op, problem: Problem, trial: TrialInputs, specs: list, terms: dict) -> tuple:
+    """runner._trial_reference for a trial whose values are tensors: (reference per output,
+    per output (bound, agreement bound, trivial reason, smallest caught relative error or
+    None), refusal or '')."""
+    import torch
+    try:
+        ref = op.reference(dict(trial.values), problem)
+        shaped = {}
+        for spec in specs:
+            if spec.name not in ref:
+                return {}, {}, f"reference returned no value for output {spec.name}"
+            shaped[spec.name] = ref[spec.name].to(torch.float64).reshape(problem.buffer(spec.name).shape)
+        bounds = bounds_on_device(op, dict(trial.values), problem, shaped)
+    except Exception as exc:
+        return {}, {}, f"reference failed: {type(exc).__name__}: {exc}"
+    per_spec = {}
+    for spec in specs:
+        bound = torch.broadcast_to(bounds[spec.name], shaped[spec.name].shape)
+        reason = trivial_reason_tensor(shaped[spec.name], bound)
+        if reason:
+            per_spec[spec.name] = (bound, None, reason, None)
+            break
+        caught = smallest_caught_tensor(shaped[spec.name], bound) if trial.kind in ("normal", "uniform") else None
+        per_spec[spec.name] = (bound, agreement_bound_tensor(shaped[spec.name], bound, terms[spec.name]), "", caught)
+    return shaped, per_spec, ""
+
+
+def trial_on(trial: TrialInputs, device) -> TrialInputs:
+    """``trial`` with its float64 values as tensors on ``device`` (a host-made trial is
+    uploaded; its storage stays where it is)."""
+    import torch
+    values = {name: value.to(device) if hasattr(value, "detach")
+              else torch.from_numpy(np.ascontiguousarray(value, dtype=np.float64)).to(device)
+              for name, value in trial.values.items()}
+    return dataclasses.replace(trial, values=values)
