@@ -109,12 +109,34 @@ def to_storage_tensor(values, dtype: str):
     saturate)."""
     import torch
     if dtype == "bfloat16":
-        return values.to(torch.float32).to(torch.bfloat16)
+        return _host_nans(values.to(torch.float32).to(torch.bfloat16), values, dtype)
     target = getattr(torch, _TORCH_STORAGE[dtype])
     if is_float(dtype):
-        return values.to(target)
+        return _host_nans(values.to(target), values, dtype)
     low, high = _INT_LIMITS[dtype]
     return torch.clamp(torch.round(values), low, high).to(target)
+
+
+# The NaN the host's conversion stores for a NaN without payload (numpy keeps its sign; the
+# host's bfloat16 rounding stores 0x7FC0 for every NaN). torch's conversions differ by
+# device (CUDA writes 0x7FFFFFFF), so NaNs are written explicitly.
+_QUIET_NAN = {"float16": 0x7E00, "bfloat16": 0x7FC0, "float32": 0x7FC00000}
+_SIGN_BIT = {2: -0x8000, 4: -0x80000000}
+
+
+def _host_nans(storage, values, dtype: str):
+    import torch
+    if dtype not in _QUIET_NAN:
+        return storage  # float64: stored as drawn
+    nan = torch.isnan(values)
+    if not bool(nan.any()):
+        return storage
+    width = storage.element_size()
+    bits = storage.view({2: torch.int16, 4: torch.int32}[width])
+    canonical = torch.full_like(bits, _QUIET_NAN[dtype])
+    if dtype != "bfloat16":
+        canonical = torch.where(torch.signbit(values), canonical | _SIGN_BIT[width], canonical)
+    return torch.where(nan, canonical, bits).view(storage.dtype)
 
 
 def make_trial_inputs_device(problem: Problem, group_id: str, trial: int, device) -> Optional[TrialInputs]:
@@ -139,14 +161,13 @@ def make_trial_inputs_device(problem: Problem, group_id: str, trial: int, device
         else:  # the op's stress rows, host-made from the host generator's stream of this buffer
             rng = np.random.default_rng([seed, plan.index])
             host = stress_values(problem, plan, rng, host_values)
-            host_values[buf.name] = host
             drawn = torch.from_numpy(np.ascontiguousarray(host, dtype=np.float64)).to(device)
             ranges[buf.name] = list(plan.domain)
         bits = to_storage_tensor(drawn, buf.dtype)
         storage[buf.name] = bits
         values[buf.name] = bits.to(torch.float64)
-        if plan.how != STRESS and any(p.how == STRESS for p in spec.buffers):
-            host_values[buf.name] = values[buf.name].cpu().numpy()  # a later stress buffer may read it
+        if any(p.how == STRESS for p in spec.buffers):  # a later stress buffer may read the rounded values
+            host_values[buf.name] = values[buf.name].cpu().numpy()
     return TrialInputs(trial, seed, spec.kind, storage, values, ranges, generator=device_rng.GENERATOR)
 
 
