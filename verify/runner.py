@@ -122,6 +122,9 @@ class VerifySummary:
     # its outputs between processes), judge (checks and agreement), time, wait_prepare
     # (inputs and references not ready yet)
     stage_seconds: dict = field(default_factory=dict)
+    # peak resident memory (MiB) of each GPU worker process and of this process, from getrusage
+    worker_peak_rss_mib: list = field(default_factory=list)
+    parent_peak_rss_mib: float = 0.0
 
     def format(self) -> str:
         lines = [f"verified {len(self.groups)} group(s) on {self.gpu_name or 'no GPU'}; "
@@ -756,6 +759,10 @@ def verify_dataset(in_dir, out_dir, *, groups: Optional[str] = None, trials: Opt
         summary.counts = dict(run.counts)
         summary.not_runnable = run.not_runnable
         summary.stage_seconds = dict(run.stage_seconds)
+        summary.worker_peak_rss_mib = [rss for rss in (getattr(w, "peak_rss_mib", lambda: None)() for w in gpu_workers)
+                                       if rss is not None]
+        import resource
+        summary.parent_peak_rss_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         return summary
     finally:
         if bar is not None:
