@@ -183,3 +183,16 @@ def test_early_stop_keeps_the_median_within_tolerance(noise):
             assert stats.samples < 50  # a steady kernel stops long before the old floor of 50
         if noise >= 0.05:
             assert stats.samples > 50  # a noisy one samples on until its median is stable
+
+
+def test_output_hash_of_device_tensors_in_chunks_equals_the_hosts(monkeypatch):
+    from verify import outcome
+    rng = np.random.default_rng(3)
+    outputs = {"out": rng.normal(size=1001).astype(np.float32), "h": rng.normal(size=77).astype(np.float16)}
+    specs = [OutputSpec("out", "float32"), OutputSpec("h", "float16")]
+    host = outcome.output_hash([outcome.TrialRun(0, outputs)], specs)
+    monkeypatch.setattr(outcome, "HASH_CHUNK_BYTES", 100)  # many chunks per output
+    tensors = {name: torch.from_numpy(array.copy()) for name, array in outputs.items()}
+    assert outcome.output_hash([outcome.TrialRun(0, tensors)], specs) == host
+    tensors["out"][500] += 1
+    assert outcome.output_hash([outcome.TrialRun(0, tensors)], specs) != host
