@@ -155,11 +155,11 @@ def test_a_witness_of_device_drawn_inputs_is_redrawn_on_the_cpu():
     trial = make_trial_inputs_device(problem, "g", 2, CPU)
     reference = (trial.values["x"] + trial.values["y"]).numpy()
     record = KernelRecord(kernel_id="k", group_id="g", source="test", variant={}, name="k", arch="sm_80",
-                          ptx="", launches=[], problem=problem)
-    found = regenerate(record, {"trial": 2, "output": "out", "flat_index": 17, "seed": trial.seed,
-                                "generator": device_rng.GENERATOR})
+                          ptx="", launches=[], problem=problem,
+                          provenance={"verify": {"input_generators": [device_rng.GENERATOR] * 5}})
+    found = regenerate(record, {"trial": 2, "output": "out", "flat_index": 17, "seed": trial.seed})
     assert found.seed_matches and found.reference == reference[17]
-    host = regenerate(record, {"trial": 2, "output": "out", "flat_index": 17})
+    host = regenerate(dataclasses.replace(record, provenance={}), {"trial": 2, "output": "out", "flat_index": 17})
     assert host.reference != found.reference  # the host generator draws other values
 
 
@@ -196,3 +196,66 @@ def test_output_hash_of_device_tensors_in_chunks_equals_the_hosts(monkeypatch):
     assert outcome.output_hash([outcome.TrialRun(0, tensors)], specs) == host
     tensors["out"][500] += 1
     assert outcome.output_hash([outcome.TrialRun(0, tensors)], specs) != host
+
+
+class _HostAddWorker:
+    """The worker interface computing a float32 vector add on the host (no GPU): ``exact``
+    rows add, ``skewed`` rows add 1% at element 5; outputs come back as host arrays."""
+    ordinal = 0
+    info = {"name": "host vector add", "cc": [9, 0], "driver_version": "0"}
+
+    def check(self, record_json, group, payload, cubin, timeout, device_outputs=False):
+        import json
+        from verify.outcome import CheckResult, TrialRun
+        name = json.loads(record_json)["name"]
+        runs = []
+        for trial, _key, _seed, storage in payload:
+            with np.errstate(invalid="ignore", over="ignore"):
+                out = (storage["x"] + storage["y"]).astype(np.float32)
+            if name == "skewed":
+                out[5] = out[5] * np.float32(1.01) if np.isfinite(out[5]) and out[5] != 0 else np.float32(1e30)
+            runs.append(TrialRun(trial, {"out": out}))
+        return CheckResult(runs=runs)
+
+    def close(self):
+        pass
+
+
+class _NoAssembly:
+    def __init__(self, cc, jobs):
+        pass
+
+    def submit(self, row):
+        pass
+
+    def result(self, row):
+        return None
+
+    def close(self):
+        pass
+
+
+def test_verify_with_trials_made_on_the_device_labels_as_the_host(tmp_path, monkeypatch):
+    """The runner end to end with torch's CPU as the device (inputs, references, bounds and
+    judging there) against the host path: the same statuses, the generator recorded."""
+    from dataset_spec.shards import ShardWriter, read_records
+    from verify import runner, verify_dataset
+    problem = _vector_add("float32", 5000)
+    rows = [KernelRecord(problem.problem_id, "test", {"entry": name}, name, "sm_80", "", [], problem,
+                         build_key=f"k-{name}", kernel_id=name) for name in ("exact", "exact_too", "skewed")]
+    ShardWriter(tmp_path / "in").write(rows)
+    monkeypatch.setattr(runner, "judge_device", lambda problem, reference, ordinal: CPU)
+    got = {}
+    for inputs in ("auto", "host"):
+        verify_dataset(tmp_path / "in", tmp_path / inputs, timing=False, progress=False, inputs=inputs,
+                       start_workers=lambda n: [_HostAddWorker()], assembly_pool=_NoAssembly)
+        got[inputs] = {r.name: r for r in read_records(tmp_path / inputs)}
+    for mode, generator in (("auto", device_rng.GENERATOR), ("host", HOST_GENERATOR)):
+        assert [got[mode][n].status for n in ("exact", "exact_too", "skewed")] == ["passed", "passed", "wrong_result"]
+        assert got[mode]["exact"].provenance["verify"]["input_generators"] == [generator] * trial_count(problem)
+        assert got[mode]["exact"].output_hash == got[mode]["exact_too"].output_hash
+    assert got["auto"]["exact"].output_hash != got["host"]["exact"].output_hash  # other inputs, other outputs
+    # the witness of the device-drawn trial is redrawn (on the CPU) to the reference it recorded
+    from verify.witness import regenerate
+    witness = got["auto"]["skewed"].witness
+    assert regenerate(got["auto"]["skewed"]).reference == witness["reference"]

@@ -110,6 +110,5 @@ def test_a_large_group_gets_the_same_statuses_from_device_and_host_inputs(torch_
         assert set(got["host"][name].provenance["verify"]["input_generators"]) == {HOST_GENERATOR}
     assert got["auto"]["vadd"].time_us_median and got["auto"]["vadd"].time_samples >= 10
     witness = got["auto"]["vadd_off_by_ulp"].witness
-    assert witness["generator"] == device_rng.GENERATOR
     from verify.witness import regenerate
     assert regenerate(got["auto"]["vadd_off_by_ulp"]).reference == pytest.approx(witness["reference"], rel=1e-5)

@@ -278,8 +278,7 @@ def apply_verdict(row: KernelRecord, verdict: Verdict, prepared: _ProblemTrials,
     if verdict.witness is not None:
         trial = by_trial.get(verdict.witness.get("trial"))
         row.witness = {**verdict.witness, "kernel_id": row.kernel_id,
-                       "kind": trial.kind if trial else None, "seed": trial.seed if trial else None,
-                       "generator": trial.generator if trial else None}
+                       "kind": trial.kind if trial else None, "seed": trial.seed if trial else None}
     row.gpu_name, row.driver_version = gpu.get("name"), gpu.get("driver_version")
     row.provenance["verify"] = {
         "seeds": [t.seed for t in prepared.trials], "trial_kinds": [t.kind for t in prepared.trials],
@@ -357,7 +356,7 @@ def add_consensus_witnesses(out_rows: list, consensus_by_digest: dict, prepared_
             trial = prepared.trials[found["trial"]] if "trial" in found else None
             row.witness = {"output": None, "trial": None, **found, "kernel_id": row.kernel_id,
                            "kind": trial.kind if trial else None, "seed": trial.seed if trial else None,
-                           "generator": trial.generator if trial else None, "reason": row.status_message}
+                           "reason": row.status_message}
             if trial is not None and prepared.references:
                 row.witness["reference"] = element(prepared.references[found["trial"]][found["output"]],
                                                    found["flat_index"])

@@ -1,7 +1,7 @@
 """Regenerate a verified negative's witness on the host: the trial's inputs come back from
 its seed (inputs.make_trial_inputs), the float64 reference is recomputed with numpy, and
 the element the witness names is read from it. No GPU is needed: a trial drawn by the
-device generator (the witness's ``generator``) is redrawn by the same counter-based
+device generator (the row's ``provenance.verify.input_generators``) is redrawn by the same counter-based
 generator with torch on the CPU, which gives the same values."""
 from __future__ import annotations
 
@@ -61,7 +61,7 @@ def regenerate(record: KernelRecord, witness: Optional[dict] = None) -> Regenera
         raise WitnessError(f"kernel {record.kernel_id} has no element witness ({reason}); "
                            "only wrong results and disagreements name an element")
     problem = record.problem
-    trial, reference = _redraw(record, int(witness["trial"]), witness.get("generator") or HOST_GENERATOR)
+    trial, reference = _redraw(record, int(witness["trial"]), trial_generator(record, int(witness["trial"])))
     name, flat = witness["output"], int(witness["flat_index"])
     shape = problem.buffer(name).shape
     values = np.asarray(reference[name], dtype=np.float64).reshape(-1)
@@ -72,6 +72,13 @@ def regenerate(record: KernelRecord, witness: Optional[dict] = None) -> Regenera
         stored_reference=witness.get("reference"), reference=float(values[flat]), bound=witness.get("bound"),
         value=witness.get("value"), consensus_kernel_id=witness.get("consensus_kernel_id"),
         consensus_value=witness.get("consensus_value"))
+
+
+def trial_generator(record: KernelRecord, trial: int) -> str:
+    """The generator that drew ``trial``'s inputs, as the verifier recorded it (rows verified
+    before it was recorded: the host generator)."""
+    generators = ((record.provenance or {}).get("verify") or {}).get("input_generators") or []
+    return generators[trial] if 0 <= trial < len(generators) else HOST_GENERATOR
 
 
 def _redraw(record: KernelRecord, trial_number: int, generator: str) -> tuple:
