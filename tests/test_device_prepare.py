@@ -71,8 +71,11 @@ def test_device_trials_follow_the_host_plans():
                 host_bits = host.storage[name]
                 device_bits = device.host_storage()[name]
                 assert device_bits.dtype == host_bits.dtype and device_bits.shape == host_bits.shape
-                if host.kind == "stress":  # host-made from the same stream: the same bits
+                if host.kind == "stress" and problem.op == "gemm":  # host-made from the same stream: the same bits
                     assert np.array_equal(device_bits.view(np.uint8), np.ascontiguousarray(host_bits).view(np.uint8))
+                    continue
+                if host.kind == "stress":  # the same case at every position, its random part drawn on the device
+                    _same_cases(values, drawn, host.ranges[name][1])
                     continue
                 assert np.all(np.isfinite(drawn))
                 if host.kind == "normal":
@@ -88,6 +91,29 @@ def test_device_trials_follow_the_host_plans():
                     specials = set(edge_values(problem.buffer(name).dtype, tuple(host.ranges[name])).tolist())
                     share = np.mean([v in specials for v in drawn.reshape(-1).tolist()])
                     assert 0.15 < share < 0.4  # EDGE_FRACTION of the elements, plus chance hits
+
+
+def _same_cases(host: np.ndarray, device: np.ndarray, hi: float) -> None:
+    """Two stress draws hold NaN and +-inf at the same elements, and every finite value
+    inside the domain."""
+    for test in (np.isnan, np.isposinf, np.isneginf):
+        assert np.array_equal(test(host), test(device))
+    finite = np.isfinite(device)
+    assert np.all(np.abs(device[finite]) <= hi * (1 + 1e-3))
+    assert np.isfinite(host).mean() == finite.mean()
+
+
+def test_elementwise_stress_cases_sit_where_the_host_puts_them():
+    square = Problem("sq", "square", [Buffer("x", "float32", (9001,)), Buffer("out", "float32", (9001,), role="out")])
+    for problem in (_vector_add("float32", 9001), _vector_add("float16", 9001), square):
+        stress = next(t for t in range(trial_count(problem)) if make_trial_inputs(problem, "g", t).kind == "stress")
+        host = make_trial_inputs(problem, "g", stress)
+        device = make_trial_inputs_device(problem, "g", stress, CPU)
+        for name in host.values:
+            _same_cases(host.values[name], device.values[name].numpy(), host.ranges[name][1])
+        if problem.op == "vector_add":  # y's cases are built from x: exact cancellation at case 0
+            x, y = device.values["x"].numpy(), device.values["y"].numpy()
+            assert np.array_equal(y[0::9], -x[0::9])
 
 
 def _host_copy(trial):

@@ -6,7 +6,9 @@ agreement bounds on the host was the largest stage of verifying llm-size groups.
 inputs come from the counter-based generator of ``device_rng`` (the same distributions,
 trial kinds and domains as ``inputs.draw``; another generator, so other values), and the
 reference and bounds are the same float64 formulas evaluated by torch where the members are
-judged. Stress buffers stay host-made (``dataset_spec.stress``) and are uploaded. A trial
+judged. Stress trials of the elementwise ops get the same cases at the same positions
+with device-drawn random parts; other ops' stress rows stay host-made
+(``dataset_spec.stress``, the host generator's stream) and are uploaded. A trial
 this module cannot make (fp8 storage, integer wide/edge/stress kinds, ops outside
 ``DEVICE_OPS``) returns None and the host path makes it. ``device`` may be the CPU, which
 is how the tests compare this path with the host one.
@@ -28,12 +30,14 @@ from .inputs import EDGE_FRACTION, MAGNITUDE, TrialInputs, _moments, edge_values
 # Ops whose reference, error scale and pointwise scale are written with operators numpy and
 # torch share (reference.ARRAY_API_OPS)
 DEVICE_OPS = frozenset({"gemm", "vector_add", "square"})
+# Ops whose stress cases are drawn on the device too (elementwise: one case per element)
+DEVICE_STRESS_OPS = frozenset({"vector_add", "square"})
 _TORCH_STORAGE = {"float16": "float16", "bfloat16": "bfloat16", "float32": "float32", "float64": "float64",
                   "int8": "int8", "uint8": "uint8", "int16": "int16", "int32": "int32", "int64": "int64"}
 _INT_LIMITS = {"int8": (-128, 127), "uint8": (0, 255), "int16": (-32768, 32767),
                "int32": (-2 ** 31, 2 ** 31 - 1), "int64": (-2 ** 63, 2 ** 63 - 1)}
 # Random streams of one buffer: each purpose its own, so values never share counters.
-_S_MAIN, _S_SIGN, _S_REPLACE, _S_PICK = 0, 4, 6, 8
+_S_MAIN, _S_SIGN, _S_REPLACE, _S_PICK, _S_WIDE, _S_WIDE_SIGN, _S_TINY = 0, 4, 6, 8, 10, 12, 14
 
 
 def device_supported(problem: Problem) -> bool:
@@ -148,6 +152,7 @@ def make_trial_inputs_device(problem: Problem, group_id: str, trial: int, device
         return None
     seed = trial_seed(group_id, problem.digest(), trial)
     storage, values, ranges, host_values = {}, {}, {}, {}
+    host_stress = problem.op not in DEVICE_STRESS_OPS and any(p.how == STRESS for p in spec.buffers)
     for plan in spec.buffers:
         buf = problem.buffer(plan.name)
         if plan.how == INTEGERS:
@@ -158,17 +163,64 @@ def make_trial_inputs_device(problem: Problem, group_id: str, trial: int, device
             drawn = draw_on_device(buf.init, buf.shape, seed, plan.index, device, plan.kind, buf.dtype, plan.domain)
             if plan.domain is not None:
                 ranges[buf.name] = list(plan.domain)
-        else:  # the op's stress rows, host-made from the host generator's stream of this buffer
-            rng = np.random.default_rng([seed, plan.index])
-            host = stress_values(problem, plan, rng, host_values)
-            drawn = torch.from_numpy(np.ascontiguousarray(host, dtype=np.float64)).to(device)
+        else:
+            drawn = elementwise_stress_on_device(problem, buf, plan, seed, device, values)
+            if drawn is None:  # the op's stress rows, host-made from the host generator's stream of this buffer
+                rng = np.random.default_rng([seed, plan.index])
+                host = stress_values(problem, plan, rng, host_values)
+                drawn = torch.from_numpy(np.ascontiguousarray(host, dtype=np.float64)).to(device)
             ranges[buf.name] = list(plan.domain)
         bits = to_storage_tensor(drawn, buf.dtype)
         storage[buf.name] = bits
         values[buf.name] = bits.to(torch.float64)
-        if any(p.how == STRESS for p in spec.buffers):  # a later stress buffer may read the rounded values
+        if host_stress:  # a later host-made stress buffer may read the rounded values
             host_values[buf.name] = values[buf.name].cpu().numpy()
     return TrialInputs(trial, seed, spec.kind, storage, values, ranges, generator=device_rng.GENERATOR)
+
+
+def elementwise_stress_on_device(problem: Problem, buf, plan, seed: int, device, previous: dict):
+    """The stress cases of vector_add and square (dataset_spec/stress.py's
+    ``vector_add_stress``, ``square_stress``: element i takes case i % 9, resp. i % 8, the
+    same cases at the same positions) with the random parts drawn on the device; None for
+    other ops, whose stress rows stay host-made. ``previous``: the buffers drawn before
+    (y's cases are built from x's rounded values)."""
+    import torch
+    from dataset_spec.numerics import FORMATS
+    from dataset_spec.ops.spec import init_moments
+    if problem.op not in DEVICE_STRESS_OPS:
+        return None
+    n, index = buf.numel, plan.index
+    lo, hi = plan.domain
+    mean, std = init_moments(buf)
+
+    def u(stream):
+        return device_rng.uniform(seed, index, stream, n, device)
+
+    normal = device_rng.normal(seed, index, _S_MAIN, n, device, mean, max(std, 1e-30))
+    magnitude = torch.exp(math.log(lo) + (math.log(hi) - math.log(lo)) * u(_S_WIDE))
+    wide = torch.where(u(_S_WIDE_SIGN) < 0.5, -magnitude, magnitude)
+    if problem.op == "square":
+        cases = [normal, math.nan, math.inf, -math.inf, -0.0, hi, -lo, wide]
+        return _by_case(torch, cases, n, device).reshape(buf.shape)
+    tiny = (u(_S_TINY) * 8.0 - 4.0) * FORMATS.get(buf.dtype, FORMATS["float32"]).tiny
+    sign = torch.where(u(_S_SIGN) < 0.5, -1.0, 1.0).to(torch.float64)
+    if buf.name != "y" or "x" not in previous:
+        cases = [normal, normal, math.inf, math.inf, math.nan, sign * hi, -0.0, tiny, wide]
+    else:
+        x = previous["x"].reshape(-1)
+        cases = [-x, -x * (1.0 + sign * 2.0 ** -8), normal, -math.inf, normal,
+                 torch.where(x > 0, hi, -hi).to(torch.float64), -0.0, tiny, wide]
+    out = _by_case(torch, cases, n, device)
+    finite = torch.isfinite(out)  # stress.clip_finite: deliberate NaN and infinities stay
+    return torch.where(finite, torch.clamp(out, -hi, hi), out).reshape(buf.shape)
+
+
+def _by_case(torch, cases: list, n: int, device):
+    """Element i from ``cases[i % len(cases)]`` (each a length-n tensor or one number)."""
+    out = torch.empty(n, dtype=torch.float64, device=device)
+    for k, case in enumerate(cases):
+        out[k::len(cases)] = case[k::len(cases)] if hasattr(case, "detach") else case
+    return out
 
 
 # --- reference and bounds on the device -------------------------------------------------
