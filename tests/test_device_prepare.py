@@ -285,3 +285,14 @@ def test_verify_with_trials_made_on_the_device_labels_as_the_host(tmp_path, monk
     from verify.witness import regenerate
     witness = got["auto"]["skewed"].witness
     assert regenerate(got["auto"]["skewed"]).reference == witness["reference"]
+
+
+def test_a_gemm_stress_trial_is_drawn_on_the_host_beside_the_device_trials():
+    from verify.device_prepare import device_makes
+    problem = _gemm("bfloat16")
+    kinds = [make_trial_inputs(problem, "g", t).kind for t in range(trial_count(problem))]
+    prepared = prepare_problem(problem, "g", device=CPU)
+    for trial, kind in zip(prepared.trials, kinds):
+        assert device_makes(problem, trial.trial) == (kind != "stress")
+        assert trial.generator == (HOST_GENERATOR if kind == "stress" else device_rng.GENERATOR)
+    assert device_makes(_vector_add(), kinds.index("stress"))

@@ -58,6 +58,15 @@ def _plan_supported(problem: Problem, plan) -> bool:
                                                        "constant")
 
 
+def device_makes(problem: Problem, trial: int) -> bool:
+    """Whether ``make_trial_inputs_device`` draws every buffer of ``trial`` on the device
+    (False: a buffer needs the host generator, or the op's stress rows are host-made; the
+    verifier then draws the whole trial on a host thread while the device makes the others)."""
+    spec = trial_spec(problem, trial)
+    return (all(_plan_supported(problem, plan) for plan in spec.buffers)
+            and (problem.op in DEVICE_STRESS_OPS or not any(plan.how == STRESS for plan in spec.buffers)))
+
+
 def draw_on_device(dist, shape, seed: int, index: int, device, kind: str = "", dtype: str = "float32",
                    domain: Optional[tuple] = None):
     """inputs.draw on the device: float64 values of ``shape`` from ``dist`` under trial

@@ -39,7 +39,8 @@ from dataset_spec.one_problem import describe_mismatch, distinct_problems
 from .assembly_pool import AssemblyPool, runnable_reason
 from .compare import agreement_bound, trivial_reason
 from .inputs import exact_values, make_trial_inputs
-from .device_prepare import device_supported, make_trial_inputs_device, trial_on, trial_reference_on_device
+from .device_prepare import (device_makes, device_supported, make_trial_inputs_device, trial_on,
+                             trial_reference_on_device)
 from .trial_stats import element
 from .device_outputs import device_inputs
 from .judge import device_of, judge_device, on_device
@@ -183,12 +184,12 @@ def prepare_problem(problem: Problem, group_id: str, n_trials: Optional[int] = N
     op = get_op(problem.op)
     n_trials = n_trials or trial_count(problem)
     if device is not None:
-        # the device draws and evaluates in order on one thread (its kernels queue anyway);
-        # trials it cannot make come from the host threads meanwhile
-        made = {t: make_trial_inputs_device(problem, group_id, t, device) for t in range(n_trials)}
-        host = list(_TRIAL_POOL.map(lambda t: make_trial_inputs(problem, group_id, t),
-                                    [t for t in range(n_trials) if made[t] is None]))
-        trials = [made[t] if made[t] is not None else host.pop(0) for t in range(n_trials)]
+        # trials the device cannot make wholly (host-made stress rows) are drawn on the host
+        # threads meanwhile; the device draws the others in order (its kernels queue anyway)
+        on_host = {t: _TRIAL_POOL.submit(make_trial_inputs, problem, group_id, t)
+                   for t in range(n_trials) if not device_makes(problem, t)}
+        made = {t: make_trial_inputs_device(problem, group_id, t, device) for t in range(n_trials) if t not in on_host}
+        trials = [made[t] if t in made else on_host[t].result() for t in range(n_trials)]
     else:
         trials = list(_TRIAL_POOL.map(lambda t: make_trial_inputs(problem, group_id, t), range(n_trials)))
     specs = [OutputSpec(b.name, b.dtype) for b in problem.buffers if b.role in ("out", "inout")]
