@@ -175,12 +175,15 @@ def prepare_device(problem: Problem, reference: str = "auto", inputs: str = "aut
 
 
 def prepare_problem(problem: Problem, group_id: str, n_trials: Optional[int] = None,
-                    reference: str = "auto", device=None) -> _ProblemTrials:
+                    reference: str = "auto", device=None, quiet_gpu=None) -> _ProblemTrials:
     """Draw inputs, compute references and per-element error bounds for every trial (one
     trial per trial kind when ``n_trials`` is None); refuse trivial references.
     ``reference``: where the float64 reference runs (see reference.py). ``device``: a
     torch device that makes the trials it can (device_prepare.py; inputs from the
-    counter-based generator, references and bounds as tensors there), None for the host."""
+    counter-based generator, references and bounds as tensors there), None for the host.
+    ``quiet_gpu``: a lock held while a member is timed; the device's work is done under it
+    (and finished before it is released), so no kernel of ours runs beside a timed one."""
+    quiet = _quietly(device, quiet_gpu)
     op = get_op(problem.op)
     n_trials = n_trials or trial_count(problem)
     if device is not None:
@@ -188,7 +191,8 @@ def prepare_problem(problem: Problem, group_id: str, n_trials: Optional[int] = N
         # threads meanwhile; the device draws the others in order (its kernels queue anyway)
         on_host = {t: _TRIAL_POOL.submit(make_trial_inputs, problem, group_id, t)
                    for t in range(n_trials) if not device_makes(problem, t)}
-        made = {t: make_trial_inputs_device(problem, group_id, t, device) for t in range(n_trials) if t not in on_host}
+        made = {t: quiet(make_trial_inputs_device, problem, group_id, t, device)
+                for t in range(n_trials) if t not in on_host}
         trials = [made[t] if t in made else on_host[t].result() for t in range(n_trials)]
     else:
         trials = list(_TRIAL_POOL.map(lambda t: make_trial_inputs(problem, group_id, t), range(n_trials)))
@@ -202,8 +206,8 @@ def prepare_problem(problem: Problem, group_id: str, n_trials: Optional[int] = N
                          else terms[s.name].describe()) for s in specs)
     # The trials are drawn and judged-for in parallel (numpy releases the GIL in its array
     # loops), then taken in trial order, so the first refusal is the one a serial pass finds.
-    results = list(_TRIAL_POOL.map(lambda trial: _trial_reference(op, problem, trial, specs, terms, reference,
-                                                                  device), trials))
+    results = list(_TRIAL_POOL.map(lambda trial: quiet(_trial_reference, op, problem, trial, specs, terms,
+                                                        reference, device), trials))
     catches = []
     for trial, (shaped, per_spec, refusal) in zip(trials, results):
         if refusal:
@@ -222,6 +226,22 @@ def prepare_problem(problem: Problem, group_id: str, n_trials: Optional[int] = N
         prepared.references.append(shaped)
     prepared.catches_rel_err = max(catches) if catches else None
     return prepared
+
+
+def _quietly(device, lock):
+    """A caller of functions that run on ``device``: under ``lock``, waiting for the device
+    before releasing it (a plain call without a CUDA device or a lock)."""
+    if device is None or lock is None or getattr(device, "type", "") != "cuda":
+        return lambda fn, *args: fn(*args)
+
+    def call(fn, *args):
+        import torch
+        with lock:
+            try:
+                return fn(*args)
+            finally:
+                torch.cuda.synchronize(device)
+    return call
 
 
 def _trial_reference(op, problem: Problem, trial, specs: list, terms: dict, reference: str,
@@ -401,6 +421,9 @@ class _Run:
         self.stage_seconds: Counter = Counter()  # where the GPU threads' wall time went
         self.preparing: dict = {}  # (group_id, problem digest) -> Future of _ProblemTrials
         self.prepare_pool = ThreadPoolExecutor(max_workers=PREPARE_THREADS, thread_name_prefix="verify-prepare")
+        # per GPU ordinal, held while a member is timed there: the next group's inputs and
+        # references made on that GPU meanwhile would run beside the timed kernel
+        self.quiet_locks: dict = {}
 
     def take(self) -> Optional[int]:
         """Next group index; also keeps assembly PREFETCH_GROUPS groups, and the host's
@@ -421,6 +444,10 @@ class _Run:
                         self._prepare_future(group_id, row.problem)
             return index
 
+    def quiet_gpu(self, ordinal: int) -> threading.Lock:
+        """The lock held while a member is timed on GPU ``ordinal``."""
+        return self.quiet_locks.setdefault(int(ordinal), threading.Lock())  # setdefault is atomic under the GIL
+
     @contextlib.contextmanager
     def stopwatch(self, stage: str):
         """Adds the block's wall time to ``stage_seconds[stage]`` (summed over GPU threads)."""
@@ -437,9 +464,10 @@ class _Run:
         the groups before it. Called under the lock."""
         key = (group_id, problem.digest())
         if key not in self.preparing:
+            device = prepare_device(problem, self.reference, self.inputs)
+            lock = self.quiet_gpu(device.index or 0) if device is not None else None
             self.preparing[key] = self.prepare_pool.submit(prepare_problem, problem, group_id, self.trials,
-                                                           self.reference,
-                                                           prepare_device(problem, self.reference, self.inputs))
+                                                           self.reference, device, lock)
         return self.preparing[key]
 
     def prepared(self, group_id: str, problem: Problem) -> _ProblemTrials:
@@ -611,7 +639,8 @@ class _Run:
 
     def _time(self, worker, row: KernelRecord) -> None:
         timeout = self.kernel_timeout + 3 * self.time_budget + 10.0
-        reply = worker.time(row.build_key, self.time_budget, timeout, MAX_TIMING_SAMPLES)
+        with self.quiet_gpu(worker.ordinal):
+            reply = worker.time(row.build_key, self.time_budget, timeout, MAX_TIMING_SAMPLES)
         if reply.get("error"):
             # The row passed its checks; a timing failure is noted, not a status change,
             # unless the kernel crashed or hung while being timed.
