@@ -43,8 +43,8 @@ from .device_prepare import (device_makes, device_supported, make_trial_inputs_d
                              trial_reference_on_device)
 from .trial_stats import element
 from .device_outputs import device_inputs
-from .judge import device_of, judge_device, on_device
-from .reference import reference_outputs
+from .judge import device_of, is_tensor, judge_device, on_device
+from .reference import choose_backend, reference_outputs, torch_for
 from .timing import TARGET_RSE
 from .outcome import Consensus, OutputSpec, Verdict, classify
 from .sanitize import TOOLS, race_errors, racing_members, run_sanitizer, sanitizer_status
@@ -171,7 +171,22 @@ def prepare_device(problem: Problem, reference: str = "auto", inputs: str = "aut
         raise ValueError(f"inputs must be one of {INPUT_GENERATORS}, got {inputs!r}")
     if inputs == "host" or not device_supported(problem):
         return None
-    return judge_device(problem, reference, 0)
+    device = judge_device(problem, reference, 0)
+    if device is None and choose_backend(problem.op, problem, reference) == "torch":
+        # outputs too small to judge on the GPU, but a float64 reference large enough to
+        # compute there (a decode GEMM, M=16): made there, and then judged there too
+        device = torch_for(reference).device("cuda", 0)
+    return device
+
+
+def _worker_gpu_if_made_on_device(prepared, ordinal: int):
+    """The GPU of worker ``ordinal`` when ``prepared``'s references are tensors (made on
+    the device), else None: they are judged where they are, not brought back."""
+    made = prepared.references[0] if prepared.references else {}
+    if not any(is_tensor(value) for value in made.values()):
+        return None
+    torch = torch_for("auto")
+    return torch.device("cuda", int(ordinal) % max(1, torch.cuda.device_count()))
 
 
 def prepare_problem(problem: Problem, group_id: str, n_trials: Optional[int] = None,
@@ -509,7 +524,8 @@ class _Run:
             if digest not in problems:
                 with self.stopwatch("wait_prepare"):
                     prepared = self.prepared(group_id, row.problem)
-                judged = on_device(prepared, judge_device(row.problem, self.reference, worker.ordinal))
+                judged = on_device(prepared, judge_device(row.problem, self.reference, worker.ordinal)
+                                   or _worker_gpu_if_made_on_device(prepared, worker.ordinal))
                 problems[digest] = (prepared, judged)
                 consensus_by_digest[digest] = Consensus(judged.specs)
             prepared, judged = problems[digest]
