@@ -1,7 +1,8 @@
 """verify_dataset: run every group of a dataset on the GPU, prove equivalence, time members.
 
 Per group: a group whose rows carry different problems is refused (every runnable row
-``problem_mismatch``); otherwise inputs drawn once per trial (recorded seeds and kinds),
+``problem_mismatch``); otherwise inputs drawn once per trial (recorded seeds, kinds and
+generators; on the GPU where device_prepare.py can, while the GPU runs the group before),
 the float64 reference and the per-element error bound computed once per trial, every
 member run in an isolated GPU worker and judged against the reference (and, under
 ``--sanitize``, under memcheck and racecheck, whose findings set the status), members that
