@@ -296,3 +296,15 @@ def test_a_gemm_stress_trial_is_drawn_on_the_host_beside_the_device_trials():
         assert device_makes(problem, trial.trial) == (kind != "stress")
         assert trial.generator == (HOST_GENERATOR if kind == "stress" else device_rng.GENERATOR)
     assert device_makes(_vector_add(), kinds.index("stress"))
+
+
+def test_float64_stress_keeps_the_domain_top_finite():
+    # hi of a float64 add is ~9e307: a float32 intermediate would turn it into infinity
+    problem = _vector_add("float64", 900)
+    stress = next(t for t in range(trial_count(problem)) if make_trial_inputs(problem, "g", t).kind == "stress")
+    host = make_trial_inputs(problem, "g", stress)
+    device = make_trial_inputs_device(problem, "g", stress, CPU)
+    for name in ("x", "y"):
+        _same_cases(host.values[name], device.values[name].numpy(), host.ranges[name][1])
+    hi = host.ranges["y"][1]
+    assert np.array_equal(np.abs(device.values["y"].numpy()[5::9]), np.full(100, hi))

@@ -212,13 +212,13 @@ def elementwise_stress_on_device(problem: Problem, buf, plan, seed: int, device,
         cases = [normal, math.nan, math.inf, -math.inf, -0.0, hi, -lo, wide]
         return _by_case(torch, cases, n, device).reshape(buf.shape)
     tiny = (u(_S_TINY) * 8.0 - 4.0) * FORMATS.get(buf.dtype, FORMATS["float32"]).tiny
-    sign = torch.where(u(_S_SIGN) < 0.5, -1.0, 1.0).to(torch.float64)
+    sign = 1.0 - 2.0 * (u(_S_SIGN) < 0.5).to(torch.float64)  # -1 or 1 (where's scalar form is float32)
     if buf.name != "y" or "x" not in previous:
         cases = [normal, normal, math.inf, math.inf, math.nan, sign * hi, -0.0, tiny, wide]
     else:
         x = previous["x"].reshape(-1)
         cases = [-x, -x * (1.0 + sign * 2.0 ** -8), normal, -math.inf, normal,
-                 torch.where(x > 0, hi, -hi).to(torch.float64), -0.0, tiny, wide]
+                 hi * (2.0 * (x > 0).to(torch.float64) - 1.0), -0.0, tiny, wide]
     out = _by_case(torch, cases, n, device)
     finite = torch.isfinite(out)  # stress.clip_finite: deliberate NaN and infinities stay
     return torch.where(finite, torch.clamp(out, -hi, hi), out).reshape(buf.shape)
