@@ -156,8 +156,9 @@ def speed(datasets: list, work: Path, against: dict) -> bool:
               f"{'identical' if not bad else f'{len(bad)} row(s) differ: {bad[:5]}'} ({len(host)} rows)")
         full_host, full_auto = labels(folders["host"]), labels(folders["auto"])
         other = differences(full_host, full_auto)
+        columns = sorted(differing_columns(full_host, full_auto, other))
         print(f"{name}: other label columns host vs auto: "
-              f"{'identical' if not other else f'{len(other)} row(s) differ in {sorted(differing_columns(full_host, full_auto, other))} (other inputs)'}")
+              + ("identical" if not other else f"{len(other)} row(s) differ in {columns} (other inputs)"))
         if name in against:
             for columns, what in ((STATUS_ONLY, "statuses"), (None, "all label columns")):
                 mine = labels(folders["host"], *([columns] if columns else []))

@@ -57,7 +57,8 @@ def test_the_generator_gives_the_gpu_the_cpus_values(torch_cuda):
     from verify import device_rng
     from verify.device_prepare import make_trial_inputs_device
     cpu, gpu = torch_cuda.device("cpu"), torch_cuda.device("cuda", 0)
-    assert torch_cuda.equal(device_rng.uniform(99, 3, 0, 100_003, cpu), device_rng.uniform(99, 3, 0, 100_003, gpu).cpu())
+    on_gpu = device_rng.uniform(99, 3, 0, 100_003, gpu).cpu()
+    assert torch_cuda.equal(device_rng.uniform(99, 3, 0, 100_003, cpu), on_gpu)
     problem = vector_add_row("", "g", "vadd", 100_003).problem
     for trial in range(5):  # normal, uniform, wide, edge, stress
         on_cpu = make_trial_inputs_device(problem, "g", trial, cpu).host_storage()
