@@ -71,8 +71,9 @@ def test_device_trials_follow_the_host_plans():
                 host_bits = host.storage[name]
                 device_bits = device.host_storage()[name]
                 assert device_bits.dtype == host_bits.dtype and device_bits.shape == host_bits.shape
-                if host.kind == "stress" and problem.op == "gemm":  # host-made from the same stream: the same bits
-                    assert np.array_equal(device_bits.view(np.uint8), np.ascontiguousarray(host_bits).view(np.uint8))
+                if host.kind == "stress" and problem.op == "gemm":  # the same row pattern along K
+                    axis = -1 if name == "A" else 0
+                    assert np.array_equal(_row_signature(values, axis), _row_signature(drawn, axis))
                     continue
                 if host.kind == "stress":  # the same case at every position, its random part drawn on the device
                     _same_cases(values, drawn, host.ranges[name][1])
@@ -287,15 +288,45 @@ def test_verify_with_trials_made_on_the_device_labels_as_the_host(tmp_path, monk
     assert regenerate(got["auto"]["skewed"]).reference == witness["reference"]
 
 
-def test_a_gemm_stress_trial_is_drawn_on_the_host_beside_the_device_trials():
+def test_trials_the_device_cannot_make_are_drawn_on_the_host_beside_the_others():
     from verify.device_prepare import device_makes
-    problem = _gemm("bfloat16")
+    problem = Problem("gemm_i8", "gemm", [Buffer("A", "int8", (16, 64)), Buffer("B", "int8", (64, 8)),
+                                          Buffer("D", "int32", (16, 8), role="out")], params={"M": 16, "N": 8, "K": 64})
     kinds = [make_trial_inputs(problem, "g", t).kind for t in range(trial_count(problem))]
     prepared = prepare_problem(problem, "g", device=CPU)
+    host_kinds = ("wide", "edge", "stress")  # integer draws of these kinds stay on the host
     for trial, kind in zip(prepared.trials, kinds):
-        assert device_makes(problem, trial.trial) == (kind != "stress")
-        assert trial.generator == (HOST_GENERATOR if kind == "stress" else device_rng.GENERATOR)
-    assert device_makes(_vector_add(), kinds.index("stress"))
+        assert device_makes(problem, trial.trial) == (kind not in host_kinds)
+        assert trial.generator == (HOST_GENERATOR if kind in host_kinds else device_rng.GENERATOR)
+        assert trial.storage["A"].dtype == (np.int8 if kind in host_kinds else torch.int8)
+    assert not prepared.refusal
+    assert all(device_makes(p, kinds.index("stress")) for p in (_vector_add(), _gemm("bfloat16")))
+
+
+def _row_signature(values: np.ndarray, axis: int) -> np.ndarray:
+    """Per row along ``axis`` (the reduction axis): NaNs, infinities, whether every element
+    is equal, whether many are zero (half, in the half-zeros rows), whether signs alternate (rows by pattern)."""
+    rows = np.moveaxis(values, axis, -1).reshape(-1, values.shape[axis])
+    finite = np.where(np.isfinite(rows), rows, 0.0)
+    return np.stack([np.isnan(rows).sum(1), np.isinf(rows).sum(1), (rows == rows[:, :1]).all(1),
+                     (rows == 0).mean(1) > 0.1, (np.sign(finite[:, ::2]) > 0).all(1) & (np.sign(finite[:, 1::2]) < 0).all(1)],
+                    axis=1)
+
+
+@pytest.mark.parametrize("layouts", [("row", "row"), ("row", "col"), ("col", "row")])
+def test_gemm_stress_rows_follow_the_host_patterns(layouts):
+    problem = _gemm("bfloat16", 30, 22, 64)
+    problem = Problem(problem.problem_id, "gemm", problem.buffers,
+                      params={**problem.params, "layout_a": layouts[0], "layout_b": layouts[1]})
+    stress = next(t for t in range(trial_count(problem)) if make_trial_inputs(problem, "g", t).kind == "stress")
+    host = make_trial_inputs(problem, "g", stress)
+    device = make_trial_inputs_device(problem, "g", stress, CPU)
+    k_axis = {"A": -1 if layouts[0] == "row" else 0, "B": 0 if layouts[1] == "row" else -1}
+    for name, axis in k_axis.items():
+        h, d = host.values[name], device.values[name].numpy()
+        assert np.array_equal(_row_signature(h, axis), _row_signature(d, axis)), name
+        finite = np.isfinite(d)
+        assert np.all(np.abs(d[finite]) <= host.ranges[name][1])
 
 
 def test_float64_stress_keeps_the_domain_top_finite():

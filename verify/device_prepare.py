@@ -6,11 +6,10 @@ agreement bounds on the host was the largest stage of verifying llm-size groups.
 inputs come from the counter-based generator of ``device_rng`` (the same distributions,
 trial kinds and domains as ``inputs.draw``; another generator, so other values), and the
 reference and bounds are the same float64 formulas evaluated by torch where the members are
-judged. Stress trials of the elementwise ops get the same cases at the same positions
-with device-drawn random parts; other ops' stress rows stay host-made
-(``dataset_spec.stress``, the host generator's stream) and are uploaded. A trial
-this module cannot make (fp8 storage, integer wide/edge/stress kinds, ops outside
-``DEVICE_OPS``) returns None and the host path makes it. ``device`` may be the CPU, which
+judged. Stress trials get the op's own cases (dataset_spec/stress.py): the elementwise
+ops' cases at the same positions, a GEMM's row patterns on the same rows along K, their
+random parts drawn on the device. A trial this module cannot make (fp8 storage, integer
+wide/edge/stress kinds, ops outside ``DEVICE_OPS``) returns None and the host path makes it. ``device`` may be the CPU, which
 is how the tests compare this path with the host one.
 """
 from __future__ import annotations
@@ -22,7 +21,7 @@ from typing import Optional
 import numpy as np
 
 from dataset_spec.model import Problem
-from dataset_spec.trials import DRAW, FLOAT_DISTRIBUTIONS, INTEGERS, STRESS, is_float, stress_values, trial_spec
+from dataset_spec.trials import DRAW, FLOAT_DISTRIBUTIONS, INTEGERS, STRESS, is_float, trial_spec
 
 from . import device_rng
 from .inputs import EDGE_FRACTION, MAGNITUDE, TrialInputs, _moments, edge_values, trial_seed
@@ -30,8 +29,9 @@ from .inputs import EDGE_FRACTION, MAGNITUDE, TrialInputs, _moments, edge_values
 # Ops whose reference, error scale and pointwise scale are written with operators numpy and
 # torch share (reference.ARRAY_API_OPS)
 DEVICE_OPS = frozenset({"gemm", "vector_add", "square"})
-# Ops whose stress cases are drawn on the device too (elementwise: one case per element)
-DEVICE_STRESS_OPS = frozenset({"vector_add", "square"})
+# Ops whose stress cases are drawn on the device too (elementwise: one case per element;
+# gemm: the row patterns of dataset_spec/stress.py along K)
+DEVICE_STRESS_OPS = frozenset({"vector_add", "square", "gemm"})
 _TORCH_STORAGE = {"float16": "float16", "bfloat16": "bfloat16", "float32": "float32", "float64": "float64",
                   "int8": "int8", "uint8": "uint8", "int16": "int16", "int32": "int32", "int64": "int64"}
 _INT_LIMITS = {"int8": (-128, 127), "uint8": (0, 255), "int16": (-32768, 32767),
@@ -53,18 +53,16 @@ def _plan_supported(problem: Problem, plan) -> bool:
     if plan.how == INTEGERS:
         return plan.kind not in ("wide", "edge", "stress")
     if plan.how == STRESS:
-        return True
+        return problem.op in DEVICE_STRESS_OPS
     return buf.init is not None and buf.init.kind in ("normal", "uniform", "randint", "zeros", "ones", "arange",
                                                        "constant")
 
 
 def device_makes(problem: Problem, trial: int) -> bool:
-    """Whether ``make_trial_inputs_device`` draws every buffer of ``trial`` on the device
-    (False: a buffer needs the host generator, or the op's stress rows are host-made; the
-    verifier then draws the whole trial on a host thread while the device makes the others)."""
-    spec = trial_spec(problem, trial)
-    return (all(_plan_supported(problem, plan) for plan in spec.buffers)
-            and (problem.op in DEVICE_STRESS_OPS or not any(plan.how == STRESS for plan in spec.buffers)))
+    """Whether ``make_trial_inputs_device`` can make ``trial`` (False: a buffer needs the
+    host generator; the verifier then draws the whole trial on a host thread while the
+    device makes the others)."""
+    return all(_plan_supported(problem, plan) for plan in trial_spec(problem, trial).buffers)
 
 
 def draw_on_device(dist, shape, seed: int, index: int, device, kind: str = "", dtype: str = "float32",
@@ -160,8 +158,7 @@ def make_trial_inputs_device(problem: Problem, group_id: str, trial: int, device
     if not all(_plan_supported(problem, plan) for plan in spec.buffers):
         return None
     seed = trial_seed(group_id, problem.digest(), trial)
-    storage, values, ranges, host_values = {}, {}, {}, {}
-    host_stress = problem.op not in DEVICE_STRESS_OPS and any(p.how == STRESS for p in spec.buffers)
+    storage, values, ranges = {}, {}, {}
     for plan in spec.buffers:
         buf = problem.buffer(plan.name)
         if plan.how == INTEGERS:
@@ -172,18 +169,13 @@ def make_trial_inputs_device(problem: Problem, group_id: str, trial: int, device
             drawn = draw_on_device(buf.init, buf.shape, seed, plan.index, device, plan.kind, buf.dtype, plan.domain)
             if plan.domain is not None:
                 ranges[buf.name] = list(plan.domain)
-        else:
-            drawn = elementwise_stress_on_device(problem, buf, plan, seed, device, values)
-            if drawn is None:  # the op's stress rows, host-made from the host generator's stream of this buffer
-                rng = np.random.default_rng([seed, plan.index])
-                host = stress_values(problem, plan, rng, host_values)
-                drawn = torch.from_numpy(np.ascontiguousarray(host, dtype=np.float64)).to(device)
+        else:  # the op's stress cases or rows (DEVICE_STRESS_OPS)
+            drawn = (gemm_stress_on_device(problem, buf, plan, seed, device) if problem.op == "gemm"
+                     else elementwise_stress_on_device(problem, buf, plan, seed, device, values))
             ranges[buf.name] = list(plan.domain)
         bits = to_storage_tensor(drawn, buf.dtype)
         storage[buf.name] = bits
         values[buf.name] = bits.to(torch.float64)
-        if host_stress:  # a later host-made stress buffer may read the rounded values
-            host_values[buf.name] = values[buf.name].cpu().numpy()
     return TrialInputs(trial, seed, spec.kind, storage, values, ranges, generator=device_rng.GENERATOR)
 
 
@@ -191,7 +183,7 @@ def elementwise_stress_on_device(problem: Problem, buf, plan, seed: int, device,
     """The stress cases of vector_add and square (dataset_spec/stress.py's
     ``vector_add_stress``, ``square_stress``: element i takes case i % 9, resp. i % 8, the
     same cases at the same positions) with the random parts drawn on the device; None for
-    other ops, whose stress rows stay host-made. ``previous``: the buffers drawn before
+    other ops. ``previous``: the buffers drawn before
     (y's cases are built from x's rounded values)."""
     import torch
     from dataset_spec.numerics import FORMATS
@@ -222,6 +214,105 @@ def elementwise_stress_on_device(problem: Problem, buf, plan, seed: int, device,
     out = _by_case(torch, cases, n, device)
     finite = torch.isfinite(out)  # stress.clip_finite: deliberate NaN and infinities stay
     return torch.where(finite, torch.clamp(out, -hi, hi), out).reshape(buf.shape)
+
+
+class _DeviceDraws:
+    """Successive draws of one buffer's stress rows, each from its own Philox streams."""
+
+    def __init__(self, seed: int, index: int, device, first_stream: int = 32):
+        self.seed, self.index, self.device, self.stream = seed, index, device, first_stream
+
+    def uniform(self, shape, low: float = 0.0, high: float = 1.0):
+        n = int(np.prod(shape, dtype=np.int64))
+        u = device_rng.uniform(self.seed, self.index, self.stream, n, self.device)
+        self.stream += 2
+        return (low + (high - low) * u).reshape(shape)
+
+    def normal(self, shape, mean: float, std: float):
+        n = int(np.prod(shape, dtype=np.int64))
+        z = device_rng.normal(self.seed, self.index, self.stream, n, self.device, mean, std)
+        self.stream += 2
+        return z.reshape(shape)
+
+    def integers(self, low: int, high: int, count: int):
+        n = device_rng.integers(self.seed, self.index, self.stream, count, low, high, self.device)
+        self.stream += 2
+        return n.long()
+
+
+def _row_patterns(torch, draws: _DeviceDraws, mean: float, std: float, lo: float, hi: float) -> dict:
+    """dataset_spec/stress.py's GEMM row patterns (p_tail_heavy, p_constant, p_wide,
+    p_nan_one, p_half_zeros, p_normal, p_alternating, p_inf_one) as functions of (m, n)."""
+    std = max(std, 1e-30)
+
+    def normal(m, n):
+        return draws.normal((m, n), mean, std)
+
+    def tail_heavy(m, n):
+        ramp = 2.0 ** (4.0 * torch.arange(n, dtype=torch.float64, device=draws.device) / max(1, n))
+        ramp[-8:] *= 4.0
+        return normal(m, n) * ramp
+
+    def constant(m, n):  # stress.short_mantissa: 3 significant bits
+        mantissa, exponent = torch.frexp(draws.normal((m, 1), mean, std))
+        return torch.ldexp(torch.round(mantissa * 8.0) / 8.0, exponent).expand(m, n)
+
+    def wide(m, n):
+        magnitude = torch.exp(draws.uniform((m, n), math.log(lo), math.log(hi)))
+        return torch.where(draws.uniform((m, n)) < 0.5, -magnitude, magnitude)
+
+    def one_special(value):
+        def pattern(m, n):
+            x = normal(m, n)
+            x[torch.arange(m, device=draws.device), draws.integers(0, n, m)] = value
+            return x
+        return pattern
+
+    def half_zeros(m, n):
+        x = normal(m, n)
+        return torch.where(draws.uniform((m, n)) < 0.5, torch.zeros((), dtype=torch.float64, device=x.device), x)
+
+    def alternating(m, n):
+        v = torch.abs(draws.normal((m, (n + 1) // 2), mean, std)) + abs(std) * 0.1
+        signs = 1.0 - 2.0 * (torch.arange(n, device=draws.device) % 2).to(torch.float64)
+        return torch.repeat_interleave(v, 2, dim=1)[:, :n] * signs
+
+    return {"tail_heavy": tail_heavy, "constant": constant, "wide": wide, "nan_one": one_special(math.nan),
+            "inf_one": one_special(math.inf), "half_zeros": half_zeros, "normal": normal,
+            "alternating": alternating}
+
+
+GEMM_A_ROWS = ("tail_heavy", "constant", "wide", "nan_one", "half_zeros", "normal")  # stress.GEMM_A
+GEMM_B_ROWS = ("tail_heavy", "alternating", "wide", "inf_one", "normal")           # stress.GEMM_B
+
+
+def gemm_stress_on_device(problem: Problem, buf, plan, seed: int, device):
+    """stress_gemm on the device: A's rows and B's columns along K take the row patterns
+    r % P of stress.GEMM_A / GEMM_B (C: normal rows), finite values clipped to the domain."""
+    import torch
+    from dataset_spec.ops.spec import init_moments
+    p = problem.params
+    if buf.name == "A":
+        names, axis = GEMM_A_ROWS, (-1 if p.get("layout_a", "row") == "row" else 0)
+    elif buf.name == "B":
+        names, axis = GEMM_B_ROWS, (0 if p.get("layout_b", "row") == "row" else -1)
+    else:
+        names, axis = ("normal",), -1
+    mean, std = init_moments(buf)
+    lo, hi = plan.domain
+    patterns = _row_patterns(torch, _DeviceDraws(seed, plan.index, device), mean, std, lo, hi)
+    shape = tuple(int(s) for s in buf.shape)
+    moved = list(shape)
+    length = moved.pop(axis)
+    rows = int(np.prod(moved, dtype=np.int64))
+    out = torch.empty((rows, length), dtype=torch.float64, device=device)
+    for index, name in enumerate(names):  # stress.rows_by_pattern
+        count = len(range(index, rows, len(names)))
+        if count:
+            out[index::len(names)] = patterns[name](count, length)
+    values = torch.movedim(out.reshape(tuple(moved) + (length,)), -1, axis)
+    finite = torch.isfinite(values)  # stress.clip_finite
+    return torch.where(finite, torch.clamp(values, -hi, hi), values).contiguous()
 
 
 def _by_case(torch, cases: list, n: int, device):
