@@ -255,7 +255,8 @@ def _row_patterns(torch, draws: _DeviceDraws, mean: float, std: float, lo: float
 
     def constant(m, n):  # stress.short_mantissa: 3 significant bits
         mantissa, exponent = torch.frexp(draws.normal((m, 1), mean, std))
-        return torch.ldexp(torch.round(mantissa * 8.0) / 8.0, exponent).expand(m, n)
+        # 2^e in float64 (torch.ldexp's power is float32, which a large exponent overflows)
+        return (torch.round(mantissa * 8.0) / 8.0 * torch.pow(2.0, exponent.to(torch.float64))).expand(m, n)
 
     def wide(m, n):
         magnitude = torch.exp(draws.uniform((m, n), math.log(lo), math.log(hi)))
