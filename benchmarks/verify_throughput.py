@@ -1,6 +1,17 @@
 """Verify throughput and timing quality on a GPU.
 
     python benchmarks/verify_throughput.py DATASET [DATASET ...] --work DIR [--csv FILE]
+    python benchmarks/verify_throughput.py --speed DATASET [DATASET ...] --work DIR [--against NAME=DIR ...]
+
+``--speed``: per dataset, ``ptxds verify`` from scratch (default trials, timing on) twice:
+``host`` (numpy's generator, references and bounds on the host: the baseline) and ``auto``
+(inputs, references and bounds on the GPU where device_prepare.py can make them), each
+printed as rows, wall seconds, rows per minute, the stage seconds verify reports and the
+peak RSS of the GPU workers and of this process (getrusage); then the labels of the two
+runs are compared row by row: statuses must be identical (the other label columns differ
+by construction where the device drew other inputs, and are reported), and with
+``--against NAME=DIR`` the statuses and every label column of the host run against a folder
+another checkout verified.
 
 Per dataset:
 1. Throughput: kernels verified (3 trials) and timed per GPU-minute, with the driver's JIT
@@ -29,6 +40,9 @@ sys.path.insert(0, str(ROOT))
 
 from dataset_spec.shards import read_records  # noqa: E402
 from verify import verify_dataset  # noqa: E402
+
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from verify_llm_speed import STATUS_ONLY, differences, differing_columns, labels  # noqa: E402
 
 SMALL_US = 10.0
 
@@ -119,13 +133,62 @@ def _ratio(values: list) -> str:
     return f"{statistics.median(values):.3f} (range {min(values):.3f}-{max(values):.3f}, n={len(values)})"
 
 
+def speed(datasets: list, work: Path, against: dict) -> bool:
+    """The --speed mode; True when every dataset's statuses are identical between modes
+    (and against the named folders)."""
+    table, same = [], True
+    for dataset in datasets:
+        name = Path(dataset).name
+        folders = {}
+        for mode in ("host", "auto"):
+            out = work / f"{name}-{mode}"
+            seconds, rows, summary = timed_verify(dataset, out, inputs=mode)
+            folders[mode] = out
+            stages = ", ".join(f"{k} {v:.1f}" for k, v in sorted(summary.stage_seconds.items(), key=lambda kv: -kv[1]))
+            workers = "/".join(f"{rss:.0f}" for rss in summary.worker_peak_rss_mib) or "-"
+            table.append((name, mode, len(rows), seconds, 60.0 * len(rows) / seconds if seconds else 0.0, workers,
+                          summary.parent_peak_rss_mib, stages, summary.gpu_name))
+            print(f"{name} {mode}: {len(rows)} rows in {seconds:.1f} s; {summary.format().splitlines()[1]}", flush=True)
+        host, auto = labels(folders["host"], STATUS_ONLY), labels(folders["auto"], STATUS_ONLY)
+        bad = differences(host, auto)
+        same &= not bad
+        print(f"{name}: statuses host vs auto: "
+              f"{'identical' if not bad else f'{len(bad)} row(s) differ: {bad[:5]}'} ({len(host)} rows)")
+        full_host, full_auto = labels(folders["host"]), labels(folders["auto"])
+        other = differences(full_host, full_auto)
+        columns = sorted(differing_columns(full_host, full_auto, other))
+        print(f"{name}: other label columns host vs auto: "
+              + ("identical" if not other else f"{len(other)} row(s) differ in {columns} (other inputs)"))
+        if name in against:
+            for columns, what in ((STATUS_ONLY, "statuses"), (None, "all label columns")):
+                mine = labels(folders["host"], *([columns] if columns else []))
+                theirs = labels(Path(against[name]), *([columns] if columns else []))
+                bad = differences(mine, theirs)
+                same &= bool(columns is None or not bad)
+                print(f"{name}: {what} host vs {against[name]}: "
+                      f"{'identical' if not bad else f'{len(bad)} row(s) differ'}")
+    print(f"\n| dataset ({table[0][-1] if table else ''}) | inputs | rows | wall s | rows/min | worker peak RSS MiB | "
+          "parent peak RSS MiB | seconds per stage |\n|---|---|---|---|---|---|---|---|")
+    for name, mode, rows, seconds, per_min, workers, parent, stages, _ in table:
+        print(f"| {name} | {mode} | {rows} | {seconds:.1f} | {per_min:.0f} | {workers} | {parent:.0f} | {stages} |")
+    print(f"\nstatuses identical in every comparison: {'yes' if same else 'NO'}")
+    return same
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("datasets", nargs="+")
     parser.add_argument("--work", required=True, help="scratch folder for the verified copies")
     parser.add_argument("--compare", type=int, default=16, help="rows per dataset compared with do_bench")
     parser.add_argument("--csv", default=None)
+    parser.add_argument("--speed", action="store_true",
+                        help="rows/min, stages and peak RSS with host and device inputs; labels compared")
+    parser.add_argument("--against", action="append", default=[], metavar="NAME=DIR",
+                        help="with --speed: a folder another checkout verified from dataset NAME")
     args = parser.parse_args()
+    if args.speed:
+        against = dict(item.split("=", 1) for item in args.against)
+        sys.exit(0 if speed(args.datasets, Path(args.work), against) else 1)
     work = Path(args.work)
     table, compared, gpu = [], [], ""
     for dataset in args.datasets:

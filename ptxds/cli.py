@@ -382,10 +382,13 @@ def rewrite(dataset, rewrites, mutants, seed):
                    "GEMM references and outputs of 1M+ elements, when installed)")
 @click.option("--sanitize", is_flag=True,
               help="also run every member under compute-sanitizer (memcheck, racecheck); slow")
+@click.option("--inputs", type=click.Choice(["auto", "host"]), default="auto", show_default=True,
+              help="who draws trial inputs (auto: large GEMM/vector_add/square groups on the GPU with a "
+                   "counter-based generator, recorded per row; host: numpy's generator for every group)")
 @executor_options
 @click.option("--silent", is_flag=True, help="no progress bar")
 @library_errors
-def verify(dataset, out_dir, groups, trials, no_timing, workers, kernel_timeout, reference, sanitize,
+def verify(dataset, out_dir, groups, trials, no_timing, workers, kernel_timeout, reference, sanitize, inputs,
            executor, address, silent):
     """Run every group on the GPU, check equivalence, time every member; writes new shards.
 
@@ -405,7 +408,7 @@ def verify(dataset, out_dir, groups, trials, no_timing, workers, kernel_timeout,
     try:
         summary = verify_dataset(dataset, out_dir, groups=groups, trials=trials, timing=not no_timing,
                                  workers=workers, kernel_timeout=kernel_timeout,
-                                 progress=not silent, reference=reference, sanitize=sanitize,
+                                 progress=not silent, reference=reference, sanitize=sanitize, inputs=inputs,
                                  start_workers=runner.gpu_workers, assembly_pool=runner.assembly_pool)
     finally:
         runner.close()

@@ -117,8 +117,12 @@ def device_inputs(storage: dict, device) -> dict:
     """A trial's input storage arrays as byte tensors on ``device``: uploaded once per group
     by the parent, they reach the worker as IPC handles instead of through the pipe."""
     import torch
-    return {name: torch.from_numpy(np.ascontiguousarray(array).reshape(-1).view(np.uint8).copy()).to(device)
-            for name, array in storage.items()}
+
+    def as_bytes(array):
+        if is_tensor(array):  # made on the device (device_prepare.py): its bytes, on ``device``
+            return array.contiguous().reshape(-1).view(torch.uint8).to(device)
+        return torch.from_numpy(np.ascontiguousarray(array).reshape(-1).view(np.uint8).copy()).to(device)
+    return {name: as_bytes(array) for name, array in storage.items()}
 
 
 def copy_from_tensor(buf, tensor) -> None:

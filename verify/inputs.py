@@ -324,15 +324,34 @@ def draw_integers(shape, rng: np.random.Generator, low: int, high: int, kind: st
 EDGE_RUN = 16
 
 
+# The host generator: numpy's default_rng (PCG64) seeded with [trial seed, buffer index]
+HOST_GENERATOR = "numpy-pcg64/1"
+
+
 @dataclass
 class TrialInputs:
-    """One trial's inputs: storage arrays (what the GPU gets) and their float64 values."""
+    """One trial's inputs: storage arrays (what the GPU gets) and their float64 values.
+    Made on the device (verify/device_prepare.py) they are torch tensors there."""
     trial: int
     seed: int
     kind: str
-    storage: dict  # name -> storage ndarray
-    values: dict   # name -> float64 ndarray of the rounded values
+    storage: dict  # name -> storage ndarray (or tensor)
+    values: dict   # name -> float64 ndarray (or tensor) of the rounded values
     ranges: dict = None  # name -> [lo, hi] drawn over: integers inclusive, floats magnitudes
+    generator: str = HOST_GENERATOR  # which generator drew the values (recorded per row)
+
+    def host_storage(self) -> dict:
+        """The storage arrays on the host (tensors downloaded; bfloat16 as its uint16 bits)."""
+        return {name: _host_array(array) for name, array in self.storage.items()}
+
+
+def _host_array(array) -> np.ndarray:
+    if not hasattr(array, "detach"):
+        return array
+    import torch
+    if array.dtype == torch.bfloat16:
+        return array.detach().contiguous().view(torch.int16).cpu().numpy().view("<u2")
+    return array.detach().cpu().numpy()
 
 
 def make_trial_inputs(problem: Problem, group_id: str, trial: int) -> TrialInputs:

@@ -56,6 +56,8 @@ def to_device(array, device):
     """A float64 array as a tensor on ``device``; an array that broadcasts one value stays
     a 0-d tensor (no full-size copy)."""
     import torch
+    if is_tensor(array):  # made on the device already (device_prepare.py)
+        return array.to(device=device, dtype=torch.float64)
     array = np.asarray(array)
     if array.size and all(stride == 0 for stride in array.strides):
         return torch.tensor(float(array.reshape(-1)[0]), dtype=torch.float64, device=device)

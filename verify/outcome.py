@@ -130,8 +130,25 @@ def output_hash(runs: list, specs: list) -> str:
     digest = hashlib.sha256()
     for run in runs:
         for spec in specs:
-            digest.update(memoryview(_host_bits(run.outputs[spec.name]).reshape(-1).view(np.uint8)))
+            for chunk in _host_chunks(run.outputs[spec.name]):
+                digest.update(memoryview(chunk))
     return digest.hexdigest()[:16]
+
+
+HASH_CHUNK_BYTES = 1 << 24  # a device tensor is hashed through host copies of this size
+
+
+def _host_chunks(array):
+    """An output's bytes in order: a host array at once, a device tensor in chunks of
+    HASH_CHUNK_BYTES copied to the host one after another (the hash is the same; the host
+    holds one chunk, not the output)."""
+    if not is_tensor(array):
+        yield np.ascontiguousarray(array).reshape(-1).view(np.uint8)
+        return
+    import torch
+    flat = array.detach().contiguous().reshape(-1).view(torch.uint8)
+    for begin in range(0, flat.numel(), HASH_CHUNK_BYTES):
+        yield flat[begin:begin + HASH_CHUNK_BYTES].cpu().numpy()
 
 
 def classify(result: CheckResult, specs: list, references: list, host_references: Optional[list] = None,
@@ -226,9 +243,9 @@ def classify(result: CheckResult, specs: list, references: list, host_references
         per_trial.append(errors.as_row())
     on_device = any(is_tensor(run.outputs[spec.name]) for run in result.runs for spec in specs)
     if hash_pool is not None and on_device:
-        # the bits come to the host now (the worker's memory may not outlive its next job);
-        # only the sha256 waits
-        copies = [TrialRun(run.trial, {spec.name: _host_bits(run.outputs[spec.name]) for spec in specs})
+        # the bits are copied now, on the device (the worker's memory may not outlive its
+        # next job); the hash thread brings them to the host chunk by chunk
+        copies = [TrialRun(run.trial, {spec.name: _device_copy(run.outputs[spec.name]) for spec in specs})
                   for run in result.runs]
         digest = hash_pool.submit(output_hash, copies, specs)
     else:
@@ -383,6 +400,11 @@ def inputs_changed(before: dict, after: dict) -> list:
             return bits_equal(a, b)
         return np.array_equal(raw(_host_bits(a)), raw(_host_bits(b)))
     return [name for name in before if not same(before[name], after[name])]
+
+
+def _device_copy(array):
+    """A device tensor cloned into this process's memory (a host array as it is)."""
+    return array.detach().clone() if is_tensor(array) else array
 
 
 def _host_bits(array) -> np.ndarray:

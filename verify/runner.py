@@ -1,7 +1,8 @@
 """verify_dataset: run every group of a dataset on the GPU, prove equivalence, time members.
 
 Per group: a group whose rows carry different problems is refused (every runnable row
-``problem_mismatch``); otherwise inputs drawn once per trial (recorded seeds and kinds),
+``problem_mismatch``); otherwise inputs drawn once per trial (recorded seeds, kinds and
+generators; on the GPU where device_prepare.py can, while the GPU runs the group before),
 the float64 reference and the per-element error bound computed once per trial, every
 member run in an isolated GPU worker and judged against the reference (and, under
 ``--sanitize``, under memcheck and racecheck, whose findings set the status), members that
@@ -39,9 +40,12 @@ from dataset_spec.one_problem import describe_mismatch, distinct_problems
 from .assembly_pool import AssemblyPool, runnable_reason
 from .compare import agreement_bound, trivial_reason
 from .inputs import exact_values, make_trial_inputs
+from .device_prepare import (device_makes, device_supported, make_trial_inputs_device, trial_on,
+                             trial_reference_on_device)
+from .trial_stats import element
 from .device_outputs import device_inputs
-from .judge import device_of, judge_device, on_device
-from .reference import reference_outputs
+from .judge import device_of, is_tensor, judge_device, on_device
+from .reference import choose_backend, reference_outputs, torch_for
 from .timing import TARGET_RSE
 from .outcome import Consensus, OutputSpec, Verdict, classify
 from .sanitize import TOOLS, race_errors, racing_members, run_sanitizer, sanitizer_status
@@ -49,6 +53,7 @@ from .coverage import apply_coverage, explain_survivors, measure_site
 from .race_focus import automatic_sanitizer, note as racecheck_note, racecheck_reason
 
 PASS_THROUGH = ("build_failed", "no_problem", "not_applicable")
+INPUT_GENERATORS = ("auto", "host")
 PREFETCH_GROUPS = 4
 # Groups whose inputs, references and bounds are prepared ahead of the GPU, and the host
 # threads that do it (numpy releases the GIL in its array loops).
@@ -119,6 +124,9 @@ class VerifySummary:
     # its outputs between processes), judge (checks and agreement), time, wait_prepare
     # (inputs and references not ready yet)
     stage_seconds: dict = field(default_factory=dict)
+    # peak resident memory (MiB) of each GPU worker process and of this process, from getrusage
+    worker_peak_rss_mib: list = field(default_factory=list)
+    parent_peak_rss_mib: float = 0.0
 
     def format(self) -> str:
         lines = [f"verified {len(self.groups)} group(s) on {self.gpu_name or 'no GPU'}; "
@@ -146,16 +154,64 @@ class _ProblemTrials:
     catches_rel_err: Optional[float] = None  # smallest uniform relative error the bound catches
     tolerance: Optional[tuple] = None  # (atol, rtol) when the problem replaces the bound with them
     bound_note: str = ""  # the bound's coefficients per output, for provenance
+    _host_storage: Optional[list] = None
+
+    def host_storage(self) -> list:
+        """Per trial, the input storage arrays on the host (downloaded once from the device
+        where the trials were made there; only the host path and the sanitizer need them)."""
+        if self._host_storage is None:
+            self._host_storage = [t.host_storage() for t in self.trials]
+        return self._host_storage
+
+
+def prepare_device(problem: Problem, reference: str = "auto", inputs: str = "auto"):
+    """The torch device where ``problem``'s inputs, references and bounds are made (the
+    device its members are judged on, for the ops device_prepare.py knows), or None for
+    the host. ``inputs``: auto (the device where it can), or host (the host generator)."""
+    if inputs not in INPUT_GENERATORS:
+        raise ValueError(f"inputs must be one of {INPUT_GENERATORS}, got {inputs!r}")
+    if inputs == "host" or not device_supported(problem):
+        return None
+    device = judge_device(problem, reference, 0)
+    if device is None and choose_backend(problem.op, problem, reference) == "torch":
+        # outputs too small to judge on the GPU, but a float64 reference large enough to
+        # compute there (a decode GEMM, M=16): made there, and then judged there too
+        device = torch_for(reference).device("cuda", 0)
+    return device
+
+
+def _worker_gpu_if_made_on_device(prepared, ordinal: int):
+    """The GPU of worker ``ordinal`` when ``prepared``'s references are tensors (made on
+    the device), else None: they are judged where they are, not brought back."""
+    made = prepared.references[0] if prepared.references else {}
+    if not any(is_tensor(value) for value in made.values()):
+        return None
+    torch = torch_for("auto")
+    return torch.device("cuda", int(ordinal) % max(1, torch.cuda.device_count()))
 
 
 def prepare_problem(problem: Problem, group_id: str, n_trials: Optional[int] = None,
-                    reference: str = "auto") -> _ProblemTrials:
+                    reference: str = "auto", device=None, quiet_gpu=None) -> _ProblemTrials:
     """Draw inputs, compute references and per-element error bounds for every trial (one
     trial per trial kind when ``n_trials`` is None); refuse trivial references.
-    ``reference``: where the float64 reference runs (see reference.py)."""
+    ``reference``: where the float64 reference runs (see reference.py). ``device``: a
+    torch device that makes the trials it can (device_prepare.py; inputs from the
+    counter-based generator, references and bounds as tensors there), None for the host.
+    ``quiet_gpu``: a lock held while a member is timed; the device's work is done under it
+    (and finished before it is released), so no kernel of ours runs beside a timed one."""
+    quiet = _quietly(device, quiet_gpu)
     op = get_op(problem.op)
     n_trials = n_trials or trial_count(problem)
-    trials = list(_TRIAL_POOL.map(lambda t: make_trial_inputs(problem, group_id, t), range(n_trials)))
+    if device is not None:
+        # trials the device cannot make wholly (host-made stress rows) are drawn on the host
+        # threads meanwhile; the device draws the others in order (its kernels queue anyway)
+        on_host = {t: _TRIAL_POOL.submit(make_trial_inputs, problem, group_id, t)
+                   for t in range(n_trials) if not device_makes(problem, t)}
+        made = {t: quiet(make_trial_inputs_device, problem, group_id, t, device)
+                for t in range(n_trials) if t not in on_host}
+        trials = [made[t] if t in made else on_host[t].result() for t in range(n_trials)]
+    else:
+        trials = list(_TRIAL_POOL.map(lambda t: make_trial_inputs(problem, group_id, t), range(n_trials)))
     specs = [OutputSpec(b.name, b.dtype) for b in problem.buffers if b.role in ("out", "inout")]
     prepared = _ProblemTrials(problem, trials, [], specs)
     fixed = {s.name: op.tolerance(problem, s.dtype) for s in specs}
@@ -166,8 +222,8 @@ def prepare_problem(problem: Problem, group_id: str, n_trials: Optional[int] = N
                          else terms[s.name].describe()) for s in specs)
     # The trials are drawn and judged-for in parallel (numpy releases the GIL in its array
     # loops), then taken in trial order, so the first refusal is the one a serial pass finds.
-    results = list(_TRIAL_POOL.map(lambda trial: _trial_reference(op, problem, trial, specs, terms, reference),
-                                   trials))
+    results = list(_TRIAL_POOL.map(lambda trial: quiet(_trial_reference, op, problem, trial, specs, terms,
+                                                        reference, device), trials))
     catches = []
     for trial, (shaped, per_spec, refusal) in zip(trials, results):
         if refusal:
@@ -188,9 +244,29 @@ def prepare_problem(problem: Problem, group_id: str, n_trials: Optional[int] = N
     return prepared
 
 
-def _trial_reference(op, problem: Problem, trial, specs: list, terms: dict, reference: str) -> tuple:
+def _quietly(device, lock):
+    """A caller of functions that run on ``device``: under ``lock``, waiting for the device
+    before releasing it (a plain call without a CUDA device or a lock)."""
+    if device is None or lock is None or getattr(device, "type", "") != "cuda":
+        return lambda fn, *args: fn(*args)
+
+    def call(fn, *args):
+        import torch
+        with lock:
+            try:
+                return fn(*args)
+            finally:
+                torch.cuda.synchronize(device)
+    return call
+
+
+def _trial_reference(op, problem: Problem, trial, specs: list, terms: dict, reference: str,
+                     device=None) -> tuple:
     """One trial's (reference per output, per output (bound, agreement bound, trivial
-    reason, smallest caught relative error or None), refusal or '')."""
+    reason, smallest caught relative error or None), refusal or ''). With ``device``, a
+    trial made on the host is uploaded and evaluated there too."""
+    if device is not None:
+        return trial_reference_on_device(op, problem, trial_on(trial, device), specs, terms)
     try:
         ref = reference_outputs(op, dict(trial.values), problem, reference)
         shaped = {}
@@ -243,6 +319,8 @@ def apply_verdict(row: KernelRecord, verdict: Verdict, prepared: _ProblemTrials,
     row.gpu_name, row.driver_version = gpu.get("name"), gpu.get("driver_version")
     row.provenance["verify"] = {
         "seeds": [t.seed for t in prepared.trials], "trial_kinds": [t.kind for t in prepared.trials],
+        # per trial, the generator that drew its inputs (inputs.HOST_GENERATOR, device_rng.GENERATOR)
+        "input_generators": [t.generator for t in prepared.trials],
         # per trial, what each input was drawn over (integers inclusive, float magnitudes)
         "input_ranges": [t.ranges or {} for t in prepared.trials],
         "error_bound": prepared.bound_note, "gpu": gpu.get("pci_bus_id"),
@@ -317,14 +395,14 @@ def add_consensus_witnesses(out_rows: list, consensus_by_digest: dict, prepared_
                            "kind": trial.kind if trial else None, "seed": trial.seed if trial else None,
                            "reason": row.status_message}
             if trial is not None and prepared.references:
-                row.witness["reference"] = float(np.asarray(
-                    prepared.references[found["trial"]][found["output"]]).reshape(-1)[found["flat_index"]])
+                row.witness["reference"] = element(prepared.references[found["trial"]][found["output"]],
+                                                   found["flat_index"])
         witness = row.witness
         if witness and witness.get("flat_index") is not None and rep_outputs is not None:
             spec = next(s for s in consensus.specs if s.name == witness["output"])
             bits = rep_outputs[witness["trial"]][spec.name]
             witness["consensus_kernel_id"] = kernel_of.get(rep_key)
-            witness["consensus_value"] = float(exact_values(bits, spec.dtype).reshape(-1)[witness["flat_index"]])
+            witness["consensus_value"] = element(exact_values(bits, spec.dtype), witness["flat_index"])
 
 
 class _Run:
@@ -332,8 +410,10 @@ class _Run:
 
     def __init__(self, groups: list, out_dir: Path, trials: int, timing: bool, kernel_timeout: float,
                  time_budget: float, pool: Optional[AssemblyPool], gpu_cc: tuple, progress_bar,
-                 reference: str = "auto", sanitizer: Optional[str] = None, device_outputs: bool = True):
+                 reference: str = "auto", sanitizer: Optional[str] = None, device_outputs: bool = True,
+                 inputs: str = "auto"):
         self.groups = groups
+        self.inputs = inputs
         self.device_outputs = device_outputs
         self.sanitizer = sanitizer  # compute-sanitizer's path when --sanitize, else None
         # racecheck for members whose change may race (race_focus), --sanitize or not
@@ -357,6 +437,9 @@ class _Run:
         self.stage_seconds: Counter = Counter()  # where the GPU threads' wall time went
         self.preparing: dict = {}  # (group_id, problem digest) -> Future of _ProblemTrials
         self.prepare_pool = ThreadPoolExecutor(max_workers=PREPARE_THREADS, thread_name_prefix="verify-prepare")
+        # per GPU ordinal, held while a member is timed there: the next group's inputs and
+        # references made on that GPU meanwhile would run beside the timed kernel
+        self.quiet_locks: dict = {}
 
     def take(self) -> Optional[int]:
         """Next group index; also keeps assembly PREFETCH_GROUPS groups, and the host's
@@ -377,6 +460,10 @@ class _Run:
                         self._prepare_future(group_id, row.problem)
             return index
 
+    def quiet_gpu(self, ordinal: int) -> threading.Lock:
+        """The lock held while a member is timed on GPU ``ordinal``."""
+        return self.quiet_locks.setdefault(int(ordinal), threading.Lock())  # setdefault is atomic under the GIL
+
     @contextlib.contextmanager
     def stopwatch(self, stage: str):
         """Adds the block's wall time to ``stage_seconds[stage]`` (summed over GPU threads)."""
@@ -393,8 +480,10 @@ class _Run:
         the groups before it. Called under the lock."""
         key = (group_id, problem.digest())
         if key not in self.preparing:
+            device = prepare_device(problem, self.reference, self.inputs)
+            lock = self.quiet_gpu(device.index or 0) if device is not None else None
             self.preparing[key] = self.prepare_pool.submit(prepare_problem, problem, group_id, self.trials,
-                                                           self.reference)
+                                                           self.reference, device, lock)
         return self.preparing[key]
 
     def prepared(self, group_id: str, problem: Problem) -> _ProblemTrials:
@@ -436,7 +525,8 @@ class _Run:
             if digest not in problems:
                 with self.stopwatch("wait_prepare"):
                     prepared = self.prepared(group_id, row.problem)
-                judged = on_device(prepared, judge_device(row.problem, self.reference, worker.ordinal))
+                judged = on_device(prepared, judge_device(row.problem, self.reference, worker.ordinal)
+                                   or _worker_gpu_if_made_on_device(prepared, worker.ordinal))
                 problems[digest] = (prepared, judged)
                 consensus_by_digest[digest] = Consensus(judged.specs)
             prepared, judged = problems[digest]
@@ -448,7 +538,6 @@ class _Run:
                 continue
             assembled = self.pool.result(row) if self.pool is not None else None
             cubin = assembled.cubin if assembled else None
-            payload = [(t.trial, f"{digest}:{t.trial}", t.seed, t.storage) for t in prepared.trials]
             run_start = time.perf_counter()
             with self.stopwatch("run"):
                 if getattr(worker, "device_outputs_ok", False) and self.device_outputs and judged is not prepared:
@@ -461,6 +550,8 @@ class _Run:
                     check = worker.check(row.to_json(), group_id, payload, cubin, self.kernel_timeout,
                                          device_outputs=True)
                 else:
+                    payload = [(t.trial, f"{digest}:{t.trial}", t.seed, storage)
+                               for t, storage in zip(prepared.trials, prepared.host_storage())]
                     check = worker.check(row.to_json(), group_id, payload, cubin, self.kernel_timeout)
             with self.lock:
                 for phase, seconds in (check.seconds or {}).items():
@@ -518,7 +609,8 @@ class _Run:
             if row.status != "passed" or not (row.variant or {}).get("mutation"):
                 continue
             prepared = problems[row.problem.digest()][0]
-            payload = [(t.trial, f"{row.problem.digest()}:{t.trial}", t.seed, t.storage) for t in prepared.trials]
+            payload = [(t.trial, f"{row.problem.digest()}:{t.trial}", t.seed, s)
+                       for t, s in zip(prepared.trials, prepared.host_storage())]
             apply_coverage(row, measure_site(worker, row, by_id.get(row.variant.get("base")), group_id, payload,
                                              self.kernel_timeout))
             results[row.build_key] = row.status
@@ -541,7 +633,7 @@ class _Run:
     def _sanitize(self, row: KernelRecord, prepared: _ProblemTrials, tools=TOOLS,
                   sanitizer: Optional[str] = None) -> dict:
         try:
-            return run_sanitizer(row.to_json(), prepared.trials[0].storage, tools=tools,
+            return run_sanitizer(row.to_json(), prepared.host_storage()[0], tools=tools,
                                  sanitizer=sanitizer or self.sanitizer)
         except Exception as exc:  # a sanitizer that fails to run is recorded and changes nothing
             return {"failed": f"{type(exc).__name__}: {exc}"[:300]}
@@ -564,7 +656,8 @@ class _Run:
 
     def _time(self, worker, row: KernelRecord) -> None:
         timeout = self.kernel_timeout + 3 * self.time_budget + 10.0
-        reply = worker.time(row.build_key, self.time_budget, timeout, MAX_TIMING_SAMPLES)
+        with self.quiet_gpu(worker.ordinal):
+            reply = worker.time(row.build_key, self.time_budget, timeout, MAX_TIMING_SAMPLES)
         if reply.get("error"):
             # The row passed its checks; a timing failure is noted, not a status change,
             # unless the kernel crashed or hung while being timed.
@@ -639,7 +732,7 @@ def verify_dataset(in_dir, out_dir, *, groups: Optional[str] = None, trials: Opt
                    workers: Optional[int] = None, kernel_timeout: float = 20.0, assemble_jobs: Optional[int] = None,
                    progress: bool = True, time_budget: float = 1.0, reference: str = "auto",
                    sanitize: bool = False, start_workers=None, assembly_pool=None,
-                   device_outputs: bool = True) -> VerifySummary:
+                   device_outputs: bool = True, inputs: str = "auto") -> VerifySummary:
     """Verify (and time) every group of the dataset in ``in_dir``; write rows to ``out_dir``.
 
     ``groups``: fnmatch pattern on group_id. ``trials``: trials per problem (None: one per
@@ -658,12 +751,18 @@ def verify_dataset(in_dir, out_dir, *, groups: Optional[str] = None, trials: Opt
     executor's assembles on the cluster's CPUs). ``device_outputs``: where members are
     judged on the GPU and the worker has torch with CUDA, their outputs stay on the GPU
     (device_outputs.py; False: every output is downloaded and piped, the host path; both
-    give the same rows). Raises NoDriverError when no GPU can be used.
+    give the same rows). ``inputs``: auto (groups of the ops device_prepare.py knows, judged
+    on the GPU, get their inputs from the counter-based device generator and their
+    references and bounds there; the rest, and every trial it cannot make, from the host),
+    or host (numpy's generator and host references for every group, as before). Raises
+    NoDriverError when no GPU can be used.
     """
     from .worker import start_local_workers
     in_path, out_path = Path(in_dir).resolve(), Path(out_dir).resolve()
     if in_path == out_path:
         raise ValueError("out_dir must differ from in_dir: the input dataset is never changed in place")
+    if inputs not in INPUT_GENERATORS:
+        raise ValueError(f"inputs must be one of {INPUT_GENERATORS}, got {inputs!r}: use auto or host")
     if trials is not None and trials < 1:
         raise ValueError(f"trials must be >= 1, got {trials}")
     sanitizer = None
@@ -693,7 +792,7 @@ def verify_dataset(in_dir, out_dir, *, groups: Optional[str] = None, trials: Opt
             except ImportError:
                 bar = None
         run = _Run(todo, out_path, trials, timing, kernel_timeout, time_budget, pool, cc, bar, reference, sanitizer,
-                   device_outputs)
+                   device_outputs, inputs)
         threads = [threading.Thread(target=run.serve, args=(w,), name=f"verify-gpu{w.ordinal}", daemon=True)
                    for w in gpu_workers]
         for t in threads:
@@ -706,6 +805,10 @@ def verify_dataset(in_dir, out_dir, *, groups: Optional[str] = None, trials: Opt
         summary.counts = dict(run.counts)
         summary.not_runnable = run.not_runnable
         summary.stage_seconds = dict(run.stage_seconds)
+        summary.worker_peak_rss_mib = [rss for rss in (getattr(w, "peak_rss_mib", lambda: None)() for w in gpu_workers)
+                                       if rss is not None]
+        import resource
+        summary.parent_peak_rss_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         return summary
     finally:
         if bar is not None:

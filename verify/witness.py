@@ -1,6 +1,8 @@
 """Regenerate a verified negative's witness on the host: the trial's inputs come back from
 its seed (inputs.make_trial_inputs), the float64 reference is recomputed with numpy, and
-the element the witness names is read from it. No GPU is needed."""
+the element the witness names is read from it. No GPU is needed: a trial drawn by the
+device generator (the row's ``provenance.verify.input_generators``) is redrawn by the same counter-based
+generator with torch on the CPU, which gives the same values."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -12,7 +14,7 @@ from dataset_spec.errors import PtxdsError
 from dataset_spec.model import KernelRecord
 from dataset_spec.ops import get_op
 
-from .inputs import make_trial_inputs
+from .inputs import make_trial_inputs, HOST_GENERATOR
 from .reference import reference_outputs
 
 
@@ -59,8 +61,7 @@ def regenerate(record: KernelRecord, witness: Optional[dict] = None) -> Regenera
         raise WitnessError(f"kernel {record.kernel_id} has no element witness ({reason}); "
                            "only wrong results and disagreements name an element")
     problem = record.problem
-    trial = make_trial_inputs(problem, record.group_id, int(witness["trial"]))
-    reference = reference_outputs(get_op(problem.op), dict(trial.values), problem, "numpy")
+    trial, reference = _redraw(record, int(witness["trial"]), trial_generator(record, int(witness["trial"])))
     name, flat = witness["output"], int(witness["flat_index"])
     shape = problem.buffer(name).shape
     values = np.asarray(reference[name], dtype=np.float64).reshape(-1)
@@ -71,3 +72,31 @@ def regenerate(record: KernelRecord, witness: Optional[dict] = None) -> Regenera
         stored_reference=witness.get("reference"), reference=float(values[flat]), bound=witness.get("bound"),
         value=witness.get("value"), consensus_kernel_id=witness.get("consensus_kernel_id"),
         consensus_value=witness.get("consensus_value"))
+
+
+def trial_generator(record: KernelRecord, trial: int) -> str:
+    """The generator that drew ``trial``'s inputs, as the verifier recorded it (rows verified
+    before it was recorded: the host generator)."""
+    generators = ((record.provenance or {}).get("verify") or {}).get("input_generators") or []
+    return generators[trial] if 0 <= trial < len(generators) else HOST_GENERATOR
+
+
+def _redraw(record: KernelRecord, trial_number: int, generator: str) -> tuple:
+    """(TrialInputs, float64 reference per output as numpy) of one trial, drawn by ``generator``."""
+    from . import device_rng
+    problem = record.problem
+    if generator == HOST_GENERATOR:
+        trial = make_trial_inputs(problem, record.group_id, trial_number)
+        return trial, reference_outputs(get_op(problem.op), dict(trial.values), problem, "numpy")
+    if generator != device_rng.GENERATOR:
+        raise WitnessError(f"kernel {record.kernel_id}: its inputs came from generator {generator!r}, which this "
+                           f"version cannot redraw; use the ptxds version that verified it")
+    try:
+        import torch
+    except ImportError:
+        raise WitnessError(f"kernel {record.kernel_id}: its inputs came from {generator}, which needs torch to "
+                           "redraw; pip install torch") from None
+    from .device_prepare import make_trial_inputs_device
+    trial = make_trial_inputs_device(problem, record.group_id, trial_number, torch.device("cpu"))
+    reference = get_op(problem.op).reference(dict(trial.values), problem)
+    return trial, {name: value.double().numpy() for name, value in reference.items()}

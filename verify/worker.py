@@ -299,6 +299,10 @@ class _Worker:
                 if job["type"] == "check":
                     reply = self.check_job(job)
                     fatal = reply.fatal
+                elif job["type"] == "peak_rss":
+                    import resource
+                    reply = {"peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+                    fatal = False
                 elif job["type"] == "site_count":
                     from .coverage import count_site
                     reply = count_site(self, job)
@@ -511,6 +515,16 @@ class GpuWorker:
         if reply.get("fatal"):
             self.kill()
         return reply
+
+    def peak_rss_mib(self, timeout: float = 10.0) -> Optional[float]:
+        """The worker process's peak resident memory (getrusage), None when it is not running
+        (a worker started again after a crash counts from its restart)."""
+        if not self.alive:
+            return None
+        try:
+            return float(self._request({"type": "peak_rss"}, timeout)["peak_rss_mib"])
+        except (WorkerTimeout, WorkerDied, KeyError):
+            return None
 
     def time(self, build_key: str, budget_s: float, timeout: float, max_samples: int = 2000) -> dict:
         job = {"type": "time", "build_key": build_key, "budget_s": budget_s, "max_samples": max_samples}

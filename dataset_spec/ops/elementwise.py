@@ -23,14 +23,14 @@ def scale_vector_add(inputs, problem):
     """An IEEE add is exactly rounded (out = (x + y)(1 + d), |d| <= u): no term scales
     with |x| + |y|, so cancellation earns no allowance."""
     out = _out_name(problem)
-    return {out: np.zeros(problem.buffer(out).shape)}
+    return {out: np.broadcast_to(np.float64(0.0), problem.buffer(out).shape)}  # one value, no full-size array
 
 
 def pointwise_vector_add(inputs, problem, reference):
     """A float32 add rounded again to a narrower output (double rounding): u_acc |ref|."""
     out = _out_name(problem)
     narrower = problem.buffer(out).dtype not in ("float32", "float64")
-    return {out: np.abs(reference[out]) * (1.0 if narrower else 0.0)}
+    return {out: abs(reference[out]) * (1.0 if narrower else 0.0)}  # abs: numpy arrays and torch tensors
 
 
 def range_vector_add(problem, buffer):

@@ -91,7 +91,7 @@ def pointwise_gemm(inputs, problem, reference):
 
 def scale_gemm(inputs, problem):
     p = problem.params
-    abs_inputs = {k: np.abs(v) for k, v in inputs.items()}
+    abs_inputs = {k: abs(v) for k, v in inputs.items()}  # abs: numpy arrays and torch tensors (verify)
     abs_problem = Problem(problem.problem_id, problem.op, problem.buffers,
                           {**p, "alpha": abs(float(p.get("alpha", 1.0))), "beta": abs(float(p.get("beta", 0.0)))})
     return gemm_exact(abs_inputs, abs_problem)

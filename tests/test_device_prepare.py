@@ -1,0 +1,341 @@
+"""Inputs, references and bounds made on the device (verify/device_rng.py,
+verify/device_prepare.py), run with torch on the CPU as the device: the generator is
+reproducible and counter-based, its trials follow the same plans as the host's, and the
+device's references, bounds and refusals equal the host's on the same inputs."""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from dataset_spec.model import Buffer, Distribution, KernelRecord, Problem  # noqa: E402
+from dataset_spec.ops import get_op  # noqa: E402
+from dataset_spec.trials import trial_count  # noqa: E402
+from verify import device_rng  # noqa: E402
+from verify.device_prepare import make_trial_inputs_device  # noqa: E402
+from verify.inputs import HOST_GENERATOR, edge_values, make_trial_inputs  # noqa: E402
+from verify.outcome import OutputSpec  # noqa: E402
+from verify.runner import _trial_reference, prepare_device, prepare_problem  # noqa: E402
+from verify.timing import MAX_SAMPLES, MIN_SAMPLES, should_stop, summarise  # noqa: E402
+
+CPU = torch.device("cpu")
+
+
+def _vector_add(dtype: str = "float32", n: int = 4096) -> Problem:
+    return Problem(f"va_{dtype}_{n}", "vector_add", [
+        Buffer("x", dtype, (n,)), Buffer("y", dtype, (n,)), Buffer("out", dtype, (n,), role="out")])
+
+
+def _gemm(dtype: str = "bfloat16", m: int = 48, n: int = 40, k: int = 96, a_init=None) -> Problem:
+    a = Buffer("A", dtype, (m, k)) if a_init is None else Buffer("A", dtype, (m, k), init=a_init)
+    return Problem(f"gemm_{dtype}_{m}x{n}x{k}", "gemm", [a, Buffer("B", dtype, (k, n)),
+                                                         Buffer("D", dtype, (m, n), role="out")],
+                   params={"M": m, "N": n, "K": k})
+
+
+def test_philox_matches_the_published_known_answer():
+    # Random123's kat_vectors: philox4x32_10, counter 0 and key 0
+    words = device_rng.philox_words(0, 0, 0, 1, CPU)
+    assert [int(w[0]) for w in words] == [0x6627E8D5, 0xE169C58D, 0xBC57AC4C, 0x9B00DBD8]
+
+
+def test_same_seed_same_values_other_trial_or_buffer_other_values():
+    first = device_rng.uniform(1234, 1, 0, 10_001, CPU)
+    assert torch.equal(first, device_rng.uniform(1234, 1, 0, 10_001, CPU))
+    assert float(first.min()) >= 0.0 and float(first.max()) < 1.0
+    # counter-based: a prefix is the same values whatever the length asked for
+    assert torch.equal(first[:777], device_rng.uniform(1234, 1, 0, 777, CPU))
+    for other in (device_rng.uniform(1235, 1, 0, 10_001, CPU), device_rng.uniform(1234, 2, 0, 10_001, CPU),
+                  device_rng.uniform(1234, 1, 1, 10_001, CPU)):
+        assert float((other == first).double().mean()) < 1e-3
+    problem = _vector_add()
+    one, again = (make_trial_inputs_device(problem, "g", 0, CPU) for _ in range(2))
+    other_trial = make_trial_inputs_device(problem, "g", 1, CPU)
+    assert one.generator == device_rng.GENERATOR
+    assert torch.equal(one.storage["x"], again.storage["x"])
+    assert not torch.equal(one.storage["x"], other_trial.storage["x"])
+    assert not torch.equal(one.storage["x"], one.storage["y"])
+
+
+def test_device_trials_follow_the_host_plans():
+    for problem in (_vector_add("float32"), _vector_add("float16"), _gemm("bfloat16"), _gemm("float32")):
+        for trial in range(trial_count(problem)):
+            host = make_trial_inputs(problem, "g", trial)
+            device = make_trial_inputs_device(problem, "g", trial, CPU)
+            assert (device.seed, device.kind, device.ranges) == (host.seed, host.kind, host.ranges)
+            for name, values in host.values.items():
+                drawn = device.values[name].numpy()
+                host_bits = host.storage[name]
+                device_bits = device.host_storage()[name]
+                assert device_bits.dtype == host_bits.dtype and device_bits.shape == host_bits.shape
+                if host.kind == "stress" and problem.op == "gemm":  # the same row pattern along K
+                    axis = -1 if name == "A" else 0
+                    assert np.array_equal(_row_signature(values, axis), _row_signature(drawn, axis))
+                    continue
+                if host.kind == "stress":  # the same case at every position, its random part drawn on the device
+                    _same_cases(values, drawn, host.ranges[name][1])
+                    continue
+                assert np.all(np.isfinite(drawn))
+                if host.kind == "normal":
+                    assert abs(drawn.mean()) < 0.1 and abs(drawn.std() - 1.0) < 0.1
+                if host.kind == "uniform":
+                    assert np.all(np.abs(drawn) <= np.sqrt(3) * 1.01) and abs(drawn.std() - 1.0) < 0.1
+                if host.kind == "wide":
+                    lo, hi = host.ranges[name]
+                    magnitudes = np.abs(drawn)
+                    assert magnitudes.max() <= hi * 1.01 and magnitudes.min() >= lo * 0.99
+                    assert abs(np.mean(drawn < 0) - 0.5) < 0.1
+                if host.kind == "edge":
+                    specials = set(edge_values(problem.buffer(name).dtype, tuple(host.ranges[name])).tolist())
+                    share = np.mean([v in specials for v in drawn.reshape(-1).tolist()])
+                    assert 0.15 < share < 0.4  # EDGE_FRACTION of the elements, plus chance hits
+
+
+def _same_cases(host: np.ndarray, device: np.ndarray, hi: float) -> None:
+    """Two stress draws hold NaN and +-inf at the same elements, and every finite value
+    inside the domain."""
+    for test in (np.isnan, np.isposinf, np.isneginf):
+        assert np.array_equal(test(host), test(device))
+    finite = np.isfinite(device)
+    assert np.all(np.abs(device[finite]) <= hi * (1 + 1e-3))
+    assert np.isfinite(host).mean() == finite.mean()
+
+
+def test_elementwise_stress_cases_sit_where_the_host_puts_them():
+    square = Problem("sq", "square", [Buffer("x", "float32", (9001,)), Buffer("out", "float32", (9001,), role="out")])
+    for problem in (_vector_add("float32", 9001), _vector_add("float16", 9001), square):
+        stress = next(t for t in range(trial_count(problem)) if make_trial_inputs(problem, "g", t).kind == "stress")
+        host = make_trial_inputs(problem, "g", stress)
+        device = make_trial_inputs_device(problem, "g", stress, CPU)
+        for name in host.values:
+            _same_cases(host.values[name], device.values[name].numpy(), host.ranges[name][1])
+        if problem.op == "vector_add":  # y's cases are built from x: exact cancellation at case 0
+            x, y = device.values["x"].numpy(), device.values["y"].numpy()
+            assert np.array_equal(y[0::9], -x[0::9])
+
+
+def _host_copy(trial):
+    """The device-made trial as numpy arrays, for the host path."""
+    return dataclasses.replace(trial, storage=trial.host_storage(),
+                               values={k: v.numpy() for k, v in trial.values.items()}, generator=HOST_GENERATOR)
+
+
+@pytest.mark.parametrize("problem", [_vector_add("float32"), _vector_add("float16"), _gemm("bfloat16"),
+                                     _gemm("float32", 16, 24, 600),
+                                     Problem("sq", "square", [Buffer("x", "float32", (3000,)),
+                                                              Buffer("out", "float32", (3000,), role="out")])],
+                         ids=lambda p: p.problem_id)
+def test_device_reference_and_bounds_equal_the_hosts_on_the_same_inputs(problem):
+    op = get_op(problem.op)
+    specs = [OutputSpec(b.name, b.dtype) for b in problem.buffers if b.role == "out"]
+    terms = {s.name: op.bound_terms(problem, s.dtype) for s in specs}
+    exact = problem.op != "gemm"  # elementwise float64 is the same everywhere; sums may round in another order
+    for trial in range(trial_count(problem)):
+        device_trial = make_trial_inputs_device(problem, "g", trial, CPU)
+        d_ref, d_spec, d_refusal = _trial_reference(op, problem, device_trial, specs, terms, "numpy", CPU)
+        h_ref, h_spec, h_refusal = _trial_reference(op, problem, _host_copy(device_trial), specs, terms, "numpy")
+        assert d_refusal == h_refusal == ""
+        for spec in specs:
+            d_bound, d_agree, d_reason, d_caught = d_spec[spec.name]
+            h_bound, h_agree, h_reason, h_caught = h_spec[spec.name]
+            assert d_reason == h_reason
+            pairs = [(d_ref[spec.name], h_ref[spec.name]), (d_bound, h_bound), (d_agree, h_agree)]
+            for device_array, host_array in pairs:
+                device_array = np.broadcast_to(device_array.numpy(), np.shape(host_array))
+                if exact:
+                    assert np.array_equal(device_array, host_array, equal_nan=True)
+                else:
+                    np.testing.assert_allclose(device_array, host_array, rtol=1e-12, atol=0)
+            assert (d_caught is None) == (h_caught is None)
+            if d_caught is not None:
+                assert d_caught == pytest.approx(h_caught, rel=1e-12)
+
+
+def test_a_trivial_reference_is_refused_the_same_way():
+    problem = _gemm("float32", a_init=Distribution("zeros"))
+    host = prepare_problem(problem, "g", 1)
+    device = prepare_problem(problem, "g", 1, device=CPU)
+    assert host.refusal and device.refusal == host.refusal
+    assert device.refusal_status == host.refusal_status == "trivial_reference"
+
+
+def test_prepare_on_the_device_keeps_what_it_cannot_make_on_the_host():
+    fp8 = Problem("fp8", "vector_add", [Buffer("x", "float8_e4m3", (64,)), Buffer("y", "float8_e4m3", (64,)),
+                                       Buffer("out", "float16", (64,), role="out")])
+    assert make_trial_inputs_device(fp8, "g", 0, CPU) is None
+    softmax = Problem("sm", "softmax", [Buffer("x", "float32", (4, 8)), Buffer("y", "float32", (4, 8), role="out")])
+    assert prepare_device(softmax) is None and prepare_device(_vector_add(), inputs="host") is None
+    with pytest.raises(ValueError, match="inputs must be one of"):
+        prepare_device(_vector_add(), inputs="gpu")
+    prepared = prepare_problem(_vector_add(), "g", device=CPU)
+    assert [t.generator for t in prepared.trials] == [device_rng.GENERATOR] * trial_count(_vector_add())
+    storage = prepared.host_storage()
+    assert storage[0]["x"].dtype == np.float32 and storage[0]["x"].shape == (4096,)
+
+
+def test_a_witness_of_device_drawn_inputs_is_redrawn_on_the_cpu():
+    from verify.witness import regenerate
+    problem = _vector_add()
+    trial = make_trial_inputs_device(problem, "g", 2, CPU)
+    reference = (trial.values["x"] + trial.values["y"]).numpy()
+    record = KernelRecord(kernel_id="k", group_id="g", source="test", variant={}, name="k", arch="sm_80",
+                          ptx="", launches=[], problem=problem,
+                          provenance={"verify": {"input_generators": [device_rng.GENERATOR] * 5}})
+    found = regenerate(record, {"trial": 2, "output": "out", "flat_index": 17, "seed": trial.seed})
+    assert found.seed_matches and found.reference == reference[17]
+    host = regenerate(dataclasses.replace(record, provenance={}), {"trial": 2, "output": "out", "flat_index": 17})
+    assert host.reference != found.reference  # the host generator draws other values
+
+
+def _sample_stream(rng, true_us: float, noise: float):
+    while True:
+        yield true_us * float(rng.lognormal(0.0, noise))
+
+
+@pytest.mark.parametrize("noise", [0.002, 0.01, 0.05])
+def test_early_stop_keeps_the_median_within_tolerance(noise):
+    rng = np.random.default_rng(7)
+    true_us = 100.0
+    for _ in range(20):  # many timing runs of one synthetic kernel
+        samples, stream = [], _sample_stream(rng, true_us, noise)
+        while not should_stop(samples, 0.0, 1.0):
+            samples.append(next(stream))
+        stats = summarise(samples)
+        assert MIN_SAMPLES <= stats.samples <= MAX_SAMPLES
+        assert abs(stats.median_us - true_us) / true_us < 0.01
+        if noise <= 0.002:
+            assert stats.samples < 50  # a steady kernel stops long before the old floor of 50
+        if noise >= 0.05:
+            assert stats.samples > 50  # a noisy one samples on until its median is stable
+
+
+def test_output_hash_of_device_tensors_in_chunks_equals_the_hosts(monkeypatch):
+    from verify import outcome
+    rng = np.random.default_rng(3)
+    outputs = {"out": rng.normal(size=1001).astype(np.float32), "h": rng.normal(size=77).astype(np.float16)}
+    specs = [OutputSpec("out", "float32"), OutputSpec("h", "float16")]
+    host = outcome.output_hash([outcome.TrialRun(0, outputs)], specs)
+    monkeypatch.setattr(outcome, "HASH_CHUNK_BYTES", 100)  # many chunks per output
+    tensors = {name: torch.from_numpy(array.copy()) for name, array in outputs.items()}
+    assert outcome.output_hash([outcome.TrialRun(0, tensors)], specs) == host
+    tensors["out"][500] += 1
+    assert outcome.output_hash([outcome.TrialRun(0, tensors)], specs) != host
+
+
+class _HostAddWorker:
+    """The worker interface computing a float32 vector add on the host (no GPU): ``exact``
+    rows add, ``skewed`` rows add 1% at element 5; outputs come back as host arrays."""
+    ordinal = 0
+    info = {"name": "host vector add", "cc": [9, 0], "driver_version": "0"}
+
+    def check(self, record_json, group, payload, cubin, timeout, device_outputs=False):
+        import json
+        from verify.outcome import CheckResult, TrialRun
+        name = json.loads(record_json)["name"]
+        runs = []
+        for trial, _key, _seed, storage in payload:
+            with np.errstate(invalid="ignore", over="ignore"):
+                out = (storage["x"] + storage["y"]).astype(np.float32)
+            if name == "skewed":
+                out[5] = out[5] * np.float32(1.01) if np.isfinite(out[5]) and out[5] != 0 else np.float32(1e30)
+            runs.append(TrialRun(trial, {"out": out}))
+        return CheckResult(runs=runs)
+
+    def close(self):
+        pass
+
+
+class _NoAssembly:
+    def __init__(self, cc, jobs):
+        pass
+
+    def submit(self, row):
+        pass
+
+    def result(self, row):
+        return None
+
+    def close(self):
+        pass
+
+
+def test_verify_with_trials_made_on_the_device_labels_as_the_host(tmp_path, monkeypatch):
+    """The runner end to end with torch's CPU as the device (inputs, references, bounds and
+    judging there) against the host path: the same statuses, the generator recorded."""
+    from dataset_spec.shards import ShardWriter, read_records
+    from verify import runner, verify_dataset
+    problem = _vector_add("float32", 5000)
+    rows = [KernelRecord(problem.problem_id, "test", {"entry": name}, name, "sm_80", "", [], problem,
+                         build_key=f"k-{name}", kernel_id=name) for name in ("exact", "exact_too", "skewed")]
+    ShardWriter(tmp_path / "in").write(rows)
+    monkeypatch.setattr(runner, "judge_device", lambda problem, reference, ordinal: CPU)
+    got = {}
+    for inputs in ("auto", "host"):
+        verify_dataset(tmp_path / "in", tmp_path / inputs, timing=False, progress=False, inputs=inputs,
+                       start_workers=lambda n: [_HostAddWorker()], assembly_pool=_NoAssembly)
+        got[inputs] = {r.name: r for r in read_records(tmp_path / inputs)}
+    for mode, generator in (("auto", device_rng.GENERATOR), ("host", HOST_GENERATOR)):
+        assert [got[mode][n].status for n in ("exact", "exact_too", "skewed")] == ["passed", "passed", "wrong_result"]
+        assert got[mode]["exact"].provenance["verify"]["input_generators"] == [generator] * trial_count(problem)
+        assert got[mode]["exact"].output_hash == got[mode]["exact_too"].output_hash
+    assert got["auto"]["exact"].output_hash != got["host"]["exact"].output_hash  # other inputs, other outputs
+    # the witness of the device-drawn trial is redrawn (on the CPU) to the reference it recorded
+    from verify.witness import regenerate
+    witness = got["auto"]["skewed"].witness
+    assert regenerate(got["auto"]["skewed"]).reference == witness["reference"]
+
+
+def test_trials_the_device_cannot_make_are_drawn_on_the_host_beside_the_others():
+    from verify.device_prepare import device_makes
+    problem = Problem("gemm_i8", "gemm", [Buffer("A", "int8", (16, 64)), Buffer("B", "int8", (64, 8)),
+                                          Buffer("D", "int32", (16, 8), role="out")], params={"M": 16, "N": 8, "K": 64})
+    kinds = [make_trial_inputs(problem, "g", t).kind for t in range(trial_count(problem))]
+    prepared = prepare_problem(problem, "g", device=CPU)
+    host_kinds = ("wide", "edge", "stress")  # integer draws of these kinds stay on the host
+    for trial, kind in zip(prepared.trials, kinds):
+        assert device_makes(problem, trial.trial) == (kind not in host_kinds)
+        assert trial.generator == (HOST_GENERATOR if kind in host_kinds else device_rng.GENERATOR)
+        assert trial.storage["A"].dtype == (np.int8 if kind in host_kinds else torch.int8)
+    assert not prepared.refusal
+    assert all(device_makes(p, kinds.index("stress")) for p in (_vector_add(), _gemm("bfloat16")))
+
+
+def _row_signature(values: np.ndarray, axis: int) -> np.ndarray:
+    """Per row along ``axis`` (the reduction axis): NaNs, infinities, whether every element
+    is equal, whether many are zero (half, in the half-zeros rows), whether signs alternate (rows by pattern)."""
+    rows = np.moveaxis(values, axis, -1).reshape(-1, values.shape[axis])
+    finite = np.where(np.isfinite(rows), rows, 0.0)
+    return np.stack([np.isnan(rows).sum(1), np.isinf(rows).sum(1), (rows == rows[:, :1]).all(1),
+                     (rows == 0).mean(1) > 0.1, (np.sign(finite[:, ::2]) > 0).all(1) & (np.sign(finite[:, 1::2]) < 0).all(1)],
+                    axis=1)
+
+
+@pytest.mark.parametrize("layouts", [("row", "row"), ("row", "col"), ("col", "row")])
+def test_gemm_stress_rows_follow_the_host_patterns(layouts):
+    problem = _gemm("bfloat16", 30, 22, 64)
+    problem = Problem(problem.problem_id, "gemm", problem.buffers,
+                      params={**problem.params, "layout_a": layouts[0], "layout_b": layouts[1]})
+    stress = next(t for t in range(trial_count(problem)) if make_trial_inputs(problem, "g", t).kind == "stress")
+    host = make_trial_inputs(problem, "g", stress)
+    device = make_trial_inputs_device(problem, "g", stress, CPU)
+    k_axis = {"A": -1 if layouts[0] == "row" else 0, "B": 0 if layouts[1] == "row" else -1}
+    for name, axis in k_axis.items():
+        h, d = host.values[name], device.values[name].numpy()
+        assert np.array_equal(_row_signature(h, axis), _row_signature(d, axis)), name
+        finite = np.isfinite(d)
+        assert np.all(np.abs(d[finite]) <= host.ranges[name][1])
+
+
+def test_float64_stress_keeps_the_domain_top_finite():
+    # hi of a float64 add is ~9e307: a float32 intermediate would turn it into infinity
+    problem = _vector_add("float64", 900)
+    stress = next(t for t in range(trial_count(problem)) if make_trial_inputs(problem, "g", t).kind == "stress")
+    host = make_trial_inputs(problem, "g", stress)
+    device = make_trial_inputs_device(problem, "g", stress, CPU)
+    for name in ("x", "y"):
+        _same_cases(host.values[name], device.values[name].numpy(), host.ranges[name][1])
+    hi = host.ranges["y"][1]
+    assert np.array_equal(np.abs(device.values["y"].numpy()[5::9]), np.full(100, hi))
