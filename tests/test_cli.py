@@ -32,7 +32,7 @@ def test_unknown_source_lists_known_ones(tmp_path):
     result = run_cli("build", "--source", "nope", "--out", str(tmp_path / "d"))
     assert result.exit_code == 1
     assert result.output.strip() == \
-        "Error: unknown source 'nope'; known sources: cutlass, handhack, mirage, ptx, tilelang, triton, triton-dump, tvm"
+        "Error: unknown source 'nope'; known sources: cutlass, cutlass-conv, handhack, mirage, ptx, tilelang, triton, triton-dump, tvm"
 
 
 def test_unknown_arch_is_rejected(tmp_path):
@@ -160,8 +160,9 @@ def test_schedules_applies_to_tvm_only(tmp_path):
     assert "--schedules applies to --source tvm" in result.output
 
 
-@pytest.mark.parametrize("flag", [("--workloads", "matmul_fp16"), ("--tensor-cores", "only")])
-def test_tvm_selection_flags_apply_to_tvm_only(tmp_path, flag):
+@pytest.mark.parametrize("flag, sources", [(("--workloads", "matmul_fp16"), "tilelang and tvm"),
+                                           (("--tensor-cores", "only"), "tvm")])
+def test_tvm_selection_flags_apply_to_tvm_only(tmp_path, flag, sources):
     result = run_cli("build", "--source", "mirage", *flag, "--out", str(tmp_path / "d"))
     assert result.exit_code != 0
-    assert f"{flag[0]} applies to --source tvm" in result.output
+    assert f"{flag[0]} applies to --source {sources}, not mirage" in result.output
