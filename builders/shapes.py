@@ -6,7 +6,9 @@ row per size. Three kinds of size cover the built-in sources:
 
 - ``gemm``: ``[M, N, K]`` (Triton's matmul suite, every CUTLASS GEMM),
 - ``rows``: ``[M, N]``, M rows of N columns (softmax, rmsnorm, layernorm),
-- ``elementwise``: ``n`` elements (vector_add, square).
+- ``elementwise``: ``n`` elements (vector_add, square),
+- ``grouped``: a list of ``[M, N, K]`` problems (grouped GEMM: MoE expert layers with
+  uneven tokens per expert, builders/moe_shapes.py).
 
 Built-in sets: ``default`` (each source's own sizes, the groups every earlier build made),
 ``llm`` (transformer-layer sizes), ``sweep`` (powers of two and odd sizes, small to
@@ -21,6 +23,7 @@ File form (YAML or JSON; every key optional, at least one size in all)::
     gemm: [[4096, 4096, 4096], {M: 16, N: 4096, K: 4096}]
     rows: [[4096, 8192]]
     elementwise: [1048576]
+    grouped: [[[128, 256, 512], [40, 256, 512]]]   # each size a list of [M, N, K] problems
     softmax: [[16, 4096]]        # per-op lists (softmax, rmsnorm, layernorm, vector_add,
                                  # square) replace their kind's list for that op
 """
@@ -33,10 +36,12 @@ from pathlib import Path
 
 from dataset_spec.documents import load_document
 from dataset_spec.model import SpecError
+from builders.moe_shapes import LLM_GROUPED, SWEEP_GROUPED, grouped_label
 
 KINDS = {"gemm": ("M", "N", "K"), "rows": ("M", "N"), "elementwise": ("n",)}
 OP_KINDS = {"gemm": "gemm", "softmax": "rows", "rmsnorm": "rows", "layernorm": "rows",
-            "vector_add": "elementwise", "square": "elementwise"}
+            "vector_add": "elementwise", "square": "elementwise", "grouped_gemm": "grouped"}
+GROUPED = "grouped"  # a size of this kind is a tuple of (M, N, K) problems
 # Host-side float64 copies the verifier keeps per group (inputs, outputs, reference and
 # error scale) must stay a few hundred MB; built-in sets are checked against this.
 MAX_GROUP_HOST_BYTES = 768 << 20
@@ -50,6 +55,7 @@ class ShapeSet:
     gemm: tuple = ()
     rows: tuple = ()
     elementwise: tuple = ()
+    grouped: tuple = ()
     per_op: dict = field(default_factory=dict)
     exact: bool = False
     is_default: bool = False
@@ -63,12 +69,16 @@ class ShapeSet:
 
 def shape_label(kind: str, size) -> str:
     """The size as group ids spell it: ``M512xN768xK520``, ``M4096xN4096``, ``n1048576``."""
+    if kind == GROUPED:
+        return grouped_label(size)
     values = (size,) if isinstance(size, int) else size
     return "x".join(f"{name}{value}" for name, value in zip(KINDS[kind], values))
 
 
 def shape_params(kind: str, size) -> dict:
     """The size as a problem records it in ``params["shape"]``."""
+    if kind == GROUPED:
+        return {"problems": [[int(v) for v in p] for p in size]}
     values = (size,) if isinstance(size, int) else size
     return dict(zip(KINDS[kind], (int(v) for v in values)))
 
@@ -81,6 +91,7 @@ LLM = ShapeSet(
     gemm=((4096, 4096, 4096), (8192, 1024, 4096), (16, 4096, 4096), (2048, 5632, 2048)),
     rows=((16, 4096), (4096, 4096), (2048, 8192), (32768, 128)),
     elementwise=(65536, 11534336, 16777216),
+    grouped=LLM_GROUPED,
 )
 
 # Powers of two from tiny to large, and odd sizes that leave partial tiles everywhere.
@@ -90,6 +101,7 @@ SWEEP = ShapeSet(
           (127, 255, 63), (1023, 1025, 1031), (3001, 2999, 997)),
     rows=((64, 128), (1024, 1024), (4096, 4096), (37, 129), (999, 1537), (4097, 3001)),
     elementwise=(1024, 65536, 1 << 20, 1 << 24, 127, 12345, 1000003),
+    grouped=SWEEP_GROUPED,
 )
 
 # The functions several compilers build, at the ``llm`` sizes: GEMM (Triton, CUTLASS, TVM)
@@ -130,19 +142,19 @@ def shape_set_from_dict(data, where: str, default_name: str = "custom") -> Shape
     if not isinstance(data, dict):
         raise SpecError(f"{where}: a shape file holds a mapping with keys gemm, rows, elementwise "
                         f"(or an op name), got {type(data).__name__}")
-    allowed = {"name"} | set(KINDS) | set(OP_KINDS) - {"gemm"}
+    allowed = {"name", GROUPED} | set(KINDS) | set(OP_KINDS) - {"gemm", "grouped_gemm"}
     unknown = sorted(set(data) - allowed)
     if unknown:
-        raise SpecError(f"{where}: unknown key {unknown[0]!r}; use name, {', '.join(KINDS)} or an op "
-                        f"({', '.join(sorted(set(OP_KINDS) - {'gemm'}))})")
+        raise SpecError(f"{where}: unknown key {unknown[0]!r}; use name, {', '.join(KINDS)}, {GROUPED} or an op "
+                        f"({', '.join(sorted(set(OP_KINDS) - {'gemm', 'grouped_gemm'}))})")
     lists = {key: _sizes(data[key], OP_KINDS.get(key, key), f"{where}: {key}")
              for key in data if key != "name"}
     if not any(lists.values()):
-        raise SpecError(f"{where}: names no sizes; give at least one of {', '.join(KINDS)}")
+        raise SpecError(f"{where}: names no sizes; give at least one of {', '.join(KINDS)}, {GROUPED}")
     return ShapeSet(name=str(data.get("name") or default_name),
                     gemm=lists.get("gemm", ()), rows=lists.get("rows", ()),
-                    elementwise=lists.get("elementwise", ()),
-                    per_op={k: v for k, v in lists.items() if k not in KINDS}, exact=True)
+                    elementwise=lists.get("elementwise", ()), grouped=lists.get(GROUPED, ()),
+                    per_op={k: v for k, v in lists.items() if k not in KINDS and k != GROUPED}, exact=True)
 
 
 def _sizes(value, kind: str, where: str) -> tuple:
@@ -152,6 +164,10 @@ def _sizes(value, kind: str, where: str) -> tuple:
 
 
 def _size(entry, kind: str, where: str) -> tuple:
+    if kind == GROUPED:
+        if not isinstance(entry, list) or not entry:
+            raise SpecError(f"{where} must be a non-empty list of [M, N, K] problems, got {entry!r}")
+        return tuple(_size(p, "gemm", f"{where}[{i}]") for i, p in enumerate(entry))
     names = KINDS[kind]
     if isinstance(entry, dict):
         if set(entry) != set(names):
