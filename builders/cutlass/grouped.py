@@ -131,6 +131,8 @@ def work_items(builder, specs: list) -> list:
     items = []
     for (family, arch), members in sorted(families.items()):
         fitted = sizes if builder.shape_set.exact else list(dict.fromkeys(fit(members, s) for s in sizes))
+        for size in fitted:  # a size whose operands cannot be laid out is the user's to fix
+            make_problem(members[0], size, builder.alpha, builder.beta)
         labels = "+".join(grouped_label(s) for s in fitted)
         for start in range(0, len(members), builder.batch_size):
             chunk = members[start:start + builder.batch_size]
