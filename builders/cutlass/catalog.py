@@ -232,10 +232,16 @@ def _family_of(op) -> tuple:
             _enum_name(op.gemm_kind))
 
 
+def _opcode_label(opcode: str, kind: str) -> str:
+    """The opcode class, and the GEMM kind where it is not the plain universal one (a
+    grouped f16 family is not the plain f16 family of the same types)."""
+    return opcode if kind in ("Universal", "Universal3x") else f"{opcode}:{kind}"
+
+
 def family_key(spec: "KernelSpec") -> str:
     """The ``Family.key`` of a kernel ptxds builds."""
-    sm, gen, opcode, math, types, epilogue, _ = _family_of(_all_operations(spec.sm)[spec.name])
-    return Family(sm, gen, opcode, math, types, epilogue, ()).key
+    sm, gen, opcode, math, types, epilogue, kind = _family_of(_all_operations(spec.sm)[spec.name])
+    return Family(sm, gen, _opcode_label(opcode, kind), math, types, epilogue, ()).key
 
 
 def per_family(specs: list, count, seed: int) -> list:
@@ -261,8 +267,7 @@ def family_table(sms=(80, 90)) -> list:
         built = sorted(n for n, r in members if not r)
         excluded = "; ".join(reasons) if not built else ""
         names = built or sorted(n for n, _ in members)
-        opcode_label = opcode if kind in ("Universal", "Universal3x") else f"{opcode}:{kind}"
-        families.append(Family(sm, gen, opcode_label, math, types, epilogue, tuple(names), excluded))
+        families.append(Family(sm, gen, _opcode_label(opcode, kind), math, types, epilogue, tuple(names), excluded))
     return families
 
 
