@@ -198,7 +198,8 @@ SIZE_IN_GROUP_ID = re.compile(r"^(?:n\d+|M\d+x?N\d+(?:x?K\d+)?)$")
 
 
 def group_shape(group_id: str, problem_json) -> str:
-    """A group's size as a label: ``params["shape"]``, else a GEMM's M, N, K, else the last
+    """A group's size as a label: ``params["shape"]``, else a GEMM's M, N, K (a grouped
+    GEMM's problem list), else the last
     part of the group id when it spells a size (the Triton suite's default groups); groups
     of sources that state no size (Mirage, manifests) get "-"."""
     try:
@@ -211,5 +212,7 @@ def group_shape(group_id: str, problem_json) -> str:
         return "x".join(f"{k}{shape[k]}" for k in sorted(shape, key=lambda k: (order.get(k, 9), k)))
     if all(k in params for k in ("M", "N", "K")):
         return f"M{params['M']}xN{params['N']}xK{params['K']}"
+    if isinstance(params.get("problems"), list) and params["problems"]:  # grouped GEMM
+        return grouped_label(params["problems"])
     last = group_id.rsplit("/", 1)[-1]
     return last if SIZE_IN_GROUP_ID.match(last) else "-"

@@ -41,3 +41,13 @@ def test_shape_file_takes_grouped_sizes(tmp_path):
     path.write_text(json.dumps({"grouped": [[16, 32, 64]]}))
     with pytest.raises(SpecError, match=r"grouped\[0\]\[0\] must be 3 positive int"):
         load_shape_set(path)
+
+
+def test_grouped_rows_name_their_size_and_share_a_function_across_sizes():
+    from builders.shapes import group_shape
+    from dataset_spec.splits import function_key, size_key
+    layouts = {"a": "row", "b": "col", "c": "row"}
+    small, large = (make_grouped_problem("p", size, F16, layouts) for size in (DEFAULT_GROUPED[0], LLM.grouped[0]))
+    assert group_shape("g", large.to_json()) == "E8xT1024xN1792xK4096"
+    assert function_key(small.to_json()) == function_key(large.to_json())
+    assert size_key(small.to_json()) != size_key(large.to_json())
