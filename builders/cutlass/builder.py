@@ -29,9 +29,10 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from dataset_spec.model import Arg, Buffer, Distribution, KernelRecord, Launch, SpecError
-from ptx_tools import parse_ptx, split_module
+from ptx_tools import split_module
 from builders.base import Builder, BuildOptions, WorkItem
 from builders.cutlass import catalog, grouped
+from builders.cutlass.kernel_traits import arch_of, entry_params, uses_tma  # noqa: F401 (re-exported)
 from builders.cutlass.compile import (BASE_FLAGS, CutlassCompileError, build_packer, compile_to_ptx,
                                       cutlass_version, nvcc_version)
 from builders.cutlass.packer import PackError, pack_launch
@@ -43,20 +44,6 @@ from builders.cutlass.source import kernel_source, packer_source
 LICENCE = "BSD-3-Clause (CUTLASS)"
 DEFAULT_SM_COUNT = 132  # H100 SXM; persistent 3.x schedulers size their grid by it
 DEFAULT_BATCH = 8
-
-
-def arch_of(spec) -> str:
-    return "sm_90a" if spec.sm == 90 else f"sm_{spec.sm}"
-
-
-def uses_tma(spec) -> bool:
-    """3.x kernels load through TMA unless their mainloop is the cp.async one."""
-    return spec.generation == 3 and "cpasync" not in spec.name.lower()
-
-
-def entry_params(ptx: str, entry: str) -> list:
-    """The entry's ``.param`` declarations (``.size``, ``.align``) as ptx_tools parses them."""
-    return parse_ptx(ptx).function(entry).params
 
 
 def _families(family) -> tuple:

@@ -1,9 +1,9 @@
 """Enumerate CUTLASS GEMM kernels with ``cutlass_library`` and parse their knobs.
 
 The manifest is filled the way the CUTLASS profiler's ``generator.py`` fills it
-(``GenerateSM80`` / ``GenerateSM90`` with ``--kernels all``); we keep the dense, real-valued,
-non-grouped universal GEMMs with byte-sized operands and describe each by a plain
-``KernelSpec``. ``family_table`` lists every GEMM family the generator emits, each either
+(``GenerateSM80`` / ``GenerateSM90`` with ``--kernels all``); we keep the dense, real-valued
+universal GEMMs with byte-sized operands, and the grouped ones (builders/cutlass/grouped.py),
+and describe each by a plain ``KernelSpec``. ``family_table`` lists every GEMM family the generator emits, each either
 built or excluded with its reason (docs/cutlass.md, "Families").
 """
 from __future__ import annotations

@@ -22,6 +22,7 @@ from builders.base import WorkItem
 from builders.cutlass import catalog
 from builders.cutlass.catalog import DTYPE_NAMES
 from builders.cutlass.compile import CutlassCompileError, build_packer
+from builders.cutlass.kernel_traits import arch_of, entry_params, uses_tma
 from builders.cutlass.packer import PackError, pack_launch
 from builders.cutlass.problem import LAYOUT_WORDS, ROUNDING_MATH, accumulator_name, epilogue_misfit, math_input
 from builders.cutlass.source import packer_source
@@ -124,7 +125,6 @@ def work_items(builder, specs: list) -> list:
     if not specs:
         return []
     sizes = sizes_for(builder.shape_set)
-    from builders.cutlass.builder import arch_of
     families = defaultdict(list)
     for spec in specs:
         families[(family_id(spec, builder.alpha, builder.beta), arch_of(spec))].append(spec)
@@ -193,7 +193,6 @@ def _row(builder, spec, p, size, ptx_by_name, failures, packer, shared) -> Kerne
 
 def pack(spec, packer, entry, ptx, p, size):
     """The grouped kernel's launch and scratch (the 3.x workspace of per-SM tensor maps)."""
-    from builders.cutlass.builder import entry_params, uses_tma
     m, n, k = size[0]
     values = {"problem_count": len(size)}
     if spec.generation == 2:
