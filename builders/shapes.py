@@ -6,10 +6,12 @@ row per size. Three kinds of size cover the built-in sources:
 
 - ``gemm``: ``[M, N, K]`` (Triton's matmul suite, every CUTLASS GEMM),
 - ``rows``: ``[M, N]``, M rows of N columns (softmax, rmsnorm, layernorm),
-- ``elementwise``: ``n`` elements (vector_add, square).
+- ``elementwise``: ``n`` elements (vector_add, square),
 - ``conv2d``: ``[N, H, W, C, K, R, S, stride, pad]`` (CUTLASS NHWC convolutions; the same
   stride and padding in every spatial dim, dilation 1),
-- ``conv3d``: ``[N, D, H, W, C, K, T, R, S, stride, pad]`` (NDHWC).
+- ``conv3d``: ``[N, D, H, W, C, K, T, R, S, stride, pad]`` (NDHWC),
+- ``grouped``: a list of ``[M, N, K]`` problems (grouped GEMM: MoE expert layers with
+  uneven tokens per expert, builders/moe_shapes.py).
 
 Built-in sets: ``default`` (each source's own sizes, the groups every earlier build made),
 ``llm`` (transformer-layer sizes), ``sweep`` (powers of two and odd sizes, small to
@@ -24,6 +26,7 @@ File form (YAML or JSON; every key optional, at least one size in all)::
     gemm: [[4096, 4096, 4096], {M: 16, N: 4096, K: 4096}]
     rows: [[4096, 8192]]
     elementwise: [1048576]
+    grouped: [[[128, 256, 512], [40, 256, 512]]]   # each size a list of [M, N, K] problems
     softmax: [[16, 4096]]        # per-op lists (softmax, rmsnorm, layernorm, vector_add,
                                  # square) replace their kind's list for that op
 """
@@ -36,12 +39,15 @@ from pathlib import Path
 
 from dataset_spec.documents import load_document
 from dataset_spec.model import SpecError
+from builders.moe_shapes import LLM_GROUPED, SWEEP_GROUPED, grouped_label
 
 KINDS = {"gemm": ("M", "N", "K"), "rows": ("M", "N"), "elementwise": ("n",),
          "conv2d": ("N", "H", "W", "C", "K", "R", "S", "stride", "pad"),
          "conv3d": ("N", "D", "H", "W", "C", "K", "T", "R", "S", "stride", "pad")}
 OP_KINDS = {"gemm": "gemm", "softmax": "rows", "rmsnorm": "rows", "layernorm": "rows",
-            "vector_add": "elementwise", "square": "elementwise", "conv2d": "conv2d", "conv3d": "conv3d"}
+            "vector_add": "elementwise", "square": "elementwise", "conv2d": "conv2d", "conv3d": "conv3d",
+            "grouped_gemm": "grouped"}
+GROUPED = "grouped"  # a size of this kind is a tuple of (M, N, K) problems
 # Host-side float64 copies the verifier keeps per group (inputs, outputs, reference and
 # error scale) must stay a few hundred MB; built-in sets are checked against this.
 MAX_GROUP_HOST_BYTES = 768 << 20
@@ -57,6 +63,7 @@ class ShapeSet:
     elementwise: tuple = ()
     conv2d: tuple = ()
     conv3d: tuple = ()
+    grouped: tuple = ()
     per_op: dict = field(default_factory=dict)
     exact: bool = False
     is_default: bool = False
@@ -70,12 +77,16 @@ class ShapeSet:
 
 def shape_label(kind: str, size) -> str:
     """The size as group ids spell it: ``M512xN768xK520``, ``M4096xN4096``, ``n1048576``."""
+    if kind == GROUPED:
+        return grouped_label(size)
     values = (size,) if isinstance(size, int) else size
     return "x".join(f"{name}{value}" for name, value in zip(KINDS[kind], values))
 
 
 def shape_params(kind: str, size) -> dict:
     """The size as a problem records it in ``params["shape"]``."""
+    if kind == GROUPED:
+        return {"problems": [[int(v) for v in p] for p in size]}
     values = (size,) if isinstance(size, int) else size
     return dict(zip(KINDS[kind], (int(v) for v in values)))
 
@@ -98,6 +109,7 @@ LLM = ShapeSet(
     elementwise=(65536, 11534336, 16777216),
     conv2d=LLM_CONV2D,
     conv3d=LLM_CONV3D,
+    grouped=LLM_GROUPED,
 )
 
 # Powers of two from tiny to large, and odd sizes that leave partial tiles everywhere.
@@ -110,6 +122,7 @@ SWEEP = ShapeSet(
     conv2d=((1, 7, 7, 32, 32, 3, 3, 1, 1), (4, 28, 28, 128, 128, 3, 3, 1, 1), (2, 17, 19, 40, 24, 3, 3, 2, 1),
             (16, 56, 56, 64, 256, 1, 1, 1, 0), (8, 224, 224, 3, 768, 16, 16, 16, 0)),
     conv3d=((1, 5, 9, 9, 16, 16, 3, 3, 3, 1, 1), (2, 8, 28, 28, 64, 64, 3, 3, 3, 2, 1)),
+    grouped=SWEEP_GROUPED,
 )
 
 # The functions several compilers build, at the ``llm`` sizes: GEMM (Triton, CUTLASS, TVM)
@@ -150,20 +163,20 @@ def shape_set_from_dict(data, where: str, default_name: str = "custom") -> Shape
     if not isinstance(data, dict):
         raise SpecError(f"{where}: a shape file holds a mapping with keys gemm, rows, elementwise "
                         f"(or an op name), got {type(data).__name__}")
-    allowed = {"name"} | set(KINDS) | set(OP_KINDS) - {"gemm"}
+    allowed = {"name", GROUPED} | set(KINDS) | set(OP_KINDS) - {"gemm", "grouped_gemm"}
     unknown = sorted(set(data) - allowed)
     if unknown:
-        raise SpecError(f"{where}: unknown key {unknown[0]!r}; use name, {', '.join(KINDS)} or an op "
-                        f"({', '.join(sorted(set(OP_KINDS) - {'gemm'}))})")
+        raise SpecError(f"{where}: unknown key {unknown[0]!r}; use name, {', '.join(KINDS)}, {GROUPED} or an op "
+                        f"({', '.join(sorted(set(OP_KINDS) - {'gemm', 'grouped_gemm'}))})")
     lists = {key: _sizes(data[key], OP_KINDS.get(key, key), f"{where}: {key}")
              for key in data if key != "name"}
     if not any(lists.values()):
-        raise SpecError(f"{where}: names no sizes; give at least one of {', '.join(KINDS)}")
+        raise SpecError(f"{where}: names no sizes; give at least one of {', '.join(KINDS)}, {GROUPED}")
     return ShapeSet(name=str(data.get("name") or default_name),
                     gemm=lists.get("gemm", ()), rows=lists.get("rows", ()),
-                    elementwise=lists.get("elementwise", ()),
+                    elementwise=lists.get("elementwise", ()), grouped=lists.get(GROUPED, ()),
                     conv2d=lists.get("conv2d", ()), conv3d=lists.get("conv3d", ()),
-                    per_op={k: v for k, v in lists.items() if k not in KINDS}, exact=True)
+                    per_op={k: v for k, v in lists.items() if k not in KINDS and k != GROUPED}, exact=True)
 
 
 def _sizes(value, kind: str, where: str) -> tuple:
@@ -173,6 +186,10 @@ def _sizes(value, kind: str, where: str) -> tuple:
 
 
 def _size(entry, kind: str, where: str) -> tuple:
+    if kind == GROUPED:
+        if not isinstance(entry, list) or not entry:
+            raise SpecError(f"{where} must be a non-empty list of [M, N, K] problems, got {entry!r}")
+        return tuple(_size(p, "gemm", f"{where}[{i}]") for i, p in enumerate(entry))
     names = KINDS[kind]
     if isinstance(entry, dict):
         if set(entry) != set(names):
@@ -203,7 +220,8 @@ SIZE_IN_GROUP_ID = re.compile(r"^(?:n\d+|M\d+x?N\d+(?:x?K\d+)?)$")
 
 
 def group_shape(group_id: str, problem_json) -> str:
-    """A group's size as a label: ``params["shape"]``, else a GEMM's M, N, K, else the last
+    """A group's size as a label: ``params["shape"]``, else a GEMM's M, N, K (a grouped
+    GEMM's problem list), else the last
     part of the group id when it spells a size (the Triton suite's default groups); groups
     of sources that state no size (Mirage, manifests) get "-"."""
     try:
@@ -216,5 +234,7 @@ def group_shape(group_id: str, problem_json) -> str:
         return "x".join(f"{k}{shape[k]}" for k in sorted(shape, key=lambda k: (order.get(k, 9), k)))
     if all(k in params for k in ("M", "N", "K")):
         return f"M{params['M']}xN{params['N']}xK{params['K']}"
+    if isinstance(params.get("problems"), list) and params["problems"]:  # grouped GEMM
+        return grouped_label(params["problems"])
     last = group_id.rsplit("/", 1)[-1]
     return last if SIZE_IN_GROUP_ID.match(last) else "-"

@@ -55,7 +55,13 @@ VERIFY_STATUSES = (
 # (dataset_spec/stress.py: where its classic bugs live).
 TRIAL_KINDS = ("normal", "uniform", "wide", "edge", "stress", "small", "large")
 DEFAULT_TRIAL_KINDS = tuple(k for k in TRIAL_KINDS if k not in ("small", "large"))  # scaled draws: on request
-DISTRIBUTION_KINDS = ("normal", "uniform", "randint", "zeros", "ones", "arange", "constant")
+# Device tables (dataset_spec/device_tables.py): contents the row itself defines, never drawn
+# per trial. "values": integers stored in the row (problem shapes, strides); "addresses":
+# the device address of a named buffer plus a byte offset per element (pointer arrays),
+# written by the verifier after allocation, before each launch sequence.
+TABLE_KINDS = ("values", "addresses")
+DISTRIBUTION_KINDS = ("normal", "uniform", "randint", "zeros", "ones", "arange", "constant") + TABLE_KINDS
+ADDRESS_DTYPES = ("uint64", "int64")
 
 
 class SpecError(PtxdsError, ValueError):
@@ -86,6 +92,10 @@ class Distribution:
     kind: normal (mean, std), uniform (low, high), randint (low, high, exclusive high),
     zeros, ones, arange, constant (value). The verifier may swap the float kinds between
     trials (see ``Problem.trial_kinds``); non-float kinds are kept as given.
+    Device tables (an input buffer of integers the row defines exactly, the same in every
+    trial): ``values`` (``values``: one int per element, storage order) and ``addresses``
+    (``entries``: one ``[buffer, byte_offset]`` per element; the verifier writes that
+    buffer's device address plus the offset, for the placement of each run).
     """
     kind: str = "normal"
     params: dict = field(default_factory=dict)
@@ -121,6 +131,36 @@ class Buffer:
             self.init = Distribution(**self.init)
         if self.init is None and self.role in ("in", "inout"):
             self.init = Distribution("normal", {"mean": 0.0, "std": 1.0})
+        if self.init is not None and self.init.kind in TABLE_KINDS:
+            self._check_table()
+
+    def _check_table(self) -> None:
+        kind, p = self.init.kind, self.init.params
+        _check(self.role == "in", f"buffer {self.name}: a {kind} table must have role in "
+               f"(read-only, the same every run), got {self.role!r}")
+        _check(DTYPES[self.dtype][1] in ("i", "u"),
+               f"buffer {self.name}: a {kind} table holds integers, got dtype {self.dtype}")
+        key = "values" if kind == "values" else "entries"
+        items = p.get(key)
+        _check(isinstance(items, list) and len(items) == self.numel,
+               f"buffer {self.name}: init.params.{key} must list {self.numel} items (one per element), "
+               f"got {len(items) if isinstance(items, list) else items!r}")
+        if kind == "values":
+            _check(all(isinstance(v, int) and not isinstance(v, bool) for v in items),
+                   f"buffer {self.name}: init.params.values must be ints")
+            return
+        _check(self.dtype in ADDRESS_DTYPES,
+               f"buffer {self.name}: an addresses table needs dtype uint64 or int64, got {self.dtype}")
+        for entry in items:
+            _check(isinstance(entry, (list, tuple)) and len(entry) == 2 and isinstance(entry[0], str)
+                   and isinstance(entry[1], int) and entry[1] >= 0,
+                   f"buffer {self.name}: each addresses entry must be [buffer name, byte offset >= 0], "
+                   f"got {entry!r}")
+
+    @property
+    def table(self) -> Optional[str]:
+        """"values" or "addresses" for a device table, else None."""
+        return self.init.kind if self.init is not None and self.init.kind in TABLE_KINDS else None
 
     @property
     def numel(self) -> int:
@@ -159,6 +199,7 @@ class Problem:
         _check(len(names) == len(set(names)), f"problem {self.problem_id}: duplicate buffer names {names}")
         _check(any(b.role in ("out", "inout") for b in self.buffers),
                f"problem {self.problem_id}: needs at least one buffer with role out or inout")
+        check_address_tables(self.buffers, f"problem {self.problem_id}")
 
     def buffer(self, name: str) -> Buffer:
         for b in self.buffers:
@@ -415,6 +456,19 @@ class Pair:
     group_b: str = ""
     mutation: Optional[str] = None  # the mutation operator when one side is a mutant
     witness: Optional[dict] = None  # a verified negative: where the wrong member differs
+
+
+def check_address_tables(buffers: list, where: str) -> None:
+    """Every ``addresses`` entry names one of ``buffers`` and an offset inside it."""
+    sizes = {b.name: b.nbytes for b in buffers}
+    for b in buffers:
+        if b.table != "addresses":
+            continue
+        for name, offset in b.init.params["entries"]:
+            _check(name in sizes, f"{where}: table {b.name} points into buffer {name!r}, "
+                   f"which is not among {sorted(sizes)}")
+            _check(offset < sizes[name], f"{where}: table {b.name} entry offset {offset} is outside "
+                   f"buffer {name} ({sizes[name]} bytes)")
 
 
 def make_build_key(source: str, group_id: str, variant: dict, arch: str, name: str = "") -> str:

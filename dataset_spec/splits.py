@@ -26,9 +26,10 @@ SPLITS = ("train", "validation", "test")
 _SPLIT_EDGES = ((80, "train"), (90, "validation"), (100, "test"))
 SHAPE_SEED = 0
 # Problem parameters that state a size, not the function (docs/shapes.md: CUTLASS rows hold
-# M, N, K; Triton rows of a non-default shape set hold ``shape``).
+# M, N, K; Triton rows of a non-default shape set hold ``shape``; grouped GEMMs their
+# ``problems`` and the operands' ``offsets`` in the concatenated buffers).
 SIZE_PARAMS = frozenset({"M", "N", "K", "shape", "n", "rows", "cols", "batch", "reduction_length",
-                         "seq_len", "num_tokens"})
+                         "seq_len", "num_tokens", "problems", "offsets"})
 
 
 def bucket_split(key: str) -> str:

@@ -21,15 +21,16 @@ from .model import DTYPES, TRIAL_KINDS, Problem
 DOMAIN_KINDS = ("wide", "edge", "stress")  # kinds that draw over the op's domain
 FLOAT_DISTRIBUTIONS = ("normal", "uniform")  # the init kinds a trial kind may swap or reshape
 
-INTEGERS, STRESS, DRAW = "integers", "stress", "draw"
+INTEGERS, STRESS, DRAW, TABLE = "integers", "stress", "draw", "table"
 
 
 @dataclass(frozen=True)
 class BufferPlan:
     """How one in/inout buffer is drawn in one trial. ``how``: ``integers`` (uniformly
     shaped by ``kind`` over ``integer_range``, high exclusive), ``stress`` (the op's stress
-    rows over ``domain``) or ``draw`` (its ``init`` under ``kind``, '' for as given, with
-    ``domain`` for wide/edge). ``index`` seeds the buffer's own random stream."""
+    rows over ``domain``), ``draw`` (its ``init`` under ``kind``, '' for as given, with
+    ``domain`` for wide/edge) or ``table`` (a values table, the same in every trial).
+    ``index`` seeds the buffer's own random stream."""
     name: str
     index: int
     how: str
@@ -75,7 +76,10 @@ def trial_spec(problem: Problem, trial: int) -> TrialSpec:
     op = _op(problem) if kind in DOMAIN_KINDS or integer_inputs else None
     plans = []
     for index, buf in enumerate(problem.buffers):
-        if buf.role not in ("in", "inout"):
+        if buf.role not in ("in", "inout") or buf.table == "addresses":
+            continue  # an addresses table is written by the verifier once buffers exist
+        if buf.table == "values":
+            plans.append(BufferPlan(buf.name, index, TABLE))
             continue
         span = op.integer_range(problem, buf) if (not is_float(buf.dtype) and op is not None
                                                   and op.integer_range is not None) else None

@@ -180,9 +180,10 @@ def _every_family_case():
 def test_every_family_builds_one_kernel(family):
     arch = "sm_90a" if family.sm == 90 else "sm_80"
     specs = catalog.per_family([_spec(family.sm, n) for n in family.kernels], 1, seed=0)
-    from builders.cutlass.problem import fit_to_family, DEFAULT_PROBLEM
-    size = fit_to_family(specs, *DEFAULT_PROBLEM)
-    rows = CutlassBuilder(BuildOptions(archs=[arch])).build(_item([specs[0].name], family.sm, arch, size))
+    # the builder's own work item: GEMM and grouped GEMM kernels each get their kind's default size
+    builder = CutlassBuilder(BuildOptions(archs=[arch], extra={"family": specs[0].name}))
+    (item,) = builder.work_items()
+    rows = builder.build(item)
     assert rows[0].status == "built", rows[0].status_message[:2000]
 
 

@@ -18,7 +18,8 @@ import numpy as np
 
 from dataset_spec.fp8 import NAN_CODE, fp8_bits, fp8_to_float, is_fp8
 from dataset_spec.model import DTYPES, Buffer, Distribution, Problem
-from dataset_spec.trials import DRAW, FLOAT_DISTRIBUTIONS, INTEGERS, is_float, stress_values, trial_spec
+from dataset_spec.device_tables import table_storage
+from dataset_spec.trials import DRAW, FLOAT_DISTRIBUTIONS, INTEGERS, TABLE, is_float, stress_values, trial_spec
 
 # numpy dtype holding each storage dtype's bits (bfloat16 has no numpy type: uint16 bits).
 STORAGE_NUMPY = {
@@ -364,6 +365,10 @@ def make_trial_inputs(problem: Problem, group_id: str, trial: int) -> TrialInput
         buf = problem.buffer(plan.name)
         # One stream per buffer index so adding a buffer does not reshuffle the others.
         rng = np.random.default_rng([seed, plan.index])
+        if plan.how == TABLE:
+            storage[buf.name] = table_storage(buf)
+            values[buf.name] = from_storage(storage[buf.name], buf.dtype)
+            continue
         if plan.how == INTEGERS:
             low, high = plan.integer_range
             drawn = draw_integers(buf.shape, rng, low, high, plan.kind)

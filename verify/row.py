@@ -33,6 +33,7 @@ class LoadedRow:
     launch_sets: dict = field(default_factory=dict)  # (placement, extra smem) -> [PreparedLaunch]
     smem_note: str = ""                  # why extra shared memory was not added, when it was not
     fill: Optional[np.ndarray] = None    # the guard fill of the last prepare
+    tables: dict = field(default_factory=dict)  # name -> addresses table contents of the last prepare
 
     def prepare(self, inputs: dict, seed: int = 0, poison: int = 0, fill: Optional[np.ndarray] = None,
                 placement: str = "after") -> None:
@@ -48,7 +49,12 @@ class LoadedRow:
             buf.place(placement)
             buf.arm(self.fill)
             spec = self.specs[name]
-            if spec.role in ("in", "inout"):
+            if spec.table == "addresses":
+                self.write_tables(placement, (name,))
+            elif spec.role in ("in", "inout") and name not in inputs and spec.table == "values":
+                from dataset_spec.device_tables import table_storage
+                buf.upload(table_storage(spec))
+            elif spec.role in ("in", "inout"):
                 if hasattr(inputs[name], "data_ptr"):  # already on the GPU (device_outputs.device_inputs)
                     from .device_outputs import copy_from_tensor
                     copy_from_tensor(buf, inputs[name])
@@ -58,6 +64,18 @@ class LoadedRow:
                 buf.upload(init_array(spec, seed))
             else:
                 buf.fill_word(*poison_words(spec.dtype, seed)[poison])
+
+    def write_tables(self, placement: str = "after", names=None) -> None:
+        """Upload each addresses table (``names``: those only) with the device addresses the
+        launches of ``placement`` pass; ``tables`` keeps what was written, the contents an
+        unfenced input check compares against."""
+        from dataset_spec.device_tables import table_storage
+        addresses = {name: b.kernel_address(placement) for name, b in self.buffers.items()}
+        for name in names if names is not None else list(self.buffers):
+            spec = self.specs[name]
+            if spec.table == "addresses":
+                self.tables[name] = table_storage(spec, addresses)
+                self.buffers[name].upload(self.tables[name])
 
     def enqueue(self) -> None:
         for launch in self.launches:

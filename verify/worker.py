@@ -195,6 +195,7 @@ class _Worker:
         after = {}
         if not (self.row.fences == "vmm" and self.row.buffers and self._inputs_fenced()):
             after = self._download(("in",))  # unfenced inputs: compare their bits after the run
+        tables = dict(self.row.tables)  # the addresses tables run 1 read
         second = run(1, fills[1], placement="before", extra_smem=True)
         third = run(0, fills[0], noise=True)
         poisons = {name: poison_words(spec.dtype, seed) for name, spec in self.row.specs.items()
@@ -235,7 +236,7 @@ class _Worker:
                     varies, variation = "poison", "run 1 repeated with the second poison differs"
                 else:
                     varies, variation = "guard", "run 1 repeated with the second guard fill differs"
-        before = {name: inputs[name] for name in after}
+        before = {name: inputs[name] if name in inputs else tables[name] for name in after}
         result = TrialRun(trial, first, rerun, inputs_changed(before, after), out_of_bounds,
                           second if differs(first, second) else None, poisons, varies, variation)
         lap("compare")
@@ -254,6 +255,7 @@ class _Worker:
         if self.row is None or self.row.build_key != job["build_key"]:
             return {"error": "crashed", "message": "timing asked for a row that is not loaded", "fatal": False}
         stream = self.ctx.stream
+        self.row.write_tables("after")  # the placement of the launches timed
         reinit = []
         for name, buf in self.row.buffers.items():
             spec = self.row.specs[name]

@@ -29,9 +29,10 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from dataset_spec.model import Arg, Buffer, Distribution, KernelRecord, Launch, SpecError
-from ptx_tools import parse_ptx, split_module
+from ptx_tools import split_module
 from builders.base import Builder, BuildOptions, WorkItem
-from builders.cutlass import catalog
+from builders.cutlass import catalog, grouped
+from builders.cutlass.kernel_traits import arch_of, entry_params, uses_tma  # noqa: F401 (re-exported)
 from builders.cutlass.compile import (BASE_FLAGS, CutlassCompileError, build_packer, compile_to_ptx,
                                       cutlass_version, nvcc_version)
 from builders.cutlass.packer import PackError, pack_launch
@@ -43,20 +44,6 @@ from builders.cutlass.source import kernel_source, packer_source
 LICENCE = "BSD-3-Clause (CUTLASS)"
 DEFAULT_SM_COUNT = 132  # H100 SXM; persistent 3.x schedulers size their grid by it
 DEFAULT_BATCH = 8
-
-
-def arch_of(spec) -> str:
-    return "sm_90a" if spec.sm == 90 else f"sm_{spec.sm}"
-
-
-def uses_tma(spec) -> bool:
-    """3.x kernels load through TMA unless their mainloop is the cp.async one."""
-    return spec.generation == 3 and "cpasync" not in spec.name.lower()
-
-
-def entry_params(ptx: str, entry: str) -> list:
-    """The entry's ``.param`` declarations (``.size``, ``.align``) as ptx_tools parses them."""
-    return parse_ptx(ptx).function(entry).params
 
 
 def _families(family) -> tuple:
@@ -150,13 +137,14 @@ class CutlassBuilder(Builder):
 
     def work_items(self) -> list[WorkItem]:
         families = defaultdict(list)
-        for spec in self.kernels():
+        specs = self.kernels()
+        items = grouped.work_items(self, [s for s in specs if grouped.is_grouped(s)])
+        for spec in (s for s in specs if not grouped.is_grouped(s)):
             families[(family_id(spec, self.alpha, self.beta), arch_of(spec))].append(spec)
         planned = []
         for (family, arch), specs in families.items():
             sizes = self.sizes_for(specs)
             planned.append((f"{family}/M{sizes[0][0]}N{sizes[0][1]}K{sizes[0][2]}", arch, family, sizes, specs))
-        items = []
         for first_gid, arch, family, sizes, specs in sorted(planned, key=lambda p: (p[0], p[1])):
             gids = [f"{family}/M{m}N{n}K{k}" for m, n, k in sizes]
             for start in range(0, len(specs), self.batch_size):
@@ -183,6 +171,8 @@ class CutlassBuilder(Builder):
     def build(self, item: WorkItem) -> list[KernelRecord]:
         """Compile the batch once, then one row per (size, kernel), sizes outermost."""
         p = item.payload
+        if p.get("kind") == grouped.KIND:
+            return grouped.build(self, item)
         ops = catalog.load_manifest_operations(p["sm"])
         specs = [catalog.describe_operation(ops[name]) for name in p["names"]]
         ptx_by_name, failures = self._compile(specs, p["arch"])
@@ -286,23 +276,32 @@ class CutlassBuilder(Builder):
         variant = dict(spec.knobs)
         variant.update({"generation": spec.generation, "kernel_layouts": [g.layout_a, g.layout_b, g.layout_c],
                         "problem_transposed": g.swapped})
+        provenance = self.provenance(spec, p, shared)
+        provenance["c_aliases_d"] = spec.generation == 3 and p["beta"] == 0
+        return KernelRecord(
+            group_id=group_id(spec, m, n, k, p["alpha"], p["beta"]), source="cutlass", variant=variant, name=spec.name,
+            arch=p["arch"], ptx=ptx, launches=launches,
+            problem=make_problem(spec, m, n, k, p["alpha"], p["beta"]), scratch=scratch,
+            toolchain=self.toolchain(p), provenance=provenance,
+            status=status, status_message=message[-8000:] if message else "")
+
+    @staticmethod
+    def toolchain(p) -> dict:
+        return {"nvcc": nvcc_version(), "nvcc_flags": BASE_FLAGS + [f"-arch={p['arch']}", "-ptx"],
+                "cutlass": cutlass_version()}
+
+    @staticmethod
+    def provenance(spec, p, shared) -> dict:
+        """Where a row comes from: generator, package, selection, SM count, batch, command."""
         provenance = {"generator": "cutlass_library (GenerateSM%d)" % spec.sm,
                       "package": f"nvidia-cutlass=={cutlass_version()}",
                       "cutlass_version": cutlass_version(), "licence": LICENCE,
                       "families": p["families"], "limit": p["limit"], "sample_seed": p["sample_seed"],
                       "per_family": p.get("per_family"), "family": catalog.family_key(spec),
                       "sm_count": p["sm_count"], "batch": p["names"],
-                      "c_aliases_d": spec.generation == 3 and p["beta"] == 0,
                       "command": " ".join(shlex.quote(a) for a in sys.argv)}
         if p.get("shape_set", "default") != "default":
             provenance["shape_set"] = p["shape_set"]
         if shared:  # the PTX is one compile for every size of this item
             provenance["shared_compile"] = shared
-        return KernelRecord(
-            group_id=group_id(spec, m, n, k, p["alpha"], p["beta"]), source="cutlass", variant=variant, name=spec.name,
-            arch=p["arch"], ptx=ptx, launches=launches,
-            problem=make_problem(spec, m, n, k, p["alpha"], p["beta"]), scratch=scratch,
-            toolchain={"nvcc": nvcc_version(), "nvcc_flags": BASE_FLAGS + [f"-arch={p['arch']}", "-ptx"],
-                       "cutlass": cutlass_version()},
-            provenance=provenance,
-            status=status, status_message=message[-8000:] if message else "")
+        return provenance

@@ -1,9 +1,9 @@
 """Enumerate CUTLASS GEMM kernels with ``cutlass_library`` and parse their knobs.
 
 The manifest is filled the way the CUTLASS profiler's ``generator.py`` fills it
-(``GenerateSM80`` / ``GenerateSM90`` with ``--kernels all``); we keep the dense, real-valued,
-non-grouped universal GEMMs with byte-sized operands and describe each by a plain
-``KernelSpec``. ``family_table`` lists every GEMM family the generator emits, each either
+(``GenerateSM80`` / ``GenerateSM90`` with ``--kernels all``); we keep the dense, real-valued
+universal GEMMs with byte-sized operands, and the grouped ones (builders/cutlass/grouped.py),
+and describe each by a plain ``KernelSpec``. ``family_table`` lists every GEMM family the generator emits, each either
 built or excluded with its reason (docs/cutlass.md, "Families").
 """
 from __future__ import annotations
@@ -40,8 +40,6 @@ SUB_BYTE = ("b1", "s2", "u2", "s4", "u4")
 EXTRA_OPERANDS = {
     "Sparse": "2:4 sparse A needs its metadata operand",
     "SparseUniversal3x": "2:4 sparse A needs its metadata operand",
-    "Grouped": "needs a device list of problems",
-    "GroupedUniversal3x": "needs a device list of problems",
     "BlockwiseUniversal3x": "needs per-block scale tensors",
     "GroupedBlockwiseUniversal3x": "needs a device list of problems and per-block scale tensors",
     "PlanarComplex": "complex operands in separate real/imaginary planes",
@@ -57,7 +55,7 @@ SHUFFLED_NARROW_OPERAND = ("3.x mixed-input mainloop with a shuffled narrow oper
 NAME_2X = re.compile(
     r"^cutlass_(?P<opcode_class>tensorop|simt|wmma_tensorop)_(?P<extended>.+)_"
     r"(?P<tile_m>\d+)x(?P<tile_n>\d+)_(?P<tile_k>\d+)x(?P<stages>\d+)_"
-    r"(?P<layouts>[nt]{2})_align(?P<alignment>\d+)$")
+    r"(?P<layouts>[nt]{2})_align(?P<alignment>\d+)(?:_schedule(?P<schedule>Device|Host))?$")
 NAME_3X = re.compile(  # also the 2.x-API SM90 DMMA kernels, named like 3.x ones
     r"^cutlass(?:3x)?_sm(?P<sm>\d+)_(?P<opcode_class>tensorop|simt)_(?P<extended>.+?)_"
     r"(?P<tile_m>\d+)x(?P<tile_n>\d+)x(?P<tile_k>\d+)_(?P<cluster_m>\d+)x(?P<cluster_n>\d+)x(?P<cluster_k>\d+)_"
@@ -143,6 +141,8 @@ def describe_operation(op) -> KernelSpec:
     })
     if op.is_3x:
         knobs["cluster_shape"] = list(td.cluster_shape)
+    if knobs["gemm_kind"] == "Grouped":  # 2.x: where the tile schedule is computed
+        knobs["scheduler_mode"] = _enum_name(op.scheduler_mode)
     mixed = getattr(op, "mixed_input_mode", None)
     if mixed is not None:  # 3.x mixed input: ConvertOnly (built), ScaleOnly, ScaleWithZeroPoint
         knobs["mixed_input_mode"] = _enum_name(mixed)
@@ -154,7 +154,8 @@ def exclusion_reason(op) -> str:
     from cutlass_library.library import DataTypeNames, GemmKind, LayoutType
     plain_layouts = (LayoutType.RowMajor, LayoutType.ColumnMajor)
     kind = _enum_name(op.gemm_kind)
-    if op.gemm_kind not in (GemmKind.Universal, GemmKind.Universal3x):
+    if op.gemm_kind not in (GemmKind.Universal, GemmKind.Universal3x, GemmKind.Grouped,
+                            GemmKind.GroupedUniversal3x):  # grouped: builders/cutlass/grouped.py
         return f"{kind} GEMM: {EXTRA_OPERANDS.get(kind, 'not a plain universal GEMM')}"
     if op.is_complex():
         return "complex-valued GEMM: the verifier's buffers hold real numbers"
@@ -231,10 +232,16 @@ def _family_of(op) -> tuple:
             _enum_name(op.gemm_kind))
 
 
+def _opcode_label(opcode: str, kind: str) -> str:
+    """The opcode class, and the GEMM kind where it is not the plain universal one (a
+    grouped f16 family is not the plain f16 family of the same types)."""
+    return opcode if kind in ("Universal", "Universal3x") else f"{opcode}:{kind}"
+
+
 def family_key(spec: "KernelSpec") -> str:
     """The ``Family.key`` of a kernel ptxds builds."""
-    sm, gen, opcode, math, types, epilogue, _ = _family_of(_all_operations(spec.sm)[spec.name])
-    return Family(sm, gen, opcode, math, types, epilogue, ()).key
+    sm, gen, opcode, math, types, epilogue, kind = _family_of(_all_operations(spec.sm)[spec.name])
+    return Family(sm, gen, _opcode_label(opcode, kind), math, types, epilogue, ()).key
 
 
 def per_family(specs: list, count, seed: int) -> list:
@@ -260,8 +267,7 @@ def family_table(sms=(80, 90)) -> list:
         built = sorted(n for n, r in members if not r)
         excluded = "; ".join(reasons) if not built else ""
         names = built or sorted(n for n, _ in members)
-        opcode_label = opcode if kind in ("Universal", "Universal3x") else f"{opcode}:{kind}"
-        families.append(Family(sm, gen, opcode_label, math, types, epilogue, tuple(names), excluded))
+        families.append(Family(sm, gen, _opcode_label(opcode, kind), math, types, epilogue, tuple(names), excluded))
     return families
 
 

@@ -176,22 +176,24 @@ def _without_ranges(blob: bytes, patches: list[Patch]) -> bytes:
 
 def pack_launch(packer: Path, kernel: str, m: int, n: int, k: int, alpha: float, beta: float,
                 sm_count: int, use_c: bool, alias_c_to_d: bool = False, extra_slots=(),
-                params=None) -> PackedLaunch:
+                params=None, operand_slots=("A", "B", "D")) -> PackedLaunch:
     """Params, patches and launch shape for one kernel and problem. With ``alias_c_to_d``
     and no C, C is given D's address: 3.x TMA epilogues encode a descriptor for C even
     when beta = 0 (C is then never read), and a driver may refuse to encode a null one.
     ``extra_slots`` name the kind's further buffers (every one gets a sentinel and must be
-    found in the Params); ``params`` are the kind's further problem values."""
+    found in the Params); ``params`` are the kind's further problem values.
+    ``operand_slots``: the operands whose pointers the Params must hold (none for grouped
+    kernels, whose Params point at device arrays of operand pointers instead)."""
     names = slot_names(extra_slots)
     ask = lambda pointers: _request(kernel, m, n, k, alpha, beta, sm_count, pointers, extra_slots, params)
     probe = run_packer(packer, [ask({})])[0]
-    slots = (["A", "B", "D"] + (["C"] if use_c else []) + (["workspace"] if probe["workspace_bytes"] else [])
+    slots = (list(operand_slots) + (["C"] if use_c else []) + (["workspace"] if probe["workspace_bytes"] else [])
              + list(extra_slots))
     pointer_sets = [{name: sentinel(names.index(name), run) for name in slots}
                     for run in range(SENTINEL_RUNS)]
     requests = []
     for ps in pointer_sets:
-        given = dict(ps, C=ps["D"]) if alias_c_to_d and not use_c else ps
+        given = dict(ps, C=ps["D"]) if alias_c_to_d and not use_c and "D" in ps else ps
         requests.append(ask(given))
     results = run_packer(packer, requests)
     blobs = [bytes.fromhex(r["params_hex"]) for r in results]
@@ -209,7 +211,7 @@ def pack_launch(packer: Path, kernel: str, m: int, n: int, k: int, alpha: float,
                         f"differs from CUTLASS's device-level values {first['check_grid']}/"
                         f"{first['check_block']}/{first['check_smem']}")
     patches.sort(key=lambda p: p.offset)
-    missing = ({"A", "B", "D"} | set(extra_slots)) - {p.buffer for p in patches}
+    missing = (set(operand_slots) | set(extra_slots)) - {p.buffer for p in patches}
     if missing:
         raise PackError(f"no pointer field found for {sorted(missing)}")
     return PackedLaunch(

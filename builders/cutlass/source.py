@@ -25,10 +25,28 @@ class KindHooks:
     packer: str
     header: str
     entry: Optional[Callable[[object], str]] = None
+    includes: tuple = ()  # headers the kind's declarations need beyond INCLUDES_2X/3X
+
+
+def _grouped_2x_emitter():
+    from cutlass_library.gemm_operation import EmitGemmGroupedInstance
+    return EmitGemmGroupedInstance()
+
+
+def _universal_3x_emitter():
+    from cutlass_library.gemm_operation import EmitGemmUniversal3xInstance
+    return EmitGemmUniversal3xInstance()
 
 
 # Keyed by the operation's ``gemm_kind`` (``KernelSpec.knobs["gemm_kind"]``); one line per kind.
-KIND_HOOKS: dict = {}
+KIND_HOOKS: dict = {
+    # 2.x GemmGrouped runs as cutlass::Kernel<Op> (device/base_grouped.h), not Kernel2
+    "Grouped": KindHooks(_grouped_2x_emitter, "pack_grouped_2x", "grouped.h",
+                         lambda spec: f"template __global__ void cutlass::Kernel<{spec.name}>({spec.name}::Params);\n",
+                         ("cutlass/gemm/kernel/gemm_grouped.h", "cutlass/gemm/kernel/default_gemm_grouped.h")),
+    "GroupedUniversal3x": KindHooks(_universal_3x_emitter, "pack_grouped_3x", "grouped.h",
+                                    includes=("cutlass/gemm/group_array_problem_shape.hpp",)),
+}
 
 
 def _hooks(spec) -> Optional[KindHooks]:
@@ -72,11 +90,15 @@ def entry_instantiation(spec) -> str:
     return f"template __global__ void cutlass::Kernel2<{spec.name}>({spec.name}::Params);\n"
 
 
+def _kind_includes(specs) -> list:
+    return [h for hooks in map(_hooks, specs) if hooks is not None for h in hooks.includes]
+
+
 def kernel_source(specs) -> str:
     """A translation unit that instantiates exactly the given kernels."""
     includes = INCLUDES_3X if any(s.generation == 3 for s in specs) else INCLUDES_2X
     parts = [f"// CUTLASS kernel instantiations: {len(specs)} kernel(s)\n"]
-    parts += [f'#include "{h}"\n' for h in includes]
+    parts += [f'#include "{h}"\n' for h in dict.fromkeys(list(includes) + _kind_includes(specs))]
     parts.append('#include "cutlass/device_kernel.h"\n')
     for spec in specs:
         parts.append(instance_declaration(spec))
@@ -92,7 +114,7 @@ def packer_source(specs) -> str:
     if any(s.generation == 3 or s.sm == 90 for s in specs):
         includes = list(dict.fromkeys(INCLUDES_3X + (INCLUDES_2X if any(s.generation == 2 for s in specs) else [])))
     parts = ["// CUTLASS Params packer\n"]
-    parts += [f'#include "{h}"\n' for h in includes]
+    parts += [f'#include "{h}"\n' for h in dict.fromkeys(list(includes) + _kind_includes(specs))]
     parts.append('#include "cutlass/gemm/device/gemm_universal_adapter.h"\n')
     parts.append(f'#include "{PACKER_CPP.name}"\n')
     for header in dict.fromkeys(h.header for h in map(_hooks, specs) if h is not None):
