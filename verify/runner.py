@@ -156,7 +156,7 @@ def prepare_problem(problem: Problem, group_id: str, n_trials: Optional[int] = N
     op = get_op(problem.op)
     n_trials = n_trials or trial_count(problem)
     trials = list(_TRIAL_POOL.map(lambda t: make_trial_inputs(problem, group_id, t), range(n_trials)))
-    specs = [OutputSpec(b.name, b.dtype) for b in problem.buffers if b.role in ("out", "inout")]
+    specs = [OutputSpec(b.name, b.dtype, shape=b.shape) for b in problem.buffers if b.role in ("out", "inout")]
     prepared = _ProblemTrials(problem, trials, [], specs)
     fixed = {s.name: op.tolerance(problem, s.dtype) for s in specs}
     prepared.tolerance = next(iter(fixed.values()), None)
@@ -324,7 +324,7 @@ def add_consensus_witnesses(out_rows: list, consensus_by_digest: dict, prepared_
             spec = next(s for s in consensus.specs if s.name == witness["output"])
             bits = rep_outputs[witness["trial"]][spec.name]
             witness["consensus_kernel_id"] = kernel_of.get(rep_key)
-            witness["consensus_value"] = float(exact_values(bits, spec.dtype).reshape(-1)[witness["flat_index"]])
+            witness["consensus_value"] = float(exact_values(bits, spec.dtype, spec.shape).reshape(-1)[witness["flat_index"]])
 
 
 class _Run:
