@@ -2,7 +2,7 @@
 
 The manifest is filled the way the CUTLASS profiler's ``generator.py`` fills it
 (``GenerateSM80`` / ``GenerateSM90`` with ``--kernels all``); we keep the dense, real-valued,
-non-grouped universal GEMMs with byte-sized operands and describe each by a plain
+non-grouped universal GEMMs (sub-byte operands packed, dataset_spec/packed.py) and describe each by a plain
 ``KernelSpec``. ``family_table`` lists every GEMM family the generator emits, each either
 built or excluded with its reason (docs/cutlass.md, "Families").
 """
@@ -34,8 +34,11 @@ DTYPE_NAMES = {  # cutlass_library DataTypeNames -> dataset dtype names
     "bf16": "bfloat16", "f16": "float16", "f32": "float32", "tf32": "float32",
     "s8": "int8", "u8": "uint8", "s32": "int32", "f64": "float64",
     "e4m3": "float8_e4m3", "e5m2": "float8_e5m2",
+    # packed several to a byte, low bits first (dataset_spec/packed.py)
+    "s4": "int4", "u4": "uint4", "s2": "int2", "u2": "uint2",
 }
-SUB_BYTE = ("b1", "s2", "u2", "s4", "u4")
+# 1-bit operands: their MMA is a popcount of AND/XOR, not a product of numbers
+BINARY = ("b1",)
 # What the GEMM problem (A, B, C, D, alpha, beta) cannot state for the other GEMM kinds.
 EXTRA_OPERANDS = {
     "Sparse": "2:4 sparse A needs its metadata operand",
@@ -163,10 +166,9 @@ def exclusion_reason(op) -> str:
         return (f"3.x mixed-input mainloop ({_enum_name(mixed)}): needs scale/zero-point "
                 f"tensors and a group size that the GEMM problem does not state")
     elements = [DataTypeNames[t.element] for t in (op.A, op.B, op.C, op.D)]
-    if any(e in SUB_BYTE for e in elements):
-        math = _enum_name(op.tile_description.math_instruction.math_operation)
-        extra = " and its math is a popcount of AND/XOR, not a product" if "popc" in math else ""
-        return f"sub-byte operands ({'/'.join(sorted(set(elements) & set(SUB_BYTE)))}): buffers are byte-granular{extra}"
+    if any(e in BINARY for e in elements):
+        return ("1-bit operands (b1): the MMA is a popcount of AND/XOR of bit vectors, a function the "
+                "GEMM problem (a sum of products of numbers) does not state")
     if mixed is not None and getattr(op, "mixed_input_shuffle", False):
         return SHUFFLED_NARROW_OPERAND
     if any(t.layout not in plain_layouts for t in (op.A, op.B, op.C)):
