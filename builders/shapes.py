@@ -35,7 +35,7 @@ from dataset_spec.documents import load_document
 from dataset_spec.model import SpecError
 
 KINDS = {"gemm": ("M", "N", "K"), "rows": ("M", "N"), "elementwise": ("n",)}
-OP_KINDS = {"gemm": "gemm", "softmax": "rows", "rmsnorm": "rows", "layernorm": "rows",
+OP_KINDS = {"gemm": "gemm", "mixed_input_gemm": "gemm", "softmax": "rows", "rmsnorm": "rows", "layernorm": "rows",
             "vector_add": "elementwise", "square": "elementwise"}
 # Host-side float64 copies the verifier keeps per group (inputs, outputs, reference and
 # error scale) must stay a few hundred MB; built-in sets are checked against this.
@@ -81,6 +81,10 @@ LLM = ShapeSet(
     gemm=((4096, 4096, 4096), (8192, 1024, 4096), (16, 4096, 4096), (2048, 5632, 2048)),
     rows=((16, 4096), (4096, 4096), (2048, 8192), (32768, 128)),
     elementwise=(65536, 11534336, 16777216),
+    # a weight-only int4 4096 -> 14336 MLP projection, in the mixed-input kernels' terms (the
+    # quantised weight is A: M = 14336 output features, K = 4096, N = tokens), at decode
+    # (16 tokens) and prefill (4096 tokens)
+    per_op={"mixed_input_gemm": ((14336, 16, 4096), (14336, 4096, 4096))},
 )
 
 # Powers of two from tiny to large, and odd sizes that leave partial tiles everywhere.

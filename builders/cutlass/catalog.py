@@ -57,6 +57,12 @@ EXTRA_OPERANDS = {
 SHUFFLED_NARROW_OPERAND = ("3.x mixed-input mainloop with a shuffled narrow operand: it reads that "
                            "operand in CUTLASS's reordered layout, not a row- or column-major array")
 
+# s4 x FP8 ScaleOnly kernels take each scale as cutlass::Array<e4m3/e5m2, 8> and convert
+# through a lookup table (the mainloop's UseScaleLookupTable): a scale operand of 8 values per
+# element, which the mixed_input_gemm problem does not state.
+SCALE_LOOKUP_TABLE = ("3.x mixed-input mainloop, s4 x FP8 with scales: each scale is a lookup table of 8 FP8 "
+                      "values (cutlass::Array<e4m3, 8>), not one number per group")
+
 NAME_2X = re.compile(
     r"^cutlass_(?P<opcode_class>tensorop|simt|wmma_tensorop)_(?P<extended>.+)_"
     r"(?P<tile_m>\d+)x(?P<tile_n>\d+)_(?P<tile_k>\d+)x(?P<stages>\d+)_"
@@ -162,15 +168,15 @@ def exclusion_reason(op) -> str:
     if op.is_complex():
         return "complex-valued GEMM: the verifier's buffers hold real numbers"
     mixed = getattr(op, "mixed_input_mode", None)
-    if mixed is not None and _enum_name(mixed) != "ConvertOnly":
-        return (f"3.x mixed-input mainloop ({_enum_name(mixed)}): needs scale/zero-point "
-                f"tensors and a group size that the GEMM problem does not state")
+    if mixed is not None and getattr(op, "mixed_input_shuffle", False):
+        return SHUFFLED_NARROW_OPERAND
+    if mixed is not None and _enum_name(mixed) != "ConvertOnly" and (
+            DataTypeNames[op.A.element] == "s4" and DataTypeNames[op.B.element] in ("e4m3", "e5m2")):
+        return SCALE_LOOKUP_TABLE
     elements = [DataTypeNames[t.element] for t in (op.A, op.B, op.C, op.D)]
     if any(e in BINARY for e in elements):
         return ("1-bit operands (b1): the MMA is a popcount of AND/XOR of bit vectors, a function the "
                 "GEMM problem (a sum of products of numbers) does not state")
-    if mixed is not None and getattr(op, "mixed_input_shuffle", False):
-        return SHUFFLED_NARROW_OPERAND
     if any(t.layout not in plain_layouts for t in (op.A, op.B, op.C)):
         return "interleaved layout: buffers are row- or column-major arrays"
     if op.is_3x and op.tile_description.cluster_shape[0] <= 0:

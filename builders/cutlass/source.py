@@ -27,12 +27,21 @@ class KindHooks:
     entry: Optional[Callable[[object], str]] = None
 
 
-# Keyed by the operation's ``gemm_kind`` (``KernelSpec.knobs["gemm_kind"]``); one line per kind.
+def _emitter_3x():
+    from cutlass_library.gemm_operation import EmitGemmUniversal3xInstance
+    return EmitGemmUniversal3xInstance()
+
+
+# Keyed by the operation's ``gemm_kind`` (``KernelSpec.knobs["gemm_kind"]``), or by its
+# ``mixed_input_mode`` where that changes the mainloop's arguments; one line per kind.
 KIND_HOOKS: dict = {}
+KIND_HOOKS["ScaleOnly"] = KindHooks(emitter=_emitter_3x, packer="pack_mixed_input_3x", header="mixed_input.h")
+KIND_HOOKS["ScaleWithZeroPoint"] = KindHooks(emitter=_emitter_3x, packer="pack_mixed_input_3x",
+                                             header="mixed_input.h")
 
 
 def _hooks(spec) -> Optional[KindHooks]:
-    return KIND_HOOKS.get(spec.knobs.get("gemm_kind"))
+    return KIND_HOOKS.get(spec.knobs.get("mixed_input_mode")) or KIND_HOOKS.get(spec.knobs.get("gemm_kind"))
 
 INCLUDES_2X = [
     "cutlass/cutlass.h", "cutlass/numeric_types.h", "cutlass/arch/arch.h", "cutlass/arch/mma.h",
