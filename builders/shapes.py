@@ -22,7 +22,7 @@ File form (YAML or JSON; every key optional, at least one size in all)::
     rows: [[4096, 8192]]
     elementwise: [1048576]
     softmax: [[16, 4096]]        # per-op lists (softmax, rmsnorm, layernorm, vector_add,
-                                 # square) replace their kind's list for that op
+                                 # square, mixed_input_gemm) replace their kind's list for that op
 """
 from __future__ import annotations
 

@@ -12,7 +12,6 @@ from builders.cutlass import CutlassBuilder, catalog  # noqa: E402
 from builders.cutlass.mixed_input import GROUP_SIZE  # noqa: E402
 from builders.cutlass.problem import alignment_misfit, fit_to_family, make_problem  # noqa: E402
 from builders.cutlass.source import packer_source  # noqa: E402
-from builders.shapes import LLM  # noqa: E402
 from conftest import needs_nvcc  # noqa: E402
 
 

@@ -95,7 +95,8 @@ def test_rounded_kernel_passes_and_one_percent_fails_on_every_trial_kind(narrow,
         i = np.unravel_index(np.argmax(np.abs(out)), out.shape)
         out[i] *= 1.01
         return out
-    assert classify(_member(prepared, problem, one_element), prepared.specs, prepared.references).status == "wrong_result"
+    one = classify(_member(prepared, problem, one_element), prepared.specs, prepared.references)
+    assert one.status == "wrong_result"
 
 
 def test_unscaled_dequantisation_is_caught():

@@ -68,7 +68,8 @@ def test_inputs_draw_the_element_range_and_pack_it():
         assert inputs.values["A"].min() >= -8 and inputs.values["A"].max() <= 7
         seen |= set(inputs.values["A"].reshape(-1).tolist())
     assert {-8, 7} <= seen  # the full element range is drawn (edge/stress trials reach the ends)
-    assert float_to_bits([9.0, -9.0, 2.5], "int4").tolist() == pack([7, -8, 2], "int4").tolist()  # saturates, half to even
+    # out-of-range values saturate, halves round to even
+    assert float_to_bits([9.0, -9.0, 2.5], "int4").tolist() == pack([7, -8, 2], "int4").tolist()
 
 
 def test_from_storage_of_a_packed_buffer_needs_its_shape():

@@ -324,7 +324,8 @@ def add_consensus_witnesses(out_rows: list, consensus_by_digest: dict, prepared_
             spec = next(s for s in consensus.specs if s.name == witness["output"])
             bits = rep_outputs[witness["trial"]][spec.name]
             witness["consensus_kernel_id"] = kernel_of.get(rep_key)
-            witness["consensus_value"] = float(exact_values(bits, spec.dtype, spec.shape).reshape(-1)[witness["flat_index"]])
+            values = exact_values(bits, spec.dtype, spec.shape)
+            witness["consensus_value"] = float(values.reshape(-1)[witness["flat_index"]])
 
 
 class _Run:

@@ -1,8 +1,7 @@
 """The op registry: per op, the float64 reference, the error model and the input domain.
 
 One module per family of ops (elementwise, rows, gemm, mixed_input_gemm, conv, sequence, llm,
-custom), each
-listing its ``OpSpec``s in ``OPS``; ``spec`` holds ``OpSpec`` and the helpers they share.
+custom), each listing its ``OpSpec``s in ``OPS``; ``spec`` holds ``OpSpec`` and the helpers they share.
 Each op maps the group's float64 inputs to the float64 value every out/inout buffer must
 hold (``reference``), gives the float64 magnitude scale ``S`` of the terms that produced
 each output element (``error_scale``; ``numerics.BoundTerms`` turns it into a per-element
