@@ -28,7 +28,7 @@ File form (YAML or JSON; every key optional, at least one size in all)::
     elementwise: [1048576]
     grouped: [[[128, 256, 512], [40, 256, 512]]]   # each size a list of [M, N, K] problems
     softmax: [[16, 4096]]        # per-op lists (softmax, rmsnorm, layernorm, vector_add,
-                                 # square) replace their kind's list for that op
+                                 # square, mixed_input_gemm) replace their kind's list for that op
 """
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ from builders.moe_shapes import LLM_GROUPED, SWEEP_GROUPED, grouped_label
 KINDS = {"gemm": ("M", "N", "K"), "rows": ("M", "N"), "elementwise": ("n",),
          "conv2d": ("N", "H", "W", "C", "K", "R", "S", "stride", "pad"),
          "conv3d": ("N", "D", "H", "W", "C", "K", "T", "R", "S", "stride", "pad")}
-OP_KINDS = {"gemm": "gemm", "softmax": "rows", "rmsnorm": "rows", "layernorm": "rows",
+OP_KINDS = {"gemm": "gemm", "mixed_input_gemm": "gemm", "softmax": "rows", "rmsnorm": "rows", "layernorm": "rows",
             "vector_add": "elementwise", "square": "elementwise", "conv2d": "conv2d", "conv3d": "conv3d",
             "grouped_gemm": "grouped"}
 GROUPED = "grouped"  # a size of this kind is a tuple of (M, N, K) problems
@@ -110,6 +110,10 @@ LLM = ShapeSet(
     conv2d=LLM_CONV2D,
     conv3d=LLM_CONV3D,
     grouped=LLM_GROUPED,
+    # a weight-only int4 4096 -> 14336 MLP projection, in the mixed-input kernels' terms (the
+    # quantised weight is A: M = 14336 output features, K = 4096, N = tokens), at decode
+    # (16 tokens) and prefill (4096 tokens)
+    per_op={"mixed_input_gemm": ((14336, 16, 4096), (14336, 4096, 4096))},
 )
 
 # Powers of two from tiny to large, and odd sizes that leave partial tiles everywhere.

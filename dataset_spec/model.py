@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from .errors import PtxdsError
+from .packed import PACKED_DTYPES, packed_nbytes
 
 
 # 3: pairs.mutation; 4: kernels.trial_errors and witness, pairs.witness, equivalent null for
@@ -27,6 +28,16 @@ DTYPES = {
     "int8": (1, "i"), "uint8": (1, "u"), "int16": (2, "i"), "int32": (4, "i"),
     "uint32": (4, "u"), "int64": (8, "i"), "uint64": (8, "u"),
 }
+# Sub-byte integers packed several to a byte (dataset_spec/packed.py): a buffer of one holds
+# ceil(numel * bits / 8) bytes; ``dtype_kind`` gives their kind like DTYPES's.
+BUFFER_DTYPES = tuple(DTYPES) + tuple(PACKED_DTYPES)
+
+
+def dtype_kind(dtype: str) -> str:
+    """'f', 'i' or 'u' for any buffer dtype, packed ones included."""
+    if dtype in PACKED_DTYPES:
+        return "i" if PACKED_DTYPES[dtype][1] else "u"
+    return DTYPES[dtype][1]
 SCALAR_DTYPES = {  # PTX-style scalar kernel parameter types and their byte size
     "u8": 1, "s8": 1, "u16": 2, "s16": 2, "u32": 4, "s32": 4, "u64": 8, "s64": 8,
     "f16": 2, "bf16": 2, "f32": 4, "f64": 8, "b8": 1, "b16": 2, "b32": 4, "b64": 8,
@@ -119,8 +130,8 @@ class Buffer:
     def __post_init__(self):
         _check(bool(self.name) and self.name.isidentifier(),
                f"buffer.name must be an identifier, got {self.name!r}")
-        _check(self.dtype in DTYPES, f"buffer {self.name}: dtype must be one of "
-               f"{sorted(DTYPES)}, got {self.dtype!r}")
+        _check(self.dtype in BUFFER_DTYPES, f"buffer {self.name}: dtype must be one of "
+               f"{sorted(BUFFER_DTYPES)}, got {self.dtype!r}")
         _check(self.role in ROLES, f"buffer {self.name}: role must be one of {ROLES}, got {self.role!r}")
         try:
             self.shape = tuple(int(s) for s in self.shape)
@@ -171,6 +182,8 @@ class Buffer:
 
     @property
     def nbytes(self) -> int:
+        if self.dtype in PACKED_DTYPES:
+            return packed_nbytes(self.dtype, self.numel)
         return self.numel * DTYPES[self.dtype][0]
 
 

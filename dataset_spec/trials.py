@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from .model import DTYPES, TRIAL_KINDS, Problem
+from .model import TRIAL_KINDS, Problem, dtype_kind
 
 DOMAIN_KINDS = ("wide", "edge", "stress")  # kinds that draw over the op's domain
 FLOAT_DISTRIBUTIONS = ("normal", "uniform")  # the init kinds a trial kind may swap or reshape
@@ -48,7 +48,7 @@ class TrialSpec:
 
 
 def is_float(dtype: str) -> bool:
-    return DTYPES[dtype][1] == "f"
+    return dtype_kind(dtype) == "f"
 
 
 def problem_trial_kinds(problem: Problem) -> list:

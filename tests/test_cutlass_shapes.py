@@ -29,7 +29,7 @@ DEFAULT_ROWS = [
     ("cutlass/gemm/bf16_bf16_f32_bf16/rcr/a1b0/M512N768K520/sm_80/0#0", "fd9a210c4d06d923443e8ab6"),
     ("cutlass/gemm/bf16_bf16_f32_bf16/rcr/a1b0/M512N768K520/sm_80/0#1", "196c9edf719aba82be0e2137"),
 ]
-INT8_FAMILY = "cutlass_tensorop_s8_i16832gemm_s8_*"
+INT8_FAMILY = "cutlass_tensorop_s8_i16832gemm_s8_[0-9]*"  # byte-wide: not the s8 x s4 family
 
 
 

@@ -19,6 +19,7 @@ import numpy as np
 from dataset_spec.fp8 import NAN_CODE, fp8_bits, fp8_to_float, is_fp8
 from dataset_spec.model import DTYPES, Buffer, Distribution, Problem
 from dataset_spec.device_tables import table_storage
+from dataset_spec.packed import PACKED_DTYPES, element_bytes, element_range, is_packed, pack, packed_nbytes, unpack
 from dataset_spec.trials import DRAW, FLOAT_DISTRIBUTIONS, INTEGERS, TABLE, is_float, stress_values, trial_spec
 
 # numpy dtype holding each storage dtype's bits (bfloat16 has no numpy type: uint16 bits).
@@ -28,6 +29,8 @@ STORAGE_NUMPY = {
     "int16": np.dtype("<i2"), "int32": np.dtype("<i4"), "uint32": np.dtype("<u4"),
     "int64": np.dtype("<i8"), "uint64": np.dtype("<u8"),
     "float8_e4m3": np.dtype("u1"), "float8_e5m2": np.dtype("u1"),
+    # packed sub-byte integers: the host holds their bytes, flat (storage_shape)
+    **{name: np.dtype("u1") for name in PACKED_DTYPES},
 }
 BITS_NUMPY = {1: np.dtype("u1"), 2: np.dtype("<u2"), 4: np.dtype("<u4"), 8: np.dtype("<u8")}
 
@@ -45,6 +48,20 @@ POISON_SALT = 0x9015
 GUARD_SALT = 0x6A4D
 FP8_POISONS = {"float8_e4m3": ((0x7F,), (0x7E, 0x7D)),   # NaN; 448, 416
                "float8_e5m2": ((0x7D, 0x7E, 0x7F), (0x7B, 0x7A))}
+
+
+def storage_shape(dtype: str, shape) -> tuple:
+    """Shape of the host array holding a buffer's storage: its own shape, or for a packed
+    sub-byte dtype its bytes, flat (a byte may hold the end of one row and the next)."""
+    if is_packed(dtype):
+        return (packed_nbytes(dtype, int(np.prod(tuple(shape), dtype=np.int64))),)
+    return tuple(shape)
+
+
+def _numel(shape) -> int:
+    if shape is None:
+        raise ValueError("a packed sub-byte buffer needs its shape to be unpacked (how many elements it holds)")
+    return int(np.prod(tuple(shape), dtype=np.int64))
 
 
 def poison_words(dtype: str, seed: int) -> tuple:
@@ -67,7 +84,10 @@ def poison_words(dtype: str, seed: int) -> tuple:
         return (4, sign << 31 | 0x7FC00000 | bits(22)), (4, bits(1) << 31 | 0x7F000000 | bits(23))
     if dtype == "float64":  # the 32-bit word repeats: high half sets sign and exponent
         return (4, sign << 31 | 0x7FF80000 | bits(19)), (4, bits(1) << 31 | 0x7FE00000 | bits(20))
-    width = min(DTYPES[dtype][0], 4)
+    # Packed sub-byte outputs: any byte is some pair of int4s, so no single value marks
+    # "unwritten"; two different random bytes do (an element is unwritten when its byte holds
+    # poison 1 after run 1 and poison 2 after run 2, which no written byte can).
+    width = 1 if is_packed(dtype) else min(DTYPES[dtype][0], 4)
     first = bits(8 * width)
     second = (first + 1 + bits(8 * width - 1)) % (1 << 8 * width)  # never equal to the first
     return (width, first), (width, second)
@@ -76,15 +96,16 @@ def poison_words(dtype: str, seed: int) -> tuple:
 def poison_element(dtype: str, word: tuple) -> np.ndarray:
     """One element's bits (unsigned numpy scalar array of shape (1,)) filled with ``word``."""
     width, value = word
-    size = DTYPES[dtype][0]
+    size = 1 if is_packed(dtype) else DTYPES[dtype][0]
     words = np.full(size // width, value, dtype=BITS_NUMPY[width])
     return words.view(BITS_NUMPY[size])
 
 
 def poison_array(dtype: str, shape, word: tuple) -> np.ndarray:
-    """A host array of poison bits (``word`` from ``poison_words``) in the storage dtype."""
+    """A host array of poison bits (``word`` from ``poison_words``) in the storage dtype
+    (``shape`` is the buffer's; a packed one's bytes are ``storage_shape``)."""
     one = poison_element(dtype, word)
-    return np.full(shape, one[0], dtype=one.dtype).view(STORAGE_NUMPY[dtype])
+    return np.full(storage_shape(dtype, shape), one[0], dtype=one.dtype).view(STORAGE_NUMPY[dtype])
 
 
 def unwritten_mask(first: np.ndarray, second: Optional[np.ndarray], dtype: str, words: tuple) -> np.ndarray:
@@ -92,21 +113,28 @@ def unwritten_mask(first: np.ndarray, second: Optional[np.ndarray], dtype: str, 
     Compared as bits (NaN != NaN). A value a kernel wrote is the same in both runs, so it
     cannot match both poisons, whatever it is (-1 and 255 included). ``second`` None means
     run 2 was bitwise equal to run 1: nothing can be unwritten. Torch tensors (outputs kept
-    on the GPU, device_outputs.py) are compared on their device."""
+    on the GPU, device_outputs.py) are compared on their device. A packed sub-byte output
+    is judged per byte: the mask is over its storage bytes (``unwritten_count`` counts the
+    elements in them)."""
     if hasattr(first, "detach"):
         from .device_outputs import unwritten_mask as on_device
         return on_device(first, second, tuple(poison_element(dtype, w) for w in words))
     first = np.ascontiguousarray(first)
     if second is None:
         return np.zeros(first.shape, dtype=bool)
-    size = DTYPES[dtype][0]
+    size = 1 if is_packed(dtype) else DTYPES[dtype][0]
     one, two = (poison_element(dtype, w)[0] for w in words)
     return ((first.view(BITS_NUMPY[size]) == one)
             & (np.ascontiguousarray(second).view(BITS_NUMPY[size]) == two))
 
 
-def unwritten_count(first: np.ndarray, second: Optional[np.ndarray], dtype: str, words: tuple) -> int:
+def unwritten_count(first: np.ndarray, second: Optional[np.ndarray], dtype: str, words: tuple,
+                    shape=None) -> int:
+    """Elements never written; a packed output (``shape``: the buffer's) counts every
+    element that lives in an unwritten byte."""
     mask = unwritten_mask(first, second, dtype, words)
+    if is_packed(dtype):
+        return int(np.count_nonzero(mask.reshape(-1)[element_bytes(dtype, _numel(shape))]))
     return int(mask.sum()) if hasattr(mask, "detach") else int(np.count_nonzero(mask))
 
 
@@ -157,6 +185,9 @@ def float_to_bits(values, dtype: str) -> np.ndarray:
         return bf16_bits(values)
     if is_fp8(dtype):
         return fp8_bits(values, dtype)
+    if is_packed(dtype):  # round half to even and saturate, then pack (flat bytes)
+        low, high = element_range(dtype)
+        return pack(np.clip(np.rint(values), low, high - 1), dtype)
     target = STORAGE_NUMPY[dtype]
     if is_float(dtype):
         with np.errstate(over="ignore"):
@@ -168,8 +199,11 @@ def float_to_bits(values, dtype: str) -> np.ndarray:
 to_storage = float_to_bits
 
 
-def from_storage(array: np.ndarray, dtype: str) -> np.ndarray:
-    """Storage array -> float64 values."""
+def from_storage(array: np.ndarray, dtype: str, shape=None) -> np.ndarray:
+    """Storage array -> float64 values (a packed sub-byte dtype needs the buffer's ``shape``:
+    its storage is flat bytes)."""
+    if is_packed(dtype):
+        return unpack(array, dtype, _numel(shape)).astype(np.float64).reshape(tuple(shape))
     if dtype == "bfloat16":
         return bf16_to_float(array)
     if is_fp8(dtype):
@@ -177,13 +211,16 @@ def from_storage(array: np.ndarray, dtype: str) -> np.ndarray:
     return np.asarray(array).astype(np.float64)
 
 
-def exact_values(array: np.ndarray, dtype: str) -> np.ndarray:
+def exact_values(array: np.ndarray, dtype: str, shape=None) -> np.ndarray:
     """Storage array -> an array whose values are exact: the storage itself where numpy
     holds the dtype (float16/32/64, integers), float64 otherwise (bfloat16, fp8). The
     checks widen it chunk by chunk, so no full-size float64 copy is made. A torch tensor
-    (device_outputs.py) already holds exact values in its torch dtype."""
+    (device_outputs.py) already holds exact values in its torch dtype. A packed sub-byte
+    array is unpacked to int8/uint8 of the buffer's ``shape``."""
     if hasattr(array, "detach"):
         return array
+    if is_packed(dtype):
+        return unpack(array, dtype, _numel(shape)).reshape(tuple(shape))
     if dtype == "bfloat16" or is_fp8(dtype):
         return from_storage(array, dtype)
     return np.asarray(array)
@@ -382,7 +419,7 @@ def make_trial_inputs(problem: Problem, group_id: str, trial: int) -> TrialInput
             ranges[buf.name] = list(plan.domain)
         bits = float_to_bits(drawn, buf.dtype)
         storage[buf.name] = bits
-        values[buf.name] = from_storage(bits, buf.dtype)
+        values[buf.name] = from_storage(bits, buf.dtype, buf.shape)
     return TrialInputs(trial, seed, spec.kind, storage, values, ranges)
 
 

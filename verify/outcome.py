@@ -97,6 +97,7 @@ class OutputSpec:
     dtype: str
     bounds: list = field(default_factory=list)
     agreement_bounds: list = field(default_factory=list)
+    shape: Optional[tuple] = None  # the buffer's (a packed sub-byte output's storage is flat bytes)
 
 
 @dataclass
@@ -192,9 +193,9 @@ def classify(result: CheckResult, specs: list, references: list, host_references
             if spec.name not in run.poisons:
                 continue
             second = (run.second_outputs or {}).get(spec.name)
-            n = unwritten_count(run.outputs[spec.name], second, spec.dtype, run.poisons[spec.name])
+            n = unwritten_count(run.outputs[spec.name], second, spec.dtype, run.poisons[spec.name], spec.shape)
             if n:
-                size = int(np.prod(tuple(run.outputs[spec.name].shape)))
+                size = int(np.prod(tuple(spec.shape or run.outputs[spec.name].shape)))
                 return _failure("unwritten_output", f"trial {run.trial}: {n} of {size} elements of {spec.name} "
                                 "never written (they hold each run's poison)", run.trial, spec.name, trials=trials)
     for run in result.runs:
@@ -225,7 +226,7 @@ def classify(result: CheckResult, specs: list, references: list, host_references
         errors, first_bad = TrialErrors(run.trial), {}
         for label, outputs in runs_to_check:
             for spec in specs:
-                out = exact_values(outputs[spec.name], spec.dtype)
+                out = exact_values(outputs[spec.name], spec.dtype, spec.shape)
                 stats = error_stats(out, ref[spec.name], spec.bounds[index], spec.dtype)
                 max_abs, max_rel = max(max_abs, stats.max_abs_err), max(max_rel, stats.max_rel_err)
                 max_ratio = max(max_ratio, stats.max_err_ratio)
@@ -264,7 +265,8 @@ def disagreement(outputs: list, other: list, specs: list) -> tuple:
     worst, message = 0.0, ""
     for index, (mine, theirs) in enumerate(zip(outputs, other)):
         for spec in specs:
-            stats = agreement(exact_values(mine[spec.name], spec.dtype), exact_values(theirs[spec.name], spec.dtype),
+            stats = agreement(exact_values(mine[spec.name], spec.dtype, spec.shape),
+                              exact_values(theirs[spec.name], spec.dtype, spec.shape),
                               spec.agreement_bounds[index])
             worst = max(worst, stats.max_err_ratio)
             if not stats.ok and not message:
@@ -359,7 +361,8 @@ class Consensus:
             return None
         for index, (ours, theirs) in enumerate(zip(mine, rep_outputs)):
             for spec in self.specs:
-                x, y = exact_values(ours[spec.name], spec.dtype), exact_values(theirs[spec.name], spec.dtype)
+                x, y = (exact_values(ours[spec.name], spec.dtype, spec.shape),
+                        exact_values(theirs[spec.name], spec.dtype, spec.shape))
                 flat = first_outside(x, y, spec.agreement_bounds[index])
                 if flat is not None:
                     return {"trial": index, "output": spec.name, "flat_index": flat, "value": element(x, flat),

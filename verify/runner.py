@@ -212,7 +212,7 @@ def prepare_problem(problem: Problem, group_id: str, n_trials: Optional[int] = N
         trials = [made[t] if t in made else on_host[t].result() for t in range(n_trials)]
     else:
         trials = list(_TRIAL_POOL.map(lambda t: make_trial_inputs(problem, group_id, t), range(n_trials)))
-    specs = [OutputSpec(b.name, b.dtype) for b in problem.buffers if b.role in ("out", "inout")]
+    specs = [OutputSpec(b.name, b.dtype, shape=b.shape) for b in problem.buffers if b.role in ("out", "inout")]
     prepared = _ProblemTrials(problem, trials, [], specs)
     fixed = {s.name: op.tolerance(problem, s.dtype) for s in specs}
     prepared.tolerance = next(iter(fixed.values()), None)
@@ -402,7 +402,8 @@ def add_consensus_witnesses(out_rows: list, consensus_by_digest: dict, prepared_
             spec = next(s for s in consensus.specs if s.name == witness["output"])
             bits = rep_outputs[witness["trial"]][spec.name]
             witness["consensus_kernel_id"] = kernel_of.get(rep_key)
-            witness["consensus_value"] = element(exact_values(bits, spec.dtype), witness["flat_index"])
+            values = exact_values(bits, spec.dtype, spec.shape)
+            witness["consensus_value"] = float(values.reshape(-1)[witness["flat_index"]])
 
 
 class _Run:

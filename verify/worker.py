@@ -113,7 +113,7 @@ class _Worker:
     def _download(self, roles) -> dict:
         """The buffers of ``roles`` as host arrays; outputs as tensors on the device when
         this row keeps them there (device_outputs.py)."""
-        from .inputs import STORAGE_NUMPY
+        from .inputs import STORAGE_NUMPY, storage_shape
         out = {}
         for name, buf in self.row.buffers.items():
             spec = self.row.specs[name]
@@ -123,7 +123,7 @@ class _Worker:
                 from .device_outputs import copy_to_tensor
                 out[name] = copy_to_tensor(buf, spec.dtype, spec.shape, self.ctx.stream, self.ctx.info.ordinal)
             else:
-                out[name] = buf.download(STORAGE_NUMPY[spec.dtype], spec.shape)
+                out[name] = buf.download(STORAGE_NUMPY[spec.dtype], storage_shape(spec.dtype, spec.shape))
         return out
 
     # ---- jobs -------------------------------------------------------------------------

@@ -31,7 +31,7 @@ from typing import Optional
 from dataset_spec.model import Arg, Buffer, Distribution, KernelRecord, Launch, SpecError
 from ptx_tools import split_module
 from builders.base import Builder, BuildOptions, WorkItem
-from builders.cutlass import catalog, grouped
+from builders.cutlass import catalog, grouped, mixed_input
 from builders.cutlass.kernel_traits import arch_of, entry_params, uses_tma  # noqa: F401 (re-exported)
 from builders.cutlass.compile import (BASE_FLAGS, CutlassCompileError, build_packer, compile_to_ptx,
                                       cutlass_version, nvcc_version)
@@ -130,7 +130,8 @@ class CutlassBuilder(Builder):
     def sizes_for(self, specs: list) -> list:
         """The (M, N, K)s one group of kernels is built at: a built-in set's sizes fitted to
         the group's alignments (duplicates after rounding dropped), or the user's exactly."""
-        sizes = [tuple(int(v) for v in size) for size in self.shape_set.sizes_for("gemm")]
+        op = "mixed_input_gemm" if any(mixed_input.is_scaled(s) for s in specs) else "gemm"
+        sizes = [tuple(int(v) for v in size) for size in self.shape_set.sizes_for(op)]
         if not self.shape_set.exact:
             sizes = [fit_to_family(specs, *size) for size in sizes]
         return list(dict.fromkeys(sizes))
@@ -247,7 +248,8 @@ class CutlassBuilder(Builder):
         m, n, k = size
         use_c = p["beta"] != 0
         packed = pack_launch(packer, spec.name, m, n, k, p["alpha"], p["beta"], p["sm_count"], use_c,
-                             alias_c_to_d=spec.generation == 3)
+                             alias_c_to_d=spec.generation == 3, extra_slots=mixed_input.extra_slots(spec),
+                             params=mixed_input.pack_params(spec))
         params = entry_params(ptx, entry)
         if len(params) != 1 or params[0].size != len(packed.blob):
             raise PackError(f"entry params {[(q.name, q.size) for q in params]} do not match the "

@@ -2,8 +2,8 @@
 
 The manifest is filled the way the CUTLASS profiler's ``generator.py`` fills it
 (``GenerateSM80`` / ``GenerateSM90`` with ``--kernels all``); we keep the dense, real-valued
-universal GEMMs with byte-sized operands, and the grouped ones (builders/cutlass/grouped.py),
-and describe each by a plain ``KernelSpec``. ``family_table`` lists every GEMM family the generator emits, each either
+universal GEMMs (sub-byte operands packed, dataset_spec/packed.py), and the grouped ones
+(builders/cutlass/grouped.py), and describe each by a plain ``KernelSpec``. ``family_table`` lists every GEMM family the generator emits, each either
 built or excluded with its reason (docs/cutlass.md, "Families").
 """
 from __future__ import annotations
@@ -34,8 +34,11 @@ DTYPE_NAMES = {  # cutlass_library DataTypeNames -> dataset dtype names
     "bf16": "bfloat16", "f16": "float16", "f32": "float32", "tf32": "float32",
     "s8": "int8", "u8": "uint8", "s32": "int32", "f64": "float64",
     "e4m3": "float8_e4m3", "e5m2": "float8_e5m2",
+    # packed several to a byte, low bits first (dataset_spec/packed.py)
+    "s4": "int4", "u4": "uint4", "s2": "int2", "u2": "uint2",
 }
-SUB_BYTE = ("b1", "s2", "u2", "s4", "u4")
+# 1-bit operands: their MMA is a popcount of AND/XOR, not a product of numbers
+BINARY = ("b1",)
 # What the GEMM problem (A, B, C, D, alpha, beta) cannot state for the other GEMM kinds.
 EXTRA_OPERANDS = {
     "Sparse": "2:4 sparse A needs its metadata operand",
@@ -51,6 +54,12 @@ EXTRA_OPERANDS = {
 # with a separate reorder pass; a row's operands are plain row- or column-major arrays.
 SHUFFLED_NARROW_OPERAND = ("3.x mixed-input mainloop with a shuffled narrow operand: it reads that "
                            "operand in CUTLASS's reordered layout, not a row- or column-major array")
+
+# s4 x FP8 ScaleOnly kernels take each scale as cutlass::Array<e4m3/e5m2, 8> and convert
+# through a lookup table (the mainloop's UseScaleLookupTable): a scale operand of 8 values per
+# element, which the mixed_input_gemm problem does not state.
+SCALE_LOOKUP_TABLE = ("3.x mixed-input mainloop, s4 x FP8 with scales: each scale is a lookup table of 8 FP8 "
+                      "values (cutlass::Array<e4m3, 8>), not one number per group")
 
 NAME_2X = re.compile(
     r"^cutlass_(?P<opcode_class>tensorop|simt|wmma_tensorop)_(?P<extended>.+)_"
@@ -160,16 +169,15 @@ def exclusion_reason(op) -> str:
     if op.is_complex():
         return "complex-valued GEMM: the verifier's buffers hold real numbers"
     mixed = getattr(op, "mixed_input_mode", None)
-    if mixed is not None and _enum_name(mixed) != "ConvertOnly":
-        return (f"3.x mixed-input mainloop ({_enum_name(mixed)}): needs scale/zero-point "
-                f"tensors and a group size that the GEMM problem does not state")
-    elements = [DataTypeNames[t.element] for t in (op.A, op.B, op.C, op.D)]
-    if any(e in SUB_BYTE for e in elements):
-        math = _enum_name(op.tile_description.math_instruction.math_operation)
-        extra = " and its math is a popcount of AND/XOR, not a product" if "popc" in math else ""
-        return f"sub-byte operands ({'/'.join(sorted(set(elements) & set(SUB_BYTE)))}): buffers are byte-granular{extra}"
     if mixed is not None and getattr(op, "mixed_input_shuffle", False):
         return SHUFFLED_NARROW_OPERAND
+    if mixed is not None and _enum_name(mixed) != "ConvertOnly" and (
+            DataTypeNames[op.A.element] == "s4" and DataTypeNames[op.B.element] in ("e4m3", "e5m2")):
+        return SCALE_LOOKUP_TABLE
+    elements = [DataTypeNames[t.element] for t in (op.A, op.B, op.C, op.D)]
+    if any(e in BINARY for e in elements):
+        return ("1-bit operands (b1): the MMA is a popcount of AND/XOR of bit vectors, a function the "
+                "GEMM problem (a sum of products of numbers) does not state")
     if any(t.layout not in plain_layouts for t in (op.A, op.B, op.C)):
         return "interleaved layout: buffers are row- or column-major arrays"
     if op.is_3x and op.tile_description.cluster_shape[0] <= 0:

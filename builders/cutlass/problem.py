@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass
 
 from dataset_spec.model import Buffer, Distribution, Problem
+from builders.cutlass import mixed_input
 from builders.cutlass.catalog import DTYPE_NAMES, KernelSpec
 
 DEFAULT_PROBLEM = (512, 768, 520)  # M, N, K: 520 exercises a partial K tile
@@ -69,6 +70,8 @@ def family_id(spec: KernelSpec, alpha: float, beta: float) -> str:
     if spec.generation == 2 and g.element_a == "f32" and spec.knobs.get("math_element_a") == "tf32":
         types += "_tf32math"  # float32 storage read as tf32 (s1688tf32gemm)
     layouts = "".join(x[0] for x in (g.layout_a, g.layout_b, g.layout_c))  # r/c, kernel terms
+    if mixed_input.is_scaled(spec):  # another function: A dequantised by scales (zero points)
+        return f"cutlass/mixed_input_gemm/{types}{mixed_input.mode_tag(spec)}/{layouts}/a{alpha:g}b{beta:g}"
     return f"cutlass/gemm/{types}/{layouts}/a{alpha:g}b{beta:g}"
 
 
@@ -94,7 +97,7 @@ def alignment_misfit(spec: KernelSpec, m: int, n: int, k: int) -> str:
         if dims[dim] % align:
             return (f"{spec.name}: {name}'s contiguous extent {dim}={dims[dim]} is not a multiple "
                     f"of its alignment {align}")
-    return ""
+    return mixed_input.group_misfit(spec, m, k)
 
 
 def check_alignment(spec: KernelSpec, m: int, n: int, k: int) -> None:
@@ -112,6 +115,9 @@ def fit_to_family(specs: list, m: int, n: int, k: int) -> tuple:
     for spec in specs:
         for dim, align in contiguous_extents(spec).values():
             multiple[dim] = math.lcm(multiple[dim], int(align))
+        if mixed_input.is_scaled(spec):  # K holds whole scale groups; M whole 16-byte scale rows
+            multiple["K"] = math.lcm(multiple["K"], mixed_input.GROUP_SIZE)
+            multiple["M"] = math.lcm(multiple["M"], mixed_input.SCALE_ALIGNMENT)
     dims = {"M": m, "N": n, "K": k}
     return tuple(-(-dims[d] // multiple[d]) * multiple[d] for d in ("M", "N", "K"))
 
@@ -171,6 +177,9 @@ def math_input(spec: KernelSpec) -> str:
 
 def make_problem(spec: KernelSpec, m: int, n: int, k: int, alpha: float = 1.0, beta: float = 0.0) -> Problem:
     g = kernel_gemm(spec)
+    if mixed_input.is_scaled(spec):
+        return mixed_input.make_mixed_problem(spec, g, m, n, k, alpha, beta, group_id(spec, m, n, k, alpha, beta),
+                                              accumulator_name(spec), storage_shape)
     buffers = [
         Buffer("A", DTYPE_NAMES[g.element_a], storage_shape(g.layout_a, m, k), "in",
                init=integer_inputs(g.element_a, g.element_d)),

@@ -38,7 +38,8 @@ def _universal_3x_emitter():
     return EmitGemmUniversal3xInstance()
 
 
-# Keyed by the operation's ``gemm_kind`` (``KernelSpec.knobs["gemm_kind"]``); one line per kind.
+# Keyed by the operation's ``gemm_kind`` (``KernelSpec.knobs["gemm_kind"]``), or by its
+# ``mixed_input_mode`` where that changes the mainloop's arguments; one line per kind.
 KIND_HOOKS: dict = {
     # 2.x GemmGrouped runs as cutlass::Kernel<Op> (device/base_grouped.h), not Kernel2
     "Grouped": KindHooks(_grouped_2x_emitter, "pack_grouped_2x", "grouped.h",
@@ -46,11 +47,13 @@ KIND_HOOKS: dict = {
                          ("cutlass/gemm/kernel/gemm_grouped.h", "cutlass/gemm/kernel/default_gemm_grouped.h")),
     "GroupedUniversal3x": KindHooks(_universal_3x_emitter, "pack_grouped_3x", "grouped.h",
                                     includes=("cutlass/gemm/group_array_problem_shape.hpp",)),
+    "ScaleOnly": KindHooks(_universal_3x_emitter, "pack_mixed_input_3x", "mixed_input.h"),
+    "ScaleWithZeroPoint": KindHooks(_universal_3x_emitter, "pack_mixed_input_3x", "mixed_input.h"),
 }
 
 
 def _hooks(spec) -> Optional[KindHooks]:
-    return KIND_HOOKS.get(spec.knobs.get("gemm_kind"))
+    return KIND_HOOKS.get(spec.knobs.get("mixed_input_mode")) or KIND_HOOKS.get(spec.knobs.get("gemm_kind"))
 
 INCLUDES_2X = [
     "cutlass/cutlass.h", "cutlass/numeric_types.h", "cutlass/arch/arch.h", "cutlass/arch/mma.h",

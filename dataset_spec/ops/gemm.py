@@ -6,7 +6,8 @@ import math
 import numpy as np
 
 from ..fp8 import is_fp8
-from ..model import DTYPES, Problem, SpecError
+from ..model import DTYPES, Problem, SpecError, dtype_kind
+from ..packed import element_range, is_packed
 from ..numerics import FORMATS
 from .spec import (OpSpec, _fmt, _inputs_of, _out_dtype, _out_name, is_float_dtype, on_magnitudes,
                    range_int_products, range_products)
@@ -34,7 +35,10 @@ def saturate_to_output(values: np.ndarray, dtype: str) -> np.ndarray:
     (``cvt.rn.satfinite``). Other float outputs keep the exact value (the bound covers
     their rounding). Array methods only, so torch tensors work too (verify/reference.py);
     ``round`` is half to even in numpy and torch, and ``clip`` keeps NaN."""
-    kind = DTYPES[dtype][1]
+    kind = dtype_kind(dtype)
+    if is_packed(dtype):
+        lo, hi = element_range(dtype)
+        return values.round().clip(lo, hi - 1)
     if kind in ("i", "u"):
         bits = 8 * DTYPES[dtype][0]
         lo, hi = (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1) if kind == "i" else (0, 2 ** bits - 1)

@@ -8,7 +8,8 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from ..model import DTYPES, Problem, SpecError
+from ..model import DTYPES, Problem, SpecError, dtype_kind
+from ..packed import element_range, is_packed
 from ..numerics import FORMATS, BoundTerms, bound_terms
 
 
@@ -193,6 +194,8 @@ INT32_LIMIT = 2 ** 31  # the accumulator of integer products and sums
 
 
 def _dtype_range(dtype: str) -> tuple:
+    if is_packed(dtype):
+        return element_range(dtype)
     info = np.iinfo(np.dtype(f"{DTYPES[dtype][1]}{DTYPES[dtype][0]}"))
     return int(info.min), int(info.max) + 1
 
@@ -200,11 +203,15 @@ def _dtype_range(dtype: str) -> tuple:
 def range_int_products(length: Callable, *operands: str):
     """Full dtype range for the named operands of an n-term integer sum of products (n =
     ``length(problem)``, the op's reduction length), narrowed only where n max|a| max|b|
-    could reach 2^31 (the int32 accumulator)."""
+    could reach 2^31 (the int32 accumulator). An integer operand times a float one (a
+    mixed-input GEMM converts the integer to the float type) keeps its full range: the
+    float accumulator does not wrap."""
     def integer_range(problem, buffer):
         if buffer.name not in operands:
             return None
         low, high = _dtype_range(buffer.dtype)
+        if any(dtype_kind(problem.buffer(name).dtype) == "f" for name in operands):
+            return low, high
         n = max(1, int(length(problem)))
         others = [max(abs(a), abs(b - 1)) for a, b in
                   (_dtype_range(problem.buffer(name).dtype) for name in operands if name != buffer.name)]
@@ -219,7 +226,7 @@ def range_int_sum(length: Callable, operands: int = 1):
     ``length(problem)`` (the op's reduction length) times ``operands`` summed per term."""
     def integer_range(problem, buffer):
         out = problem.buffer(_out_name(problem)).dtype
-        if out not in DTYPES or DTYPES[out][1] not in ("i", "u") or buffer.dtype in FORMATS:
+        if dtype_kind(out) not in ("i", "u") or buffer.dtype in FORMATS:
             return None
         low, high = _dtype_range(buffer.dtype)
         out_low, out_high = _dtype_range(out)

@@ -125,9 +125,16 @@ void pack_2x(PackRequest const &req, PackResult &out) {
 }
 
 #ifdef CUTLASS_PACK_3X
+// The plain GEMM's mainloop needs nothing beyond A and B; a kind whose mainloop takes
+// further arguments (scales, zero points) passes its own filler to pack_3x.
+struct NoMainloopExtras {
+  template <typename Kernel, typename Arguments>
+  static void fill(Arguments &, PackRequest const &) {}
+};
+
 // CUTLASS 3.x GemmUniversal: Params = to_underlying_arguments(Arguments, workspace) with the
 // SM count given (never queried).
-template <typename Kernel>
+template <typename Kernel, typename MainloopExtras = NoMainloopExtras>
 void pack_3x(PackRequest const &req, PackResult &out) {
   using Params = typename Kernel::Params;
   using Arguments = typename Kernel::Arguments;
@@ -144,6 +151,7 @@ void pack_3x(PackRequest const &req, PackResult &out) {
   args.mainloop.dA = cutlass::make_cute_packed_stride(StrideA{}, cute::make_shape(req.m, req.k, 1));
   args.mainloop.ptr_B = static_cast<typename Kernel::ElementB const *>(req.b);
   args.mainloop.dB = cutlass::make_cute_packed_stride(StrideB{}, cute::make_shape(req.n, req.k, 1));
+  MainloopExtras::template fill<Kernel>(args, req);
   args.epilogue.thread.alpha = req.alpha;
   args.epilogue.thread.beta = req.beta;
   args.epilogue.ptr_C = static_cast<typename Kernel::ElementC const *>(req.c);
