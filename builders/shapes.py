@@ -37,6 +37,7 @@ from dataset_spec.model import SpecError
 KINDS = {"gemm": ("M", "N", "K"), "rows": ("M", "N"), "elementwise": ("n",)}
 OP_KINDS = {"gemm": "gemm", "softmax": "rows", "rmsnorm": "rows", "layernorm": "rows",
             "vector_add": "elementwise", "square": "elementwise"}
+OP_KINDS["blockwise_scaled_gemm"] = "gemm"  # FP8 GEMMs with per-block scales: multiples of 128
 # Host-side float64 copies the verifier keeps per group (inputs, outputs, reference and
 # error scale) must stay a few hundred MB; built-in sets are checked against this.
 MAX_GROUP_HOST_BYTES = 768 << 20
@@ -81,6 +82,9 @@ LLM = ShapeSet(
     gemm=((4096, 4096, 4096), (8192, 1024, 4096), (16, 4096, 4096), (2048, 5632, 2048)),
     rows=((16, 4096), (4096, 4096), (2048, 8192), (32768, 128)),
     elementwise=(65536, 11534336, 16777216),
+    # DeepSeek-V3-like FP8 layers (hidden 7168, expert width 2048): 4096 tokens up, 2048
+    # tokens down, a 16-token decode step
+    per_op={"blockwise_scaled_gemm": ((4096, 2048, 7168), (2048, 7168, 2048), (16, 7168, 7168))},
 )
 
 # Powers of two from tiny to large, and odd sizes that leave partial tiles everywhere.
@@ -90,6 +94,10 @@ SWEEP = ShapeSet(
           (127, 255, 63), (1023, 1025, 1031), (3001, 2999, 997)),
     rows=((64, 128), (1024, 1024), (4096, 4096), (37, 129), (999, 1537), (4097, 3001)),
     elementwise=(1024, 65536, 1 << 20, 1 << 24, 127, 12345, 1000003),
+    # blockwise-scaled FP8: M a multiple of 16 (16-byte TMA rows of D and SFA); a partial N
+    # tile and a partial K block (1040 = 8 x 128 + 16) in the last size
+    per_op={"blockwise_scaled_gemm": ((256, 256, 256), (1024, 1024, 1024), (2048, 2048, 2048),
+                                      (1008, 1000, 1040))},
 )
 
 # The functions several compilers build, at the ``llm`` sizes: GEMM (Triton, CUTLASS, TVM)

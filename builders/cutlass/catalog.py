@@ -2,8 +2,8 @@
 
 The manifest is filled the way the CUTLASS profiler's ``generator.py`` fills it
 (``GenerateSM80`` / ``GenerateSM90`` with ``--kernels all``); we keep the dense, real-valued,
-non-grouped universal GEMMs with byte-sized operands and describe each by a plain
-``KernelSpec``. ``family_table`` lists every GEMM family the generator emits, each either
+non-grouped universal GEMMs with byte-sized operands, and the blockwise-scaled FP8 ones
+(``BUILT_KINDS``), and describe each by a plain ``KernelSpec``. ``family_table`` lists every GEMM family the generator emits, each either
 built or excluded with its reason (docs/cutlass.md, "Families").
 """
 from __future__ import annotations
@@ -42,11 +42,12 @@ EXTRA_OPERANDS = {
     "SparseUniversal3x": "2:4 sparse A needs its metadata operand",
     "Grouped": "needs a device list of problems",
     "GroupedUniversal3x": "needs a device list of problems",
-    "BlockwiseUniversal3x": "needs per-block scale tensors",
-    "GroupedBlockwiseUniversal3x": "needs a device list of problems and per-block scale tensors",
+    "GroupedBlockwiseUniversal3x": "needs the grouped launch model",
     "PlanarComplex": "complex operands in separate real/imaginary planes",
     "PlanarComplexArray": "complex operands in separate real/imaginary planes",
 }
+# GEMM kinds beyond the plain universal ones that ptxds builds (their problems: blockwise.py).
+BUILT_KINDS = ("BlockwiseUniversal3x",)
 
 # 3.x ConvertOnly kernels named ``..._cvt_shfl_...`` read the narrow operand from a
 # reordered layout (the generator's compute_memory_reordering_atom), which a caller makes
@@ -146,6 +147,9 @@ def describe_operation(op) -> KernelSpec:
     mixed = getattr(op, "mixed_input_mode", None)
     if mixed is not None:  # 3.x mixed input: ConvertOnly (built), ScaleOnly, ScaleWithZeroPoint
         knobs["mixed_input_mode"] = _enum_name(mixed)
+    if getattr(op, "ScaleFactorKVecSize", None):  # blockwise scaling: its ScaleConfig granularities
+        knobs["scale_granularity"] = [int(op.ScaleFactorMVecSize), int(op.ScaleFactorNVecSize),
+                                      int(op.ScaleFactorKVecSize)]
     return KernelSpec(name=name, generation=3 if op.is_3x else 2, sm=int(op.arch), knobs=knobs)
 
 
@@ -154,7 +158,7 @@ def exclusion_reason(op) -> str:
     from cutlass_library.library import DataTypeNames, GemmKind, LayoutType
     plain_layouts = (LayoutType.RowMajor, LayoutType.ColumnMajor)
     kind = _enum_name(op.gemm_kind)
-    if op.gemm_kind not in (GemmKind.Universal, GemmKind.Universal3x):
+    if op.gemm_kind not in (GemmKind.Universal, GemmKind.Universal3x) and kind not in BUILT_KINDS:
         return f"{kind} GEMM: {EXTRA_OPERANDS.get(kind, 'not a plain universal GEMM')}"
     if op.is_complex():
         return "complex-valued GEMM: the verifier's buffers hold real numbers"
@@ -231,10 +235,15 @@ def _family_of(op) -> tuple:
             _enum_name(op.gemm_kind))
 
 
+def _opcode_label(opcode: str, kind: str) -> str:
+    """The opcode class, with the GEMM kind when it is not a plain universal GEMM."""
+    return opcode if kind in ("Universal", "Universal3x") else f"{opcode}:{kind}"
+
+
 def family_key(spec: "KernelSpec") -> str:
     """The ``Family.key`` of a kernel ptxds builds."""
-    sm, gen, opcode, math, types, epilogue, _ = _family_of(_all_operations(spec.sm)[spec.name])
-    return Family(sm, gen, opcode, math, types, epilogue, ()).key
+    sm, gen, opcode, math, types, epilogue, kind = _family_of(_all_operations(spec.sm)[spec.name])
+    return Family(sm, gen, _opcode_label(opcode, kind), math, types, epilogue, ()).key
 
 
 def per_family(specs: list, count, seed: int) -> list:
@@ -260,7 +269,7 @@ def family_table(sms=(80, 90)) -> list:
         built = sorted(n for n, r in members if not r)
         excluded = "; ".join(reasons) if not built else ""
         names = built or sorted(n for n, _ in members)
-        opcode_label = opcode if kind in ("Universal", "Universal3x") else f"{opcode}:{kind}"
+        opcode_label = _opcode_label(opcode, kind)
         families.append(Family(sm, gen, opcode_label, math, types, epilogue, tuple(names), excluded))
     return families
 

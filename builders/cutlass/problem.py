@@ -59,6 +59,8 @@ ROUNDING_MATH = {"multiply_add_fast_bf16": "bf16math", "multiply_add_fast_f16": 
 
 def family_id(spec: KernelSpec, alpha: float, beta: float) -> str:
     """The group id without its size: the function, before a shape set states it at sizes."""
+    if _blockwise(spec):
+        return _blockwise(spec).family_id(spec, alpha, beta)
     g = kernel_gemm(spec)
     types = "_".join([g.element_a, g.element_b, g.element_accumulator, g.element_d])
     if beta != 0:  # C is read: its type is part of the function (beta = 0: C is never read)
@@ -94,7 +96,7 @@ def alignment_misfit(spec: KernelSpec, m: int, n: int, k: int) -> str:
         if dims[dim] % align:
             return (f"{spec.name}: {name}'s contiguous extent {dim}={dims[dim]} is not a multiple "
                     f"of its alignment {align}")
-    return ""
+    return _blockwise(spec).misfit(spec, m, n, k) if _blockwise(spec) else ""
 
 
 def check_alignment(spec: KernelSpec, m: int, n: int, k: int) -> None:
@@ -169,7 +171,17 @@ def math_input(spec: KernelSpec) -> str:
     return "tf32" if storage == "tf32" else ""
 
 
+def _blockwise(spec: KernelSpec):
+    """builders.cutlass.blockwise for a blockwise-scaled kernel (its own problem), else None."""
+    if spec.knobs.get("gemm_kind") != "BlockwiseUniversal3x":
+        return None
+    from builders.cutlass import blockwise
+    return blockwise
+
+
 def make_problem(spec: KernelSpec, m: int, n: int, k: int, alpha: float = 1.0, beta: float = 0.0) -> Problem:
+    if _blockwise(spec):
+        return _blockwise(spec).make_problem(spec, group_id(spec, m, n, k, alpha, beta), m, n, k, alpha, beta)
     g = kernel_gemm(spec)
     buffers = [
         Buffer("A", DTYPE_NAMES[g.element_a], storage_shape(g.layout_a, m, k), "in",

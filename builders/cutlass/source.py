@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional
 
+from builders.cutlass.blockwise import emitter as blockwise_emitter
 from builders.cutlass.catalog import load_manifest_operations
 
 PACKER_CPP = Path(__file__).with_name("host") / "packer.h"
@@ -29,6 +30,7 @@ class KindHooks:
 
 # Keyed by the operation's ``gemm_kind`` (``KernelSpec.knobs["gemm_kind"]``); one line per kind.
 KIND_HOOKS: dict = {}
+KIND_HOOKS["BlockwiseUniversal3x"] = KindHooks(emitter=blockwise_emitter, packer="pack_blockwise_3x", header="blockwise.h")
 
 
 def _hooks(spec) -> Optional[KindHooks]:
