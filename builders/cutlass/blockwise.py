@@ -22,6 +22,7 @@ SCALE_LAYOUT = "col"  # SM90 ScaleConfig: MN-major SFA and SFB
 # 16-byte aligned, so the scale count along M (N) must be a multiple of 4 floats.
 SCALE_TMA_THRESHOLD = 32
 BLOCKWISE_DEFAULT_PROBLEM = (512, 768, 640)  # five full K blocks of 128; M, N multiples of 256
+LAYOUT_WORDS = {"n": "col", "t": "row"}  # as problem.py: 3.x kernels keep the library's terms
 
 
 def emitter():
@@ -42,13 +43,16 @@ def granularity(spec: KernelSpec) -> tuple:
 
 def family_id(spec: KernelSpec, alpha: float, beta: float) -> str:
     """The function without its size: element types, layouts, scale granularities, epilogue."""
-    from builders.cutlass.problem import kernel_gemm
-    g = kernel_gemm(spec)
+    k = spec.knobs
     gm, gn, gk = granularity(spec)
-    types = "_".join([g.element_a, g.element_b, g.element_accumulator]
-                     + ([f"c{g.element_c}"] if beta != 0 else []) + [g.element_d])
-    layouts = "".join(x[0] for x in (g.layout_a, g.layout_b, g.layout_c))
+    types = "_".join([k["element_a"], k["element_b"], k["element_accumulator"]]
+                     + ([f"c{k['element_c']}"] if beta != 0 else []) + [k["element_d"]])
+    layouts = "".join(_layouts(spec)[x][0] for x in ("a", "b", "c"))
     return f"cutlass/blockwise_gemm/{types}/{layouts}/sfa{gm}x{gk}_sfb{gn}x{gk}/a{alpha:g}b{beta:g}"
+
+
+def _layouts(spec: KernelSpec) -> dict:
+    return {x: LAYOUT_WORDS[spec.knobs[f"layout_{x}"]] for x in ("a", "b", "c")}
 
 
 def tma_scale_operands(spec: KernelSpec) -> tuple:
@@ -70,8 +74,7 @@ def misfit(spec: KernelSpec, m: int, n: int, k: int) -> str:
             return (f"{spec.name}: {name} is loaded by TMA along {dim} and needs a multiple of 4 scales "
                     f"(16 bytes) there, got {count}")
     if "epi_tma" in spec.name:
-        from builders.cutlass.problem import contiguous_extents
-        dim = contiguous_extents(spec)["C"][0]
+        dim = "N" if _layouts(spec)["c"] == "row" else "M"
         extent = {"M": m, "N": n}[dim]
         for label, element in (("D", spec.knobs["element_d"]), ("C", spec.knobs["element_c"])):
             if element == "void":
@@ -84,11 +87,10 @@ def misfit(spec: KernelSpec, m: int, n: int, k: int) -> str:
 
 
 def make_problem(spec: KernelSpec, group: str, m: int, n: int, k: int, alpha: float, beta: float):
-    from builders.cutlass.problem import kernel_gemm
-    g = kernel_gemm(spec)
+    knobs = spec.knobs
     gm, gn, gk = granularity(spec)
-    dtypes = {"A": DTYPE_NAMES[g.element_a], "B": DTYPE_NAMES[g.element_b], "D": DTYPE_NAMES[g.element_d]}
-    if beta != 0 and g.element_c != "void":
-        dtypes["C"] = DTYPE_NAMES[g.element_c]
-    layouts = {"a": g.layout_a, "b": g.layout_b, "c": g.layout_c, "sfa": SCALE_LAYOUT, "sfb": SCALE_LAYOUT}
+    dtypes = {name: DTYPE_NAMES[knobs[f"element_{name.lower()}"]] for name in ("A", "B", "D")}
+    if beta != 0 and knobs["element_c"] != "void":
+        dtypes["C"] = DTYPE_NAMES[knobs["element_c"]]
+    layouts = dict(_layouts(spec), sfa=SCALE_LAYOUT, sfb=SCALE_LAYOUT)
     return blockwise_problem(group, m, n, k, dtypes, (gm, gk), (gn, gk), layouts, alpha, beta)

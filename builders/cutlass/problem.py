@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass
 
 from dataset_spec.model import Buffer, Distribution, Problem
+from builders.cutlass import blockwise
 from builders.cutlass.catalog import DTYPE_NAMES, KernelSpec
 
 DEFAULT_PROBLEM = (512, 768, 520)  # M, N, K: 520 exercises a partial K tile
@@ -173,10 +174,7 @@ def math_input(spec: KernelSpec) -> str:
 
 def _blockwise(spec: KernelSpec):
     """builders.cutlass.blockwise for a blockwise-scaled kernel (its own problem), else None."""
-    if spec.knobs.get("gemm_kind") != "BlockwiseUniversal3x":
-        return None
-    from builders.cutlass import blockwise
-    return blockwise
+    return blockwise if blockwise.is_blockwise(spec) else None
 
 
 def make_problem(spec: KernelSpec, m: int, n: int, k: int, alpha: float = 1.0, beta: float = 0.0) -> Problem:
