@@ -48,6 +48,7 @@ OP_KINDS = {"gemm": "gemm", "mixed_input_gemm": "gemm", "softmax": "rows", "rmsn
             "vector_add": "elementwise", "square": "elementwise", "conv2d": "conv2d", "conv3d": "conv3d",
             "grouped_gemm": "grouped"}
 GROUPED = "grouped"  # a size of this kind is a tuple of (M, N, K) problems
+OP_KINDS["blockwise_scaled_gemm"] = "gemm"  # FP8 GEMMs with per-block scales: multiples of 128
 # Host-side float64 copies the verifier keeps per group (inputs, outputs, reference and
 # error scale) must stay a few hundred MB; built-in sets are checked against this.
 MAX_GROUP_HOST_BYTES = 768 << 20
@@ -113,7 +114,10 @@ LLM = ShapeSet(
     # a weight-only int4 4096 -> 14336 MLP projection, in the mixed-input kernels' terms (the
     # quantised weight is A: M = 14336 output features, K = 4096, N = tokens), at decode
     # (16 tokens) and prefill (4096 tokens)
-    per_op={"mixed_input_gemm": ((14336, 16, 4096), (14336, 4096, 4096))},
+    per_op={"mixed_input_gemm": ((14336, 16, 4096), (14336, 4096, 4096)),
+            # DeepSeek-V3-like FP8 layers (hidden 7168, expert width 2048): 4096 tokens up, 2048
+            # tokens down, a 16-token decode step
+            "blockwise_scaled_gemm": ((4096, 2048, 7168), (2048, 7168, 2048), (16, 7168, 7168))},
 )
 
 # Powers of two from tiny to large, and odd sizes that leave partial tiles everywhere.
@@ -127,6 +131,10 @@ SWEEP = ShapeSet(
             (16, 56, 56, 64, 256, 1, 1, 1, 0), (8, 224, 224, 3, 768, 16, 16, 16, 0)),
     conv3d=((1, 5, 9, 9, 16, 16, 3, 3, 3, 1, 1), (2, 8, 28, 28, 64, 64, 3, 3, 3, 2, 1)),
     grouped=SWEEP_GROUPED,
+    # blockwise-scaled FP8: M a multiple of 16 (16-byte TMA rows of D and SFA); a partial N
+    # tile and a partial K block (1040 = 8 x 128 + 16) in the last size
+    per_op={"blockwise_scaled_gemm": ((256, 256, 256), (1024, 1024, 1024), (2048, 2048, 2048),
+                                      (1008, 1000, 1040))},
 )
 
 # The functions several compilers build, at the ``llm`` sizes: GEMM (Triton, CUTLASS, TVM)

@@ -32,6 +32,7 @@ from dataset_spec.model import Arg, Buffer, Distribution, KernelRecord, Launch, 
 from ptx_tools import split_module
 from builders.base import Builder, BuildOptions, WorkItem
 from builders.cutlass import catalog, grouped, mixed_input
+from builders.cutlass.blockwise import BLOCKWISE_DEFAULT_PROBLEM, EXTRA_SLOTS as BLOCKWISE_SLOTS, is_blockwise
 from builders.cutlass.kernel_traits import arch_of, entry_params, uses_tma  # noqa: F401 (re-exported)
 from builders.cutlass.compile import (BASE_FLAGS, CutlassCompileError, build_packer, compile_to_ptx,
                                       cutlass_version, nvcc_version)
@@ -42,6 +43,7 @@ from builders.shapes import ShapeSet, load_shape_set
 from builders.cutlass.source import kernel_source, packer_source
 
 LICENCE = "BSD-3-Clause (CUTLASS)"
+BLOCKWISE_OP = "blockwise_scaled_gemm"  # the shape sets' list for blockwise-scaled kernels
 DEFAULT_SM_COUNT = 132  # H100 SXM; persistent 3.x schedulers size their grid by it
 DEFAULT_BATCH = 8
 
@@ -61,7 +63,8 @@ def cutlass_shape_set(shapes, problem=None) -> ShapeSet:
         return ShapeSet(name="problem", gemm=(size,), exact=True)
     shape_set = load_shape_set(shapes)
     if shape_set.is_default:
-        return ShapeSet(name="default", gemm=(DEFAULT_PROBLEM,), is_default=True)
+        return ShapeSet(name="default", gemm=(DEFAULT_PROBLEM,), is_default=True,
+                        per_op={BLOCKWISE_OP: (BLOCKWISE_DEFAULT_PROBLEM,)})
     if not shape_set.sizes_for("gemm"):
         raise SpecError(f"shape set {shape_set.name!r} names no gemm sizes; CUTLASS builds GEMMs")
     return shape_set
@@ -130,7 +133,8 @@ class CutlassBuilder(Builder):
     def sizes_for(self, specs: list) -> list:
         """The (M, N, K)s one group of kernels is built at: a built-in set's sizes fitted to
         the group's alignments (duplicates after rounding dropped), or the user's exactly."""
-        op = "mixed_input_gemm" if any(mixed_input.is_scaled(s) for s in specs) else "gemm"
+        op = ("mixed_input_gemm" if any(mixed_input.is_scaled(s) for s in specs)
+              else BLOCKWISE_OP if any(is_blockwise(s) for s in specs) else "gemm")
         sizes = [tuple(int(v) for v in size) for size in self.shape_set.sizes_for(op)]
         if not self.shape_set.exact:
             sizes = [fit_to_family(specs, *size) for size in sizes]
@@ -248,7 +252,8 @@ class CutlassBuilder(Builder):
         m, n, k = size
         use_c = p["beta"] != 0
         packed = pack_launch(packer, spec.name, m, n, k, p["alpha"], p["beta"], p["sm_count"], use_c,
-                             alias_c_to_d=spec.generation == 3, extra_slots=mixed_input.extra_slots(spec),
+                             alias_c_to_d=spec.generation == 3,
+                             extra_slots=BLOCKWISE_SLOTS if is_blockwise(spec) else mixed_input.extra_slots(spec),
                              params=mixed_input.pack_params(spec))
         params = entry_params(ptx, entry)
         if len(params) != 1 or params[0].size != len(packed.blob):

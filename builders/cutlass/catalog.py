@@ -2,8 +2,8 @@
 
 The manifest is filled the way the CUTLASS profiler's ``generator.py`` fills it
 (``GenerateSM80`` / ``GenerateSM90`` with ``--kernels all``); we keep the dense, real-valued
-universal GEMMs (sub-byte operands packed, dataset_spec/packed.py), and the grouped ones
-(builders/cutlass/grouped.py), and describe each by a plain ``KernelSpec``. ``family_table`` lists every GEMM family the generator emits, each either
+universal GEMMs (sub-byte operands packed, dataset_spec/packed.py), the grouped ones
+(builders/cutlass/grouped.py) and the blockwise-scaled FP8 ones (``BUILT_KINDS``), and describe each by a plain ``KernelSpec``. ``family_table`` lists every GEMM family the generator emits, each either
 built or excluded with its reason (docs/cutlass.md, "Families").
 """
 from __future__ import annotations
@@ -43,11 +43,12 @@ BINARY = ("b1",)
 EXTRA_OPERANDS = {
     "Sparse": "2:4 sparse A needs its metadata operand",
     "SparseUniversal3x": "2:4 sparse A needs its metadata operand",
-    "BlockwiseUniversal3x": "needs per-block scale tensors",
-    "GroupedBlockwiseUniversal3x": "needs a device list of problems and per-block scale tensors",
+    "GroupedBlockwiseUniversal3x": "needs per-group scale-tensor pointer tables on the grouped launch model",
     "PlanarComplex": "complex operands in separate real/imaginary planes",
     "PlanarComplexArray": "complex operands in separate real/imaginary planes",
 }
+# GEMM kinds beyond the plain universal ones that ptxds builds (their problems: blockwise.py).
+BUILT_KINDS = ("BlockwiseUniversal3x",)
 
 # 3.x ConvertOnly kernels named ``..._cvt_shfl_...`` read the narrow operand from a
 # reordered layout (the generator's compute_memory_reordering_atom), which a caller makes
@@ -155,6 +156,9 @@ def describe_operation(op) -> KernelSpec:
     mixed = getattr(op, "mixed_input_mode", None)
     if mixed is not None:  # 3.x mixed input: ConvertOnly (built), ScaleOnly, ScaleWithZeroPoint
         knobs["mixed_input_mode"] = _enum_name(mixed)
+    if getattr(op, "ScaleFactorKVecSize", None):  # blockwise scaling: its ScaleConfig granularities
+        knobs["scale_granularity"] = [int(op.ScaleFactorMVecSize), int(op.ScaleFactorNVecSize),
+                                      int(op.ScaleFactorKVecSize)]
     return KernelSpec(name=name, generation=3 if op.is_3x else 2, sm=int(op.arch), knobs=knobs)
 
 
@@ -164,7 +168,7 @@ def exclusion_reason(op) -> str:
     plain_layouts = (LayoutType.RowMajor, LayoutType.ColumnMajor)
     kind = _enum_name(op.gemm_kind)
     if op.gemm_kind not in (GemmKind.Universal, GemmKind.Universal3x, GemmKind.Grouped,
-                            GemmKind.GroupedUniversal3x):  # grouped: builders/cutlass/grouped.py
+                            GemmKind.GroupedUniversal3x) and kind not in BUILT_KINDS:  # grouped: grouped.py
         return f"{kind} GEMM: {EXTRA_OPERANDS.get(kind, 'not a plain universal GEMM')}"
     if op.is_complex():
         return "complex-valued GEMM: the verifier's buffers hold real numbers"

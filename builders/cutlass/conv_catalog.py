@@ -12,7 +12,9 @@ import fnmatch
 import functools
 from dataclasses import dataclass, field
 
-from builders.cutlass.catalog import DTYPE_NAMES, SUB_BYTE, CatalogError, _enum_name, sample_kernels
+from builders.cutlass.catalog import DTYPE_NAMES, CatalogError, _enum_name, sample_kernels
+
+SUB_BYTE = ("b1", "s2", "u2", "s4", "u4")
 
 CONV_KINDS = {0: "fprop", 1: "dgrad", 2: "wgrad"}
 # 3.x convs load both operands through TMA in im2col mode (cuTensorMapEncodeIm2col): the
@@ -91,7 +93,8 @@ def conv_exclusion_reason(op) -> str:
         return "complex-valued convolution: the verifier's buffers hold real numbers"
     elements = [k[f"element_{x}"] for x in "abcd"]
     if any(e in SUB_BYTE for e in elements):
-        return f"sub-byte operands ({'/'.join(sorted(set(elements) & set(SUB_BYTE)))}): buffers are byte-granular"
+        return (f"sub-byte operands ({'/'.join(sorted(set(elements) & set(SUB_BYTE)))}): the conv packer "
+                f"and the NHWC problems state byte-sized elements only (GEMMs pack them: dataset_spec/packed.py)")
     if k["layout"] != "nhwc" and k["layout"] != "ndhwc":
         return f"interleaved layout ({k['layout']}): buffers are channels-last arrays"
     if any(e not in DTYPE_NAMES for e in elements):

@@ -11,7 +11,7 @@ import math
 from dataclasses import dataclass
 
 from dataset_spec.model import Buffer, Distribution, Problem
-from builders.cutlass import mixed_input
+from builders.cutlass import blockwise, mixed_input
 from builders.cutlass.catalog import DTYPE_NAMES, KernelSpec
 
 DEFAULT_PROBLEM = (512, 768, 520)  # M, N, K: 520 exercises a partial K tile
@@ -60,6 +60,8 @@ ROUNDING_MATH = {"multiply_add_fast_bf16": "bf16math", "multiply_add_fast_f16": 
 
 def family_id(spec: KernelSpec, alpha: float, beta: float) -> str:
     """The group id without its size: the function, before a shape set states it at sizes."""
+    if _blockwise(spec):
+        return _blockwise(spec).family_id(spec, alpha, beta)
     g = kernel_gemm(spec)
     types = "_".join([g.element_a, g.element_b, g.element_accumulator, g.element_d])
     if beta != 0:  # C is read: its type is part of the function (beta = 0: C is never read)
@@ -97,7 +99,7 @@ def alignment_misfit(spec: KernelSpec, m: int, n: int, k: int) -> str:
         if dims[dim] % align:
             return (f"{spec.name}: {name}'s contiguous extent {dim}={dims[dim]} is not a multiple "
                     f"of its alignment {align}")
-    return mixed_input.group_misfit(spec, m, k)
+    return mixed_input.group_misfit(spec, m, k) or (_blockwise(spec).misfit(spec, m, n, k) if _blockwise(spec) else "")
 
 
 def check_alignment(spec: KernelSpec, m: int, n: int, k: int) -> None:
@@ -175,7 +177,14 @@ def math_input(spec: KernelSpec) -> str:
     return "tf32" if storage == "tf32" else ""
 
 
+def _blockwise(spec: KernelSpec):
+    """builders.cutlass.blockwise for a blockwise-scaled kernel (its own problem), else None."""
+    return blockwise if blockwise.is_blockwise(spec) else None
+
+
 def make_problem(spec: KernelSpec, m: int, n: int, k: int, alpha: float = 1.0, beta: float = 0.0) -> Problem:
+    if _blockwise(spec):
+        return _blockwise(spec).make_problem(spec, group_id(spec, m, n, k, alpha, beta), m, n, k, alpha, beta)
     g = kernel_gemm(spec)
     if mixed_input.is_scaled(spec):
         return mixed_input.make_mixed_problem(spec, g, m, n, k, alpha, beta, group_id(spec, m, n, k, alpha, beta),

@@ -49,6 +49,7 @@ KIND_HOOKS: dict = {
                                     includes=("cutlass/gemm/group_array_problem_shape.hpp",)),
     "ScaleOnly": KindHooks(_universal_3x_emitter, "pack_mixed_input_3x", "mixed_input.h"),
     "ScaleWithZeroPoint": KindHooks(_universal_3x_emitter, "pack_mixed_input_3x", "mixed_input.h"),
+    "BlockwiseUniversal3x": KindHooks(_universal_3x_emitter, "pack_blockwise_3x", "blockwise.h"),
 }
 
 

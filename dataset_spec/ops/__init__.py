@@ -19,10 +19,12 @@ from .. import mugraph
 from ..model import SpecError
 from . import conv, conv_nhwc, custom, elementwise, gemm, grouped_gemm, llm, mixed_input_gemm, rows, sequence
 from .spec import DEFAULT_INPUT_RANGE, OpSpec, init_moments
+from . import blockwise_gemm
 
 OPS: dict = {spec.name: spec for family in (elementwise, rows, gemm, grouped_gemm, sequence, conv, conv_nhwc,
                                             custom, llm, mixed_input_gemm)
              for spec in family.OPS}
+OPS.update({spec.name: spec for spec in blockwise_gemm.OPS})  # FP8 GEMM with per-block scales
 # Mirage muGraphs: the reference is the muGraph carried in the problem (dataset_spec/mugraph.py)
 OPS["mugraph"] = mugraph.op_spec(OpSpec)
 
