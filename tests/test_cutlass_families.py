@@ -37,6 +37,11 @@ REQUIRED = {
     "mixed input sm80": "sm80/2.x/TensorOp/multiply_add_mixed_input_upcast/f16_s8_f32_f16_f16/",
     "SIMT f32": "sm80/2.x/Simt/multiply_add/f32_f32_f32_f32_f32/",
     "SIMT f64": "sm80/2.x/Simt/multiply_add/f64_f64_f64_f64_f64/",
+    "grouped sm80": "sm80/2.x/TensorOp:Grouped/",
+    "grouped sm90": "sm90/3.x/TensorOp:GroupedUniversal3x/",
+    "blockwise fp8": "sm90/3.x/TensorOp:BlockwiseUniversal3x/",
+    "int4 scale-only": "+ScaleOnly/",
+    "int4 scale and zero point": "+ScaleWithZeroPoint/",
 }
 
 
@@ -58,7 +63,7 @@ def test_every_family_is_built_or_excluded_with_a_reason(table):
                                                           for n in family.kernels)
     assert len(set(keys)) == len(keys)
     reasons = " ".join(f.excluded for f in table)
-    for cause in ("sparse", "complex", "mixed-input mainloop", "1-bit", "problems"):
+    for cause in ("sparse", "complex", "mixed-input mainloop", "1-bit", "grouped launch model"):
         assert cause in reasons
 
 
