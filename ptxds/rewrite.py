@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import difflib
+import math
 import random
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
@@ -22,6 +23,7 @@ from dataset_spec.dataset import Dataset
 from dataset_spec.model import SpecError, make_build_key
 from dataset_spec.schema import VERIFIER_COLUMNS
 from ptx_tools import parse_ptx
+from ptx_tools.rewrite.equivalence import PROOF, static_reason
 from ptx_tools.rewrite import MUTATIONS, REWRITES, Context, NotApplicable, apply_mutation, apply_rewrites
 
 from .finalize import finalize_record
@@ -40,26 +42,30 @@ class RewriteSummary:
     mutants_written: int = 0
     already_present: int = 0
     mutants_rejected: Counter = field(default_factory=Counter)  # operator -> ptxas rejections
+    mutants_equivalent: Counter = field(default_factory=Counter)  # "operator: reason" -> mutants the PTX proved equivalent
+    barriers_excluded: Counter = field(default_factory=Counter)  # reason -> barriers left out, summed over drop_barrier mutants
     rewrite_failures: list = field(default_factory=list)        # (row name, operators, message)
     by_operator: Counter = field(default_factory=Counter)
 
 
 def context_for(record) -> Context:
-    """Read-only and address-holding parameters of each entry, from the launch: a buffer
+    """Read-only and address-holding parameters of each entry, from the launch (a buffer
     counts as read-only when its role is ``in`` and no other parameter of the launch
-    passes the same buffer."""
+    passes the same buffer), and each entry's threads per CTA where all its launches agree."""
     module = parse_ptx(record.ptx)
     params = {f.name: f.params for f in module.entries}
     roles = {b.name: b.role for b in record.buffers()}
-    readonly, address = defaultdict(set), defaultdict(set)
+    readonly, address, blocks = defaultdict(set), defaultdict(set), defaultdict(set)
     for launch in record.launches:
+        blocks[launch.entry].add(math.prod(launch.block))
         uses = Counter(a.buffer for a in launch.args if a.kind == "buffer")
         for arg, param in zip(launch.args, params.get(launch.entry, [])):
             if arg.kind in ("buffer", "null", "blob"):
                 address[launch.entry].add(param.name)
             if arg.kind == "buffer" and roles.get(arg.buffer) == "in" and uses[arg.buffer] == 1:
                 readonly[launch.entry].add(param.name)
-    return Context(dict(readonly), dict(address))
+    block_threads = {entry: sizes.pop() for entry, sizes in blocks.items() if len(sizes) == 1}
+    return Context(dict(readonly), dict(address), block_threads)
 
 
 def _derived_row(base, ptx: str, variant: dict, provenance: dict):
@@ -146,6 +152,7 @@ def _mutant(base, context: Context, index: int, seed: int, present: set, summary
     others = [name for name in sorted(MUTATIONS) if name != operator]
     # the planned operator first, at other sites if ptxas rejects one; then the others
     order = [operator] * 3 + others
+    excluded = []  # mutants drawn and left out because the PTX proves them equivalent
     for attempt in range(MUTATION_TRIES):
         name = order[attempt % len(order)]
         try:
@@ -154,10 +161,17 @@ def _mutant(base, context: Context, index: int, seed: int, present: set, summary
             continue
         if ptx == base.ptx:
             continue
+        proof = static_reason(base.ptx, ptx, name)
+        if proof is not None and proof.kind == PROOF:
+            summary.mutants_equivalent[f"{name}: {proof.reason}"] += 1
+            excluded.append({"op": name, "edit": edit.detail, "reason": proof.reason, "detail": proof.detail})
+            continue
         variant = {"base": base.kernel_id, "base_variant": base.variant, "mutation": name,
                    "seed": seed, "index": index}
         provenance = {"generator": "ptxds rewrite", "base_kernel_id": base.kernel_id, "seed": seed,
-                      "trace": [edit.to_dict()], "diff": _diff(base.ptx, ptx)}
+                      "trace": [edit.to_dict()], "diff": _diff(base.ptx, ptx),
+                      **({"excluded": excluded} if excluded else {})}
+        summary.barriers_excluded.update(e["reason"] for e in edit.excluded)
         row = _new_row(base, ptx, variant, provenance, present, summary)
         if row is None:
             return None

@@ -1,16 +1,22 @@
 """Which passing members get compute-sanitizer racecheck without ``--sanitize``.
 
 A dropped barrier that did not race in a few trials is still a race, so trials alone do
-not settle it. A passing member derived from a base (a mutant or a rewrite) whose PTX
+not settle it. racecheck does not see ``cp.async`` writes, so a ``drop_barrier`` mutant whose
+racecheck found nothing its base lacks, in a kernel with asynchronous copies, is checked
+again in its synchronous-copy form (``ptx_tools.rewrite.sync_copies``) beside its base's
+(``synchronous_copy_pair``). A passing member derived from a base (a mutant or a rewrite) whose PTX
 differs from its base's near a barrier, a shared-memory access or a fence, and that uses
 shared memory, is run under racecheck together with its base whenever compute-sanitizer is
 installed; a hazard its base lacks makes it ``race_detected`` (runner.apply_race_statuses).
 """
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import re
 from typing import Optional
+
+from ptx_tools.rewrite.sync_copies import synchronous_copies
 
 from .sanitize import SanitizerMissing, find_sanitizer, uses_shared_memory
 
@@ -63,3 +69,25 @@ def automatic_sanitizer() -> tuple:
 def note(reason: str, path: Optional[str], missing: str) -> str:
     """The ``provenance.verify.racecheck`` note of a member that wanted racecheck."""
     return f"ran: {reason}" if path else f"not run ({missing}): {reason}"
+
+
+def synchronous_copy_pair(row, base) -> Optional[tuple]:
+    """(mutant, base) with their ``cp.async`` copies made synchronous, for a
+    ``drop_barrier`` mutant of a kernel with such copies; None otherwise."""
+    if (row.variant or {}).get("mutation") != "drop_barrier" or base is None:
+        return None
+    mutant_ptx, copies = synchronous_copies(row.ptx)
+    base_ptx, base_copies = synchronous_copies(base.ptx)
+    if not copies or not base_copies:
+        return None
+    return (dataclasses.replace(row, ptx=mutant_ptx, build_key=f"{row.build_key}:sync-copies"),
+            dataclasses.replace(base, ptx=base_ptx, build_key=f"{base.build_key}:sync-copies"))
+
+
+def synchronous_copy_verdict(mutant_errors: Optional[int], base_errors: Optional[int]) -> Optional[str]:
+    """The race_detected message when the mutant's synchronous form has hazards its base's
+    lacks; None otherwise (no hazard, the base's form racy too, or racecheck failed)."""
+    if not mutant_errors or base_errors != 0:
+        return None
+    return (f"racecheck with cp.async made synchronous: {mutant_errors} shared-memory hazard error(s) its "
+            "base's synchronous form lacks (the dropped barrier ordered asynchronous copies)")

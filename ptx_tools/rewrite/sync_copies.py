@@ -1,0 +1,74 @@
+"""Asynchronous copies made visible to racecheck.
+
+compute-sanitizer's racecheck does not see the shared-memory writes of ``cp.async``, so a
+dropped barrier that only ordered asynchronous copies against later shared-memory traffic
+passes it. ``synchronous_copies(ptx)`` replaces every non-bulk ``cp.async`` into shared
+memory by the synchronous copy it stands for: a global load into registers and a
+``st.shared`` of them at the copy's issue (zeros where the copy's source size is 0, as the
+copy zero-fills), under the copy's own guard. The copy now lands earlier than it could, so
+this copy orders shared memory at least as strictly as the original, and a hazard racecheck
+finds in it is a pair of accesses that no barrier orders in the original either. The
+verifier race-checks this form of a ``drop_barrier`` mutant and of its base; a hazard the
+base's form lacks is the race the dropped barrier let in.
+"""
+from __future__ import annotations
+
+import re
+
+from .ir import PtxProgram
+
+SYNC_MARK = "// ptxds synchronous copy"
+_COPY = re.compile(r"^cp\.async\.(ca|cg)\.shared(::cta)?\.global\b")
+_WIDTH = {4: ("b32", 1), 8: ("b32", 2), 16: ("b32", 4)}
+
+
+def _copy_lines(guard: str, destination: str, source: str, size: int, source_size: str, indent: str) -> list:
+    kind, lanes = _WIDTH[size]
+    regs = [f"%ptxds_c{k}" for k in range(lanes)]
+    vector = f".v{lanes}" if lanes > 1 else ""
+    value = "{" + ", ".join(regs) + "}" if lanes > 1 else regs[0]
+    on = f"@{guard} " if guard else ""
+    lines = [f"{indent}{{", f"{indent}.reg .{kind} %ptxds_c<{lanes}>;", f"{indent}.reg .pred %ptxds_z, %ptxds_l;"]
+    lines += [f"{indent}mov.{kind} {r}, 0;" for r in regs]
+    if source_size:
+        lines.append(f"{indent}mov.b32 %ptxds_c0, {source_size};")
+        lines.append(f"{indent}setp.ne.u32 %ptxds_l, %ptxds_c0, 0;")
+        lines.append(f"{indent}mov.b32 %ptxds_c0, 0;")
+    else:
+        lines.append(f"{indent}setp.eq.u32 %ptxds_l, 0, 0;")
+    if guard.startswith("!"):
+        lines.append(f"{indent}not.pred %ptxds_z, {guard[1:]};")
+        lines.append(f"{indent}and.pred %ptxds_l, %ptxds_l, %ptxds_z;")
+    elif guard:
+        lines.append(f"{indent}and.pred %ptxds_l, %ptxds_l, {guard};")
+    lines.append(f"{indent}@%ptxds_l ld.global{vector}.{kind} {value}, {source};")
+    lines.append(f"{indent}{on}st.shared{vector}.{kind} {destination}, {value};")
+    lines.append(f"{indent}}}")
+    return [f"{line} {SYNC_MARK}" for line in lines]
+
+
+def synchronous_copies(ptx: str) -> tuple:
+    """(``ptx`` with its plain ``cp.async`` copies into shared memory made synchronous,
+    how many were replaced). Copies of another form (bulk, cache hints, an ignore-source
+    predicate) stay as they are."""
+    program = PtxProgram(ptx)
+    replaced = []
+    for i, instr in program.instructions(top_level=False):
+        if not _COPY.match(instr.opcode) or any("::" in m and not m.startswith("shared") for m in instr.modifiers):
+            continue
+        ops = instr.operands
+        if len(ops) not in (3, 4):
+            continue
+        try:
+            size = int(ops[2], 0)
+        except ValueError:
+            continue
+        if size not in _WIDTH or (len(ops) == 4 and not re.fullmatch(r"%\w+|\d+|0x[0-9a-fA-F]+", ops[3])):
+            continue
+        replaced.append((i, _copy_lines(instr.guard or "", ops[0], ops[1], size, ops[3] if len(ops) == 4 else "",
+                                        instr.indent or "\t")))
+    for i, lines in reversed(replaced):
+        function = program.lines[i].function
+        program.delete([i])
+        program.insert(i, lines, function)
+    return program.print(), len(replaced)
