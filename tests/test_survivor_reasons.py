@@ -131,3 +131,12 @@ def test_the_kill_rate_benchmark_prints_each_survivors_reason(tmp_path):
     assert "surviving mutant: test/survivor off_by_one m-dead" in out
     assert "reason: proof: dead_result: the changed instruction's result is unused" in out
     assert "| dead_result | proof | 1 |" in out and "m-killed" not in out.split("| mutation operator")[0]
+
+
+def test_a_load_whose_result_is_unread_is_not_proven_equivalent():
+    # its changed address is still read: it can fault or race, so no proof
+    base = _ptx("\tld.global.f32 %f6, [%rd3+8];", "\tadd.f32 %f5, %f1, %f2;")
+    moved = _ptx("\tld.global.f32 %f6, [%rd3+12];", "\tadd.f32 %f5, %f1, %f2;")
+    assemble(moved, "sm_80")
+    assert static_reason(base, moved, "off_by_one") is None
+    assert static_reason(base, moved, "wrong_shared_offset") is None
