@@ -125,3 +125,10 @@ def test_every_one_instruction_mutant_of_real_kernels_gets_a_probe_that_assemble
                 assemble(probe.ptx, row.arch)
                 probed += 1
     assert probed >= 30
+
+
+def test_a_shadow_never_sits_between_a_carry_and_its_reader():
+    wide = ["\tadd.cc.u32 %r5, %r1, 384;", "\taddc.u32 %r6, %r2, 0;", "\tst.global.u32 [%rd3], %r5;",
+            "\tst.global.u32 [%rd3+4], %r6;"]
+    with pytest.raises(ProbeError, match="carry"):
+        instrument_divergence(_ptx(wide), _ptx(_changed(wide, wide[0], "\tadd.cc.u32 %r5, %r1, 385;")))

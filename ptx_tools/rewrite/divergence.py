@@ -190,6 +190,10 @@ def instrument_divergence(base_ptx: str, mutant_ptx: str) -> SiteProbe:
             before[i] = emitter.compare(instr, _renamed(instr, shadow))
         if defs & tainted:
             after[i] = [f"mov.{_mov_type(reg, types)} {shadow[reg]}, {reg};" for reg in sorted(defs & tainted)]
+    for i in after:
+        if _uses_carry(program.lines[i].instr) or (i == site.line and _uses_carry(theirs)):
+            raise ProbeError(f"line {i + 1} uses the carry flag: a shadow copy would change it between "
+                             f"{program.lines[i].instr.opcode} and the instruction that reads it")
     for i in sorted(set(before) | set(after), reverse=True):
         indent = program.lines[i].instr.indent or "\t"
         if i in after:
@@ -208,6 +212,10 @@ def instrument_divergence(base_ptx: str, mutant_ptx: str) -> SiteProbe:
                    target.function)
     instrumented = _append_param(program.print(), function.name, param)
     return SiteProbe(instrumented, function.name, param, site.line, site.after.strip())
+
+
+def _uses_carry(instr: Instruction) -> bool:
+    return "cc" in instr.modifiers or instr.base in ("addc", "subc", "madc")
 
 
 def _mov_type(register: str, types: tuple) -> str:
