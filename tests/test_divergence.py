@@ -132,3 +132,13 @@ def test_a_shadow_never_sits_between_a_carry_and_its_reader():
             "\tst.global.u32 [%rd3+4], %r6;"]
     with pytest.raises(ProbeError, match="carry"):
         instrument_divergence(_ptx(wide), _ptx(_changed(wide, wide[0], "\tadd.cc.u32 %r5, %r1, 385;")))
+
+
+def test_a_changed_value_read_where_the_probe_cannot_follow_gets_no_probe():
+    unparsed = MASKED[:4] + ["\t{ .reg .b32 %t; add.s32 %t, %r5, 1; st.global.u32 [%rd3+8], %t; }", MASKED[4]]
+    with pytest.raises(ProbeError, match="not one parsed instruction"):
+        instrument_divergence(_ptx(unparsed), _ptx(_changed(unparsed, MASKED[0], "\tadd.s32 %r5, %r1, 385;")))
+    nested = MASKED[:4] + ["\t{", "\t.reg .b32 %r<12>;", "\tmov.u32 %r5, 7;", "\t}", MASKED[4]]
+    assemble(_ptx(nested), "sm_80")
+    with pytest.raises(ProbeError, match="nested block"):
+        instrument_divergence(_ptx(nested), _ptx(_changed(nested, MASKED[0], "\tadd.s32 %r5, %r1, 385;")))

@@ -27,6 +27,7 @@ from .probe import COUNTER_PARAM_SUFFIX, COUNTER_REGISTER, PROBE_MARK, ProbeErro
     _append_param, _unique, mutated_site
 
 _SINGLE_REG = re.compile(r"\.reg\s+\.(\w+)\s+([^;<]+);")
+_RANGE_DECL = re.compile(r"\.reg\s+\.(\w+)\s+(%[A-Za-z_]+)<\d+>")
 _BITS = {"8": None, "16": "b16", "32": "b32", "64": "b64"}
 
 
@@ -168,6 +169,7 @@ def instrument_divergence(base_ptx: str, mutant_ptx: str) -> SiteProbe:
     site_pure = mine.base in PURE_OPS and theirs.base in PURE_OPS
     tainted = _taint(program, target.function, defs_and_uses(mine)[0] | defs_and_uses(theirs)[0]) \
         if site_pure else set()
+    _refuse_unfollowed_reads(program, target.function, tainted)
     text = program.print()
     stem = _unique(text, "%ptxds_s")
     shadow = {reg: f"{stem}_{reg[1:]}" for reg in sorted(tainted)}
@@ -212,6 +214,23 @@ def instrument_divergence(base_ptx: str, mutant_ptx: str) -> SiteProbe:
                    target.function)
     instrumented = _append_param(program.print(), function.name, param)
     return SiteProbe(instrumented, function.name, param, site.line, site.after.strip())
+
+
+def _refuse_unfollowed_reads(program: PtxProgram, function: int, tainted: set) -> None:
+    """A changed value read where the probe cannot follow it (an unparsed line, a nested
+    block that redeclares the register) could diverge unseen: no probe then."""
+    for i in program.body(function):
+        line = program.lines[i]
+        if line.kind == "instr" or not tainted:
+            continue
+        code = line.text.split("//", 1)[0]
+        named = set(REGISTER.findall(code))
+        prefixes = {m.group(2) for m in _RANGE_DECL.finditer(code)}
+        hidden = {r for r in tainted if r in named or re.sub(r"\d+$", "", r) in prefixes}
+        if line.kind == "decl" and line.depth > 1 and hidden:
+            raise ProbeError(f"line {i + 1} redeclares {sorted(hidden)[0]} in a nested block")
+        if line.kind == "other" and hidden:
+            raise ProbeError(f"line {i + 1} reads {sorted(hidden)[0]} but is not one parsed instruction")
 
 
 def _uses_carry(instr: Instruction) -> bool:
