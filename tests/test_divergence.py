@@ -72,7 +72,7 @@ def test_a_deleted_line_is_not_probed():
 
 COPIES = ["\tmov.u32 %r3, smem;", "\tadd.s32 %r4, %r3, %r2;", "\tsetp.lt.u32 %p1, %r1, 64;",
           "\tselp.b32 %r7, 16, 0, %p1;", "\tcp.async.cg.shared.global [%r4], [%rd3], 16, %r7;",
-          "\t@%p1 cp.async.ca.shared.global [%r4+1024], [%rd3], 4;", "\tcp.async.commit_group;",
+          "\t@%p1 cp.async.ca.shared.global.L2::128B [%r4+1024], [%rd3], 4;", "\tcp.async.commit_group;",
           "\tcp.async.wait_group 0;", "\tbar.sync 0;", "\tld.shared.f32 %f1, [%r4+4];",
           "\tst.global.f32 [%rd3], %f1;"]
 

@@ -20,6 +20,7 @@ from .ir import PtxProgram
 SYNC_MARK = "// ptxds synchronous copy"
 _COPY = re.compile(r"^cp\.async\.(ca|cg)\.shared(::cta)?\.global\b")
 _WIDTH = {4: ("b32", 1), 8: ("b32", 2), 16: ("b32", 4)}
+_PREFETCH = {"L2::64B", "L2::128B", "L2::256B"}  # size hints, no operand of their own
 
 
 def _copy_lines(guard: str, destination: str, source: str, size: int, source_size: str, indent: str) -> list:
@@ -49,12 +50,13 @@ def _copy_lines(guard: str, destination: str, source: str, size: int, source_siz
 
 def synchronous_copies(ptx: str) -> tuple:
     """(``ptx`` with its plain ``cp.async`` copies into shared memory made synchronous,
-    how many were replaced). Copies of another form (bulk, cache hints, an ignore-source
-    predicate) stay as they are."""
+    how many were replaced). Copies of another form (bulk, a cache-policy operand, an
+    ignore-source predicate) stay as they are."""
     program = PtxProgram(ptx)
     replaced = []
     for i, instr in program.instructions(top_level=False):
-        if not _COPY.match(instr.opcode) or any("::" in m and not m.startswith("shared") for m in instr.modifiers):
+        if not _COPY.match(instr.opcode) or any("::" in m and not m.startswith("shared") and m not in _PREFETCH
+                                                for m in instr.modifiers):
             continue
         ops = instr.operands
         if len(ops) not in (3, 4):
