@@ -142,3 +142,29 @@ def test_a_changed_value_read_where_the_probe_cannot_follow_gets_no_probe():
     assemble(_ptx(nested), "sm_80")
     with pytest.raises(ProbeError, match="nested block"):
         instrument_divergence(_ptx(nested), _ptx(_changed(nested, MASKED[0], "\tadd.s32 %r5, %r1, 385;")))
+
+
+def test_a_dropped_barrier_over_copies_gets_its_synchronous_form_beside_its_base():
+    from dataset_spec.model import Arg, Buffer, KernelRecord, Launch, Problem
+    from verify.race_focus import synchronous_copy_pair, synchronous_copy_verdict
+    HEAD[12] = "\t.shared .align 16 .b8 smem[2048];"
+    try:
+        base_ptx = _ptx(COPIES)
+    finally:
+        HEAD[12] = "\t.shared .align 16 .b8 smem[1024];"
+    problem = Problem("test/copies", "x", [Buffer("x", "float32", (256,), role="inout")])
+
+    def row(ptx, key, variant):
+        return KernelRecord("test/copies", "test", variant, key, "sm_80", ptx, [Launch("k", (1,), (64,), [Arg.buf("x")])],
+                            problem, kernel_id=key, build_key=key, status="passed")
+    base = row(base_ptx, "base", {"entry": "k"})
+    dropped = row(base_ptx.replace("\tbar.sync 0;\n", ""), "m", {"mutation": "drop_barrier", "base": "base"})
+    other = row(base_ptx.replace("[%r4+4]", "[%r4+8]"), "o", {"mutation": "wrong_shared_offset", "base": "base"})
+    mutant_form, base_form = synchronous_copy_pair(dropped, base)
+    assert (mutant_form.build_key, base_form.build_key) == ("m:sync-copies", "base:sync-copies")
+    assert "cp.async.cg" not in mutant_form.ptx and "bar.sync" not in mutant_form.ptx and "bar.sync" in base_form.ptx
+    assert synchronous_copy_pair(other, base) is None  # only dropped barriers
+    assert synchronous_copy_verdict(3, 0).startswith("racecheck with cp.async made synchronous: 3")
+    assert synchronous_copy_verdict(3, 2) is None      # the base's form races too: nothing to hold against it
+    assert synchronous_copy_verdict(3, None) is None   # racecheck failed on the base: unknown
+    assert synchronous_copy_verdict(0, 0) is None
