@@ -116,6 +116,11 @@ def test_one_warpgroup_wgmma_barriers_are_left_out_and_two_warpgroups_keep_them(
     # adversarial: the same PTX run by two warpgroups needs those barriers
     wide = barrier_roles(program, 0, 256)
     assert all(wide[line] is None for line, role in roles.items() if role and role[0] == WARPGROUP_COLLECTIVE)
+    # adversarial: without the warpgroup's wgmma.fence nothing orders the copies before the
+    # wgmma reads but the barrier: the barrier before the reads becomes a site again
+    unfenced = PtxProgram("\n".join(line for line in one.ptx.split("\n") if "wgmma.fence" not in line))
+    unfenced_kinds = [role and role[0] for role in barrier_roles(unfenced, 0, 128).values()]
+    assert unfenced_kinds.count(WARPGROUP_COLLECTIVE) < kinds.count(WARPGROUP_COLLECTIVE)
     two_roles = barrier_roles(PtxProgram(two.ptx), 0, 256)
     assert WARPGROUP_COLLECTIVE not in [role and role[0] for role in two_roles.values()]
     assert sum(role is None for role in two_roles.values()) >= 3  # the main loop's and the epilogue's

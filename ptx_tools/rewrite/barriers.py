@@ -14,12 +14,13 @@ change any shared-memory ordering:
   asynchronous copies, so it orders none of their writes (Triton's pipeline prologues);
 - ``warpgroup_collective``: the CTA is exactly one warpgroup (128 threads) and every
   shared-memory access on one side is a ``wgmma.mma_async`` read. wgmma reads shared memory
-  asynchronously and collectively for the warpgroup: ``bar.sync`` neither waits for those
+  asynchronously for the warpgroup: before the barrier, ``bar.sync`` does not wait for those
   reads (only ``wgmma.wait_group`` does, and in a single warpgroup every thread waits on the
-  same collective wgmma-groups, at the same place) nor lets them start earlier (the
-  collective operation starts once every warp of the warpgroup has issued it, after each
-  warp's own writes and ``cp.async.wait_group``). This rests on the PTX ISA's warpgroup-level
-  semantics of wgmma, stated in the reason.
+  same collective wgmma-groups, at the same place); after it, the side must reach a
+  ``wgmma.fence`` (executed by the whole warpgroup, ``.sync.aligned``, ordering its prior
+  register and shared-memory accesses before the wgmma) before any ``wgmma.mma_async``, so
+  every thread's writes before the barrier are ordered before the reads without it. This
+  rests on the PTX ISA's warpgroup-level semantics of wgmma, stated in the reason.
 
 Named or partial barriers (``bar.sync 1, 128``), ``bar.arrive``, ``brx.idx`` and calls make
 the analysis give up (every barrier stays a site): its sides would not be bounded.
@@ -155,6 +156,14 @@ def _traffic(program: PtxProgram, order: list, positions: set) -> _Side:
     return side
 
 
+def _fenced(program: PtxProgram, order: list, start: int, successors: list, boundary: set) -> bool:
+    """Every path from ``start`` reaches a ``wgmma.fence`` before any ``wgmma.mma_async``."""
+    def stop(k: int) -> bool:
+        return k in boundary or program.lines[order[k]].instr.opcode.startswith("wgmma.fence")
+    reached = _side(start, successors, stop)
+    return not any(program.lines[order[k]].instr.opcode.startswith("wgmma.mma_async") for k in reached)
+
+
 def barrier_roles(program: PtxProgram, function: int, block_threads: Optional[int] = None) -> dict:
     """Line of each CTA-wide barrier -> None (it may order conflicting shared-memory
     accesses) or (reason code, detail) when its removal provably changes no ordering."""
@@ -181,14 +190,16 @@ def barrier_roles(program: PtxProgram, function: int, block_threads: Optional[in
                            "every shared-memory access since the previous barrier is an asynchronous copy with no "
                            "cp.async wait after it: bar.sync does not wait for those copies (only cp.async.wait_* "
                            "does), so the barrier orders none of their writes")
-        elif block_threads == WARPGROUP_THREADS and (first.only_wgmma or then.only_wgmma):
+        elif block_threads == WARPGROUP_THREADS and (first.only_wgmma or then.only_wgmma and _fenced(
+                program, order, k, successors, boundary)):
             side = "before" if first.only_wgmma else "after"
             roles[line] = (WARPGROUP_COLLECTIVE,
                            f"the CTA is one warpgroup (128 threads) and every shared-memory access {side} the "
                            "barrier is a wgmma.mma_async read: wgmma reads asynchronously and collectively for "
                            "the warpgroup, so bar.sync neither waits for those reads (wgmma.wait_group does, on "
-                           "the same collective groups in every thread) nor lets them start before every warp "
-                           "has issued them (PTX ISA, warpgroup-level wgmma)")
+                           "the same collective groups in every thread) nor orders writes before them that the "
+                           "warpgroup's wgmma.fence.sync.aligned, reached first on every path, does not (PTX ISA, "
+                           "warpgroup-level wgmma)")
         else:
             roles[line] = None
     return roles
