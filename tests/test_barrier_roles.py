@@ -124,3 +124,38 @@ def test_one_warpgroup_wgmma_barriers_are_left_out_and_two_warpgroups_keep_them(
     two_roles = barrier_roles(PtxProgram(two.ptx), 0, 256)
     assert WARPGROUP_COLLECTIVE not in [role and role[0] for role in two_roles.values()]
     assert sum(role is None for role in two_roles.values()) >= 3  # the main loop's and the epilogue's
+
+
+LDMATRIX = ["\tst.shared.f32 [%r4], %f1;", "\tbar.sync 0;", "\tldmatrix.sync.aligned.m8n8.x1.shared.b16 {%r6}, [%r4];",
+            "\tmov.b32 %f5, %r6;"]
+
+
+def test_racecheck_sees_plain_and_copied_accesses_but_not_ldmatrix():
+    from ptx_tools.rewrite.barriers import racecheck_blind_spot
+    assemble(_ptx(LDMATRIX), "sm_80")
+    line = lambda body: next(i for i, text in enumerate(_ptx(body).split("\n")) if "bar.sync 0" in text)  # noqa: E731
+    assert racecheck_blind_spot(PtxProgram(_ptx(WRITE_THEN_READ)), line(WRITE_THEN_READ)) == ""
+    assert racecheck_blind_spot(PtxProgram(_ptx(ASYNC_WAITED)), line(ASYNC_WAITED)) == ""  # the copy is converted
+    assert racecheck_blind_spot(PtxProgram(_ptx(LDMATRIX)), line(LDMATRIX)).startswith("ldmatrix")
+    assert "partial barriers" in racecheck_blind_spot(PtxProgram(_ptx(NAMED)), line(NAMED))
+
+
+def test_a_dropped_barrier_is_unexercised_only_with_clean_racecheck_and_no_blind_spot():
+    from dataset_spec.model import Arg, Buffer, KernelRecord, Launch, Problem
+    from verify.race_focus import barrier_never_ordered
+    problem = Problem("test/barrier", "x", [Buffer("x", "float32", (256,), role="inout")])
+
+    def row(body, key, variant, drop=False):
+        ptx = _ptx([line for line in body if not (drop and "bar.sync" in line)])
+        return KernelRecord("test/barrier", "test", variant, key, "sm_80", ptx,
+                            [Launch("k", (1,), (64,), [Arg.buf("x")])], problem, kernel_id=key, status="passed")
+    for body, blind in ((WRITE_THEN_READ, False), (LDMATRIX, True)):
+        base = row(body, "base", {"entry": "k"})
+        dropped = row(body, "m", {"mutation": "drop_barrier", "base": "base"}, drop=True)
+        note = barrier_never_ordered(dropped, base, 0, 0)
+        assert (note is None) == blind, body
+        assert barrier_never_ordered(dropped, base, 2, 0) is None     # a hazard: race_detected's business
+        assert barrier_never_ordered(dropped, base, 0, None) is None  # the base's racecheck failed: unknown
+        assert barrier_never_ordered(dropped, base, 0, 1) is None     # the base races already: nothing shown
+    other = row(WRITE_THEN_READ, "o", {"mutation": "off_by_one", "base": "base"})
+    assert barrier_never_ordered(other, row(WRITE_THEN_READ, "base", {"entry": "k"}), 0, 0) is None

@@ -203,3 +203,34 @@ def barrier_roles(program: PtxProgram, function: int, block_threads: Optional[in
         else:
             roles[line] = None
     return roles
+
+
+def racecheck_blind_spot(program: PtxProgram, line: int) -> str:
+    """The first shared-memory access on either side of the CTA barrier at ``line`` that
+    compute-sanitizer's racecheck cannot see even in the synchronous-copy form (wgmma,
+    ldmatrix/stmatrix, bulk or cache-policy copies, mbarriers, ...), or '' when it sees them
+    all (plain, generic or atomic loads and stores, and the copies ``sync_copies`` converts).
+    A reason string when the sides cannot be bounded."""
+    from .sync_copies import convertible
+    function = program.lines[line].function
+    flow = _flow(program, function)
+    instrs = dict(program.instructions(function, top_level=False))
+    if flow is None or any(_is_any_barrier(i) and not is_cta_barrier(i) for i in instrs.values()):
+        return "the function has partial barriers, calls or indirect branches"
+    order, successors, predecessors = flow
+    position = {i: k for k, i in enumerate(order)}
+    boundary = {position[i] for i, instr in instrs.items() if is_cta_barrier(instr)}
+    if line not in position or position[line] not in boundary:
+        return f"line {line + 1} is not a CTA-wide barrier"
+    k = position[line]
+    for side in (_side(k, predecessors, boundary.__contains__), _side(k, successors, boundary.__contains__)):
+        for j in sorted(side):
+            instr = program.lines[order[j]].instr
+            if not any(shared_access(instr)):
+                continue
+            plain = instr.base in ("ld", "st", "atom", "red") and "async" not in instr.modifiers \
+                and "shared::cluster" not in instr.modifiers
+            if plain or convertible(instr):
+                continue
+            return instr.opcode
+    return ""

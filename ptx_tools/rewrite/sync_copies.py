@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 
-from .ir import PtxProgram
+from .ir import Instruction, PtxProgram
 
 SYNC_MARK = "// ptxds synchronous copy"
 _COPY = re.compile(r"^cp\.async\.(ca|cg)\.shared(::cta)?\.global\b")
@@ -48,6 +48,22 @@ def _copy_lines(guard: str, destination: str, source: str, size: int, source_siz
     return [f"{line} {SYNC_MARK}" for line in lines]
 
 
+def convertible(instr: Instruction) -> bool:
+    """A plain ``cp.async.{ca,cg}.shared.global`` of 4, 8 or 16 bytes (an L2 prefetch-size
+    hint allowed; a cache-policy operand or an ignore-source predicate not)."""
+    if not _COPY.match(instr.opcode) or any("::" in m and not m.startswith("shared") and m not in _PREFETCH
+                                            for m in instr.modifiers):
+        return False
+    ops = instr.operands
+    if len(ops) not in (3, 4):
+        return False
+    try:
+        size = int(ops[2], 0)
+    except ValueError:
+        return False
+    return size in _WIDTH and (len(ops) == 3 or bool(re.fullmatch(r"%\w+|\d+|0x[0-9a-fA-F]+", ops[3])))
+
+
 def synchronous_copies(ptx: str) -> tuple:
     """(``ptx`` with its plain ``cp.async`` copies into shared memory made synchronous,
     how many were replaced). Copies of another form (bulk, a cache-policy operand, an
@@ -55,20 +71,11 @@ def synchronous_copies(ptx: str) -> tuple:
     program = PtxProgram(ptx)
     replaced = []
     for i, instr in program.instructions(top_level=False):
-        if not _COPY.match(instr.opcode) or any("::" in m and not m.startswith("shared") and m not in _PREFETCH
-                                                for m in instr.modifiers):
+        if not convertible(instr):
             continue
         ops = instr.operands
-        if len(ops) not in (3, 4):
-            continue
-        try:
-            size = int(ops[2], 0)
-        except ValueError:
-            continue
-        if size not in _WIDTH or (len(ops) == 4 and not re.fullmatch(r"%\w+|\d+|0x[0-9a-fA-F]+", ops[3])):
-            continue
-        replaced.append((i, _copy_lines(instr.guard or "", ops[0], ops[1], size, ops[3] if len(ops) == 4 else "",
-                                        instr.indent or "\t")))
+        replaced.append((i, _copy_lines(instr.guard or "", ops[0], ops[1], int(ops[2], 0),
+                                        ops[3] if len(ops) == 4 else "", instr.indent or "\t")))
     for i, lines in reversed(replaced):
         function = program.lines[i].function
         program.delete([i])
