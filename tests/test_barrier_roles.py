@@ -128,15 +128,18 @@ def test_one_warpgroup_wgmma_barriers_are_left_out_and_two_warpgroups_keep_them(
 
 LDMATRIX = ["\tst.shared.f32 [%r4], %f1;", "\tbar.sync 0;", "\tldmatrix.sync.aligned.m8n8.x1.shared.b16 {%r6}, [%r4];",
             "\tmov.b32 %f5, %r6;"]
+MBARRIER = ["\tmbarrier.init.shared.b64 [%r4], 32;", "\tbar.sync 0;", "\tld.shared.f32 %f5, [%r4+8];"]
 
 
-def test_racecheck_sees_plain_and_copied_accesses_but_not_ldmatrix():
+def test_racecheck_sees_plain_copied_and_ldmatrix_accesses_but_not_an_mbarrier():
     from ptx_tools.rewrite.barriers import racecheck_blind_spot
     assemble(_ptx(LDMATRIX), "sm_80")
     line = lambda body: next(i for i, text in enumerate(_ptx(body).split("\n")) if "bar.sync 0" in text)  # noqa: E731
     assert racecheck_blind_spot(PtxProgram(_ptx(WRITE_THEN_READ)), line(WRITE_THEN_READ)) == ""
     assert racecheck_blind_spot(PtxProgram(_ptx(ASYNC_WAITED)), line(ASYNC_WAITED)) == ""  # the copy is converted
-    assert racecheck_blind_spot(PtxProgram(_ptx(LDMATRIX)), line(LDMATRIX)).startswith("ldmatrix")
+    assert racecheck_blind_spot(PtxProgram(_ptx(LDMATRIX)), line(LDMATRIX)) == ""  # its rows are read explicitly
+    assemble(_ptx(MBARRIER), "sm_80")
+    assert racecheck_blind_spot(PtxProgram(_ptx(MBARRIER)), line(MBARRIER)).startswith("mbarrier")
     assert "partial barriers" in racecheck_blind_spot(PtxProgram(_ptx(NAMED)), line(NAMED))
 
 
@@ -149,7 +152,7 @@ def test_a_dropped_barrier_is_unexercised_only_with_clean_racecheck_and_no_blind
         ptx = _ptx([line for line in body if not (drop and "bar.sync" in line)])
         return KernelRecord("test/barrier", "test", variant, key, "sm_80", ptx,
                             [Launch("k", (1,), (64,), [Arg.buf("x")])], problem, kernel_id=key, status="passed")
-    for body, blind in ((WRITE_THEN_READ, False), (LDMATRIX, True)):
+    for body, blind in ((WRITE_THEN_READ, False), (LDMATRIX, False), (MBARRIER, True)):
         base = row(body, "base", {"entry": "k"})
         dropped = row(body, "m", {"mutation": "drop_barrier", "base": "base"}, drop=True)
         note = barrier_never_ordered(dropped, base, 0, 0)

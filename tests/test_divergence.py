@@ -168,3 +168,15 @@ def test_a_dropped_barrier_over_copies_gets_its_synchronous_form_beside_its_base
     assert synchronous_copy_verdict(3, 2) is None      # the base's form races too: nothing to hold against it
     assert synchronous_copy_verdict(3, None) is None   # racecheck failed on the base: unknown
     assert synchronous_copy_verdict(0, 0) is None
+
+
+def test_ldmatrix_rows_are_read_explicitly_in_the_racecheck_form():
+    body = ["\tmov.u32 %r3, smem;", "\tadd.s32 %r4, %r3, %r2;", "\tst.shared.f32 [%r4], %f1;", "\tbar.sync 0;",
+            "\tldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%r6, %r7}, [%r4];", "\tmov.b32 %f5, %r6;",
+            "\tst.global.f32 [%rd3], %f5;"]
+    ptx, handled = synchronous_copies(_ptx(body))
+    assert handled == 1 and "ldmatrix.sync.aligned.m8n8.x2.trans" in ptx
+    added = [line for line in ptx.split("\n") if SYNC_MARK in line]
+    assert any("setp.lt.u32 %ptxds_q, %ptxds_m4, 16;" in line for line in added)  # lanes 0-15 address rows
+    assert any("@%ptxds_q ld.volatile.shared.v4.b32" in line and "[%r4]" in line for line in added)
+    assemble(ptx, "sm_80")

@@ -2,8 +2,8 @@
 
 A dropped barrier that did not race in a few trials is still a race, so trials alone do
 not settle it. racecheck does not see ``cp.async`` writes, so a ``drop_barrier`` mutant whose
-racecheck found nothing its base lacks, in a kernel with asynchronous copies, is checked
-again in its synchronous-copy form (``ptx_tools.rewrite.sync_copies``) beside its base's
+racecheck found nothing its base lacks, in a kernel with asynchronous copies or ldmatrix
+reads, is checked again in its synchronous-copy form (``ptx_tools.rewrite.sync_copies``) beside its base's
 (``synchronous_copy_pair``). A dropped barrier whose racecheck (in the synchronous-copy form
 where the kernel copies asynchronously) found no hazard in the mutant or its base, and
 whose sides hold only accesses racecheck sees, ordered no pair of conflicting accesses on

@@ -208,10 +208,11 @@ def barrier_roles(program: PtxProgram, function: int, block_threads: Optional[in
 def racecheck_blind_spot(program: PtxProgram, line: int) -> str:
     """The first shared-memory access on either side of the CTA barrier at ``line`` that
     compute-sanitizer's racecheck cannot see even in the synchronous-copy form (wgmma,
-    ldmatrix/stmatrix, bulk or cache-policy copies, mbarriers, ...), or '' when it sees them
-    all (plain, generic or atomic loads and stores, and the copies ``sync_copies`` converts).
+    stmatrix, bulk or cache-policy copies, mbarriers, ...), or '' when it sees them all
+    (plain, generic or atomic loads and stores, and the copies and ldmatrix rows that
+    ``sync_copies`` makes explicit).
     A reason string when the sides cannot be bounded."""
-    from .sync_copies import convertible
+    from .sync_copies import convertible, matrix_rows
     function = program.lines[line].function
     flow = _flow(program, function)
     instrs = dict(program.instructions(function, top_level=False))
@@ -230,7 +231,7 @@ def racecheck_blind_spot(program: PtxProgram, line: int) -> str:
                 continue
             plain = instr.base in ("ld", "st", "atom", "red") and "async" not in instr.modifiers \
                 and "shared::cluster" not in instr.modifiers
-            if plain or convertible(instr):
+            if plain or convertible(instr) or matrix_rows(instr):
                 continue
             return instr.opcode
     return ""
