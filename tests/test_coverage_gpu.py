@@ -4,8 +4,9 @@ zero; end to end, a mutant of code that never runs is ``unexercised`` (a positiv
 so), so is one whose change ran but never altered a value its thread used (the divergence
 probe counts 0: x + y -> y + x), one that ran, altered a value (a neighbour's address) and
 still matched stays ``passed`` (a survivor), and a dropped barrier is killed, also one that
-only ordered ``cp.async`` copies, which racecheck sees in their synchronous form. Skipped
-where no CUDA driver or device is present."""
+only ordered ``cp.async`` copies, which racecheck sees in their synchronous form; a dropped
+barrier that ordered nothing (each thread reads its own write back) is ``unexercised``, as
+racecheck shows. Skipped where no CUDA driver or device is present."""
 import json
 import re
 
@@ -40,6 +41,13 @@ extern "C" __global__ void vadd_shared(const float* x, const float* y, float* ou
     float neighbour = ((volatile float*)slot)[j];
     if (i < n) out[i] = slot[threadIdx.x];
     if (neighbour == 1234.5f && i == -7) out[0] = neighbour;  // never true: keeps the read
+}
+extern "C" __global__ void vadd_own(const float* x, const float* y, float* out, int n) {
+    __shared__ float slot[256];
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    slot[threadIdx.x] = i < n ? x[i] + y[i] : 0.0f;
+    __syncthreads();                    // orders nothing: each thread reads back its own slot
+    if (i < n) out[i] = ((volatile float*)slot)[threadIdx.x];
 }
 extern "C" __global__ void vadd_async(const float* x, const float* y, float* out, int n) {
     __shared__ __align__(16) float slot[256];
@@ -129,7 +137,10 @@ def test_unexercised_survived_and_a_dropped_barrier_end_to_end(ptx, tmp_path):
                       "off_by_one", "neighbour_shifted")
     copies = _row(ptx, "test/coverage/async", "vadd_async", "async", "async-base")
     copies_dropped = _mutant(copies, r"^\s*bar\.sync 0;", lambda line: None, "drop_barrier", "copies_no_barrier")
-    ShardWriter(tmp_path / "in").write([base, ran, never, shared, dropped, shifted, copies, copies_dropped])
+    own = _row(ptx, "test/coverage/own", "vadd_own", "own", "own-base")
+    own_dropped = _mutant(own, r"^\s*bar\.sync 0;", lambda line: None, "drop_barrier", "own_no_barrier")
+    ShardWriter(tmp_path / "in").write([base, ran, never, shared, dropped, shifted, copies, copies_dropped,
+                                        own, own_dropped])
     verify_dataset(tmp_path / "in", tmp_path / "out", timing=False, kernel_timeout=60, progress=False)
     out = {r.name: r for r in read_records(tmp_path / "out")}
     assert out["rare"].status == "passed" and out["shared"].status == "passed"
@@ -151,6 +162,9 @@ def test_unexercised_survived_and_a_dropped_barrier_end_to_end(ptx, tmp_path):
         if out["no_barrier"].status == "race_detected":  # the trials passed: racecheck found it
             assert json.loads(out["shared"].sanitizer)["racecheck"]["errors"] == 0
             assert out["no_barrier"].provenance["verify"]["racecheck"].startswith("ran: a drop_barrier mutant")
+        # a barrier between each thread's write and its own read orders nothing: racecheck shows it
+        assert out["own_no_barrier"].status == "unexercised", out["own_no_barrier"].status_message
+        assert "ordering was never exercised" in out["own_no_barrier"].status_message
         mutant = out["copies_no_barrier"]
         assert mutant.status in KILLED_STATUSES, mutant.status_message
         if mutant.status == "race_detected" and not json.loads(mutant.sanitizer)["racecheck"].get("errors"):
