@@ -42,8 +42,10 @@ class RewriteSummary:
     mutants_written: int = 0
     already_present: int = 0
     mutants_rejected: Counter = field(default_factory=Counter)  # operator -> ptxas rejections
-    mutants_equivalent: Counter = field(default_factory=Counter)  # "operator: reason" -> mutants the PTX proved equivalent
-    barriers_excluded: Counter = field(default_factory=Counter)  # reason -> barriers left out, summed over drop_barrier mutants
+    # "operator: reason" -> mutants the PTX proved equivalent (redrawn)
+    mutants_equivalent: Counter = field(default_factory=Counter)
+    # reason -> barriers drop_barrier may not take, summed over its mutants
+    barriers_excluded: Counter = field(default_factory=Counter)
     rewrite_failures: list = field(default_factory=list)        # (row name, operators, message)
     by_operator: Counter = field(default_factory=Counter)
 

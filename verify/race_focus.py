@@ -1,16 +1,18 @@
 """Which passing members get compute-sanitizer racecheck without ``--sanitize``.
 
 A dropped barrier that did not race in a few trials is still a race, so trials alone do
-not settle it. racecheck does not see ``cp.async`` writes, so a ``drop_barrier`` mutant whose
-racecheck found nothing its base lacks, in a kernel with asynchronous copies or ldmatrix
-reads, is checked again in its synchronous-copy form (``ptx_tools.rewrite.sync_copies``) beside its base's
-(``synchronous_copy_pair``). A dropped barrier whose racecheck (in the synchronous-copy form
-where the kernel copies asynchronously) found no hazard in the mutant or its base, and
-whose sides hold only accesses racecheck sees, ordered no pair of conflicting accesses on
-the race-checked trial: its ordering was never exercised (``barrier_never_ordered``). A passing member derived from a base (a mutant or a rewrite) whose PTX
+not settle it. A passing member derived from a base (a mutant or a rewrite) whose PTX
 differs from its base's near a barrier, a shared-memory access or a fence, and that uses
 shared memory, is run under racecheck together with its base whenever compute-sanitizer is
 installed; a hazard its base lacks makes it ``race_detected`` (runner.apply_race_statuses).
+
+racecheck does not see ``cp.async`` writes, so a ``drop_barrier`` mutant whose racecheck
+found nothing its base lacks, in a kernel with asynchronous copies or ldmatrix reads, is
+checked again in its synchronous-copy form (``ptx_tools.rewrite.sync_copies``) beside its
+base's (``synchronous_copy_pair``). A dropped barrier whose racecheck (of those forms where
+they exist) found no hazard in the mutant or its base, and whose sides hold only accesses
+racecheck sees, ordered no pair of conflicting accesses on the race-checked trial: its
+ordering was never exercised (``barrier_never_ordered``).
 """
 from __future__ import annotations
 

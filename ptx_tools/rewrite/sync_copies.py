@@ -69,8 +69,9 @@ def convertible(instr: Instruction) -> bool:
 
 def synchronous_copies(ptx: str) -> tuple:
     """(``ptx`` with its plain ``cp.async`` copies into shared memory made synchronous and
-    its ldmatrix rows read explicitly, how many instructions were handled). Copies of another form (bulk, a cache-policy operand, an
-    ignore-source predicate) stay as they are."""
+    its ldmatrix rows read explicitly, how many instructions were handled). Copies of
+    another form (bulk, a cache-policy operand, an ignore-source predicate) stay as they
+    are."""
     program = PtxProgram(ptx)
     replaced = []
     read_before = []
