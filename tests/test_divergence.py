@@ -180,3 +180,11 @@ def test_ldmatrix_rows_are_read_explicitly_in_the_racecheck_form():
     assert any("setp.lt.u32 %ptxds_q, %ptxds_m4, 16;" in line for line in added)  # lanes 0-15 address rows
     assert any("@%ptxds_q ld.volatile.shared.v4.b32" in line and "[%r4]" in line for line in added)
     assemble(ptx, "sm_80")
+
+
+def test_a_load_nothing_reads_is_not_compared_but_a_read_one_is():
+    unread = MASKED[:3] + ["\t@%p1 ld.global.f32 %f2, [%rd3+8];"] + MASKED[3:]
+    moved = _changed(unread, unread[3], "\t@%p1 ld.global.f32 %f2, [%rd3+12];")
+    assert not [line for line in _check(unread, moved) if "red.global.add" in line]  # nothing to count
+    used = _changed(MASKED, MASKED[3], "\t@%p1 ld.global.f32 %f1, [%rd3+8];")  # %f1 is stored
+    assert [line for line in _check(MASKED, used) if "red.global.add" in line]

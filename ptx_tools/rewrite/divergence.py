@@ -14,7 +14,9 @@ where the instruction runs in one version and not the other).
 
 A count of 0 on every trial means the mutant issued the same memory operations and took
 the same branches as its base on those inputs: for this problem the change never took
-effect. Only one-instruction replacements are probed; the rest raise ProbeError.
+effect. A load whose loaded registers nothing reads is not compared at all: where it reads
+from changes no value the thread uses (a fault would, and a passing mutant did not fault).
+Only one-instruction replacements are probed; the rest raise ProbeError.
 """
 from __future__ import annotations
 
@@ -181,7 +183,7 @@ def instrument_divergence(base_ptx: str, mutant_ptx: str) -> SiteProbe:
         if i == site.line:
             if site_pure:
                 after[i] = [_renamed(theirs, shadow).render().strip()]
-            else:
+            elif not _unread_load(program, target.function, i, mine, theirs):
                 before[i] = emitter.compare(mine, _renamed(theirs, shadow))
             continue
         if instr.base in PURE_OPS:
@@ -231,6 +233,17 @@ def _refuse_unfollowed_reads(program: PtxProgram, function: int, tainted: set) -
             raise ProbeError(f"line {i + 1} redeclares {sorted(hidden)[0]} in a nested block")
         if line.kind == "other" and hidden:
             raise ProbeError(f"line {i + 1} reads {sorted(hidden)[0]} but is not one parsed instruction")
+
+
+def _unread_load(program: PtxProgram, function: int, line: int, mine: Instruction, theirs: Instruction) -> bool:
+    """A plain load (same opcode and destination in both versions) whose loaded registers
+    nothing else in the function reads: where it reads from changes no value the thread
+    uses, so only a fault could tell, and a mutant that passed did not fault."""
+    if mine.base not in ("ld", "ldu") or mine.opcode != theirs.opcode or mine.operands[:1] != theirs.operands[:1]:
+        return False
+    loaded, _ = defs_and_uses(mine)
+    return bool(loaded) and not any(loaded & defs_and_uses(other)[1]
+                                    for j, other in program.instructions(function, top_level=False) if j != line)
 
 
 def _uses_carry(instr: Instruction) -> bool:
