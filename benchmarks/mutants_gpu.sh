@@ -34,6 +34,9 @@ for source in triton cutlass mirage handhack; do
   # a source cut off by its limit keeps the groups it finished; one with none is left out
   compgen -G "$work/$source/kernels/*/*.parquet" > /dev/null && verified+=("$work/$source")
 done
+if [ ${#verified[@]} -eq 0 ]; then
+  echo "no source verified: see $out/verify-*.log"; tail -n 5 "$out"/verify-*.log; exit 1
+fi
 python3 benchmarks/mutant_kill_rate.py "${verified[@]}" --work "$out/kill" > "$out/mutants.log" 2>&1
 echo "all: $(( $(date +%s) - start )) s" | tee -a "$out/table.txt"
 echo "===== survivors, unexercised mutants and tables"
