@@ -141,8 +141,10 @@ def async_copy_barrier(base: PtxProgram, line: int) -> Optional[SurvivorReason]:
         return None
     return SurvivorReason(OBSERVATION, "race_not_observed_async_copy",
                           f"race not observed (async copy): the dropped barrier follows {waits[0]}; racecheck "
-                          "may not see hazards on shared memory written by asynchronous copies, so passing it "
-                          "proves nothing")
+                          "does not see shared memory written by asynchronous copies, and the synchronous-copy "
+                          "form (provenance.verify.racecheck_sync_copies, where it ran) showed no hazard its base "
+                          "lacks either; accesses racecheck cannot see (wgmma, mbarriers, bulk copies) may still "
+                          "race, so passing proves nothing")
 
 
 def static_reason(base_ptx: str, mutant_ptx: str, operator: str) -> Optional[SurvivorReason]:
