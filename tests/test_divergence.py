@@ -155,8 +155,9 @@ def test_a_dropped_barrier_over_copies_gets_its_synchronous_form_beside_its_base
     problem = Problem("test/copies", "x", [Buffer("x", "float32", (256,), role="inout")])
 
     def row(ptx, key, variant):
-        return KernelRecord("test/copies", "test", variant, key, "sm_80", ptx, [Launch("k", (1,), (64,), [Arg.buf("x")])],
-                            problem, kernel_id=key, build_key=key, status="passed")
+        launch = Launch("k", (1,), (64,), [Arg.buf("x")])
+        return KernelRecord("test/copies", "test", variant, key, "sm_80", ptx, [launch], problem,
+                            kernel_id=key, build_key=key, status="passed")
     base = row(base_ptx, "base", {"entry": "k"})
     dropped = row(base_ptx.replace("\tbar.sync 0;\n", ""), "m", {"mutation": "drop_barrier", "base": "base"})
     other = row(base_ptx.replace("[%r4+4]", "[%r4+8]"), "o", {"mutation": "wrong_shared_offset", "base": "base"})

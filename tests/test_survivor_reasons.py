@@ -150,7 +150,8 @@ def test_the_kill_rate_benchmark_tables_sources_and_lists_unexercised_mutants(tm
     base = _row(_ptx(*DEAD), "base", {"entry": "k"})
     never = _row(_ptx(*LIVE_CHANGED), "m-never", {"mutation": "off_by_one", "base": "base"}, "unexercised",
                  provenance={"diff": "-\tadd.s32 %r5, %r1, 3;\n+\tadd.s32 %r5, %r1, 4;",
-                             "excluded": [{"op": "swap_operands", "edit": "sub", "reason": "sign_only", "detail": "d"}]})
+                             "excluded": [{"op": "swap_operands", "edit": "sub", "reason": "sign_only",
+                                           "detail": "d"}]})
     never.status_message = "the change never took effect"
     killed = _row(_ptx(*DEAD_CHANGED), "m-killed", {"mutation": "drop_barrier", "base": "base"}, "race_detected")
     ShardWriter(tmp_path / "verified").write([base, never, killed])
