@@ -149,7 +149,10 @@ def mutant_plan(group: str, bases: list, contexts: dict, count: int, seed: int) 
 
 
 def _mutant(base, context: Context, index: int, seed: int, present: set, summary: RewriteSummary,
-            operator: str):
+            operator: str, made: set = None):
+    """One mutant of ``base`` for slot ``index``; ``made`` holds the PTX of the group's
+    mutants so far, so no two slots write the same program."""
+    made = set() if made is None else made
     rng = random.Random(f"{seed}:{base.kernel_id}:mutant:{index}")
     others = [name for name in sorted(MUTATIONS) if name != operator]
     # the planned operator first, at other sites if ptxas rejects one; then the others
@@ -161,7 +164,7 @@ def _mutant(base, context: Context, index: int, seed: int, present: set, summary
             ptx, edit = apply_mutation(base.ptx, name, rng, context)
         except NotApplicable:
             continue
-        if ptx == base.ptx:
+        if ptx == base.ptx or ptx in made:
             continue
         proof = static_reason(base.ptx, ptx, name)
         if proof is not None and proof.kind == PROOF:
@@ -175,12 +178,14 @@ def _mutant(base, context: Context, index: int, seed: int, present: set, summary
                       **({"excluded": excluded} if excluded else {})}
         summary.barriers_excluded.update(e["reason"] for e in edit.excluded)
         row = _new_row(base, ptx, variant, provenance, present, summary)
-        if row is None:
+        if row is None:  # written by an earlier run: later slots must avoid it as they did then
+            made.add(ptx)
             return None
         if row.status != "built":
             summary.mutants_rejected[name] += 1
             continue
         summary.by_operator[name] += 1
+        made.add(ptx)
         return row
     return None
 
@@ -206,7 +211,7 @@ def rewrite_dataset(root, rewrites: int = 2, mutants: int = 4, seed: int = 0, gr
     for group, bases in sorted(by_group.items()):
         bases.sort(key=lambda r: r.kernel_id)
         contexts = {}  # one parse of each base, however many rows it gives
-        new = []
+        new, made = [], set()
         for base in bases:
             contexts[base.kernel_id] = context_for(base)
         slots = [(index, bases[index % len(bases)], None) for index in range(rewrites)]
@@ -216,7 +221,7 @@ def rewrite_dataset(root, rewrites: int = 2, mutants: int = 4, seed: int = 0, gr
             if operator is None:
                 row = _rewritten(base, contexts[base.kernel_id], index, seed, present, summary)
             else:
-                row = _mutant(base, contexts[base.kernel_id], index, seed, present, summary, operator)
+                row = _mutant(base, contexts[base.kernel_id], index, seed, present, summary, operator, made)
             if row is None:
                 continue
             new.append(row)

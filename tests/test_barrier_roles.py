@@ -17,7 +17,7 @@ HEAD = [".version 8.0", ".target sm_80", ".address_size 64", "",
         "\t.shared .align 16 .b8 smem[1024];", "",
         "\tld.param.u64 %rd1, [k_param_0];", "\tcvta.to.global.u64 %rd2, %rd1;",
         "\tmov.u32 %r1, %tid.x;", "\tshl.b32 %r2, %r1, 2;", "\tmov.u32 %r3, smem;", "\tadd.s32 %r4, %r3, %r2;",
-        "\tmul.wide.u32 %rd3, %r2, 1;", "\tadd.s64 %rd3, %rd2, %rd3;", "\tld.global.f32 %f1, [%rd3];"]
+        "\tmul.wide.u32 %rd3, %r2, 1;", "\tadd.s64 %rd3, %rd2, %rd3;", "\tld.global.nc.f32 %f1, [%rd3];"]
 TAIL = ["\tst.global.f32 [%rd3], %f5;", "\tret;", "}", ""]
 
 WRITE_THEN_READ = ["\tst.shared.f32 [%r4], %f1;", "\tbar.sync 0;", "\tld.shared.f32 %f5, [%r4+4];"]
@@ -136,7 +136,8 @@ def test_racecheck_sees_plain_copied_and_ldmatrix_accesses_but_not_an_mbarrier()
     assemble(_ptx(LDMATRIX), "sm_80")
     line = lambda body: next(i for i, text in enumerate(_ptx(body).split("\n")) if "bar.sync 0" in text)  # noqa: E731
     assert racecheck_blind_spot(PtxProgram(_ptx(WRITE_THEN_READ)), line(WRITE_THEN_READ)) == ""
-    assert racecheck_blind_spot(PtxProgram(_ptx(ASYNC_WAITED)), line(ASYNC_WAITED)) == ""  # the copy is converted
+    fenced = ASYNC_WAITED + ["\tbar.sync 0;"]  # the output store after a second barrier: no global pair
+    assert racecheck_blind_spot(PtxProgram(_ptx(fenced)), line(fenced)) == ""  # the copy is converted
     assert racecheck_blind_spot(PtxProgram(_ptx(LDMATRIX)), line(LDMATRIX)) == ""  # its rows are read explicitly
     assemble(_ptx(MBARRIER), "sm_80")
     assert racecheck_blind_spot(PtxProgram(_ptx(MBARRIER)), line(MBARRIER)).startswith("mbarrier")
@@ -162,3 +163,14 @@ def test_a_dropped_barrier_is_unexercised_only_with_clean_racecheck_and_no_blind
         assert barrier_never_ordered(dropped, base, 0, 1) is None     # the base races already: nothing shown
     other = row(WRITE_THEN_READ, "o", {"mutation": "off_by_one", "base": "base"})
     assert barrier_never_ordered(other, row(WRITE_THEN_READ, "base", {"entry": "k"}), 0, 0) is None
+
+
+GLOBAL = ["\tst.global.f32 [%rd3], %f1;", "\tbar.sync 0;", "\tld.global.f32 %f5, [%rd3+4];"]
+
+
+def test_a_barrier_that_orders_global_memory_between_threads_stays_a_site():
+    from ptx_tools.rewrite.barriers import racecheck_blind_spot
+    assemble(_ptx(GLOBAL), "sm_80")
+    assert _roles(GLOBAL) == [None]  # no shared memory at all, yet the neighbour's global write is ordered
+    line = next(i for i, text in enumerate(_ptx(GLOBAL).split("\n")) if "bar.sync 0" in text)
+    assert racecheck_blind_spot(PtxProgram(_ptx(GLOBAL)), line).startswith("global memory")  # racecheck cannot tell

@@ -42,7 +42,8 @@ extern "C" __global__ void vadd_shared(const float* x, const float* y, float* ou
     if (i < n) out[i] = slot[threadIdx.x];
     if (neighbour == 1234.5f && i == -7) out[0] = neighbour;  // never true: keeps the read
 }
-extern "C" __global__ void vadd_own(const float* x, const float* y, float* out, int n) {
+extern "C" __global__ void vadd_own(const float* __restrict__ x, const float* __restrict__ y,
+                                    float* __restrict__ out, int n) {  // restrict: ld.global.nc
     __shared__ float slot[256];
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     slot[threadIdx.x] = i < n ? x[i] + y[i] : 0.0f;

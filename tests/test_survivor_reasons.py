@@ -177,3 +177,19 @@ def test_rewrite_redraws_a_mutant_the_ptx_proves_equivalent(tmp_path):
     assert mutants and not [r for r in mutants if r.variant["mutation"] == "swap_operands"]
     redrawn = [e for r in mutants for e in r.provenance.get("excluded", [])]
     assert redrawn and all(e["op"] == "swap_operands" and e["reason"] == "sign_only" for e in redrawn)
+
+
+def test_two_mutant_slots_never_write_the_same_program(tmp_path):
+    from dataset_spec.shards import ShardWriter, read_records
+    from ptxds.finalize import finalize_record
+    from ptxds.rewrite import rewrite_dataset
+    # one barrier, one shared store and one load: few sites, so slots would repeat a mutant
+    base = finalize_record(_row(_ptx(*PLAIN), "", {"entry": "k"}, status="built"))
+    assert base.status == "built", base.status_message
+    ShardWriter(tmp_path / "ds").write([base])
+    rewrite_dataset(tmp_path / "ds", rewrites=0, mutants=12, seed=0)
+    mutants = [r for r in read_records(tmp_path / "ds") if r.variant.get("mutation")]
+    assert mutants and len({r.ptx for r in mutants}) == len(mutants) == len({r.kernel_id for r in mutants})
+    assert sum(r.variant["mutation"] == "drop_barrier" for r in mutants) == 1  # one barrier, one mutant
+    again = rewrite_dataset(tmp_path / "ds", rewrites=0, mutants=12, seed=0)
+    assert again.mutants_written == 0  # a rerun adds nothing

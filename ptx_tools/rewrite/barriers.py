@@ -1,8 +1,11 @@
 """Which CTA barriers order shared-memory traffic, and which provably order none.
 
-A ``bar.sync 0`` matters only if some shared-memory access that can run before it (since
-the previous CTA-wide barrier, following branches and loop back edges) conflicts with one
-that can run after it (up to the next), a conflict being a pair with at least one write.
+A ``bar.sync 0`` matters only if some memory access that can run before it (since the
+previous CTA-wide barrier, following branches and loop back edges) conflicts with one that
+can run after it (up to the next), a conflict being a pair with at least one write. A
+barrier with global-memory writes on one side and global accesses on the other (a
+generic address counts as both shared and global) always stays a site; the reasons below
+are about shared memory.
 ``barrier_roles`` walks the function's control flow from each CTA-wide barrier in both
 directions, stopping at other CTA-wide barriers, and gives each barrier either ``None`` (it
 may order a conflicting pair: a ``drop_barrier`` site) or the reason its removal cannot
@@ -83,6 +86,25 @@ def shared_access(instr: Instruction) -> tuple:
     return False, False
 
 
+def global_access(instr: Instruction) -> tuple:
+    """(reads, writes) of global memory, conservatively: a generic-address access may reach
+    it; a ``cp.async`` into shared memory reads it; a bulk copy out of shared memory
+    writes it; ``ld.global.nc`` and ``ldu`` read data that stays read-only while the kernel
+    runs, so they conflict with nothing."""
+    spaces = [m for m in instr.modifiers if m in _SPACES or m.startswith("shared")]
+    if instr.base == "cp":
+        if instr.opcode.startswith(_NO_ACCESS_OPCODES):
+            return False, False
+        if not spaces:
+            return True, True
+        return "global" in spaces[1:], spaces[0] == "global"  # cp.<...>.dst.src
+    if instr.base in ("ld", "ldu", "st", "atom", "red"):
+        if spaces and spaces[0] != "global" or instr.base == "ldu" or "nc" in instr.modifiers:
+            return False, False  # another space, or data read-only for the kernel's lifetime
+        return instr.base in ("ld", "ldu", "atom"), instr.base in ("st", "atom", "red")
+    return False, False
+
+
 def _flow(program: PtxProgram, function: int):
     """Ordered instruction lines, successors and predecessors by position; None when the
     function branches through a table or calls (the analysis gives up)."""
@@ -136,6 +158,8 @@ class _Side:
     only_wgmma: bool = False       # every access a wgmma.mma_async read (and some access)
     only_async_copies: bool = False  # every access an asynchronous copy into shared memory (and some)
     waits: bool = False            # a cp.async wait on this side
+    global_reads: bool = False
+    global_writes: bool = False
 
 
 def _is_async_copy(instr: Instruction) -> bool:
@@ -151,9 +175,15 @@ def _traffic(program: PtxProgram, order: list, positions: set) -> _Side:
         if reads or writes:
             kinds.append(instr)
         side.reads, side.writes = side.reads or reads, side.writes or writes
+        reads, writes = global_access(instr)
+        side.global_reads, side.global_writes = side.global_reads or reads, side.global_writes or writes
     side.only_wgmma = bool(kinds) and all(i.opcode.startswith("wgmma.mma_async") for i in kinds)
     side.only_async_copies = bool(kinds) and all(_is_async_copy(i) for i in kinds)
     return side
+
+
+def _global_conflict(first: _Side, then: _Side) -> bool:
+    return first.global_writes and (then.global_reads or then.global_writes) or first.global_reads and then.global_writes
 
 
 def _fenced(program: PtxProgram, order: list, start: int, successors: list, boundary: set) -> bool:
@@ -182,7 +212,9 @@ def barrier_roles(program: PtxProgram, function: int, block_threads: Optional[in
         before = _side(k, predecessors, boundary.__contains__)
         after = _side(k, successors, boundary.__contains__)
         first, then = _traffic(program, order, before), _traffic(program, order, after)
-        if not (first.writes and (then.reads or then.writes) or first.reads and then.writes):
+        if _global_conflict(first, then):
+            roles[line] = None  # it may order the CTA's global-memory traffic: nothing below looks at that
+        elif not (first.writes and (then.reads or then.writes) or first.reads and then.writes):
             roles[line] = (NO_CONFLICT, "no shared-memory write on either side conflicts with an access on the "
                            "other (reads only, or no access on one side): the barrier orders nothing")
         elif first.only_async_copies and not first.waits:
@@ -224,7 +256,10 @@ def racecheck_blind_spot(program: PtxProgram, line: int) -> str:
     if line not in position or position[line] not in boundary:
         return f"line {line + 1} is not a CTA-wide barrier"
     k = position[line]
-    for side in (_side(k, predecessors, boundary.__contains__), _side(k, successors, boundary.__contains__)):
+    before, after = _side(k, predecessors, boundary.__contains__), _side(k, successors, boundary.__contains__)
+    if _global_conflict(_traffic(program, order, before), _traffic(program, order, after)):
+        return "global memory written on one side and accessed on the other (racecheck checks shared memory only)"
+    for side in (before, after):
         for j in sorted(side):
             instr = program.lines[order[j]].instr
             if not any(shared_access(instr)):
