@@ -3,11 +3,16 @@
 unless it is already verified, then prints a markdown table last.
 
 Two kill rates: over all mutants with a verdict, and over exercised mutants (killed or
-survived; an ``unexercised`` mutant's changed instruction never ran, the verifier's coverage
-probe says, so it is equivalent for its problem). Every survivor is listed with its
-coverage counts (the mutant's and its base's at the same site), the reason the verifier
-recorded for it (a proof from the PTX or an observation from the trials, labelled so) and
-its diff, then a count of survivors per reason.
+survived; an ``unexercised`` mutant's changed instruction never ran, or ran without ever
+altering a value its thread used, the verifier's coverage and divergence probes say, so it
+is equivalent for its problem). Every survivor is listed with its coverage counts (the
+mutant's and its base's at the same site), the reason the verifier recorded for it (a proof
+from the PTX or an observation from the trials, labelled so) and its diff, then a count of
+survivors per reason; every unexercised mutant with its diff and the verifier's note. The
+datasets may mix sources (Triton, CUTLASS, Mirage, handhack): a second table gives the
+rates per source of the mutants' bases (source/arch), and the mutants ``ptxds rewrite``
+left out as provably equivalent (``provenance.excluded``, and the barriers each
+``drop_barrier`` trace lists) are counted per reason.
 
 Usage: python benchmarks/mutant_kill_rate.py DATASET [DATASET ...] [--work DIR] [--kernel-timeout S]
        [--racecheck]
@@ -79,6 +84,12 @@ def racy_survivors(verified: Path, work: Path, kernel_timeout: float) -> dict:
     return racy
 
 
+def source_of(record, by_id: dict) -> str:
+    """The mutant's base's source and arch (a mutant's own source is ``rewrite``)."""
+    base = by_id.get(record.variant.get("base"))
+    return f"{base.source if base else '?'}/{record.arch}"
+
+
 def tally(records: list) -> tuple:
     mutants = defaultdict(Counter)   # operator -> outcome -> count
     rewrites = defaultdict(Counter)  # operator -> status -> count
@@ -106,6 +117,54 @@ def tally_classes(records: list) -> dict:
             base = by_id.get(r.variant.get("base"))
             out[r.kernel_id] = mutant_class(r.status, r.sanitizer, base.sanitizer if base else None, base is not None)
     return out
+
+
+def print_by_source(records: list, classes: dict) -> None:
+    """Kill rates per source of the mutants' bases, with dropped barriers apart."""
+    by_id = {r.kernel_id: r for r in records}
+    rows = defaultdict(Counter)
+    for r in records:
+        if r.kernel_id in classes:
+            source, kind = source_of(r, by_id), classes[r.kernel_id] or "unlabelled"
+            rows[source][kind] += 1
+            if r.variant["mutation"] == "drop_barrier":
+                rows[source][f"barrier_{kind}"] += 1
+    print("\n| source | mutants | killed | survived | unexercised | unlabelled | kill rate (exercised) "
+          "| drop_barrier killed / exercised |")
+    print("|---|---|---|---|---|---|---|---|")
+    total = Counter()
+    for source in sorted(rows) + ["**all**"]:
+        c = total if source == "**all**" else rows[source]
+        if source != "**all**":
+            total.update(c)
+        exercised = kill_rates(c["killed"], c["survived"], c["equivalent"])[1]
+        barriers = c["barrier_killed"] + c["barrier_survived"]
+        print(f"| {source} | {c['killed'] + c['survived'] + c['equivalent'] + c['unlabelled']} | {c['killed']} "
+              f"| {c['survived']} | {c['equivalent']} | {c['unlabelled']} "
+              f"| {'-' if exercised is None else f'{100 * exercised:.1f}%'} "
+              f"| {c['barrier_killed']} / {barriers} |")
+
+
+def print_exclusions(records: list) -> None:
+    """Mutants ``ptxds rewrite`` drew and left out because the PTX proves them equivalent,
+    and the barriers ``drop_barrier`` could not take (counted once per base)."""
+    left_out, barriers, seen = Counter(), Counter(), set()
+    for r in records:
+        for entry in r.provenance.get("excluded") or []:
+            left_out[entry["op"], entry["reason"]] += 1
+        for step in r.provenance.get("trace") or []:
+            for entry in step.get("excluded") or []:
+                key = (r.variant.get("base"), entry["line"])
+                if key not in seen:
+                    seen.add(key)
+                    barriers[entry["reason"]] += 1
+    if not left_out and not barriers:
+        return
+    print("\n| left out at mutation time | reason | count |\n|---|---|---|")
+    for (op, reason), n in sorted(left_out.items()):
+        print(f"| {op} mutant (redrawn) | {reason} | {n} |")
+    for reason, n in sorted(barriers.items()):
+        print(f"| barrier no drop_barrier takes (per base) | {reason} | {n} |")
 
 
 def main() -> None:
@@ -137,6 +196,10 @@ def main() -> None:
             print(f"surviving mutant: {r.group_id} {r.variant['mutation']} {r.kernel_id} coverage "
                   f"{coverage.get('counts', 'unknown')} base {coverage.get('base_counts', 'unknown')} "
                   f"{coverage.get('reason', '')}\n  reason: {said}\n{r.provenance.get('diff', '')}")
+    for r in records:
+        if classes.get(r.kernel_id) == "equivalent":
+            print(f"unexercised mutant: {r.group_id} {r.variant['mutation']} {r.kernel_id}\n  note: "
+                  f"{r.status_message[:400]}\n{r.provenance.get('diff', '')}")
     if reasons:
         print("\n| survivor reason | kind | survivors |\n|---|---|---|")
         for (kind, code), n in sorted(reasons.items()):
@@ -166,6 +229,8 @@ def main() -> None:
     if racy and exercised_count:
         print(f"\nKilled by the trials or by racecheck: {total['killed'] + len(racy)} of {exercised_count} "
               f"exercised ({100 * (total['killed'] + len(racy)) / exercised_count:.1f}%).")
+    print_by_source(records, classes)
+    print_exclusions(records)
     print("\n| rewrite operator | members using it | passed | pass rate |")
     print("|---|---|---|---|")
     members = [r for r in records if "rewrites" in r.variant]

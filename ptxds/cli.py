@@ -361,6 +361,12 @@ def rewrite(dataset, rewrites, mutants, seed):
     if rejected:
         click.echo(f"mutants rejected by ptxas (discarded): {rejected} "
                    + ", ".join(f"{k} {v}" for k, v in sorted(summary.mutants_rejected.items())))
+    if summary.mutants_equivalent:
+        click.echo("mutants the PTX proves equivalent (left out, another site drawn): "
+                   + ", ".join(f"{k} {v}" for k, v in sorted(summary.mutants_equivalent.items())))
+    if summary.barriers_excluded:
+        click.echo("barriers no drop_barrier may take, summed over its mutants (their trace lists them): "
+                   + ", ".join(f"{k} {v}" for k, v in sorted(summary.barriers_excluded.items())))
     for name, operators, message in summary.rewrite_failures:
         click.echo(f"rewrite failed to assemble (engine bug) {name} {'+'.join(operators)}: {message}", err=True)
 

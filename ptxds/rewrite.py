@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import difflib
+import math
 import random
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
@@ -22,6 +23,7 @@ from dataset_spec.dataset import Dataset
 from dataset_spec.model import SpecError, make_build_key
 from dataset_spec.schema import VERIFIER_COLUMNS
 from ptx_tools import parse_ptx
+from ptx_tools.rewrite.equivalence import PROOF, static_reason
 from ptx_tools.rewrite import MUTATIONS, REWRITES, Context, NotApplicable, apply_mutation, apply_rewrites
 
 from .finalize import finalize_record
@@ -40,26 +42,32 @@ class RewriteSummary:
     mutants_written: int = 0
     already_present: int = 0
     mutants_rejected: Counter = field(default_factory=Counter)  # operator -> ptxas rejections
+    # "operator: reason" -> mutants the PTX proved equivalent (redrawn)
+    mutants_equivalent: Counter = field(default_factory=Counter)
+    # reason -> barriers drop_barrier may not take, summed over its mutants
+    barriers_excluded: Counter = field(default_factory=Counter)
     rewrite_failures: list = field(default_factory=list)        # (row name, operators, message)
     by_operator: Counter = field(default_factory=Counter)
 
 
 def context_for(record) -> Context:
-    """Read-only and address-holding parameters of each entry, from the launch: a buffer
+    """Read-only and address-holding parameters of each entry, from the launch (a buffer
     counts as read-only when its role is ``in`` and no other parameter of the launch
-    passes the same buffer."""
+    passes the same buffer), and each entry's threads per CTA where all its launches agree."""
     module = parse_ptx(record.ptx)
     params = {f.name: f.params for f in module.entries}
     roles = {b.name: b.role for b in record.buffers()}
-    readonly, address = defaultdict(set), defaultdict(set)
+    readonly, address, blocks = defaultdict(set), defaultdict(set), defaultdict(set)
     for launch in record.launches:
+        blocks[launch.entry].add(math.prod(launch.block))
         uses = Counter(a.buffer for a in launch.args if a.kind == "buffer")
         for arg, param in zip(launch.args, params.get(launch.entry, [])):
             if arg.kind in ("buffer", "null", "blob"):
                 address[launch.entry].add(param.name)
             if arg.kind == "buffer" and roles.get(arg.buffer) == "in" and uses[arg.buffer] == 1:
                 readonly[launch.entry].add(param.name)
-    return Context(dict(readonly), dict(address))
+    block_threads = {entry: sizes.pop() for entry, sizes in blocks.items() if len(sizes) == 1}
+    return Context(dict(readonly), dict(address), block_threads)
 
 
 def _derived_row(base, ptx: str, variant: dict, provenance: dict):
@@ -141,30 +149,43 @@ def mutant_plan(group: str, bases: list, contexts: dict, count: int, seed: int) 
 
 
 def _mutant(base, context: Context, index: int, seed: int, present: set, summary: RewriteSummary,
-            operator: str):
+            operator: str, made: set = None):
+    """One mutant of ``base`` for slot ``index``; ``made`` holds the PTX of the group's
+    mutants so far, so no two slots write the same program."""
+    made = set() if made is None else made
     rng = random.Random(f"{seed}:{base.kernel_id}:mutant:{index}")
     others = [name for name in sorted(MUTATIONS) if name != operator]
     # the planned operator first, at other sites if ptxas rejects one; then the others
     order = [operator] * 3 + others
+    excluded = []  # mutants drawn and left out because the PTX proves them equivalent
     for attempt in range(MUTATION_TRIES):
         name = order[attempt % len(order)]
         try:
             ptx, edit = apply_mutation(base.ptx, name, rng, context)
         except NotApplicable:
             continue
-        if ptx == base.ptx:
+        if ptx == base.ptx or ptx in made:
+            continue
+        proof = static_reason(base.ptx, ptx, name)
+        if proof is not None and proof.kind == PROOF:
+            summary.mutants_equivalent[f"{name}: {proof.reason}"] += 1
+            excluded.append({"op": name, "edit": edit.detail, "reason": proof.reason, "detail": proof.detail})
             continue
         variant = {"base": base.kernel_id, "base_variant": base.variant, "mutation": name,
                    "seed": seed, "index": index}
         provenance = {"generator": "ptxds rewrite", "base_kernel_id": base.kernel_id, "seed": seed,
-                      "trace": [edit.to_dict()], "diff": _diff(base.ptx, ptx)}
+                      "trace": [edit.to_dict()], "diff": _diff(base.ptx, ptx),
+                      **({"excluded": excluded} if excluded else {})}
+        summary.barriers_excluded.update(e["reason"] for e in edit.excluded)
         row = _new_row(base, ptx, variant, provenance, present, summary)
-        if row is None:
+        if row is None:  # written by an earlier run: later slots must avoid it as they did then
+            made.add(ptx)
             return None
         if row.status != "built":
             summary.mutants_rejected[name] += 1
             continue
         summary.by_operator[name] += 1
+        made.add(ptx)
         return row
     return None
 
@@ -190,7 +211,7 @@ def rewrite_dataset(root, rewrites: int = 2, mutants: int = 4, seed: int = 0, gr
     for group, bases in sorted(by_group.items()):
         bases.sort(key=lambda r: r.kernel_id)
         contexts = {}  # one parse of each base, however many rows it gives
-        new = []
+        new, made = [], set()
         for base in bases:
             contexts[base.kernel_id] = context_for(base)
         slots = [(index, bases[index % len(bases)], None) for index in range(rewrites)]
@@ -200,7 +221,7 @@ def rewrite_dataset(root, rewrites: int = 2, mutants: int = 4, seed: int = 0, gr
             if operator is None:
                 row = _rewritten(base, contexts[base.kernel_id], index, seed, present, summary)
             else:
-                row = _mutant(base, contexts[base.kernel_id], index, seed, present, summary, operator)
+                row = _mutant(base, contexts[base.kernel_id], index, seed, present, summary, operator, made)
             if row is None:
                 continue
             new.append(row)

@@ -1,8 +1,12 @@
 """GPU tests of the coverage probe and of racecheck for dropped barriers: a counter at a site
 on the executed path counts every thread that ran it, one in a branch never taken counts
 zero; end to end, a mutant of code that never runs is ``unexercised`` (a positive labelled
-so), one that ran and changed nothing stays ``passed`` (a survivor), and a dropped barrier
-is killed. Skipped where no CUDA driver or device is present."""
+so), so is one whose change ran but never altered a value its thread used (the divergence
+probe counts 0: x + y -> y + x), one that ran, altered a value (a neighbour's address) and
+still matched stays ``passed`` (a survivor), and a dropped barrier is killed, also one that
+only ordered ``cp.async`` copies, which racecheck sees in their synchronous form; a dropped
+barrier that ordered nothing (each thread reads its own write back) is ``unexercised``, as
+racecheck shows. Skipped where no CUDA driver or device is present."""
 import json
 import re
 
@@ -36,6 +40,27 @@ extern "C" __global__ void vadd_shared(const float* x, const float* y, float* ou
     // result; slot[j] * 0.0f would, for the stress trial's infinities (inf * 0 = NaN).
     float neighbour = ((volatile float*)slot)[j];
     if (i < n) out[i] = slot[threadIdx.x];
+    if (neighbour == 1234.5f && i == -7) out[0] = neighbour;  // never true: keeps the read
+}
+extern "C" __global__ void vadd_own(const float* __restrict__ x, const float* __restrict__ y,
+                                    float* __restrict__ out, int n) {  // restrict: ld.global.nc
+    __shared__ float slot[256];
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    slot[threadIdx.x] = i < n ? x[i] + y[i] : 0.0f;
+    __syncthreads();                    // orders nothing: each thread reads back its own slot
+    if (i < n) out[i] = ((volatile float*)slot)[threadIdx.x];
+}
+extern "C" __global__ void vadd_async(const float* x, const float* y, float* out, int n) {
+    __shared__ __align__(16) float slot[256];
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    unsigned dst = (unsigned)__cvta_generic_to_shared(&slot[threadIdx.x]);
+    const float* src = x + (i < n ? i : 0);
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" :: "r"(dst), "l"(src) : "memory");
+    asm volatile("cp.async.commit_group;" ::: "memory");
+    asm volatile("cp.async.wait_group 0;" ::: "memory");
+    __syncthreads();                    // orders every thread's copy before the neighbour's read
+    float neighbour = ((volatile float*)slot)[(threadIdx.x + 32) % 256];
+    if (i < n) out[i] = ((volatile float*)slot)[threadIdx.x] + y[i];
     if (neighbour == 1234.5f && i == -7) out[0] = neighbour;  // never true: keeps the read
 }
 """
@@ -108,26 +133,52 @@ def test_unexercised_survived_and_a_dropped_barrier_end_to_end(ptx, tmp_path):
     base, ran, never = _rare_rows(ptx)
     shared = _row(ptx, "test/coverage/shared", "vadd_shared", "shared", "shared-base")
     dropped = _mutant(shared, r"^\s*bar\.sync 0;", lambda line: None, "drop_barrier", "no_barrier")
-    ShardWriter(tmp_path / "in").write([base, ran, never, shared, dropped])
+    # the neighbour's address moves by one element: the value read changes, the output not
+    shifted = _mutant(shared, r"^\s*add\.s32 %r\d+, %r\d+, 128;", lambda line: line.replace("128;", "132;"),
+                      "off_by_one", "neighbour_shifted")
+    copies = _row(ptx, "test/coverage/async", "vadd_async", "async", "async-base")
+    copies_dropped = _mutant(copies, r"^\s*bar\.sync 0;", lambda line: None, "drop_barrier", "copies_no_barrier")
+    own = _row(ptx, "test/coverage/own", "vadd_own", "own", "own-base")
+    own_dropped = _mutant(own, r"^\s*bar\.sync 0;", lambda line: None, "drop_barrier", "own_no_barrier")
+    ShardWriter(tmp_path / "in").write([base, ran, never, shared, dropped, shifted, copies, copies_dropped,
+                                        own, own_dropped])
     verify_dataset(tmp_path / "in", tmp_path / "out", timing=False, kernel_timeout=60, progress=False)
     out = {r.name: r for r in read_records(tmp_path / "out")}
     assert out["rare"].status == "passed" and out["shared"].status == "passed"
     assert out["rare_loop_changed"].status == "unexercised", out["rare_loop_changed"].status_message
     assert out["rare_loop_changed"].provenance["verify"]["coverage"]["exercised"] is False
-    assert out["sum_swapped"].status == "passed"
+    # x + y -> y + x ran on every thread and never changed a value: unexercised, said why
+    assert out["sum_swapped"].status == "unexercised", out["sum_swapped"].status_message
     coverage = out["sum_swapped"].provenance["verify"]["coverage"]
     assert coverage["exercised"] is True and all(c == N for c in coverage["counts"])
+    assert coverage["diverged"] == [0] * len(coverage["counts"])
+    assert "never took effect" in out["sum_swapped"].status_message
+    assert out["async"].status == "passed"
+    assert out["neighbour_shifted"].status == "passed", out["neighbour_shifted"].status_message
+    coverage = out["neighbour_shifted"].provenance["verify"]["coverage"]
+    assert coverage["exercised"] is True and coverage["diverged"] and all(coverage["diverged"])
     sanitizer, missing = automatic_sanitizer()
     if sanitizer:
         assert out["no_barrier"].status in KILLED_STATUSES, out["no_barrier"].status_message
         if out["no_barrier"].status == "race_detected":  # the trials passed: racecheck found it
             assert json.loads(out["shared"].sanitizer)["racecheck"]["errors"] == 0
             assert out["no_barrier"].provenance["verify"]["racecheck"].startswith("ran: a drop_barrier mutant")
+        # a barrier between each thread's write and its own read orders nothing: racecheck shows it
+        assert out["own_no_barrier"].status == "unexercised", out["own_no_barrier"].status_message
+        assert "ordering was never exercised" in out["own_no_barrier"].status_message
+        mutant = out["copies_no_barrier"]
+        assert mutant.status in KILLED_STATUSES, mutant.status_message
+        if mutant.status == "race_detected" and not json.loads(mutant.sanitizer)["racecheck"].get("errors"):
+            # racecheck missed the copies; their synchronous form showed the hazard
+            found = mutant.provenance["verify"]["racecheck_sync_copies"]
+            assert found["mutant"] > 0 and found["base"] == 0
     elif out["no_barrier"].status == "passed":
         assert out["no_barrier"].provenance["verify"]["racecheck"].startswith("not run")
     write_pairs(tmp_path / "out")
     pairs = read_pairs(tmp_path / "out")
     unexercised = [p for p in pairs if out["rare_loop_changed"].kernel_id in (p.kernel_a, p.kernel_b)]
     assert unexercised and all(p.equivalent is True and p.label_source == "unexercised" for p in unexercised)
-    survived = [p for p in pairs if out["sum_swapped"].kernel_id in (p.kernel_a, p.kernel_b)]
+    ineffective = [p for p in pairs if out["sum_swapped"].kernel_id in (p.kernel_a, p.kernel_b)]
+    assert ineffective and all(p.equivalent is True and p.label_source == "unexercised" for p in ineffective)
+    survived = [p for p in pairs if out["neighbour_shifted"].kernel_id in (p.kernel_a, p.kernel_b)]
     assert survived and all(p.equivalent is None and p.label_source == "survived" for p in survived)

@@ -131,3 +131,65 @@ def test_the_kill_rate_benchmark_prints_each_survivors_reason(tmp_path):
     assert "surviving mutant: test/survivor off_by_one m-dead" in out
     assert "reason: proof: dead_result: the changed instruction's result is unused" in out
     assert "| dead_result | proof | 1 |" in out and "m-killed" not in out.split("| mutation operator")[0]
+
+
+def test_a_load_whose_result_is_unread_is_not_proven_equivalent():
+    # its changed address is still read: it can fault or race, so no proof
+    base = _ptx("\tld.global.f32 %f6, [%rd3+8];", "\tadd.f32 %f5, %f1, %f2;")
+    moved = _ptx("\tld.global.f32 %f6, [%rd3+12];", "\tadd.f32 %f5, %f1, %f2;")
+    assemble(moved, "sm_80")
+    assert static_reason(base, moved, "off_by_one") is None
+    assert static_reason(base, moved, "wrong_shared_offset") is None
+
+
+def test_the_kill_rate_benchmark_tables_sources_and_lists_unexercised_mutants(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+    from dataset_spec.shards import ShardWriter
+    base = _row(_ptx(*DEAD), "base", {"entry": "k"})
+    never = _row(_ptx(*LIVE_CHANGED), "m-never", {"mutation": "off_by_one", "base": "base"}, "unexercised",
+                 provenance={"diff": "-\tadd.s32 %r5, %r1, 3;\n+\tadd.s32 %r5, %r1, 4;",
+                             "excluded": [{"op": "swap_operands", "edit": "sub", "reason": "sign_only",
+                                           "detail": "d"}]})
+    never.status_message = "the change never took effect"
+    killed = _row(_ptx(*DEAD_CHANGED), "m-killed", {"mutation": "drop_barrier", "base": "base"}, "race_detected")
+    ShardWriter(tmp_path / "verified").write([base, never, killed])
+    root = Path(__file__).resolve().parent.parent
+    out = subprocess.run([sys.executable, str(root / "benchmarks" / "mutant_kill_rate.py"), str(tmp_path / "verified"),
+                          "--work", str(tmp_path / "work")], capture_output=True, text=True, cwd=root, check=True).stdout
+    assert "unexercised mutant: test/survivor off_by_one m-never\n  note: the change never took effect" in out
+    assert "| test/sm_80 | 2 | 1 | 0 | 1 | 0 | 100.0% | 1 / 1 |" in out  # the base's source and arch
+    assert "| swap_operands mutant (redrawn) | sign_only | 1 |" in out
+
+
+def test_rewrite_redraws_a_mutant_the_ptx_proves_equivalent(tmp_path):
+    from dataset_spec.shards import ShardWriter, read_records
+    from ptxds.finalize import finalize_record
+    from ptxds.rewrite import rewrite_dataset
+    # the only swap site is a difference that is only squared (sign_only): every swap is redrawn
+    base = finalize_record(_row(_ptx(*SQUARE), "", {"entry": "k"}, status="built"))
+    assert base.status == "built", base.status_message
+    ShardWriter(tmp_path / "ds").write([base])
+    summary = rewrite_dataset(tmp_path / "ds", rewrites=0, mutants=6, seed=3)
+    mutants = [r for r in read_records(tmp_path / "ds") if r.variant.get("mutation")]
+    assert summary.mutants_equivalent["swap_operands: sign_only"] >= 1
+    assert mutants and not [r for r in mutants if r.variant["mutation"] == "swap_operands"]
+    redrawn = [e for r in mutants for e in r.provenance.get("excluded", [])]
+    assert redrawn and all(e["op"] == "swap_operands" and e["reason"] == "sign_only" for e in redrawn)
+
+
+def test_two_mutant_slots_never_write_the_same_program(tmp_path):
+    from dataset_spec.shards import ShardWriter, read_records
+    from ptxds.finalize import finalize_record
+    from ptxds.rewrite import rewrite_dataset
+    # one barrier, one shared store and one load: few sites, so slots would repeat a mutant
+    base = finalize_record(_row(_ptx(*PLAIN), "", {"entry": "k"}, status="built"))
+    assert base.status == "built", base.status_message
+    ShardWriter(tmp_path / "ds").write([base])
+    rewrite_dataset(tmp_path / "ds", rewrites=0, mutants=12, seed=0)
+    mutants = [r for r in read_records(tmp_path / "ds") if r.variant.get("mutation")]
+    assert mutants and len({r.ptx for r in mutants}) == len(mutants) == len({r.kernel_id for r in mutants})
+    assert sum(r.variant["mutation"] == "drop_barrier" for r in mutants) == 1  # one barrier, one mutant
+    again = rewrite_dataset(tmp_path / "ds", rewrites=0, mutants=12, seed=0)
+    assert again.mutants_written == 0  # a rerun adds nothing

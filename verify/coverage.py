@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from dataset_spec.model import Arg, Buffer, Distribution, KernelRecord
+from ptx_tools.rewrite.divergence import instrument_divergence
 from ptx_tools.rewrite.equivalence import OBSERVATION, SurvivorReason, static_reason
 from ptx_tools.rewrite.probe import MutatedSite, ProbeError, SiteProbe, instrument_site, mutated_site
 
@@ -39,12 +40,22 @@ class SiteCoverage:
     reason: str = ""
     base_counts: Optional[list] = None  # the base's executions of the same site (None: not measured)
     base_reason: str = ""
+    diverged: Optional[list] = None  # executions where the change altered what the thread did (None: not measured)
+    divergence_reason: str = ""
+
+    @property
+    def never_took_effect(self) -> bool:
+        """The site ran, yet on every trial the mutant did what its base did."""
+        return bool(self.exercised) and self.diverged is not None and len(self.diverged) == len(self.counts) \
+            and not any(self.diverged)
 
     def to_dict(self) -> dict:
         return {"exercised": self.exercised, "counts": self.counts, "site": self.site, "line": self.line,
                 **({"reason": self.reason} if self.reason else {}),
                 **({"base_counts": self.base_counts} if self.base_counts is not None else {}),
-                **({"base_reason": self.base_reason} if self.base_reason else {})}
+                **({"base_reason": self.base_reason} if self.base_reason else {}),
+                **({"diverged": self.diverged} if self.diverged is not None else {}),
+                **({"divergence_reason": self.divergence_reason} if self.divergence_reason else {})}
 
 
 @dataclass
@@ -75,7 +86,17 @@ def probe_base(base: KernelRecord, mutant_ptx: str) -> ProbedRow:
 
 
 def _probed(record: KernelRecord, site: MutatedSite) -> ProbedRow:
-    probe = instrument_site(record.ptx, site)
+    return _with_counter(record, site, instrument_site(record.ptx, site))
+
+
+def divergence_record(record: KernelRecord, base_ptx: str) -> ProbedRow:
+    """``record`` with the divergence probe's PTX (``ptx_tools.rewrite.divergence``) and its
+    counter. Raises ProbeError when the mutation cannot be shadowed."""
+    return _with_counter(record, mutated_site(base_ptx, record.ptx), instrument_divergence(base_ptx, record.ptx),
+                         ":divergence")
+
+
+def _with_counter(record: KernelRecord, site: MutatedSite, probe: SiteProbe, key: str = ":probe") -> ProbedRow:
     names = {b.name for b in record.buffers()}
     counter = COUNTER_BUFFER
     while counter in names:
@@ -87,7 +108,7 @@ def _probed(record: KernelRecord, site: MutatedSite) -> ProbedRow:
     scratch = list(record.scratch) + [Buffer(counter, "uint32", (1,), "scratch", Distribution("zeros"))]
     # its own build_key: a timing job for the mutant must never find the probe loaded
     row = dataclasses.replace(record, ptx=probe.ptx, launches=launches, scratch=scratch,
-                              build_key=f"{record.build_key}:probe")
+                              build_key=f"{record.build_key}{key}")
     return ProbedRow(row, site, probe, counter)
 
 
@@ -144,18 +165,44 @@ def measure_site(worker, record: KernelRecord, base: Optional[KernelRecord], gro
             coverage.base_reason = f"base probe did not run: {reply['error']}: {reply.get('message', '')}"[:500]
         else:
             coverage.base_counts = reply["counts"]
+        _measure_divergence(worker, record, base, group_id, trials, timeout, coverage)
     return coverage
+
+
+def _measure_divergence(worker, record: KernelRecord, base: KernelRecord, group_id: str, trials: list,
+                        timeout: float, coverage: SiteCoverage) -> None:
+    """Runs the divergence probe of an exercised site; a probe that cannot be built or run
+    leaves ``diverged`` None (unknown), never zero."""
+    try:
+        probed = divergence_record(record, base.ptx)
+    except (ProbeError, ValueError) as exc:
+        coverage.divergence_reason = f"divergence probe not built: {exc}"[:500]
+        return
+    reply = worker.site_count(probed.record.to_json(), group_id, trials, probed.counter, timeout)
+    if reply.get("error"):
+        coverage.divergence_reason = f"divergence probe did not run: {reply['error']}: {reply.get('message', '')}"[:500]
+    else:
+        coverage.diverged = reply["counts"]
 
 
 def apply_coverage(row: KernelRecord, coverage: SiteCoverage) -> None:
     """Records the probe under ``provenance.verify.coverage``; a passing mutant whose site
-    never ran becomes ``unexercised``."""
+    never ran, or whose change never altered anything its thread did (divergence probe: 0
+    on every trial), becomes ``unexercised``."""
     row.provenance.setdefault("verify", {})["coverage"] = coverage.to_dict()
-    if coverage.exercised is False and row.status == "passed":
+    if row.status != "passed":
+        return
+    if coverage.exercised is False:
         note = (f"the mutated site (line {coverage.line}: {coverage.site[:120]}) never ran in "
                 f"{len(coverage.counts)} trial(s): equivalent for this problem")
-        row.status = "unexercised"
-        row.status_message = f"{note}; {row.status_message}" if row.status_message else note
+    elif coverage.never_took_effect:
+        note = (f"the mutated site (line {coverage.line}: {coverage.site[:120]}) ran {coverage.counts} times, but "
+                "no memory access, branch or guard it reaches ever saw a value other than the base's "
+                f"(divergences {coverage.diverged}): the change never took effect, equivalent for this problem")
+    else:
+        return
+    row.status = "unexercised"
+    row.status_message = f"{note}; {row.status_message}" if row.status_message else note
 
 
 def _empirical_reason(operator: str, coverage: dict) -> SurvivorReason:

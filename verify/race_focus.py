@@ -5,12 +5,26 @@ not settle it. A passing member derived from a base (a mutant or a rewrite) whos
 differs from its base's near a barrier, a shared-memory access or a fence, and that uses
 shared memory, is run under racecheck together with its base whenever compute-sanitizer is
 installed; a hazard its base lacks makes it ``race_detected`` (runner.apply_race_statuses).
+
+racecheck does not see ``cp.async`` writes, so a ``drop_barrier`` mutant whose racecheck
+found nothing its base lacks, in a kernel with asynchronous copies or ldmatrix reads, is
+checked again in its synchronous-copy form (``ptx_tools.rewrite.sync_copies``) beside its
+base's (``synchronous_copy_pair``). A dropped barrier whose racecheck (of those forms where
+they exist) found no hazard in the mutant or its base, and whose sides hold only accesses
+racecheck sees, ordered no pair of conflicting accesses on the race-checked trial: its
+ordering was never exercised (``barrier_never_ordered``).
 """
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import re
 from typing import Optional
+
+from ptx_tools.rewrite.barriers import racecheck_blind_spot
+from ptx_tools.rewrite.ir import PtxProgram
+from ptx_tools.rewrite.probe import ProbeError, mutated_site
+from ptx_tools.rewrite.sync_copies import synchronous_copies
 
 from .sanitize import SanitizerMissing, find_sanitizer, uses_shared_memory
 
@@ -63,3 +77,45 @@ def automatic_sanitizer() -> tuple:
 def note(reason: str, path: Optional[str], missing: str) -> str:
     """The ``provenance.verify.racecheck`` note of a member that wanted racecheck."""
     return f"ran: {reason}" if path else f"not run ({missing}): {reason}"
+
+
+def synchronous_copy_pair(row, base) -> Optional[tuple]:
+    """(mutant, base) with their ``cp.async`` copies made synchronous, for a
+    ``drop_barrier`` mutant of a kernel with such copies; None otherwise."""
+    if (row.variant or {}).get("mutation") != "drop_barrier" or base is None:
+        return None
+    mutant_ptx, copies = synchronous_copies(row.ptx)
+    base_ptx, base_copies = synchronous_copies(base.ptx)
+    if not copies or not base_copies:
+        return None
+    return (dataclasses.replace(row, ptx=mutant_ptx, build_key=f"{row.build_key}:sync-copies"),
+            dataclasses.replace(base, ptx=base_ptx, build_key=f"{base.build_key}:sync-copies"))
+
+
+def synchronous_copy_verdict(mutant_errors: Optional[int], base_errors: Optional[int]) -> Optional[str]:
+    """The race_detected message when the mutant's synchronous form has hazards its base's
+    lacks; None otherwise (no hazard, the base's form racy too, or racecheck failed)."""
+    if not mutant_errors or base_errors != 0:
+        return None
+    return (f"racecheck with cp.async made synchronous: {mutant_errors} shared-memory hazard error(s) its "
+            "base's synchronous form lacks (the dropped barrier ordered asynchronous copies)")
+
+
+def barrier_never_ordered(row, base, mutant_errors: Optional[int], base_errors: Optional[int]) -> Optional[str]:
+    """The ``unexercised`` note of a passing ``drop_barrier`` mutant whose racecheck counts
+    (its own and its base's, of the synchronous-copy forms where there are copies) are both
+    0 and whose dropped barrier's sides hold only accesses racecheck sees; None otherwise."""
+    if (row.variant or {}).get("mutation") != "drop_barrier" or base is None or row.status != "passed":
+        return None
+    if mutant_errors != 0 or base_errors != 0:
+        return None
+    try:
+        line = mutated_site(base.ptx, row.ptx).base_line
+    except ProbeError:
+        return None
+    if line is None or racecheck_blind_spot(PtxProgram(base.ptx), line):
+        return None
+    return ("the dropped barrier ordered no pair of conflicting shared-memory accesses on the race-checked trial: "
+            "racecheck, which sees every access on both of its sides (asynchronous copies made synchronous), "
+            "found no hazard in the mutant or its base; its ordering was never exercised, equivalent for this "
+            "problem")

@@ -50,7 +50,8 @@ from .timing import TARGET_RSE
 from .outcome import Consensus, OutputSpec, Verdict, classify
 from .sanitize import TOOLS, race_errors, racing_members, run_sanitizer, sanitizer_status
 from .coverage import apply_coverage, explain_survivors, measure_site
-from .race_focus import automatic_sanitizer, note as racecheck_note, racecheck_reason
+from .race_focus import automatic_sanitizer, barrier_never_ordered, note as racecheck_note, racecheck_reason, \
+    synchronous_copy_pair, synchronous_copy_verdict
 
 PASS_THROUGH = ("build_failed", "no_problem", "not_applicable")
 INPUT_GENERATORS = ("auto", "host")
@@ -630,6 +631,43 @@ class _Run:
                     findings = self._sanitize(member, prepared, ("racecheck",), self.race_sanitizer)
                     member.sanitizer = json.dumps(findings, sort_keys=True)
                     race_counts[member.build_key] = race_errors(findings)
+            if not race_counts.get(row.build_key):
+                self._race_synchronous_copies(row, base, prepared, race_counts)
+            self._barrier_never_ordered(row, base, race_counts, results)
+
+    @staticmethod
+    def _barrier_never_ordered(row: KernelRecord, base: KernelRecord, race_counts: dict, results: dict) -> None:
+        """A passing dropped barrier that racecheck shows ordered nothing here: ``unexercised``."""
+        forms = (row.provenance.get("verify") or {}).get("racecheck_sync_copies")
+        counts = (forms["mutant"], forms["base"]) if forms else (race_counts.get(row.build_key),
+                                                                  race_counts.get(base.build_key))
+        if forms is None and synchronous_copy_pair(row, base) is not None:
+            return  # copies the plain racecheck cannot see, and no synchronous form ran
+        note = barrier_never_ordered(row, base, *counts)
+        if note:
+            row.status = "unexercised"
+            row.status_message = f"{note}; {row.status_message}" if row.status_message else note
+            results[row.build_key] = row.status
+
+    def _race_synchronous_copies(self, row: KernelRecord, base: KernelRecord, prepared: "_ProblemTrials",
+                                 race_counts: dict) -> None:
+        """racecheck of a dropped barrier's mutant and base with their cp.async copies made
+        synchronous (race_focus.synchronous_copy_pair); a hazard only the mutant's form has
+        makes the mutant racing. The forms' counts stay out of ``race_counts``: they are not
+        members of the group."""
+        pair = synchronous_copy_pair(row, base)
+        if pair is None:
+            return
+        counts = [race_errors(self._sanitize(member, prepared, ("racecheck",), self.race_sanitizer))
+                  for member in pair]
+        verdict = synchronous_copy_verdict(*counts)
+        row.provenance.setdefault("verify", {})["racecheck_sync_copies"] = {
+            "mutant": counts[0], "base": counts[1], **({"verdict": verdict} if verdict else {})}
+        if verdict:
+            race_counts[row.build_key] = counts[0]
+            findings = json.loads(row.sanitizer or "{}")
+            findings["racecheck_sync_copies"] = {"errors": counts[0], "base_errors": counts[1], "note": verdict}
+            row.sanitizer = json.dumps(findings, sort_keys=True)
 
     def _sanitize(self, row: KernelRecord, prepared: _ProblemTrials, tools=TOOLS,
                   sanitizer: Optional[str] = None) -> dict:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from .ir import PtxProgram, defs_and_uses, registers_in
+from .ir import PURE_OPS, PtxProgram, defs_and_uses, registers_in
 from .probe import ProbeError, mutated_site
 
 PROOF, OBSERVATION = "proof", "observation"
@@ -51,7 +51,9 @@ def dead_result(program: PtxProgram, line: int) -> Optional[SurvivorReason]:
     if target.instr is None:
         return None
     defs, _ = defs_and_uses(target.instr)
-    if not defs or target.instr.base in ("atom", "red", "st", "call", "bar", "shfl", "vote"):
+    # only a pure register computation: a load with an unread result still reads its
+    # (changed) address, which can fault or race
+    if not defs or target.instr.base not in PURE_OPS:
         return None
     notes = []
     for register in sorted(defs):
@@ -139,8 +141,10 @@ def async_copy_barrier(base: PtxProgram, line: int) -> Optional[SurvivorReason]:
         return None
     return SurvivorReason(OBSERVATION, "race_not_observed_async_copy",
                           f"race not observed (async copy): the dropped barrier follows {waits[0]}; racecheck "
-                          "may not see hazards on shared memory written by asynchronous copies, so passing it "
-                          "proves nothing")
+                          "does not see shared memory written by asynchronous copies, and the synchronous-copy "
+                          "form (provenance.verify.racecheck_sync_copies, where it ran) showed no hazard its base "
+                          "lacks either; accesses racecheck cannot see (wgmma, mbarriers, bulk copies) may still "
+                          "race, so passing proves nothing")
 
 
 def static_reason(base_ptx: str, mutant_ptx: str, operator: str) -> Optional[SurvivorReason]:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from .barriers import barrier_roles
 from .ir import NUMBERED_REGISTER, PURE_OPS, Instruction, PtxProgram, defs_and_uses, registers_in
 
 
@@ -31,6 +32,7 @@ class Context:
     and launch. Values loaded from other parameters are plain numbers."""
     readonly_params: dict = field(default_factory=dict)
     address_params: dict = field(default_factory=dict)
+    block_threads: dict = field(default_factory=dict)  # entry -> threads per CTA, where one launch size holds
 
 
 @dataclass
@@ -38,9 +40,11 @@ class Edit:
     op: str
     lines: list
     detail: str = ""
+    excluded: list = field(default_factory=list)  # sites left out as provably equivalent: {line, reason, detail}
 
     def to_dict(self) -> dict:
-        return {"op": self.op, "lines": self.lines, "detail": self.detail}
+        return {"op": self.op, "lines": self.lines, "detail": self.detail,
+                **({"excluded": self.excluded} if self.excluded else {})}
 
 
 def _choose(rng, sites: list, what: str):
@@ -370,31 +374,23 @@ def flip_comparison(program: PtxProgram, rng, ctx: Context) -> Edit:
     return Edit("flip_comparison", [i], f"{before} -> {instr.opcode}")
 
 
-_BARRIERS = ("bar.sync", "barrier.sync", "bar.sync.aligned", "barrier.sync.aligned")
-_SHARED_OPS = ("ldmatrix", "stmatrix", "cp", "wgmma")
-
-
-def _touches_shared(instr: Instruction) -> bool:
-    return "shared" in instr.opcode or instr.base in _SHARED_OPS
-
-
 def drop_barrier(program: PtxProgram, rng, ctx: Context) -> Edit:
-    """One ``bar.sync`` removed, among those with shared-memory accesses both between the
-    previous barrier and it and between it and the next (the barriers that order threads'
-    shared-memory traffic; dropping one elsewhere changes nothing observable)."""
-    sites = []
-    for f in range(len(program.functions)):
-        ordered = list(program.instructions(f, top_level=False))
-        barriers = [k for k, (_, instr) in enumerate(ordered) if instr.opcode in _BARRIERS]
-        for n, k in enumerate(barriers):
-            before = ordered[(barriers[n - 1] + 1 if n else 0):k]
-            after = ordered[k + 1:(barriers[n + 1] if n + 1 < len(barriers) else len(ordered))]
-            if any(_touches_shared(x) for _, x in before) and any(_touches_shared(x) for _, x in after):
-                sites.append(ordered[k][0])
-    i = _choose_weighted(program, rng, sites, "no bar.sync between shared-memory accesses")
+    """One CTA-wide ``bar.sync`` removed, among those that may order conflicting
+    shared-memory accesses (``barriers.barrier_roles``); barriers whose removal provably
+    changes no ordering are left out and listed, with their reason, in ``Edit.excluded``."""
+    sites, excluded = [], []
+    for f, function in enumerate(program.functions):
+        for line, role in sorted(barrier_roles(program, f, ctx.block_threads.get(function.name)).items()):
+            if role is None:
+                sites.append(line)
+            else:
+                excluded.append({"line": line + 1, "reason": role[0], "detail": role[1]})
+    if not sites and excluded:
+        raise NotApplicable(f"every bar.sync is provably redundant ({', '.join(e['reason'] for e in excluded)})")
+    i = _choose_weighted(program, rng, sites, "no bar.sync between conflicting shared-memory accesses")
     text = program.lines[i].render().strip()
     program.delete([i])
-    return Edit("drop_barrier", [i], text)
+    return Edit("drop_barrier", [i], text, excluded)
 
 
 def wrong_address_register(program: PtxProgram, rng, ctx: Context) -> Edit:
