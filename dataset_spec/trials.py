@@ -21,15 +21,15 @@ from .model import DTYPES, TRIAL_KINDS, Problem
 DOMAIN_KINDS = ("wide", "edge", "stress")  # kinds that draw over the op's domain
 FLOAT_DISTRIBUTIONS = ("normal", "uniform")  # the init kinds a trial kind may swap or reshape
 
-INTEGERS, STRESS, DRAW = "integers", "stress", "draw"
+INTEGERS, STRESS, DRAW, DERIVED = "integers", "stress", "draw", "derived"
 
 
 @dataclass(frozen=True)
 class BufferPlan:
     """How one in/inout buffer is drawn in one trial. ``how``: ``integers`` (uniformly
     shaped by ``kind`` over ``integer_range``, high exclusive), ``stress`` (the op's stress
-    rows over ``domain``) or ``draw`` (its ``init`` under ``kind``, '' for as given, with
-    ``domain`` for wide/edge). ``index`` seeds the buffer's own random stream."""
+    rows over ``domain``), ``draw`` (its ``init`` under ``kind``, '' for as given, with
+    ``domain`` for wide/edge) or ``derived`` (made by the op, ``OpSpec.derive``). ``index`` seeds the buffer's own random stream."""
     name: str
     index: int
     how: str
@@ -77,6 +77,9 @@ def trial_spec(problem: Problem, trial: int) -> TrialSpec:
     for index, buf in enumerate(problem.buffers):
         if buf.role not in ("in", "inout"):
             continue
+        if op is not None and buf.name in op.derived_inputs:
+            plans.append(BufferPlan(buf.name, index, DERIVED, kind))
+            continue
         span = op.integer_range(problem, buf) if (not is_float(buf.dtype) and op is not None
                                                   and op.integer_range is not None) else None
         if span is not None:
@@ -98,6 +101,11 @@ def trial_plan(problem: Problem, trials: Optional[int] = None) -> list:
 def stress_values(problem: Problem, plan: BufferPlan, rng, previous: dict):
     """The float64 values of a ``stress`` buffer (``previous``: the buffers drawn before)."""
     return _op(problem).stress_values(problem, problem.buffer(plan.name), rng, plan.domain, previous)
+
+
+def derived_values(problem: Problem, plan: BufferPlan, rng):
+    """The float64 values of a ``derived`` buffer (the op makes them: ``OpSpec.derive``)."""
+    return _op(problem).derive(problem, problem.buffer(plan.name), rng)
 
 
 def _op(problem: Problem):
