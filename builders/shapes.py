@@ -35,7 +35,7 @@ from dataset_spec.documents import load_document
 from dataset_spec.model import SpecError
 
 KINDS = {"gemm": ("M", "N", "K"), "rows": ("M", "N"), "elementwise": ("n",)}
-OP_KINDS = {"gemm": "gemm", "softmax": "rows", "rmsnorm": "rows", "layernorm": "rows",
+OP_KINDS = {"gemm": "gemm", "sparse_gemm": "gemm", "softmax": "rows", "rmsnorm": "rows", "layernorm": "rows",
             "vector_add": "elementwise", "square": "elementwise"}
 # Host-side float64 copies the verifier keeps per group (inputs, outputs, reference and
 # error scale) must stay a few hundred MB; built-in sets are checked against this.
@@ -81,6 +81,9 @@ LLM = ShapeSet(
     gemm=((4096, 4096, 4096), (8192, 1024, 4096), (16, 4096, 4096), (2048, 5632, 2048)),
     rows=((16, 4096), (4096, 4096), (2048, 8192), (32768, 128)),
     elementwise=(65536, 11534336, 16777216),
+    # 2:4 sparse weights (A) at the projection sizes; the decode step at M = 32, the
+    # smallest M whose metadata rows the SM80 reorder accepts
+    per_op={"sparse_gemm": ((4096, 4096, 4096), (8192, 1024, 4096), (32, 4096, 4096), (2048, 5632, 2048))},
 )
 
 # Powers of two from tiny to large, and odd sizes that leave partial tiles everywhere.
@@ -90,6 +93,9 @@ SWEEP = ShapeSet(
           (127, 255, 63), (1023, 1025, 1031), (3001, 2999, 997)),
     rows=((64, 128), (1024, 1024), (4096, 4096), (37, 129), (999, 1537), (4097, 3001)),
     elementwise=(1024, 65536, 1 << 20, 1 << 24, 127, 12345, 1000003),
+    # 2:4 sparse: K a multiple of every tile K (256), M of 32; partial M and N tiles
+    per_op={"sparse_gemm": ((64, 64, 256), (256, 256, 256), (1024, 1024, 1024), (2048, 2048, 2048),
+                            (96, 200, 512), (1056, 1000, 1280))},
 )
 
 # The functions several compilers build, at the ``llm`` sizes: GEMM (Triton, CUTLASS, TVM)

@@ -31,7 +31,7 @@ from typing import Optional
 from dataset_spec.model import Arg, Buffer, Distribution, KernelRecord, Launch, SpecError
 from ptx_tools import parse_ptx, split_module
 from builders.base import Builder, BuildOptions, WorkItem
-from builders.cutlass import catalog
+from builders.cutlass import catalog, sparse
 from builders.cutlass.compile import (BASE_FLAGS, CutlassCompileError, build_packer, compile_to_ptx,
                                       cutlass_version, nvcc_version)
 from builders.cutlass.packer import PackError, pack_launch
@@ -143,7 +143,8 @@ class CutlassBuilder(Builder):
     def sizes_for(self, specs: list) -> list:
         """The (M, N, K)s one group of kernels is built at: a built-in set's sizes fitted to
         the group's alignments (duplicates after rounding dropped), or the user's exactly."""
-        sizes = [tuple(int(v) for v in size) for size in self.shape_set.sizes_for("gemm")]
+        op = "sparse_gemm" if any(sparse.is_sparse(s) for s in specs) else "gemm"
+        sizes = [tuple(int(v) for v in size) for size in self.shape_set.sizes_for(op)]
         if not self.shape_set.exact:
             sizes = [fit_to_family(specs, *size) for size in sizes]
         return list(dict.fromkeys(sizes))
@@ -257,7 +258,7 @@ class CutlassBuilder(Builder):
         m, n, k = size
         use_c = p["beta"] != 0
         packed = pack_launch(packer, spec.name, m, n, k, p["alpha"], p["beta"], p["sm_count"], use_c,
-                             alias_c_to_d=spec.generation == 3)
+                             alias_c_to_d=spec.generation == 3, extra_slots=sparse.extra_slots(spec))
         params = entry_params(ptx, entry)
         if len(params) != 1 or params[0].size != len(packed.blob):
             raise PackError(f"entry params {[(q.name, q.size) for q in params]} do not match the "

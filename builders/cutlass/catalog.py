@@ -38,8 +38,9 @@ DTYPE_NAMES = {  # cutlass_library DataTypeNames -> dataset dtype names
 SUB_BYTE = ("b1", "s2", "u2", "s4", "u4")
 # What the GEMM problem (A, B, C, D, alpha, beta) cannot state for the other GEMM kinds.
 EXTRA_OPERANDS = {
-    "Sparse": "2:4 sparse A needs its metadata operand",
-    "SparseUniversal3x": "2:4 sparse A needs its metadata operand",
+    "SparseUniversal3x": ("2:4 sparse A compressed by StructuredSparseCompressor: its metadata layout is the "
+                          "kernel's cute LayoutE (SparseConfig), which ptxds does not reproduce yet "
+                          "(the SM80 reorder_meta layout is built)"),
     "Grouped": "needs a device list of problems",
     "GroupedUniversal3x": "needs a device list of problems",
     "BlockwiseUniversal3x": "needs per-block scale tensors",
@@ -154,7 +155,7 @@ def exclusion_reason(op) -> str:
     from cutlass_library.library import DataTypeNames, GemmKind, LayoutType
     plain_layouts = (LayoutType.RowMajor, LayoutType.ColumnMajor)
     kind = _enum_name(op.gemm_kind)
-    if op.gemm_kind not in (GemmKind.Universal, GemmKind.Universal3x):
+    if op.gemm_kind not in (GemmKind.Universal, GemmKind.Universal3x, GemmKind.Sparse):
         return f"{kind} GEMM: {EXTRA_OPERANDS.get(kind, 'not a plain universal GEMM')}"
     if op.is_complex():
         return "complex-valued GEMM: the verifier's buffers hold real numbers"
@@ -233,8 +234,13 @@ def _family_of(op) -> tuple:
 
 def family_key(spec: "KernelSpec") -> str:
     """The ``Family.key`` of a kernel ptxds builds."""
-    sm, gen, opcode, math, types, epilogue, _ = _family_of(_all_operations(spec.sm)[spec.name])
-    return Family(sm, gen, opcode, math, types, epilogue, ()).key
+    sm, gen, opcode, math, types, epilogue, kind = _family_of(_all_operations(spec.sm)[spec.name])
+    return Family(sm, gen, _opcode_label(opcode, kind), math, types, epilogue, ()).key
+
+
+def _opcode_label(opcode: str, kind: str) -> str:
+    """The opcode class, with the GEMM kind where it is not the plain universal one."""
+    return opcode if kind in ("Universal", "Universal3x") else f"{opcode}:{kind}"
 
 
 def per_family(specs: list, count, seed: int) -> list:
@@ -260,8 +266,7 @@ def family_table(sms=(80, 90)) -> list:
         built = sorted(n for n, r in members if not r)
         excluded = "; ".join(reasons) if not built else ""
         names = built or sorted(n for n, _ in members)
-        opcode_label = opcode if kind in ("Universal", "Universal3x") else f"{opcode}:{kind}"
-        families.append(Family(sm, gen, opcode_label, math, types, epilogue, tuple(names), excluded))
+        families.append(Family(sm, gen, _opcode_label(opcode, kind), math, types, epilogue, tuple(names), excluded))
     return families
 
 

@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass
 
 from dataset_spec.model import Buffer, Distribution, Problem
+from builders.cutlass import sparse
 from builders.cutlass.catalog import DTYPE_NAMES, KernelSpec
 
 DEFAULT_PROBLEM = (512, 768, 520)  # M, N, K: 520 exercises a partial K tile
@@ -38,7 +39,7 @@ class KernelGemm:
 def kernel_gemm(spec: KernelSpec) -> KernelGemm:
     k = spec.knobs
     la, lb, lc = (LAYOUT_WORDS[k["layout_a"]], LAYOUT_WORDS[k["layout_b"]], LAYOUT_WORDS[k["layout_c"]])
-    if spec.generation == 2:  # EmitGemmUniversalInstance: "transposed B/A operand"
+    if spec.generation == 2 and not sparse.is_sparse(spec):  # EmitGemmUniversalInstance: "transposed B/A operand"
         return KernelGemm(k["element_b"], k["element_a"], k["element_c"], k["element_d"],
                           k["element_accumulator"], TRANSPOSED[lb], TRANSPOSED[la], TRANSPOSED[lc],
                           k["alignment_b"], k["alignment_a"], k["alignment_c"], True)
@@ -69,7 +70,8 @@ def family_id(spec: KernelSpec, alpha: float, beta: float) -> str:
     if spec.generation == 2 and g.element_a == "f32" and spec.knobs.get("math_element_a") == "tf32":
         types += "_tf32math"  # float32 storage read as tf32 (s1688tf32gemm)
     layouts = "".join(x[0] for x in (g.layout_a, g.layout_b, g.layout_c))  # r/c, kernel terms
-    return f"cutlass/gemm/{types}/{layouts}/a{alpha:g}b{beta:g}"
+    op = "sparse_gemm" if sparse.is_sparse(spec) else "gemm"
+    return f"cutlass/{op}/{types}/{layouts}/a{alpha:g}b{beta:g}"
 
 
 def group_id(spec: KernelSpec, m: int, n: int, k: int, alpha: float, beta: float) -> str:
@@ -89,6 +91,8 @@ def contiguous_extents(spec: KernelSpec) -> dict:
 def alignment_misfit(spec: KernelSpec, m: int, n: int, k: int) -> str:
     """Why the kernel cannot run (M, N, K), or '' when it can: every operand's contiguous
     extent must be a multiple of its alignment (vector loads, TMA's 16-byte strides)."""
+    if sparse.is_sparse(spec):
+        return sparse.misfit(spec, m, n, k)
     dims = {"M": m, "N": n, "K": k}
     for name, (dim, align) in contiguous_extents(spec).items():
         if dims[dim] % align:
@@ -112,6 +116,9 @@ def fit_to_family(specs: list, m: int, n: int, k: int) -> tuple:
     for spec in specs:
         for dim, align in contiguous_extents(spec).values():
             multiple[dim] = math.lcm(multiple[dim], int(align))
+        if sparse.is_sparse(spec):
+            for dim, align in sparse.size_multiples(spec).items():
+                multiple[dim] = math.lcm(multiple[dim], int(align))
     dims = {"M": m, "N": n, "K": k}
     return tuple(-(-dims[d] // multiple[d]) * multiple[d] for d in ("M", "N", "K"))
 
@@ -187,6 +194,9 @@ def make_problem(spec: KernelSpec, m: int, n: int, k: int, alpha: float = 1.0, b
         "accumulator": accumulator_name(spec),
         "math_input": math_input(spec),
     }
+    if sparse.is_sparse(spec):
+        return sparse.make_sparse_problem(spec, g, m, n, k, alpha, beta, group_id(spec, m, n, k, alpha, beta),
+                                          DTYPE_NAMES, params, integer_inputs)
     return Problem(problem_id=group_id(spec, m, n, k, alpha, beta), op="gemm", buffers=buffers,
                    params=params)
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional
 
+from builders.cutlass import sparse
 from builders.cutlass.catalog import load_manifest_operations
 
 PACKER_CPP = Path(__file__).with_name("host") / "packer.h"
@@ -29,6 +30,7 @@ class KindHooks:
 
 # Keyed by the operation's ``gemm_kind`` (``KernelSpec.knobs["gemm_kind"]``); one line per kind.
 KIND_HOOKS: dict = {}
+KIND_HOOKS[sparse.KIND] = KindHooks(sparse.SparseEmitter, "pack_sparse_2x", "sparse.h", sparse.entry_instantiation)
 
 
 def _hooks(spec) -> Optional[KindHooks]:

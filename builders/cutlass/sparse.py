@@ -1,0 +1,95 @@
+"""CUTLASS 2:4 sparse GEMMs (SM80 ``device::SparseGemm``, generator kind ``Sparse``): how
+their kernels are declared, instantiated and packed, the sizes they accept, and the
+``sparse_gemm`` problem of a row (dataset_spec/ops/sparse_gemm.py).
+
+The kernel reads A as M x K/2 kept values in A's own layout plus a metadata operand E
+(``cutlass::reorder_meta``'s order, ColumnMajorInterleaved<2>; dataset_spec/sparse_meta.py),
+which reaches the packer as the extra buffer slot ``E``. The generator does not transpose
+sparse problems (``EmitSparseGemmInstance`` keeps A, B and C as named), so the library
+layouts are the kernel's.
+"""
+from __future__ import annotations
+
+import math
+
+from dataset_spec.model import Buffer, Problem
+from dataset_spec.sparse_meta import Sm80SparseFormat
+
+KIND = "Sparse"
+EXTRA_SLOTS = ("E",)
+ELEMENT_BITS = {"f16": 16, "bf16": 16, "f32": 32, "tf32": 32, "s8": 8, "u8": 8}
+DEVICE_HEADER = "cutlass/gemm/device/gemm_sparse.h"
+
+
+def is_sparse(spec) -> bool:
+    return spec.knobs.get("gemm_kind") == KIND
+
+
+def extra_slots(spec) -> tuple:
+    return EXTRA_SLOTS if is_sparse(spec) else ()
+
+
+def sparse_format(spec) -> Sm80SparseFormat:
+    return Sm80SparseFormat(ELEMENT_BITS[spec.knobs["element_a"]])
+
+
+class SparseEmitter:
+    """The generator's ``EmitSparseGemmInstance`` declaration (a ``device::SparseGemm``),
+    plus ``struct <name>``: its kernel, which the PTX entry and the packer are named by."""
+
+    def emit(self, operation) -> str:
+        from cutlass_library.gemm_operation import EmitSparseGemmInstance
+        name = operation.procedural_name()
+        return (f'#include "{DEVICE_HEADER}"\n' + EmitSparseGemmInstance().emit(operation)
+                + f"struct {name} : Operation_{name}::GemmKernel {{}};\n")
+
+
+def entry_instantiation(spec) -> str:
+    """device::SparseGemm launches ``cutlass::Kernel<GemmKernel>``."""
+    return f"template __global__ void cutlass::Kernel<{spec.name}>({spec.name}::Params);\n"
+
+
+def size_multiples(spec) -> dict:
+    """What M, N and K must be multiples of (SparseGemm::can_implement): K of the tile's K
+    (out-of-range metadata would be zero-filled, and 0 is no valid code), M of reorder_meta's
+    row group, and every operand's contiguous extent of its alignment (A's is K/2 when
+    row-major)."""
+    k = spec.knobs
+    fmt = sparse_format(spec)
+    meta_alignment = 128 // fmt.meta_bits
+    m_mult = math.lcm(fmt.row_group, meta_alignment, k["alignment_c"] if k["layout_c"] == "n" else 1,
+                      k["alignment_a"] if k["layout_a"] == "n" else 1)
+    n_mult = math.lcm(k["alignment_b"] if k["layout_b"] == "t" else 1, k["alignment_c"] if k["layout_c"] == "t" else 1)
+    k_mult = math.lcm(k["threadblock_tile"][2], 2 * meta_alignment, 4 * fmt.elements_per_meta,
+                      2 * k["alignment_a"] if k["layout_a"] == "t" else 1,
+                      k["alignment_b"] if k["layout_b"] == "n" else 1)
+    return {"M": m_mult, "N": n_mult, "K": k_mult}
+
+
+def misfit(spec, m: int, n: int, k: int) -> str:
+    dims = {"M": m, "N": n, "K": k}
+    for dim, multiple in size_multiples(spec).items():
+        if dims[dim] % multiple:
+            return (f"{spec.name}: a 2:4 sparse kernel needs {dim} a multiple of {multiple} (tile K, "
+                    f"metadata row groups and alignments), got {dim}={dims[dim]}")
+    return ""
+
+
+def make_sparse_problem(spec, g, m: int, n: int, k: int, alpha: float, beta: float, problem_id: str,
+                        dtype_names: dict, params: dict, integer_init) -> Problem:
+    """The row's ``sparse_gemm`` problem: kept values A (M x K/2), B, (C,) D and E."""
+    from builders.cutlass.problem import storage_shape
+    fmt = sparse_format(spec)
+    buffers = [
+        Buffer("A", dtype_names[g.element_a], storage_shape(g.layout_a, m, k // 2), "in",
+               init=integer_init(g.element_a, g.element_d)),
+        Buffer("B", dtype_names[g.element_b], storage_shape(g.layout_b, k, n), "in",
+               init=integer_init(g.element_b, g.element_d)),
+        Buffer("E", f"uint{fmt.meta_bits}", fmt.storage_shape(m, k), "in"),
+    ]
+    if beta != 0 and g.element_c != "void":
+        buffers.append(Buffer("C", dtype_names[g.element_c], storage_shape(g.layout_c, m, n), "in",
+                              init=integer_init(g.element_c, g.element_d)))
+    buffers.append(Buffer("D", dtype_names[g.element_d], storage_shape(g.layout_c, m, n), "out"))
+    params = dict(params, sparse={"format": "sm80", "element_bits": fmt.element_bits})
+    return Problem(problem_id=problem_id, op="sparse_gemm", buffers=buffers, params=params)
