@@ -55,3 +55,27 @@ def test_compress_pads_a_group_with_one_nonzero():
     kept, codes = fmt.compress(dense)
     assert codes[0, 0] == 0x8  # indices (0, 2): the zero at 0 fills the first slot
     assert np.array_equal(fmt.expand(kept, codes), dense)
+
+
+SM90_PROGRAM = Path(__file__).with_name("data") / "sparse_meta_sm90_host.cu"
+
+
+@needs_nvcc
+@pytest.mark.parametrize("bits,tile_k,m,k", [(16, 64, 128, 128), (16, 128, 64, 256), (32, 32, 64, 64),
+                                              (32, 64, 128, 128), (8, 128, 128, 256)])
+def test_sm90_layout_matches_cutlass_sparse_config(bits, tile_k, m, k):
+    pytest.importorskip("cutlass_library", reason="nvidia-cutlass is not installed")
+    from builders.cutlass.compile import build_packer
+    from dataset_spec.sparse_meta import Sm90SparseFormat
+    program = build_packer(SM90_PROGRAM.read_text(), "sm_90a")
+    out = subprocess.run([str(program)], input=f"{bits} {tile_k} {m} {k}\n", capture_output=True, text=True,
+                         timeout=60, check=True)
+    cutlass_offsets = np.array(out.stdout.split(), dtype=np.int64).reshape(m, k)
+    fmt = Sm90SparseFormat(bits, tile_k)
+    assert np.array_equal(fmt.logical_offsets(m, k), cutlass_offsets)
+    # every code has its own nibble, and decode inverts encode
+    rng = np.random.default_rng(bits + tile_k)
+    codes = fmt.random_nibbles(rng, m, k)
+    stored = fmt.encode(codes)
+    assert stored.size == fmt.storage_shape(m, k)[0] and stored.max() <= 0xFF
+    assert np.array_equal(fmt.decode(stored, m, k), codes)

@@ -1,6 +1,7 @@
 """sparse_gemm: D = alpha * A @ B + beta * C where A is 2:4 structured-sparse along K and
 stored as the kernel reads it: the kept values (buffer ``A``, M x K/2 in ``layout_a``) and
-the metadata operand (buffer ``E``, CUTLASS's reordered words; dataset_spec/sparse_meta.py).
+the metadata operand (buffer ``E``: CUTLASS's reordered words on SM80, the config's
+``fill_layoutE`` bytes on SM90; dataset_spec/sparse_meta.py).
 
 The reference expands A from ``A`` and ``E`` (what ``cutlass::uncompress`` does) and runs
 the dense float64 GEMM. Each output element is a sum of K/2 products (the kept ones), so
@@ -12,11 +13,11 @@ from __future__ import annotations
 import numpy as np
 
 from ..model import Problem, SpecError
-from ..sparse_meta import Sm80SparseFormat
+from ..sparse_meta import Sm80SparseFormat, Sm90SparseFormat
 from .gemm import _logical, gemm_epilogue_roundings, range_gemm, saturate_to_output, stress_gemm
 from .spec import OpSpec, _inputs_of, _out_name, range_int_products
 
-FORMATS = {"sm80": Sm80SparseFormat}
+FORMATS = {"sm80": Sm80SparseFormat, "sm90": Sm90SparseFormat}
 
 
 def sparse_format(problem: Problem):
@@ -25,7 +26,7 @@ def sparse_format(problem: Problem):
     if make is None:
         raise SpecError(f"problem {problem.problem_id}: params.sparse.format must be one of {sorted(FORMATS)}, "
                         f"got {spec.get('format')!r}")
-    return make(int(spec["element_bits"]))
+    return make(int(spec["element_bits"]), **({"min_tile_k": int(spec["min_tile_k"])} if "min_tile_k" in spec else {}))
 
 
 def dense_a(inputs, problem) -> np.ndarray:
@@ -35,7 +36,7 @@ def dense_a(inputs, problem) -> np.ndarray:
     kept, stored = _inputs_of(problem, inputs, "A", "E")
     kept = _logical(np.asarray(kept).reshape(problem.buffer("A").shape), p.get("layout_a", "row"))
     fmt = sparse_format(problem)
-    codes = fmt.nibbles(fmt.load(np.asarray(stored).astype(np.uint64), m, k))
+    codes = fmt.decode(np.asarray(stored).astype(np.uint64), m, k)
     return fmt.expand(kept, codes)
 
 
@@ -84,7 +85,7 @@ def derive_meta(problem: Problem, buffer, rng: np.random.Generator) -> np.ndarra
         raise SpecError(f"problem {problem.problem_id}: sparse_gemm derives only E, not {buffer.name}")
     p = problem.params
     fmt = sparse_format(problem)
-    stored = fmt.store(fmt.words(fmt.random_nibbles(rng, int(p["M"]), int(p["K"]))))
+    stored = fmt.encode(fmt.random_nibbles(rng, int(p["M"]), int(p["K"])))
     return stored.astype(np.float64).reshape(buffer.shape)
 
 
