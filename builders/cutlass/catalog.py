@@ -38,9 +38,6 @@ DTYPE_NAMES = {  # cutlass_library DataTypeNames -> dataset dtype names
 SUB_BYTE = ("b1", "s2", "u2", "s4", "u4")
 # What the GEMM problem (A, B, C, D, alpha, beta) cannot state for the other GEMM kinds.
 EXTRA_OPERANDS = {
-    "SparseUniversal3x": ("2:4 sparse A compressed by StructuredSparseCompressor: its metadata layout is the "
-                          "kernel's cute LayoutE (SparseConfig), which ptxds does not reproduce yet "
-                          "(the SM80 reorder_meta layout is built)"),
     "Grouped": "needs a device list of problems",
     "GroupedUniversal3x": "needs a device list of problems",
     "BlockwiseUniversal3x": "needs per-block scale tensors",
@@ -60,7 +57,7 @@ NAME_2X = re.compile(
     r"(?P<tile_m>\d+)x(?P<tile_n>\d+)_(?P<tile_k>\d+)x(?P<stages>\d+)_"
     r"(?P<layouts>[nt]{2})_align(?P<alignment>\d+)$")
 NAME_3X = re.compile(  # also the 2.x-API SM90 DMMA kernels, named like 3.x ones
-    r"^cutlass(?:3x)?_sm(?P<sm>\d+)_(?P<opcode_class>tensorop|simt)_(?P<extended>.+?)_"
+    r"^cutlass(?:3x)?_sm(?P<sm>\d+)_(?P<opcode_class>tensorop|sptensorop|simt)_(?P<extended>.+?)_"
     r"(?P<tile_m>\d+)x(?P<tile_n>\d+)x(?P<tile_k>\d+)_(?P<cluster_m>\d+)x(?P<cluster_n>\d+)x(?P<cluster_k>\d+)_"
     r"(?P<stages>\d+)_(?P<layouts>[nt]{3})_align(?P<alignment>\d+)(?P<suffix>.*)$")
 
@@ -155,7 +152,7 @@ def exclusion_reason(op) -> str:
     from cutlass_library.library import DataTypeNames, GemmKind, LayoutType
     plain_layouts = (LayoutType.RowMajor, LayoutType.ColumnMajor)
     kind = _enum_name(op.gemm_kind)
-    if op.gemm_kind not in (GemmKind.Universal, GemmKind.Universal3x, GemmKind.Sparse):
+    if op.gemm_kind not in (GemmKind.Universal, GemmKind.Universal3x, GemmKind.Sparse, GemmKind.SparseUniversal3x):
         return f"{kind} GEMM: {EXTRA_OPERANDS.get(kind, 'not a plain universal GEMM')}"
     if op.is_complex():
         return "complex-valued GEMM: the verifier's buffers hold real numbers"

@@ -70,8 +70,9 @@ def family_id(spec: KernelSpec, alpha: float, beta: float) -> str:
     if spec.generation == 2 and g.element_a == "f32" and spec.knobs.get("math_element_a") == "tf32":
         types += "_tf32math"  # float32 storage read as tf32 (s1688tf32gemm)
     layouts = "".join(x[0] for x in (g.layout_a, g.layout_b, g.layout_c))  # r/c, kernel terms
-    op = "sparse_gemm" if sparse.is_sparse(spec) else "gemm"
-    return f"cutlass/{op}/{types}/{layouts}/a{alpha:g}b{beta:g}"
+    if sparse.is_sparse(spec):
+        return f"cutlass/sparse_gemm/{types}/{layouts}/{sparse.meta_tag(spec)}/a{alpha:g}b{beta:g}"
+    return f"cutlass/gemm/{types}/{layouts}/a{alpha:g}b{beta:g}"
 
 
 def group_id(spec: KernelSpec, m: int, n: int, k: int, alpha: float, beta: float) -> str:

@@ -31,6 +31,7 @@ class KindHooks:
 # Keyed by the operation's ``gemm_kind`` (``KernelSpec.knobs["gemm_kind"]``); one line per kind.
 KIND_HOOKS: dict = {}
 KIND_HOOKS[sparse.KIND] = KindHooks(sparse.SparseEmitter, "pack_sparse_2x", "sparse.h", sparse.entry_instantiation)
+KIND_HOOKS[sparse.KIND_3X] = KindHooks(sparse.emitter_3x, "pack_sparse_3x", "sparse.h")
 
 
 def _hooks(spec) -> Optional[KindHooks]:
