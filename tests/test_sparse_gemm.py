@@ -6,7 +6,7 @@ import pytest
 
 from dataset_spec.model import Buffer, Problem
 from dataset_spec.ops.sparse_gemm import dense_a
-from dataset_spec.sparse_meta import Sm80SparseFormat
+from dataset_spec.sparse_meta import Sm80SparseFormat, Sm90SparseFormat
 from dataset_spec.trials import DERIVED, trial_spec
 from verify.inputs import make_trial_inputs, to_storage
 from verify.outcome import CheckResult, TrialRun, classify
@@ -16,18 +16,20 @@ M, N, K = 64, 48, 256
 BITS = {"float16": 16, "bfloat16": 16, "float32": 32, "int8": 8}
 
 
-def sparse_problem(dtype="float16", layout_a="row", out="float32", beta=0.0) -> Problem:
-    fmt = Sm80SparseFormat(BITS[dtype])
+def sparse_problem(dtype="float16", layout_a="row", out="float32", beta=0.0, sm90_tile_k=0) -> Problem:
+    fmt = Sm90SparseFormat(BITS[dtype], sm90_tile_k) if sm90_tile_k else Sm80SparseFormat(BITS[dtype])
     a_shape = (M, K // 2) if layout_a == "row" else (K // 2, M)
     buffers = [Buffer("A", dtype, a_shape), Buffer("B", dtype, (K, N)),
-               Buffer("E", "uint32" if fmt.meta_bits == 32 else "uint16", fmt.storage_shape(M, K))]
+               Buffer("E", fmt.meta_dtype, fmt.storage_shape(M, K))]
     if beta:
         buffers.append(Buffer("C", out, (M, N)))
     buffers.append(Buffer("D", out, (M, N), "out"))
     params = {"M": M, "N": N, "K": K, "layout_a": layout_a, "layout_b": "row", "layout_c": "row",
               "alpha": 1.0, "beta": beta, "accumulator": "float32", "math_input": "",
               "sparse": {"format": "sm80", "element_bits": BITS[dtype]}}
-    return Problem(f"sparse_{dtype}_{layout_a}", "sparse_gemm", buffers, params=params)
+    if sm90_tile_k:
+        params["sparse"] = {"format": "sm90", "element_bits": BITS[dtype], "min_tile_k": sm90_tile_k}
+    return Problem(f"sparse_{dtype}_{layout_a}_{sm90_tile_k}", "sparse_gemm", buffers, params=params)
 
 
 def emulate(values, problem):
@@ -48,11 +50,12 @@ def judge(problem, kernel):
     return classify(CheckResult(runs), prepared.specs, prepared.references), prepared
 
 
-def test_metadata_is_derived_valid_and_new_every_trial():
-    problem = sparse_problem()
+@pytest.mark.parametrize("sm90_tile_k,e_dtype", [(0, "<u2"), (128, "u1")])
+def test_metadata_is_derived_valid_and_new_every_trial(sm90_tile_k, e_dtype):
+    problem = sparse_problem(sm90_tile_k=sm90_tile_k)
     assert all(p.how == DERIVED for p in trial_spec(problem, 0).buffers if p.name == "E")
     first, second = (make_trial_inputs(problem, "g", t) for t in (0, 1))
-    assert first.storage["E"].dtype == np.dtype("<u2")
+    assert first.storage["E"].dtype == np.dtype(e_dtype)
     assert not np.array_equal(first.storage["E"], second.storage["E"])
     for trial in (first, second):
         dense = dense_a(trial.values, problem)
@@ -62,9 +65,11 @@ def test_metadata_is_derived_valid_and_new_every_trial():
     assert np.array_equal(again.storage["E"], first.storage["E"])  # seeded: a failure reproduces
 
 
-@pytest.mark.parametrize("dtype,layout_a", [("float16", "row"), ("bfloat16", "col"), ("float32", "row")])
-def test_correct_kernel_passes_and_one_percent_fails(dtype, layout_a):
-    problem = sparse_problem(dtype, layout_a)
+@pytest.mark.parametrize("dtype,layout_a,sm90_tile_k", [("float16", "row", 0), ("bfloat16", "col", 0),
+                                                        ("float32", "row", 0), ("float16", "row", 64),
+                                                        ("float32", "col", 32)])
+def test_correct_kernel_passes_and_one_percent_fails(dtype, layout_a, sm90_tile_k):
+    problem = sparse_problem(dtype, layout_a, sm90_tile_k=sm90_tile_k)
     verdict, prepared = judge(problem, lambda values, ref: emulate(values, problem))
     assert verdict.status == "passed", verdict.message
     assert 0 < verdict.max_err_ratio <= 1

@@ -102,6 +102,13 @@ def misfit(spec, m: int, n: int, k: int) -> str:
     return ""
 
 
+def _metadata_extent(spec, m: int, k: int) -> tuple:
+    """(M, K) E is laid out for: the size itself, or for a size the kernel cannot run (a
+    not_applicable row, whose problem must still be well formed) the next one it can."""
+    multiples = size_multiples(spec)
+    return -(-m // multiples["M"]) * multiples["M"], -(-k // multiples["K"]) * multiples["K"]
+
+
 def make_sparse_problem(spec, g, m: int, n: int, k: int, alpha: float, beta: float, problem_id: str,
                         dtype_names: dict, params: dict, integer_init) -> Problem:
     """The row's ``sparse_gemm`` problem: kept values A (M x K/2), B, (C,) D and E."""
@@ -112,7 +119,7 @@ def make_sparse_problem(spec, g, m: int, n: int, k: int, alpha: float, beta: flo
                init=integer_init(g.element_a, g.element_d)),
         Buffer("B", dtype_names[g.element_b], storage_shape(g.layout_b, k, n), "in",
                init=integer_init(g.element_b, g.element_d)),
-        Buffer("E", fmt.meta_dtype, fmt.storage_shape(m, k), "in"),
+        Buffer("E", fmt.meta_dtype, fmt.storage_shape(*_metadata_extent(spec, m, k)), "in"),
     ]
     if beta != 0 and g.element_c != "void":
         buffers.append(Buffer("C", dtype_names[g.element_c], storage_shape(g.layout_c, m, n), "in",
