@@ -1,6 +1,6 @@
 """The op registry: per op, the float64 reference, the error model and the input domain.
 
-One module per family of ops (elementwise, rows, gemm, sparse_gemm, conv, sequence, llm, custom), each
+One module per family of ops (elementwise, rows, gemm, sparse_gemm, complex_gemm, conv, sequence, llm, custom), each
 listing its ``OpSpec``s in ``OPS``; ``spec`` holds ``OpSpec`` and the helpers they share.
 Each op maps the group's float64 inputs to the float64 value every out/inout buffer must
 hold (``reference``), gives the float64 magnitude scale ``S`` of the terms that produced
@@ -16,10 +16,10 @@ from __future__ import annotations
 
 from .. import mugraph
 from ..model import SpecError
-from . import conv, custom, elementwise, gemm, llm, rows, sequence, sparse_gemm
+from . import complex_gemm, conv, custom, elementwise, gemm, llm, rows, sequence, sparse_gemm
 from .spec import DEFAULT_INPUT_RANGE, OpSpec, init_moments
 
-OPS: dict = {spec.name: spec for family in (elementwise, rows, gemm, sequence, conv, custom, llm, sparse_gemm)
+OPS: dict = {spec.name: spec for family in (elementwise, rows, gemm, sequence, conv, custom, llm, sparse_gemm, complex_gemm)
              for spec in family.OPS}
 # Mirage muGraphs: the reference is the muGraph carried in the problem (dataset_spec/mugraph.py)
 OPS["mugraph"] = mugraph.op_spec(OpSpec)
