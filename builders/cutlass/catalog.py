@@ -42,8 +42,10 @@ EXTRA_OPERANDS = {
     "GroupedUniversal3x": "needs a device list of problems",
     "BlockwiseUniversal3x": "needs per-block scale tensors",
     "GroupedBlockwiseUniversal3x": "needs a device list of problems and per-block scale tensors",
-    "PlanarComplex": "complex operands in separate real/imaginary planes",
-    "PlanarComplexArray": "complex operands in separate real/imaginary planes",
+    "PlanarComplex": ("planar complex operands (separate real and imaginary planes, GemmPlanarComplex "
+                      "Arguments with a pointer and stride per plane): no packer template for them yet"),
+    "PlanarComplexArray": ("planar complex operands in device arrays of per-problem pointers and sizes: "
+                           "no packer template for them yet"),
 }
 
 # 3.x ConvertOnly kernels named ``..._cvt_shfl_...`` read the narrow operand from a
@@ -55,11 +57,11 @@ SHUFFLED_NARROW_OPERAND = ("3.x mixed-input mainloop with a shuffled narrow oper
 NAME_2X = re.compile(
     r"^cutlass_(?P<opcode_class>tensorop|simt|wmma_tensorop)_(?P<extended>.+)_"
     r"(?P<tile_m>\d+)x(?P<tile_n>\d+)_(?P<tile_k>\d+)x(?P<stages>\d+)_"
-    r"(?P<layouts>[nt]{2})_align(?P<alignment>\d+)$")
+    r"(?P<layouts>[ntch]{2})_align(?P<alignment>\d+)$")
 NAME_3X = re.compile(  # also the 2.x-API SM90 DMMA kernels, named like 3.x ones
     r"^cutlass(?:3x)?_sm(?P<sm>\d+)_(?P<opcode_class>tensorop|sptensorop|simt)_(?P<extended>.+?)_"
     r"(?P<tile_m>\d+)x(?P<tile_n>\d+)x(?P<tile_k>\d+)_(?P<cluster_m>\d+)x(?P<cluster_n>\d+)x(?P<cluster_k>\d+)_"
-    r"(?P<stages>\d+)_(?P<layouts>[nt]{3})_align(?P<alignment>\d+)(?P<suffix>.*)$")
+    r"(?P<stages>\d+)_(?P<layouts>[ntch]{3})_align(?P<alignment>\d+)(?P<suffix>.*)$")
 
 
 class CatalogError(PtxdsError, ValueError):
@@ -141,6 +143,9 @@ def describe_operation(op) -> KernelSpec:
     })
     if op.is_3x:
         knobs["cluster_shape"] = list(td.cluster_shape)
+    if op.is_complex():  # conjugate or not, per operand (library terms)
+        knobs["transform_a"] = _enum_name(op.A.complex_transform)
+        knobs["transform_b"] = _enum_name(op.B.complex_transform)
     mixed = getattr(op, "mixed_input_mode", None)
     if mixed is not None:  # 3.x mixed input: ConvertOnly (built), ScaleOnly, ScaleWithZeroPoint
         knobs["mixed_input_mode"] = _enum_name(mixed)
@@ -154,8 +159,6 @@ def exclusion_reason(op) -> str:
     kind = _enum_name(op.gemm_kind)
     if op.gemm_kind not in (GemmKind.Universal, GemmKind.Universal3x, GemmKind.Sparse, GemmKind.SparseUniversal3x):
         return f"{kind} GEMM: {EXTRA_OPERANDS.get(kind, 'not a plain universal GEMM')}"
-    if op.is_complex():
-        return "complex-valued GEMM: the verifier's buffers hold real numbers"
     mixed = getattr(op, "mixed_input_mode", None)
     if mixed is not None and _enum_name(mixed) != "ConvertOnly":
         return (f"3.x mixed-input mainloop ({_enum_name(mixed)}): needs scale/zero-point "

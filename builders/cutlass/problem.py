@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass
 
 from dataset_spec.model import Buffer, Distribution, Problem
+from builders.cutlass import complex as complex_kind
 from builders.cutlass import sparse
 from builders.cutlass.catalog import DTYPE_NAMES, KernelSpec
 
@@ -70,6 +71,8 @@ def family_id(spec: KernelSpec, alpha: float, beta: float) -> str:
     if spec.generation == 2 and g.element_a == "f32" and spec.knobs.get("math_element_a") == "tf32":
         types += "_tf32math"  # float32 storage read as tf32 (s1688tf32gemm)
     layouts = "".join(x[0] for x in (g.layout_a, g.layout_b, g.layout_c))  # r/c, kernel terms
+    if complex_kind.is_complex(spec):
+        return complex_kind.family_id(spec, g, alpha, beta)
     if sparse.is_sparse(spec):
         return f"cutlass/sparse_gemm/{types}/{layouts}/{sparse.meta_tag(spec)}/a{alpha:g}b{beta:g}"
     return f"cutlass/gemm/{types}/{layouts}/a{alpha:g}b{beta:g}"
@@ -179,6 +182,8 @@ def math_input(spec: KernelSpec) -> str:
 
 def make_problem(spec: KernelSpec, m: int, n: int, k: int, alpha: float = 1.0, beta: float = 0.0) -> Problem:
     g = kernel_gemm(spec)
+    if complex_kind.is_complex(spec):
+        return complex_kind.make_complex_problem(spec, g, m, n, k, alpha, beta, group_id(spec, m, n, k, alpha, beta))
     buffers = [
         Buffer("A", DTYPE_NAMES[g.element_a], storage_shape(g.layout_a, m, k), "in",
                init=integer_inputs(g.element_a, g.element_d)),
