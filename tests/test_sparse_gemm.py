@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from dataset_spec.model import Buffer, Problem
-from dataset_spec.ops.sparse_gemm import dense_a
+from dataset_spec.ops.sparse_gemm import dense_a, expanded_a, kept_products
 from dataset_spec.sparse_meta import Sm80SparseFormat, Sm90SparseFormat
 from dataset_spec.trials import DERIVED, trial_spec
 from verify.inputs import make_trial_inputs, to_storage
@@ -33,9 +33,10 @@ def sparse_problem(dtype="float16", layout_a="row", out="float32", beta=0.0, sm9
 
 
 def emulate(values, problem):
-    """A correct kernel: the expanded A times B in float32 (plus beta C), one rounding at the store."""
-    a = dense_a(values, problem).astype(np.float32)
-    d = a @ values["B"].astype(np.float32)
+    """A correct kernel: the kept products of A and B summed in float32 (plus beta C), one
+    rounding at the store."""
+    a, kept = expanded_a(values, problem)
+    d = kept_products(a.astype(np.float32), kept, values["B"].astype(np.float32))
     if "C" in values:
         d = d + np.float32(problem.params["beta"]) * values["C"].astype(np.float32)
     return d
@@ -102,3 +103,20 @@ def test_integer_operands_and_beta():
     assert np.all(trial.values["A"] == np.round(trial.values["A"]))
     verdict, _ = judge(sparse_problem(beta=0.5), lambda values, ref: emulate(values, sparse_problem(beta=0.5)))
     assert verdict.status == "passed", verdict.message
+
+
+def test_an_infinity_of_b_meets_only_the_kept_values():
+    """0 * inf is NaN in a dense product, but the hardware never multiplies a dropped zero:
+    a column of D whose B holds an infinity is infinite, not NaN, where A drops that K."""
+    from dataset_spec.ops.sparse_gemm import ref_sparse_gemm
+    problem = sparse_problem()
+    trial = make_trial_inputs(problem, "g", 0)
+    values = dict(trial.values)
+    values["B"] = values["B"].copy()
+    values["B"][7, 3] = np.inf
+    dense = dense_a(values, problem)
+    ref = ref_sparse_gemm(values, problem)["D"]
+    dropped = dense[:, 7] == 0
+    assert dropped.any() and (~dropped).any()
+    assert np.all(np.isfinite(ref[dropped, 3]))
+    assert np.all(np.isinf(ref[~dropped, 3]))

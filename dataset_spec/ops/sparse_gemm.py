@@ -4,7 +4,8 @@ the metadata operand (buffer ``E``: CUTLASS's reordered words on SM80, the confi
 ``fill_layoutE`` bytes on SM90; dataset_spec/sparse_meta.py).
 
 The reference expands A from ``A`` and ``E`` (what ``cutlass::uncompress`` does) and runs
-the dense float64 GEMM. Each output element is a sum of K/2 products (the kept ones), so
+the dense float64 GEMM over the kept products only (a dropped zero never meets an
+infinity of B). Each output element is a sum of K/2 products (the kept ones), so
 the bound is the GEMM bound with n = K/2 and S = |alpha| |A_dense| @ |B| + |beta| |C|.
 ``E`` is not drawn from a distribution: every trial gives it new valid codes (``derive``).
 """
@@ -31,20 +32,37 @@ def sparse_format(problem: Problem):
 
 def dense_a(inputs, problem) -> np.ndarray:
     """The logical M x K operand A, expanded from its kept values and metadata."""
+    return expanded_a(inputs, problem)[0]
+
+
+def expanded_a(inputs, problem) -> tuple:
+    """(dense A, mask of its kept positions): M x K each."""
     p = problem.params
     m, k = int(p["M"]), int(p["K"])
     kept, stored = _inputs_of(problem, inputs, "A", "E")
     kept = _logical(np.asarray(kept).reshape(problem.buffer("A").shape), p.get("layout_a", "row"))
     fmt = sparse_format(problem)
     codes = fmt.decode(np.asarray(stored).astype(np.uint64), m, k)
-    return fmt.expand(kept, codes)
+    return fmt.expand(kept, codes), fmt.expand(np.ones(kept.shape), codes) != 0
+
+
+def kept_products(a: np.ndarray, kept: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """A @ B summing only the kept products: the hardware never multiplies a dropped zero,
+    so a non-finite B[k, n] reaches D[m, n] only where A keeps (m, k) (0 * inf would make
+    the dense product NaN). Rows of B with non-finite values are few (stress trials)."""
+    finite = np.isfinite(b)
+    with np.errstate(invalid="ignore", over="ignore"):
+        d = a @ np.where(finite, b, 0.0)
+        for k, n in zip(*np.nonzero(~finite)):
+            d[:, n] += np.where(kept[:, k], a[:, k] * b[k, n], 0.0)
+    return d
 
 
 def sparse_exact(inputs, problem):
     p = problem.params
-    a = dense_a(inputs, problem)
+    a, kept = expanded_a(inputs, problem)
     b = _logical(np.asarray(inputs["B"]).reshape(problem.buffer("B").shape), p.get("layout_b", "row"))
-    d = float(p.get("alpha", 1.0)) * (a @ b)
+    d = float(p.get("alpha", 1.0)) * kept_products(a, kept, b)
     beta = float(p.get("beta", 0.0))
     out = _out_name(problem)
     layout_c = p.get("layout_c", "row")
