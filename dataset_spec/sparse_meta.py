@@ -1,5 +1,6 @@
-"""2:4 structured sparsity in CUTLASS's SM80 layout: the compressed A operand and its
-metadata operand E, as ``cutlass::gemm::kernel::SparseGemm`` reads them.
+"""2:4 structured sparsity in CUTLASS's layouts: the compressed A operand and its metadata
+operand E, as SM80 ``cutlass::gemm::kernel::SparseGemm`` (``Sm80SparseFormat``) and SM90
+``SparseUniversal3x`` kernels (``Sm90SparseFormat``, below) read them.
 
 A logical M x K operand A keeps, in every group of ``step`` consecutive K elements, at most
 ``kept`` of them (2 of 4 for 8- and 16-bit elements; 1 of 2 for 32-bit ones, which the
@@ -10,7 +11,8 @@ that of the second. Codes are packed, first group in the low bits, into ``Elemen
 (uint16 for 16- and 32-bit A, uint32 for 8-bit A), an M x K/2/kElementsPerElementE matrix
 that ``cutlass::reorder_meta`` (tools/util/include/cutlass/util/host_reorder.h) reorders
 and stores ColumnMajorInterleaved<2> (``GmemLayoutE``). ``expand`` is CUTLASS's
-``cutlass::uncompress`` (host_uncompress.h) on the un-reordered words.
+``cutlass::uncompress`` (host_uncompress.h) on the un-reordered words. Both layouts are
+checked against CUTLASS's own host code (tests/test_sparse_meta.py).
 """
 from __future__ import annotations
 
