@@ -44,7 +44,7 @@ from builders.moe_shapes import LLM_GROUPED, SWEEP_GROUPED, grouped_label
 KINDS = {"gemm": ("M", "N", "K"), "rows": ("M", "N"), "elementwise": ("n",),
          "conv2d": ("N", "H", "W", "C", "K", "R", "S", "stride", "pad"),
          "conv3d": ("N", "D", "H", "W", "C", "K", "T", "R", "S", "stride", "pad")}
-OP_KINDS = {"gemm": "gemm", "mixed_input_gemm": "gemm", "softmax": "rows", "rmsnorm": "rows", "layernorm": "rows",
+OP_KINDS = {"gemm": "gemm", "mixed_input_gemm": "gemm", "sparse_gemm": "gemm", "softmax": "rows", "rmsnorm": "rows", "layernorm": "rows",
             "vector_add": "elementwise", "square": "elementwise", "conv2d": "conv2d", "conv3d": "conv3d",
             "grouped_gemm": "grouped"}
 GROUPED = "grouped"  # a size of this kind is a tuple of (M, N, K) problems
@@ -117,7 +117,10 @@ LLM = ShapeSet(
     per_op={"mixed_input_gemm": ((14336, 16, 4096), (14336, 4096, 4096)),
             # DeepSeek-V3-like FP8 layers (hidden 7168, expert width 2048): 4096 tokens up, 2048
             # tokens down, a 16-token decode step
-            "blockwise_scaled_gemm": ((4096, 2048, 7168), (2048, 7168, 2048), (16, 7168, 7168))},
+            "blockwise_scaled_gemm": ((4096, 2048, 7168), (2048, 7168, 2048), (16, 7168, 7168)),
+            # 2:4 sparse weights (A) at the projection sizes; the decode step at M = 32, the
+            # smallest M whose metadata rows the SM80 reorder accepts
+            "sparse_gemm": ((4096, 4096, 4096), (8192, 1024, 4096), (32, 4096, 4096), (2048, 5632, 2048))},
 )
 
 # Powers of two from tiny to large, and odd sizes that leave partial tiles everywhere.
@@ -134,7 +137,10 @@ SWEEP = ShapeSet(
     # blockwise-scaled FP8: M a multiple of 16 (16-byte TMA rows of D and SFA); a partial N
     # tile and a partial K block (1040 = 8 x 128 + 16) in the last size
     per_op={"blockwise_scaled_gemm": ((256, 256, 256), (1024, 1024, 1024), (2048, 2048, 2048),
-                                      (1008, 1000, 1040))},
+                                      (1008, 1000, 1040)),
+            # 2:4 sparse: K a multiple of every tile K (256), M of 32; partial M and N tiles
+            "sparse_gemm": ((64, 64, 256), (256, 256, 256), (1024, 1024, 1024), (2048, 2048, 2048),
+                            (96, 200, 512), (1056, 1000, 1280))},
 )
 
 # The functions several compilers build, at the ``llm`` sizes: GEMM (Triton, CUTLASS, TVM)

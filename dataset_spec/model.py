@@ -25,7 +25,7 @@ DTYPES = {
     # name: (bytes per element, kind)
     "float16": (2, "f"), "bfloat16": (2, "f"), "float32": (4, "f"), "float64": (8, "f"),
     "float8_e4m3": (1, "f"), "float8_e5m2": (1, "f"),
-    "int8": (1, "i"), "uint8": (1, "u"), "int16": (2, "i"), "int32": (4, "i"),
+    "int8": (1, "i"), "uint8": (1, "u"), "int16": (2, "i"), "uint16": (2, "u"), "int32": (4, "i"),
     "uint32": (4, "u"), "int64": (8, "i"), "uint64": (8, "u"),
 }
 # Sub-byte integers packed several to a byte (dataset_spec/packed.py): a buffer of one holds

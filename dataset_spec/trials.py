@@ -21,7 +21,7 @@ from .model import TRIAL_KINDS, Problem, dtype_kind
 DOMAIN_KINDS = ("wide", "edge", "stress")  # kinds that draw over the op's domain
 FLOAT_DISTRIBUTIONS = ("normal", "uniform")  # the init kinds a trial kind may swap or reshape
 
-INTEGERS, STRESS, DRAW, TABLE = "integers", "stress", "draw", "table"
+INTEGERS, STRESS, DRAW, TABLE, DERIVED = "integers", "stress", "draw", "table", "derived"
 
 
 @dataclass(frozen=True)
@@ -29,8 +29,8 @@ class BufferPlan:
     """How one in/inout buffer is drawn in one trial. ``how``: ``integers`` (uniformly
     shaped by ``kind`` over ``integer_range``, high exclusive), ``stress`` (the op's stress
     rows over ``domain``), ``draw`` (its ``init`` under ``kind``, '' for as given, with
-    ``domain`` for wide/edge) or ``table`` (a values table, the same in every trial).
-    ``index`` seeds the buffer's own random stream."""
+    ``domain`` for wide/edge), ``table`` (a values table, the same in every trial) or
+    ``derived`` (made by the op, ``OpSpec.derive``). ``index`` seeds the buffer's own random stream."""
     name: str
     index: int
     how: str
@@ -81,6 +81,9 @@ def trial_spec(problem: Problem, trial: int) -> TrialSpec:
         if buf.table == "values":
             plans.append(BufferPlan(buf.name, index, TABLE))
             continue
+        if op is not None and buf.name in op.derived_inputs:
+            plans.append(BufferPlan(buf.name, index, DERIVED, kind))
+            continue
         span = op.integer_range(problem, buf) if (not is_float(buf.dtype) and op is not None
                                                   and op.integer_range is not None) else None
         if span is not None:
@@ -102,6 +105,11 @@ def trial_plan(problem: Problem, trials: Optional[int] = None) -> list:
 def stress_values(problem: Problem, plan: BufferPlan, rng, previous: dict):
     """The float64 values of a ``stress`` buffer (``previous``: the buffers drawn before)."""
     return _op(problem).stress_values(problem, problem.buffer(plan.name), rng, plan.domain, previous)
+
+
+def derived_values(problem: Problem, plan: BufferPlan, rng):
+    """The float64 values of a ``derived`` buffer (the op makes them: ``OpSpec.derive``)."""
+    return _op(problem).derive(problem, problem.buffer(plan.name), rng)
 
 
 def _op(problem: Problem):

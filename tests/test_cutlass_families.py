@@ -63,8 +63,11 @@ def test_every_family_is_built_or_excluded_with_a_reason(table):
                                                           for n in family.kernels)
     assert len(set(keys)) == len(keys)
     reasons = " ".join(f.excluded for f in table)
-    for cause in ("sparse", "complex", "mixed-input mainloop", "1-bit", "grouped launch model"):
+    for cause in ("planar complex", "mixed-input mainloop", "1-bit", "sub-byte", "grouped launch model"):
         assert cause in reasons
+    for kind in ("TensorOp:Sparse", "SparseTensorOp:SparseUniversal3x"):  # built since issue 25
+        assert any(f.opcode_class == kind for f in built), kind
+    assert any("complex" in f.math_operation for f in built)
 
 
 def test_per_family_takes_at_most_n_of_each_family():

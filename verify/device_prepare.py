@@ -48,8 +48,8 @@ def device_supported(problem: Problem) -> bool:
 
 def _plan_supported(problem: Problem, plan) -> bool:
     buf = problem.buffer(plan.name)
-    if buf.dtype not in _TORCH_STORAGE:
-        return False
+    if buf.dtype not in _TORCH_STORAGE or plan.how not in (DRAW, INTEGERS, STRESS):
+        return False  # tables and op-derived inputs (sparse metadata) come from the host path
     if plan.how == INTEGERS:
         return plan.kind not in ("wide", "edge", "stress")
     if plan.how == STRESS:

@@ -20,13 +20,14 @@ from dataset_spec.fp8 import NAN_CODE, fp8_bits, fp8_to_float, is_fp8
 from dataset_spec.model import DTYPES, Buffer, Distribution, Problem
 from dataset_spec.device_tables import table_storage
 from dataset_spec.packed import PACKED_DTYPES, element_bytes, element_range, is_packed, pack, packed_nbytes, unpack
-from dataset_spec.trials import DRAW, FLOAT_DISTRIBUTIONS, INTEGERS, TABLE, is_float, stress_values, trial_spec
+from dataset_spec.trials import (DERIVED, DRAW, FLOAT_DISTRIBUTIONS, INTEGERS, TABLE, derived_values, is_float,
+                                 stress_values, trial_spec)
 
 # numpy dtype holding each storage dtype's bits (bfloat16 has no numpy type: uint16 bits).
 STORAGE_NUMPY = {
     "float16": np.dtype("<f2"), "bfloat16": np.dtype("<u2"), "float32": np.dtype("<f4"),
     "float64": np.dtype("<f8"), "int8": np.dtype("i1"), "uint8": np.dtype("u1"),
-    "int16": np.dtype("<i2"), "int32": np.dtype("<i4"), "uint32": np.dtype("<u4"),
+    "int16": np.dtype("<i2"), "uint16": np.dtype("<u2"), "int32": np.dtype("<i4"), "uint32": np.dtype("<u4"),
     "int64": np.dtype("<i8"), "uint64": np.dtype("<u8"),
     "float8_e4m3": np.dtype("u1"), "float8_e5m2": np.dtype("u1"),
     # packed sub-byte integers: the host holds their bytes, flat (storage_shape)
@@ -414,6 +415,8 @@ def make_trial_inputs(problem: Problem, group_id: str, trial: int) -> TrialInput
             drawn = draw(buf.init, buf.shape, rng, plan.kind, buf.dtype, plan.domain)
             if plan.domain is not None:
                 ranges[buf.name] = list(plan.domain)
+        elif plan.how == DERIVED:
+            drawn = derived_values(problem, plan, rng)
         else:
             drawn = stress_values(problem, plan, rng, values)
             ranges[buf.name] = list(plan.domain)

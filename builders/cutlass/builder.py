@@ -31,7 +31,7 @@ from typing import Optional
 from dataset_spec.model import Arg, Buffer, Distribution, KernelRecord, Launch, SpecError
 from ptx_tools import split_module
 from builders.base import Builder, BuildOptions, WorkItem
-from builders.cutlass import catalog, grouped, mixed_input
+from builders.cutlass import catalog, grouped, mixed_input, sparse
 from builders.cutlass.blockwise import BLOCKWISE_DEFAULT_PROBLEM, EXTRA_SLOTS as BLOCKWISE_SLOTS, is_blockwise
 from builders.cutlass.kernel_traits import arch_of, entry_params, uses_tma  # noqa: F401 (re-exported)
 from builders.cutlass.compile import (BASE_FLAGS, CutlassCompileError, build_packer, compile_to_ptx,
@@ -134,7 +134,8 @@ class CutlassBuilder(Builder):
         """The (M, N, K)s one group of kernels is built at: a built-in set's sizes fitted to
         the group's alignments (duplicates after rounding dropped), or the user's exactly."""
         op = ("mixed_input_gemm" if any(mixed_input.is_scaled(s) for s in specs)
-              else BLOCKWISE_OP if any(is_blockwise(s) for s in specs) else "gemm")
+              else BLOCKWISE_OP if any(is_blockwise(s) for s in specs)
+              else "sparse_gemm" if any(sparse.is_sparse(s) for s in specs) else "gemm")
         sizes = [tuple(int(v) for v in size) for size in self.shape_set.sizes_for(op)]
         if not self.shape_set.exact:
             sizes = [fit_to_family(specs, *size) for size in sizes]
@@ -253,7 +254,8 @@ class CutlassBuilder(Builder):
         use_c = p["beta"] != 0
         packed = pack_launch(packer, spec.name, m, n, k, p["alpha"], p["beta"], p["sm_count"], use_c,
                              alias_c_to_d=spec.generation == 3,
-                             extra_slots=BLOCKWISE_SLOTS if is_blockwise(spec) else mixed_input.extra_slots(spec),
+                             extra_slots=(BLOCKWISE_SLOTS if is_blockwise(spec) else
+                                          sparse.extra_slots(spec) or mixed_input.extra_slots(spec)),
                              params=mixed_input.pack_params(spec))
         params = entry_params(ptx, entry)
         if len(params) != 1 or params[0].size != len(packed.blob):

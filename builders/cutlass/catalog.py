@@ -39,13 +39,14 @@ DTYPE_NAMES = {  # cutlass_library DataTypeNames -> dataset dtype names
 }
 # 1-bit operands: their MMA is a popcount of AND/XOR, not a product of numbers
 BINARY = ("b1",)
+PACKED_ELEMENTS = ("s2", "u2", "s4", "u4")  # packed several to a byte (dataset_spec/packed.py)
 # What the GEMM problem (A, B, C, D, alpha, beta) cannot state for the other GEMM kinds.
 EXTRA_OPERANDS = {
-    "Sparse": "2:4 sparse A needs its metadata operand",
-    "SparseUniversal3x": "2:4 sparse A needs its metadata operand",
     "GroupedBlockwiseUniversal3x": "needs per-group scale-tensor pointer tables on the grouped launch model",
-    "PlanarComplex": "complex operands in separate real/imaginary planes",
-    "PlanarComplexArray": "complex operands in separate real/imaginary planes",
+    "PlanarComplex": ("planar complex operands (separate real and imaginary planes, GemmPlanarComplex "
+                      "Arguments with a pointer and stride per plane): no packer template for them yet"),
+    "PlanarComplexArray": ("planar complex operands in device arrays of per-problem pointers and sizes: "
+                           "no packer template for them yet"),
 }
 # GEMM kinds beyond the plain universal ones that ptxds builds (their problems: blockwise.py).
 BUILT_KINDS = ("BlockwiseUniversal3x",)
@@ -65,11 +66,11 @@ SCALE_LOOKUP_TABLE = ("3.x mixed-input mainloop, s4 x FP8 with scales: each scal
 NAME_2X = re.compile(
     r"^cutlass_(?P<opcode_class>tensorop|simt|wmma_tensorop)_(?P<extended>.+)_"
     r"(?P<tile_m>\d+)x(?P<tile_n>\d+)_(?P<tile_k>\d+)x(?P<stages>\d+)_"
-    r"(?P<layouts>[nt]{2})_align(?P<alignment>\d+)(?:_schedule(?P<schedule>Device|Host))?$")
+    r"(?P<layouts>[ntch]{2})_align(?P<alignment>\d+)(?:_schedule(?P<schedule>Device|Host))?$")
 NAME_3X = re.compile(  # also the 2.x-API SM90 DMMA kernels, named like 3.x ones
-    r"^cutlass(?:3x)?_sm(?P<sm>\d+)_(?P<opcode_class>tensorop|simt)_(?P<extended>.+?)_"
+    r"^cutlass(?:3x)?_sm(?P<sm>\d+)_(?P<opcode_class>tensorop|sptensorop|simt)_(?P<extended>.+?)_"
     r"(?P<tile_m>\d+)x(?P<tile_n>\d+)x(?P<tile_k>\d+)_(?P<cluster_m>\d+)x(?P<cluster_n>\d+)x(?P<cluster_k>\d+)_"
-    r"(?P<stages>\d+)_(?P<layouts>[nt]{3})_align(?P<alignment>\d+)(?P<suffix>.*)$")
+    r"(?P<stages>\d+)_(?P<layouts>[ntch]{3})_align(?P<alignment>\d+)(?P<suffix>.*)$")
 
 
 class CatalogError(PtxdsError, ValueError):
@@ -153,6 +154,9 @@ def describe_operation(op) -> KernelSpec:
         knobs["cluster_shape"] = list(td.cluster_shape)
     if knobs["gemm_kind"] == "Grouped":  # 2.x: where the tile schedule is computed
         knobs["scheduler_mode"] = _enum_name(op.scheduler_mode)
+    if op.is_complex():  # conjugate or not, per operand (library terms)
+        knobs["transform_a"] = _enum_name(op.A.complex_transform)
+        knobs["transform_b"] = _enum_name(op.B.complex_transform)
     mixed = getattr(op, "mixed_input_mode", None)
     if mixed is not None:  # 3.x mixed input: ConvertOnly (built), ScaleOnly, ScaleWithZeroPoint
         knobs["mixed_input_mode"] = _enum_name(mixed)
@@ -167,11 +171,9 @@ def exclusion_reason(op) -> str:
     from cutlass_library.library import DataTypeNames, GemmKind, LayoutType
     plain_layouts = (LayoutType.RowMajor, LayoutType.ColumnMajor)
     kind = _enum_name(op.gemm_kind)
-    if op.gemm_kind not in (GemmKind.Universal, GemmKind.Universal3x, GemmKind.Grouped,
-                            GemmKind.GroupedUniversal3x) and kind not in BUILT_KINDS:  # grouped: grouped.py
+    if op.gemm_kind not in (GemmKind.Universal, GemmKind.Universal3x, GemmKind.Grouped, GemmKind.GroupedUniversal3x,
+                            GemmKind.Sparse, GemmKind.SparseUniversal3x) and kind not in BUILT_KINDS:
         return f"{kind} GEMM: {EXTRA_OPERANDS.get(kind, 'not a plain universal GEMM')}"
-    if op.is_complex():
-        return "complex-valued GEMM: the verifier's buffers hold real numbers"
     mixed = getattr(op, "mixed_input_mode", None)
     if mixed is not None and getattr(op, "mixed_input_shuffle", False):
         return SHUFFLED_NARROW_OPERAND
@@ -182,6 +184,9 @@ def exclusion_reason(op) -> str:
     if any(e in BINARY for e in elements):
         return ("1-bit operands (b1): the MMA is a popcount of AND/XOR of bit vectors, a function the "
                 "GEMM problem (a sum of products of numbers) does not state")
+    if op.gemm_kind in (GemmKind.Sparse, GemmKind.SparseUniversal3x) and any(e in PACKED_ELEMENTS for e in elements):
+        return ("2:4 sparse with sub-byte operands: the metadata compressor (dataset_spec/sparse_meta.py) "
+                "places byte-sized elements only")
     if any(t.layout not in plain_layouts for t in (op.A, op.B, op.C)):
         return "interleaved layout: buffers are row- or column-major arrays"
     if op.is_3x and op.tile_description.cluster_shape[0] <= 0:

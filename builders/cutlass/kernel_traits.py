@@ -17,3 +17,8 @@ def uses_tma(spec) -> bool:
 def entry_params(ptx: str, entry: str) -> list:
     """The entry's ``.param`` declarations (``.size``, ``.align``) as ptx_tools parses them."""
     return parse_ptx(ptx).function(entry).params
+
+
+def storage_shape(layout: str, rows: int, cols: int) -> tuple:
+    """A rows x cols operand's array shape: as is when row-major, transposed when column-major."""
+    return (rows, cols) if layout == "row" else (cols, rows)

@@ -11,7 +11,9 @@ import math
 from dataclasses import dataclass
 
 from dataset_spec.model import Buffer, Distribution, Problem
-from builders.cutlass import blockwise, mixed_input
+from builders.cutlass import blockwise, mixed_input, sparse
+from builders.cutlass.kernel_traits import storage_shape
+from builders.cutlass import complex as complex_kind
 from builders.cutlass.catalog import DTYPE_NAMES, KernelSpec
 
 DEFAULT_PROBLEM = (512, 768, 520)  # M, N, K: 520 exercises a partial K tile
@@ -39,7 +41,7 @@ class KernelGemm:
 def kernel_gemm(spec: KernelSpec) -> KernelGemm:
     k = spec.knobs
     la, lb, lc = (LAYOUT_WORDS[k["layout_a"]], LAYOUT_WORDS[k["layout_b"]], LAYOUT_WORDS[k["layout_c"]])
-    if spec.generation == 2:  # EmitGemmUniversalInstance: "transposed B/A operand"
+    if spec.generation == 2 and not sparse.is_sparse(spec):  # EmitGemmUniversalInstance: "transposed B/A operand"
         return KernelGemm(k["element_b"], k["element_a"], k["element_c"], k["element_d"],
                           k["element_accumulator"], TRANSPOSED[lb], TRANSPOSED[la], TRANSPOSED[lc],
                           k["alignment_b"], k["alignment_a"], k["alignment_c"], True)
@@ -48,8 +50,6 @@ def kernel_gemm(spec: KernelSpec) -> KernelGemm:
                       k["alignment_a"], k["alignment_b"], k["alignment_c"], False)
 
 
-def storage_shape(layout: str, rows: int, cols: int) -> tuple:
-    return (rows, cols) if layout == "row" else (cols, rows)
 
 
 # Math operations that round float32 operands to a narrower type (or split them, 3xTF32)
@@ -74,6 +74,10 @@ def family_id(spec: KernelSpec, alpha: float, beta: float) -> str:
     layouts = "".join(x[0] for x in (g.layout_a, g.layout_b, g.layout_c))  # r/c, kernel terms
     if mixed_input.is_scaled(spec):  # another function: A dequantised by scales (zero points)
         return f"cutlass/mixed_input_gemm/{types}{mixed_input.mode_tag(spec)}/{layouts}/a{alpha:g}b{beta:g}"
+    if complex_kind.is_complex(spec):
+        return complex_kind.family_id(spec, g, alpha, beta)
+    if sparse.is_sparse(spec):
+        return f"cutlass/sparse_gemm/{types}/{layouts}/{sparse.meta_tag(spec)}/a{alpha:g}b{beta:g}"
     return f"cutlass/gemm/{types}/{layouts}/a{alpha:g}b{beta:g}"
 
 
@@ -94,6 +98,8 @@ def contiguous_extents(spec: KernelSpec) -> dict:
 def alignment_misfit(spec: KernelSpec, m: int, n: int, k: int) -> str:
     """Why the kernel cannot run (M, N, K), or '' when it can: every operand's contiguous
     extent must be a multiple of its alignment (vector loads, TMA's 16-byte strides)."""
+    if sparse.is_sparse(spec):
+        return sparse.misfit(spec, m, n, k)
     dims = {"M": m, "N": n, "K": k}
     for name, (dim, align) in contiguous_extents(spec).items():
         if dims[dim] % align:
@@ -120,6 +126,9 @@ def fit_to_family(specs: list, m: int, n: int, k: int) -> tuple:
         if mixed_input.is_scaled(spec):  # K holds whole scale groups; M whole 16-byte scale rows
             multiple["K"] = math.lcm(multiple["K"], mixed_input.GROUP_SIZE)
             multiple["M"] = math.lcm(multiple["M"], mixed_input.SCALE_ALIGNMENT)
+        if sparse.is_sparse(spec):
+            for dim, align in sparse.size_multiples(spec).items():
+                multiple[dim] = math.lcm(multiple[dim], int(align))
     dims = {"M": m, "N": n, "K": k}
     return tuple(-(-dims[d] // multiple[d]) * multiple[d] for d in ("M", "N", "K"))
 
@@ -189,6 +198,8 @@ def make_problem(spec: KernelSpec, m: int, n: int, k: int, alpha: float = 1.0, b
     if mixed_input.is_scaled(spec):
         return mixed_input.make_mixed_problem(spec, g, m, n, k, alpha, beta, group_id(spec, m, n, k, alpha, beta),
                                               accumulator_name(spec), storage_shape)
+    if complex_kind.is_complex(spec):
+        return complex_kind.make_complex_problem(spec, g, m, n, k, alpha, beta, group_id(spec, m, n, k, alpha, beta))
     buffers = [
         Buffer("A", DTYPE_NAMES[g.element_a], storage_shape(g.layout_a, m, k), "in",
                init=integer_inputs(g.element_a, g.element_d)),
@@ -205,6 +216,9 @@ def make_problem(spec: KernelSpec, m: int, n: int, k: int, alpha: float = 1.0, b
         "accumulator": accumulator_name(spec),
         "math_input": math_input(spec),
     }
+    if sparse.is_sparse(spec):
+        return sparse.make_sparse_problem(spec, g, m, n, k, alpha, beta, group_id(spec, m, n, k, alpha, beta),
+                                          DTYPE_NAMES, params, integer_inputs)
     return Problem(problem_id=group_id(spec, m, n, k, alpha, beta), op="gemm", buffers=buffers,
                    params=params)
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional
 
+from builders.cutlass import sparse
 from builders.cutlass.catalog import load_manifest_operations
 
 PACKER_CPP = Path(__file__).with_name("host") / "packer.h"
@@ -50,6 +51,8 @@ KIND_HOOKS: dict = {
     "ScaleOnly": KindHooks(_universal_3x_emitter, "pack_mixed_input_3x", "mixed_input.h"),
     "ScaleWithZeroPoint": KindHooks(_universal_3x_emitter, "pack_mixed_input_3x", "mixed_input.h"),
     "BlockwiseUniversal3x": KindHooks(_universal_3x_emitter, "pack_blockwise_3x", "blockwise.h"),
+    sparse.KIND: KindHooks(sparse.SparseEmitter, "pack_sparse_2x", "sparse.h", sparse.entry_instantiation),
+    sparse.KIND_3X: KindHooks(sparse.emitter_3x, "pack_sparse_3x", "sparse.h"),
 }
 
 

@@ -32,6 +32,9 @@ class OpSpec:
     ``stress(problem, buffer, context, previous) -> float64 array | None``: the buffer's
     stress-trial values (``previous``: the float64 values of the buffers drawn before it);
     None falls back to the generic in-domain row patterns (stress.GENERIC).
+    ``derived_inputs``: input buffers whose contents the op makes for every trial instead of
+    drawing them from a distribution (a sparse operand's metadata); ``derive(problem,
+    buffer, rng) -> float64 array`` gives one trial's values, in the buffer's storage dtype.
     """
     name: str
     reference: Callable  # (inputs: dict[str, ndarray float64], problem) -> dict[str, ndarray]
@@ -44,6 +47,8 @@ class OpSpec:
     pointwise_scale: Optional[Callable] = None
     stress: Optional[Callable] = None
     pointwise_text: str = "0"
+    derived_inputs: tuple = ()
+    derive: Optional[Callable] = None
 
     def bound_terms(self, problem: Problem, dtype: str) -> BoundTerms:
         p = problem.params

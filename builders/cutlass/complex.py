@@ -1,0 +1,70 @@
+"""CUTLASS interleaved complex GEMMs (2.x ``GemmUniversal`` with complex<float> or
+complex<double> elements: cf32 SIMT and tf32 / 3xTF32 tensor-op, cf64 DMMA, and their
+Gaussian 3-multiplication forms) as ``complex_gemm`` problems
+(dataset_spec/ops/complex_gemm.py).
+
+The kernels take the plain universal GEMM's Arguments (``pack_2x``), so only the problem
+differs: every buffer is a real array of the part type with a last axis of 2 (the bytes of
+``cutlass::complex<T>``), and each operand's ComplexTransform (conjugate or none) is part
+of the function. The 2.x emitter swaps A and B into the kernel, their transforms with them.
+"""
+from __future__ import annotations
+
+from builders.cutlass.kernel_traits import storage_shape
+from dataset_spec.model import Buffer, Problem
+
+COMPLEX_MATH = ("multiply_add_complex", "multiply_add_complex_gaussian", "multiply_add_complex_fast_f32")
+PART_DTYPES = {"cf32": "float32", "cf64": "float64"}
+
+
+def is_complex(spec) -> bool:
+    return spec.knobs.get("math_operation") in COMPLEX_MATH
+
+
+def kernel_transforms(spec) -> tuple:
+    """(transform of the kernel's A, of its B): the library's swapped for 2.x kernels."""
+    ta, tb = spec.knobs.get("transform_a", "none"), spec.knobs.get("transform_b", "none")
+    return (tb, ta) if spec.generation == 2 else (ta, tb)
+
+
+def math_tag(spec) -> str:
+    """What beyond the types changes the bound: Gaussian form, tf32 operands."""
+    tags = []
+    if spec.knobs["math_operation"] == "multiply_add_complex_gaussian":
+        tags.append("gauss")
+    if spec.knobs.get("math_element_a") == "tf32":
+        tags.append("tf32math")
+    elif spec.knobs["math_operation"] == "multiply_add_complex_fast_f32":
+        tags.append("3xtf32math")
+    return "_".join(tags)
+
+
+def family_id(spec, g, alpha: float, beta: float) -> str:
+    types = "_".join([g.element_a, g.element_b, g.element_accumulator, g.element_d])
+    if beta != 0:
+        types = "_".join([g.element_a, g.element_b, g.element_accumulator, f"c{g.element_c}", g.element_d])
+    tag = math_tag(spec)
+    if tag:
+        types += f"_{tag}"
+    layouts = "".join(x[0] for x in (g.layout_a, g.layout_b, g.layout_c))
+    ta, tb = kernel_transforms(spec)
+    conj = "".join("c" if t == "conj" else "n" for t in (ta, tb))
+    return f"cutlass/complex_gemm/{types}/{layouts}/{conj}/a{alpha:g}b{beta:g}"
+
+
+def make_complex_problem(spec, g, m: int, n: int, k: int, alpha: float, beta: float, problem_id: str) -> Problem:
+    part = PART_DTYPES[g.element_a]
+    buffers = [Buffer("A", part, storage_shape(g.layout_a, m, k) + (2,), "in"),
+               Buffer("B", PART_DTYPES[g.element_b], storage_shape(g.layout_b, k, n) + (2,), "in")]
+    if beta != 0:
+        buffers.append(Buffer("C", PART_DTYPES[g.element_c], storage_shape(g.layout_c, m, n) + (2,), "in"))
+    buffers.append(Buffer("D", PART_DTYPES[g.element_d], storage_shape(g.layout_c, m, n) + (2,), "out"))
+    ta, tb = kernel_transforms(spec)
+    params = {
+        "M": m, "N": n, "K": k, "layout_a": g.layout_a, "layout_b": g.layout_b, "layout_c": g.layout_c,
+        "alpha": alpha, "beta": beta, "accumulator": PART_DTYPES[g.element_accumulator],
+        "math_input": "tf32" if spec.knobs.get("math_element_a") == "tf32" else "",
+        "complex": {"transform_a": ta, "transform_b": tb,
+                    "gaussian": spec.knobs["math_operation"] == "multiply_add_complex_gaussian"},
+    }
+    return Problem(problem_id=problem_id, op="complex_gemm", buffers=buffers, params=params)
