@@ -15,10 +15,6 @@ from dataclasses import dataclass, field
 from builders.cutlass.catalog import DTYPE_NAMES, SUB_BYTE, CatalogError, _enum_name, sample_kernels
 
 CONV_KINDS = {0: "fprop", 1: "dgrad", 2: "wgrad"}
-# 3.x convs load both operands through TMA in im2col mode (cuTensorMapEncodeIm2col): the
-# packer's recorder stands in for cuTensorMapEncodeTiled only, so Params cannot be filled.
-SM90_IM2COL = ("3.x TMA convolution: its Params hold im2col tensor maps (cuTensorMapEncodeIm2col), "
-               "which the packer does not record yet")
 
 
 @dataclass
@@ -83,8 +79,6 @@ def describe_conv(op) -> ConvSpec:
 
 def conv_exclusion_reason(op) -> str:
     """Why ptxds does not build this conv operation, or '' when it does."""
-    if getattr(op, "is_3x", False):
-        return SM90_IM2COL
     spec = describe_conv(op)
     k = spec.knobs
     if k["math_operation"].startswith("multiply_add_complex"):
