@@ -106,3 +106,11 @@ def test_3x_dgrad_at_stride_2_is_not_applicable(tmp_path):
     sizes.write_text("conv2d: [[2, 14, 14, 64, 64, 3, 3, 2, 1]]\n")
     (row,) = _build([DGRAD], str(sizes))
     assert row.status == "not_applicable" and "unit stride only" in row.status_message
+
+
+def test_3x_float32_convs_are_judged_with_tf32_math():
+    from builders.cutlass.conv_builder import function_id
+    from builders.cutlass.problem import math_input
+    name = "cutlass3x_sm90_tensorop_fprop_f32nhwc_f32nhwc_f32_f32_f32nhwc_64x64x32_1x2x1_0_align4_warpspecialized_epi_tma"
+    spec = conv_catalog.describe_conv(conv_catalog.load_conv_operations(90)[name])
+    assert math_input(spec) == "tf32" and function_id(spec, 1.0, 0.0).endswith("_tf32math/a1b0")

@@ -65,6 +65,10 @@ def describe_conv(op) -> ConvSpec:
         "warp_count": list(td.warp_count),
     }
     if is_3x:
+        if knobs["element_a"] == "f32":
+            # the SM90 conv CollectiveBuilder runs float operands as tfloat32_t GMMA
+            # (conv/collective/builders/sm90_gmma_builder.inl); the generator names them f32
+            knobs["math_element_a"] = "tf32"
         knobs.update({"cluster_shape": list(td.cluster_shape),
                       "kernel_schedule": _enum_name(op.kernel_schedule),
                       "epilogue_schedule": _enum_name(op.epilogue_schedule)})
