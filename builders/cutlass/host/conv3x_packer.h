@@ -73,6 +73,27 @@ typename Kernel::Arguments conv3x_arguments(ConvRequest const &req) {
   return args;
 }
 
+// Params are copied by value through stack temporaries, so their padding can hold stale
+// copies of descriptor markers from earlier encodes (where depends on how each process's
+// stack is aligned for the 64-byte CUtensorMap). Only the four descriptors the kernel reads
+// (mainloop A and B, epilogue C and D) are real: every other marker is erased, so that a
+// stray copy is never taken for a descriptor.
+template <typename Params>
+void erase_stray_tensormap_markers(Params const &params) {
+  const unsigned char *base = reinterpret_cast<const unsigned char *>(&params);
+  const void *real[] = {params.mainloop.tma_load_a.get_tma_descriptor(),
+                        params.mainloop.tma_load_b.get_tma_descriptor(),
+                        params.epilogue.tma_load_c.get_tma_descriptor(),
+                        params.epilogue.tma_store_d.get_tma_descriptor()};
+  unsigned char *bytes = const_cast<unsigned char *>(base);
+  for (size_t at = 0; at + sizeof(kTensorMapMagic) <= sizeof(Params); ++at) {
+    if (std::memcmp(bytes + at, kTensorMapMagic, sizeof(kTensorMapMagic)) != 0) continue;
+    bool is_real = false;
+    for (const void *descriptor : real) is_real |= static_cast<const void *>(bytes + at) == descriptor;
+    if (!is_real) std::memset(bytes + at, 0, sizeof(kTensorMapMagic));
+  }
+}
+
 template <typename Kernel>
 void pack_conv_3x(ConvRequest const &req, ConvResult &out) {
   using Device = cutlass::conv::device::ConvUniversalAdapter<Kernel>;
@@ -93,13 +114,14 @@ void pack_conv_3x(ConvRequest const &req, ConvResult &out) {
     out.size = 0;
     return;
   }
-  // The device adapter's grid from the Arguments (it encodes its own descriptors: their
-  // records are dropped before the Params that are kept are built).
-  dim3 check = Device::get_grid_shape(args, req.workspace);
   reset_tensormap_records();
   std::memset(g_conv_params, 0, sizeof(g_conv_params));
   Params *params = new (g_conv_params) Params(Kernel::to_underlying_arguments(args, req.workspace));
+  erase_stray_tensormap_markers(*params);
   dim3 grid = Kernel::get_grid_shape(*params);
+  // The device adapter's grid from the same Params (its Arguments overload would encode
+  // the descriptors again).
+  dim3 check = Device::get_grid_shape(*params);
   dim3 block = Kernel::get_block_shape();
   out.bytes = g_conv_params;
   out.size = sizeof(Params);
