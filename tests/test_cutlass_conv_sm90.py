@@ -91,12 +91,28 @@ def test_3x_fprop_compiles_and_packs_with_im2col_and_tiled_maps(tmp_path):
     # GEMM M = N P Q = 2 * 14 * 14 = 392 over 64-row tiles, N = K = 64: 7 x 1 CTAs
     assert launch.grid == (7, 1, 1)
     maps = {p.buffer: p.tensormap for p in launch.args[0].patches if p.kind == "tensormap"}
-    assert set(maps) == {"x", "w", "y"}  # C's descriptor aliases y when beta = 0
+    assert set(maps) == {"x", "w", "y"} and row.provenance["c_aliases_d"]  # C's descriptor aliases y
     assert maps["x"]["encode"] == "im2col" and maps["x"]["global_dim"] == [64, 14, 14, 2]
     assert maps["x"]["pixel_box_lower_corner"] == [-1, -1]  # pad 1 on a 3 x 3 filter
     assert "encode" not in maps["w"] and maps["w"]["global_dim"] == [64, 64, 3, 3]
     assert maps["y"]["encode"] == "im2col"
     assert all(blob[p.offset:p.offset + p.size] == bytes(p.size) for p in launch.args[0].patches)
+    # The verifier's packing asks the driver for one encode per descriptor, by its kind.
+    pytest.importorskip("cuda.bindings.driver", reason="cuda-bindings is not installed")
+    from verify.args import pack_args
+    from verify.driver import tensor_map_encode_call
+    calls = []
+
+    def encode(tensormap, address):
+        calls.append((tensor_map_encode_call(tensormap, address)[0], address))
+        return bytes([len(calls)]) * 128
+
+    addresses = {b.name: 0x7F00_0000_0000 + (i << 30) for i, b in enumerate(row.problem.buffers)}
+    packed = pack_args(launch, addresses, entry_params(row.ptx, launch.entry), encode)
+    im2col, tiled = "cuTensorMapEncodeIm2col", "cuTensorMapEncodeTiled"
+    assert sorted(calls) == sorted([(im2col, addresses["x"]), (tiled, addresses["w"]),
+                                    (im2col, addresses["y"]), (im2col, addresses["y"])])
+    assert packed.buffer[128:256] == bytes([1]) * 128  # x's descriptor, encoded first, at its patch
 
 
 @pytest.mark.slow
@@ -105,12 +121,14 @@ def test_3x_dgrad_at_stride_2_is_not_applicable(tmp_path):
     sizes = tmp_path / "sizes.yaml"
     sizes.write_text("conv2d: [[2, 14, 14, 64, 64, 3, 3, 2, 1]]\n")
     (row,) = _build([DGRAD], str(sizes))
-    assert row.status == "not_applicable" and "unit stride only" in row.status_message
+    assert row.status == "not_applicable"
+    assert "unit stride only" in row.status_message and "stride-phase" in row.status_message
 
 
 def test_3x_float32_convs_are_judged_with_tf32_math():
     from builders.cutlass.conv_builder import function_id
     from builders.cutlass.problem import math_input
-    name = "cutlass3x_sm90_tensorop_fprop_f32nhwc_f32nhwc_f32_f32_f32nhwc_64x64x32_1x2x1_0_align4_warpspecialized_epi_tma"
+    name = ("cutlass3x_sm90_tensorop_fprop_f32nhwc_f32nhwc_f32_f32_f32nhwc_64x64x32_1x2x1_0_align4"
+            "_warpspecialized_epi_tma")
     spec = conv_catalog.describe_conv(conv_catalog.load_conv_operations(90)[name])
     assert math_input(spec) == "tf32" and function_id(spec, 1.0, 0.0).endswith("_tf32math/a1b0")

@@ -166,14 +166,16 @@ def make_conv_problem(spec, size: ConvProblemSize, alpha: float, beta: float) ->
 
 
 def size_misfit(spec, size: ConvProblemSize) -> str:
-    """What CUTLASS's can_implement does not check but the kernel needs, or ''. A 3.x dgrad
-    reads dy through an im2col TMA window that steps one dy pixel per dx pixel (the filter
-    walked backwards by the dilation): it computes a strided dgrad only at stride 1, and
-    CUTLASS 3.x has no strided-dgrad scheme like 2.x's StrideSupport::kStrided."""
+    """What CUTLASS's can_implement does not check but the kernel needs, or ''. CUTLASS's
+    dgrad problem shape splits a stride-S dgrad into S^rank phase sub-problems along L
+    (conv/detail.hpp), but the SM90 mainloop (sm90_implicit_gemm_gmma_ss_warpspecialized.hpp)
+    never reads the L coordinate: every phase loads the same tiles, so an SM90 3.x dgrad is
+    right only at stride 1 (SM100 has a strided-dgrad mode and requires stride 1 of the others)."""
     if spec.kind == "dgrad" and spec.knobs.get("stride_support") == "Unity" and size.stride != 1:
         return f"{spec.name}: a unity-stride dgrad kernel cannot run stride {size.stride}"
     if spec.kind == "dgrad" and spec.generation == 3 and size.stride != 1:
-        return f"{spec.name}: a 3.x (TMA im2col) dgrad kernel runs unit stride only, not stride {size.stride}"
+        return (f"{spec.name}: an SM90 3.x dgrad kernel runs unit stride only, not stride {size.stride} "
+                f"(its mainloop ignores the stride-phase coordinate L)")
     if spec.generation == 3 and size.groups != 1:
         return f"{spec.name}: 3.x convolutions take groups = 1 only, not {size.groups}"
     return ""
@@ -361,6 +363,8 @@ class CutlassConvBuilder(Builder):
                       "licence": LICENCE, "families": p["families"], "family": p["family"],
                       "per_family": p["per_family"], "limit": p["limit"], "sample_seed": p["sample_seed"],
                       "batch": p["names"], "command": " ".join(shlex.quote(a) for a in sys.argv)}
+        if spec.generation == 3 and p["beta"] == 0:
+            provenance["c_aliases_d"] = True  # the TMA epilogue encodes C's descriptor; C is never read
         if p.get("shape_set", "default") != "default":
             provenance["shape_set"] = p["shape_set"]
         return KernelRecord(
