@@ -236,6 +236,12 @@ TENSORMAP_BYTES = 128  # sizeof(CUtensorMap)
 TENSORMAP_ALIGN = 64   # CUtensorMap is alignas(64), also inside a by-value struct
 TENSORMAP_KEYS = ("data_type", "rank", "global_dim", "global_strides", "box_dim",
                   "element_strides", "interleave", "swizzle", "l2_promotion", "oob_fill")
+# An im2col descriptor (``tensormap["encode"] == "im2col"``, cuTensorMapEncodeIm2col) has a
+# pixel box and a channels x pixels load box instead of ``box_dim``.
+TENSORMAP_ENCODES = ("tiled", "im2col")
+IM2COL_KEYS = ("data_type", "rank", "global_dim", "global_strides", "pixel_box_lower_corner",
+               "pixel_box_upper_corner", "channels_per_pixel", "pixels_per_column", "element_strides",
+               "interleave", "swizzle", "l2_promotion", "oob_fill")
 
 
 @dataclass
@@ -246,7 +252,10 @@ class Patch:
     ``cuTensorMapEncodeTiled`` encodes from ``tensormap`` (its arguments other than the
     address: ``data_type``, ``rank``, ``global_dim``, ``global_strides`` (bytes, rank - 1 of
     them), ``box_dim``, ``element_strides``, ``interleave``, ``swizzle``, ``l2_promotion``,
-    ``oob_fill``, enum values as ints) with the address of ``buffer`` (+ ``addend``)."""
+    ``oob_fill``, enum values as ints) with the address of ``buffer`` (+ ``addend``).
+    ``tensormap["encode"] == "im2col"`` names ``cuTensorMapEncodeIm2col`` instead (3.x
+    convolutions): ``pixel_box_lower_corner`` / ``pixel_box_upper_corner`` (rank - 2 ints
+    each), ``channels_per_pixel`` and ``pixels_per_column`` replace ``box_dim``."""
     offset: int
     buffer: str
     addend: int = 0
@@ -264,11 +273,18 @@ class Patch:
             self.tensormap = json.loads(self.tensormap)
         tm = self.tensormap
         _check(isinstance(tm, dict), "a tensormap patch needs patch.tensormap (the encode arguments)")
-        missing = [k for k in TENSORMAP_KEYS if k not in tm]
+        encode = tm.get("encode", "tiled")
+        _check(encode in TENSORMAP_ENCODES, f"patch.tensormap.encode must be one of {TENSORMAP_ENCODES}, "
+                                            f"got {encode!r}")
+        im2col = encode == "im2col"
+        missing = [k for k in (IM2COL_KEYS if im2col else TENSORMAP_KEYS) if k not in tm]
         _check(not missing, f"patch.tensormap lacks {missing}")
         rank = tm["rank"]
-        _check(isinstance(rank, int) and 1 <= rank <= 5, f"patch.tensormap.rank must be 1..5, got {rank!r}")
-        for key, length in (("global_dim", rank), ("global_strides", rank - 1), ("box_dim", rank),
+        low = 3 if im2col else 1
+        _check(isinstance(rank, int) and low <= rank <= 5, f"patch.tensormap.rank must be {low}..5, got {rank!r}")
+        shaped = (("pixel_box_lower_corner", rank - 2), ("pixel_box_upper_corner", rank - 2)) if im2col \
+            else (("box_dim", rank),)
+        for key, length in (("global_dim", rank), ("global_strides", rank - 1), *shaped,
                             ("element_strides", rank)):
             _check(isinstance(tm[key], list) and len(tm[key]) == length,
                    f"patch.tensormap.{key} must list {length} ints, got {tm[key]!r}")

@@ -30,7 +30,8 @@ def test_every_generator_conv_family_is_built_or_excluded_with_a_reason():
     built = [f for f in sm80 if not f.excluded]
     assert len(built) == 107 and len(sm80) == 126
     assert {f.conv for f in built} == {f"conv{d}d_{k}" for d in (2, 3) for k in ("fprop", "dgrad", "wgrad")}
-    assert all(f.excluded for f in sm90) and all("im2col" in f.excluded for f in sm90)
+    assert len(sm90) == 14 and not any(f.excluded for f in sm90)  # 3.x TMA convs: im2col maps are recorded
+    assert sum(len(f.kernels) for f in sm90) == 76
     reasons = {f.excluded.split(":")[0] for f in sm80 if f.excluded}
     assert reasons == {"complex-valued convolution", "sub-byte operands (s4)", "sub-byte operands (u4)",
                        "interleaved layout (nc32hw32)"}
@@ -123,7 +124,9 @@ def test_bad_requests_are_one_line_errors():
     from dataset_spec.model import SpecError
     with pytest.raises(SpecError, match="matches none of the 8930 built CUTLASS conv kernels"):
         CutlassConvBuilder(BuildOptions(archs=["sm_80"], extra={"family": "nope*"})).work_items()
-    with pytest.raises(SpecError, match="pass --arch sm_80"):
+    with pytest.raises(SpecError, match="pass --arch sm_80 and/or --arch sm_90a"):
+        CutlassConvBuilder(BuildOptions(archs=["sm_75"], extra={"family": FPROP})).work_items()
+    with pytest.raises(SpecError, match="matches none of the 76 built CUTLASS conv kernels for sm_90a"):
         CutlassConvBuilder(BuildOptions(archs=["sm_90a"], extra={"family": FPROP})).work_items()
     with pytest.raises(SpecError, match="names no conv2d or conv3d sizes"):
         CutlassConvBuilder(BuildOptions(archs=["sm_80"], extra={"family": FPROP, "shapes": "crossource"}))

@@ -471,21 +471,38 @@ class NoiseKernel:
         check(cu.cuStreamSynchronize(self.stream), "cuStreamSynchronize(noise)")
 
 
+def tensor_map_encode_call(params: dict, address: int) -> tuple:
+    """(driver function name, its arguments) that encode the recorded arguments of a
+    tensormap patch (see ``dataset_spec.model.Patch``) for ``address``:
+    ``cuTensorMapEncodeTiled``, or ``cuTensorMapEncodeIm2col`` when
+    ``params["encode"] == "im2col"`` (3.x convolutions). Needs cuda.bindings, not a device."""
+    if cu is None:
+        raise NoDriverError("cuda-bindings is not installed (pip install cuda-bindings)")
+    common_head = (cu.CUtensorMapDataType(int(params["data_type"])), int(params["rank"]), int(address),
+                   [cu.cuuint64_t(int(v)) for v in params["global_dim"]],
+                   [cu.cuuint64_t(int(v)) for v in params["global_strides"]])
+    element_strides = [cu.cuuint32_t(int(v)) for v in params["element_strides"]]
+    common_tail = (cu.CUtensorMapInterleave(int(params["interleave"])), cu.CUtensorMapSwizzle(int(params["swizzle"])),
+                   cu.CUtensorMapL2promotion(int(params["l2_promotion"])),
+                   cu.CUtensorMapFloatOOBfill(int(params["oob_fill"])))
+    encode = params.get("encode", "tiled")
+    if encode == "im2col":
+        return "cuTensorMapEncodeIm2col", (
+            *common_head, [int(v) for v in params["pixel_box_lower_corner"]],
+            [int(v) for v in params["pixel_box_upper_corner"]], int(params["channels_per_pixel"]),
+            int(params["pixels_per_column"]), element_strides, *common_tail)
+    if encode != "tiled":
+        raise ValueError(f"tensormap encode {encode!r} is neither 'tiled' nor 'im2col'")
+    return "cuTensorMapEncodeTiled", (
+        *common_head, [cu.cuuint32_t(int(v)) for v in params["box_dim"]], element_strides, *common_tail)
+
+
 def encode_tensor_map(params: dict, address: int) -> bytes:
-    """The 128-byte ``CUtensorMap`` that ``cuTensorMapEncodeTiled`` encodes for ``address``
-    and the recorded arguments of a tensormap patch (see ``dataset_spec.model.Patch``)."""
+    """The 128-byte ``CUtensorMap`` that the driver encodes for ``address`` and the recorded
+    arguments of a tensormap patch (``tensor_map_encode_call`` says which encode)."""
     init()
-    rank = int(params["rank"])
-    tensor_map = check(cu.cuTensorMapEncodeTiled(
-        cu.CUtensorMapDataType(int(params["data_type"])), rank, int(address),
-        [cu.cuuint64_t(int(v)) for v in params["global_dim"]],
-        [cu.cuuint64_t(int(v)) for v in params["global_strides"]],
-        [cu.cuuint32_t(int(v)) for v in params["box_dim"]],
-        [cu.cuuint32_t(int(v)) for v in params["element_strides"]],
-        cu.CUtensorMapInterleave(int(params["interleave"])),
-        cu.CUtensorMapSwizzle(int(params["swizzle"])),
-        cu.CUtensorMapL2promotion(int(params["l2_promotion"])),
-        cu.CUtensorMapFloatOOBfill(int(params["oob_fill"]))), "cuTensorMapEncodeTiled")
+    name, args = tensor_map_encode_call(params, address)
+    tensor_map = check(getattr(cu, name)(*args), name)
     return b"".join(int(word).to_bytes(8, "little") for word in tensor_map.opaque)
 
 

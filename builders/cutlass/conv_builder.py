@@ -1,7 +1,8 @@
-"""The ``cutlass-conv`` source: CUTLASS 2.x implicit-GEMM convolutions (the profiler
-generator's Conv2d / Conv3d fprop, dgrad and wgrad kernels for SM80) -> rows with PTX, a
-Params blob launch (``cutlass::Kernel<Op>``) and a channels-last conv problem
-(dataset_spec/ops/conv_nhwc.py).
+"""The ``cutlass-conv`` source: CUTLASS implicit-GEMM convolutions (the profiler
+generator's Conv2d / Conv3d fprop, dgrad and wgrad kernels: 2.x for SM80, 3.x TMA
+warp-specialized ones for SM90a) -> rows with PTX, a Params blob launch
+(``cutlass::Kernel<Op>`` / ``cutlass::device_kernel<Op>``, the latter with tensormap
+patches and a cluster shape) and a channels-last conv problem (dataset_spec/ops/conv_nhwc.py).
 
 A family (``conv_catalog.conv_family_key``) is built at the shape set's ``conv2d`` /
 ``conv3d`` sizes, rounded so its kernels' alignments, channel iterators and group modes
@@ -37,9 +38,12 @@ DEFAULT_BATCH = 4
 # N = 64, K = 576 for fprop), and a 3x3x3 one over 4x8x8 with 32.
 DEFAULT_CONV2D = (2, 14, 14, 64, 64, 3, 3, 1, 1)
 DEFAULT_CONV3D = (1, 4, 8, 8, 32, 32, 3, 3, 3, 1, 1)
-# Families built when the user names none: f16 fprop, dgrad and wgrad (f16 accumulation).
+# Families built when the user names none: f16 fprop, dgrad and wgrad (2.x: f16
+# accumulation; 3.x: every f16 family, as SM90 has no f16-accumulating wgrad).
 DEFAULT_CONV_FAMILIES = ("cutlass_tensorop_h16816fprop_*", "cutlass_tensorop_h16816dgrad_*",
-                         "cutlass_tensorop_h16816wgrad_*")
+                         "cutlass_tensorop_h16816wgrad_*", "cutlass3x_sm90_tensorop_fprop_f16n*",
+                         "cutlass3x_sm90_tensorop_dgrad_f16n*", "cutlass3x_sm90_tensorop_wgrad_f16n*")
+CONV_ARCHS = {80: "sm_80", 90: "sm_90a"}
 # A SingleGroup kernel needs K / groups to be a multiple of its tile N; a MultipleGroup one
 # needs tile N to be a multiple of K / groups. Built-in sizes use this many groups at least.
 MIN_GROUPS = 2
@@ -162,9 +166,18 @@ def make_conv_problem(spec, size: ConvProblemSize, alpha: float, beta: float) ->
 
 
 def size_misfit(spec, size: ConvProblemSize) -> str:
-    """What CUTLASS's can_implement does not check but the kernel needs, or ''."""
+    """What CUTLASS's can_implement does not check but the kernel needs, or ''. CUTLASS's
+    dgrad problem shape splits a stride-S dgrad into S^rank phase sub-problems along L
+    (conv/detail.hpp), but the SM90 mainloop (sm90_implicit_gemm_gmma_ss_warpspecialized.hpp)
+    never reads the L coordinate: every phase loads the same tiles, so an SM90 3.x dgrad is
+    right only at stride 1 (SM100 has a strided-dgrad mode and requires stride 1 of the others)."""
     if spec.kind == "dgrad" and spec.knobs.get("stride_support") == "Unity" and size.stride != 1:
         return f"{spec.name}: a unity-stride dgrad kernel cannot run stride {size.stride}"
+    if spec.kind == "dgrad" and spec.generation == 3 and size.stride != 1:
+        return (f"{spec.name}: an SM90 3.x dgrad kernel runs unit stride only, not stride {size.stride} "
+                f"(its mainloop ignores the stride-phase coordinate L)")
+    if spec.generation == 3 and size.groups != 1:
+        return f"{spec.name}: 3.x convolutions take groups = 1 only, not {size.groups}"
     return ""
 
 
@@ -194,7 +207,8 @@ def conv_shape_set(shapes) -> ShapeSet:
 
 
 class CutlassConvBuilder(Builder):
-    """CUTLASS 2.x implicit-GEMM convolutions -> rows with PTX, Params blob launches and a conv problem."""
+    """CUTLASS implicit-GEMM convolutions (2.x SM80, 3.x SM90a) -> rows with PTX, Params blob
+    launches and a conv problem."""
     name = "cutlass-conv"
     Options = CutlassConvOptions
     pip_extra = "cutlass"
@@ -218,14 +232,15 @@ class CutlassConvBuilder(Builder):
         self.batch_size = int(s.batch_size)
 
     def kernels(self) -> list:
-        if "sm_80" not in self.options.archs:
-            raise SpecError(f"cutlass-conv builds the SM80 2.x convolutions (they also run on sm_90 GPUs), "
-                            f"not {', '.join(self.options.archs)}: the SM90 3.x convs are excluded "
-                            f"(docs/cutlass.md, 'Convolutions'); pass --arch sm_80")
-        specs = conv_catalog.enumerate_conv_kernels(self.families, ("sm_80",))
+        archs = tuple(a for a in self.options.archs if a in CONV_ARCHS.values())
+        if not archs:
+            raise SpecError(f"cutlass-conv builds the SM80 2.x and SM90a 3.x convolutions, not "
+                            f"{', '.join(self.options.archs)}; pass --arch sm_80 and/or --arch sm_90a")
+        specs = conv_catalog.enumerate_conv_kernels(self.families, archs)
         if not specs:
+            known = sum(len(conv_catalog.load_conv_operations(sm)) for sm, a in CONV_ARCHS.items() if a in archs)
             raise SpecError(f"--family {' '.join(repr(f) for f in self.families)} matches none of the "
-                            f"{len(conv_catalog.load_conv_operations(80))} built CUTLASS conv kernels for sm_80 "
+                            f"{known} built CUTLASS conv kernels for {', '.join(archs)} "
                             f"(docs/cutlass.md, 'Convolutions', lists the families)")
         specs = conv_catalog.per_conv_family(specs, self.per_family, self.options.sample_seed)
         limit = self.options.limit
@@ -257,21 +272,23 @@ class CutlassConvBuilder(Builder):
                     payload={"names": [s.name for s in chunk], "sizes": [s.__dict__ for s in sizes],
                              "exact": self.shape_set.exact, "shape_set": self.shape_set.name,
                              "alpha": self.alpha, "beta": self.beta, "families": list(self.families),
-                             "family": key, "per_family": self.per_family, "limit": self.options.limit,
+                             "family": key, "sm": specs[0].sm, "per_family": self.per_family,
+                             "limit": self.options.limit,
                              "sample_seed": self.options.sample_seed},
                     rows=len(chunk) * len(sizes)))
         return items
 
     def build(self, item: WorkItem) -> list[KernelRecord]:
         p = item.payload
-        ops = conv_catalog.load_conv_operations(80)
+        sm = int(p.get("sm", 80))
+        ops = conv_catalog.load_conv_operations(sm)
         specs = [conv_catalog.describe_conv(ops[name]) for name in p["names"]]
         ptx_by_name, failures = self._compile(specs)
         packer = None
         built = [s for s in specs if s.name in ptx_by_name]
         if built:
             try:
-                packer = build_packer(conv_packer_source(built), "sm_80")
+                packer = build_packer(conv_packer_source(built), CONV_ARCHS[sm])
             except CutlassCompileError as exc:
                 for s in built:
                     failures[s.name] = f"packer build failed: {exc}\n{exc.log}"
@@ -294,14 +311,18 @@ class CutlassConvBuilder(Builder):
         return found, failures
 
     def _compile_batch(self, specs):
-        modules = split_module(compile_to_ptx(conv_kernel_source(specs), "sm_80").ptx)
+        arch = CONV_ARCHS[specs[0].sm]
+        modules = split_module(compile_to_ptx(conv_kernel_source(specs), arch).ptx)
         found = {}
         for spec in specs:
             token = f"{len(spec.name)}{spec.name}E"
             entries = [e for e in modules if token in e]
             if len(entries) != 1:
                 raise CutlassCompileError(f"expected one entry for {spec.name}, found {entries}")
-            found[spec.name] = (entries[0], modules[entries[0]])
+            ptx = modules[entries[0]]
+            if spec.generation == 3 and "wgmma" not in ptx:
+                raise CutlassCompileError(f"{spec.name}: no wgmma in {arch} PTX (kernel body compiled out)")
+            found[spec.name] = (entries[0], ptx)
         return found
 
     def _row(self, spec, item, size, ptx_by_name, failures, packer) -> KernelRecord:
@@ -316,7 +337,8 @@ class CutlassConvBuilder(Builder):
         use_c = p["beta"] != 0
         try:
             packed = pack_conv_launch(packer, spec.name, size.packer_size(), p["alpha"], p["beta"], use_c,
-                                      {"A": first, "B": second, "C": "C", "D": out})
+                                      {"A": first, "B": second, "C": "C", "D": out},
+                                      alias_c_to_d=spec.generation == 3)
         except ConvNotApplicable as exc:
             return self._record(spec, item, size, ptx, [], [], "not_applicable", str(exc))
         except (PackError, ValueError) as exc:
@@ -335,17 +357,20 @@ class CutlassConvBuilder(Builder):
     def _record(self, spec, item, size, ptx, launches, scratch, status, message) -> KernelRecord:
         p = item.payload
         variant = dict(spec.knobs, generation=spec.generation, fitted_size=size.label())
-        provenance = {"generator": "cutlass_library (GenerateSM80, conv2d/conv3d)",
+        arch = CONV_ARCHS[spec.sm]
+        provenance = {"generator": f"cutlass_library (GenerateSM{spec.sm}, conv2d/conv3d)",
                       "package": f"nvidia-cutlass=={cutlass_version()}", "cutlass_version": cutlass_version(),
                       "licence": LICENCE, "families": p["families"], "family": p["family"],
                       "per_family": p["per_family"], "limit": p["limit"], "sample_seed": p["sample_seed"],
                       "batch": p["names"], "command": " ".join(shlex.quote(a) for a in sys.argv)}
+        if spec.generation == 3 and p["beta"] == 0:
+            provenance["c_aliases_d"] = True  # the TMA epilogue encodes C's descriptor; C is never read
         if p.get("shape_set", "default") != "default":
             provenance["shape_set"] = p["shape_set"]
         return KernelRecord(
             group_id=group_id(spec, size, p["alpha"], p["beta"]), source="cutlass", variant=variant, name=spec.name,
-            arch="sm_80", ptx=ptx, launches=launches, problem=make_conv_problem(spec, size, p["alpha"], p["beta"]),
+            arch=arch, ptx=ptx, launches=launches, problem=make_conv_problem(spec, size, p["alpha"], p["beta"]),
             scratch=scratch,
-            toolchain={"nvcc": nvcc_version(), "nvcc_flags": BASE_FLAGS + ["-arch=sm_80", "-ptx"],
+            toolchain={"nvcc": nvcc_version(), "nvcc_flags": BASE_FLAGS + [f"-arch={arch}", "-ptx"],
                        "cutlass": cutlass_version()},
             provenance=provenance, status=status, status_message=message[-8000:] if message else "")

@@ -17,10 +17,6 @@ from builders.cutlass.catalog import DTYPE_NAMES, CatalogError, _enum_name, samp
 SUB_BYTE = ("b1", "s2", "u2", "s4", "u4")
 
 CONV_KINDS = {0: "fprop", 1: "dgrad", 2: "wgrad"}
-# 3.x convs load both operands through TMA in im2col mode (cuTensorMapEncodeIm2col): the
-# packer's recorder stands in for cuTensorMapEncodeTiled only, so Params cannot be filled.
-SM90_IM2COL = ("3.x TMA convolution: its Params hold im2col tensor maps (cuTensorMapEncodeIm2col), "
-               "which the packer does not record yet")
 
 
 @dataclass
@@ -71,6 +67,10 @@ def describe_conv(op) -> ConvSpec:
         "warp_count": list(td.warp_count),
     }
     if is_3x:
+        if knobs["element_a"] == "f32":
+            # the SM90 conv CollectiveBuilder runs float operands as tfloat32_t GMMA
+            # (conv/collective/builders/sm90_gmma_builder.inl); the generator names them f32
+            knobs["math_element_a"] = "tf32"
         knobs.update({"cluster_shape": list(td.cluster_shape),
                       "kernel_schedule": _enum_name(op.kernel_schedule),
                       "epilogue_schedule": _enum_name(op.epilogue_schedule)})
@@ -85,8 +85,6 @@ def describe_conv(op) -> ConvSpec:
 
 def conv_exclusion_reason(op) -> str:
     """Why ptxds does not build this conv operation, or '' when it does."""
-    if getattr(op, "is_3x", False):
-        return SM90_IM2COL
     spec = describe_conv(op)
     k = spec.knobs
     if k["math_operation"].startswith("multiply_add_complex"):

@@ -6,10 +6,12 @@ sentinel plus the same constant is a pointer field (``Patch(offset, buffer, adde
 every other byte must be identical across packs, or the Params cannot be patched and we
 refuse the kernel.
 
-CUtensorMap descriptors (3.x TMA kernels) are encoded by the packer's stand-in for
-``cuTensorMapEncodeTiled`` as a marker plus a record of the encode arguments. Each marker
-found in the Params becomes a ``Patch(kind="tensormap")`` whose buffer and addend come from
-the recorded global address, matched against the sentinels like any pointer field.
+CUtensorMap descriptors (3.x TMA kernels) are encoded by the packer's stand-ins for
+``cuTensorMapEncodeTiled`` and ``cuTensorMapEncodeIm2col`` as a marker plus a record of the
+encode arguments (an im2col record says ``"encode": "im2col"``; tiled ones carry no
+``encode`` key). Each marker found in the Params becomes a ``Patch(kind="tensormap")``
+whose buffer and addend come from the recorded global address, matched against the
+sentinels like any pointer field; its ``tensormap`` is the record less the address.
 
 3.x mixed-input ConvertOnly kernels take the same Arguments: their scale and zero-point
 fields stay zero (read only in the scale modes), and when the narrow operand is B the

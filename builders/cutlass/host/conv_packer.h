@@ -1,7 +1,9 @@
-// Host-only Params packer for CUTLASS 2.x implicit-GEMM convolutions (Conv2d / Conv3d
-// fprop, dgrad, wgrad): builds the kernel's by-value Params from Arguments on a CPU and
-// prints their bytes with the launch shape as one JSON line, or why the kernel cannot run
-// the problem (the device adapter's own can_implement).
+// Host-only Params packer for CUTLASS implicit-GEMM convolutions (Conv2d / Conv3d fprop,
+// dgrad, wgrad): builds the kernel's by-value Params from Arguments on a CPU and prints
+// their bytes with the launch shape as one JSON line, or why the kernel cannot run the
+// problem (the device adapter's own can_implement). 2.x kernels are packed here
+// (pack_conv_2x); SM90 3.x kernels by conv3x_packer.h, whose im2col and tiled CUtensorMap
+// descriptors come back as markers plus recorded encode arguments (tensormap_recorder.h).
 //
 // Request line: KERNEL ALPHA BETA N D H W C K T R S Z P Q PAD_D PAD_H PAD_W STRIDE_D STRIDE_H
 // STRIDE_W DIL_D DIL_H DIL_W GROUPS PTR_A PTR_B PTR_C PTR_D PTR_WORKSPACE (pointers in hex;
@@ -20,6 +22,10 @@
 #include "cutlass/conv/conv3d_problem_size.h"
 #include "cutlass/conv/device/implicit_gemm_convolution.h"
 
+#ifdef CUTLASS_PACK_3X
+#include "tensormap_recorder.h"
+#endif
+
 struct ConvRequest {
   double alpha, beta;
   int n, d, h, w, c, k, t, r, s, z, p, q;
@@ -31,7 +37,7 @@ struct ConvRequest {
 struct ConvResult {
   const unsigned char *bytes;
   size_t size;
-  unsigned grid[3], block[3];
+  unsigned grid[3], block[3], cluster[3];
   size_t smem, workspace_bytes;
   unsigned check_grid[3], check_block;
   size_t check_smem;
@@ -47,8 +53,10 @@ struct ConvPackEntry {
 
 alignas(128) static unsigned char g_conv_params[1 << 16];
 
+// 3.x Params are built by value through the stack (to_underlying_arguments): zero it first
+// so their padding bytes are zero.
 __attribute__((noinline)) static void conv_scrub_stack() {
-  volatile unsigned char area[1 << 18];
+  volatile unsigned char area[1 << 20];
   for (size_t i = 0; i < sizeof(area); ++i) area[i] = 0;
 }
 
@@ -112,6 +120,7 @@ void pack_conv_2x(ConvRequest const &req, ConvResult &out) {
   out.size = sizeof(Params);
   out.grid[0] = grid.x; out.grid[1] = grid.y; out.grid[2] = grid.z;
   out.block[0] = Kernel::kThreadCount; out.block[1] = 1; out.block[2] = 1;
+  out.cluster[0] = out.cluster[1] = out.cluster[2] = 1;
   out.smem = sizeof(typename Kernel::SharedStorage);
   out.workspace_bytes = Device::get_workspace_size(args);
 
@@ -131,11 +140,18 @@ static void print_conv_result(const char *name, ConvResult const &r) {
   }
   std::printf("{\"kernel\": \"%s\", \"params_hex\": \"", name);
   for (size_t i = 0; i < r.size; ++i) std::printf("%02x", r.bytes[i]);
-  std::printf("\", \"grid\": [%u, %u, %u], \"block\": [%u, %u, %u], \"cluster\": [1, 1, 1], "
+  std::printf("\", \"grid\": [%u, %u, %u], \"block\": [%u, %u, %u], \"cluster\": [%u, %u, %u], "
               "\"dynamic_smem\": %zu, \"workspace_bytes\": %zu, "
-              "\"check_grid\": [%u, %u, %u], \"check_block\": %u, \"check_smem\": %zu, \"tensormaps\": []}\n",
-              r.grid[0], r.grid[1], r.grid[2], r.block[0], r.block[1], r.block[2], r.smem, r.workspace_bytes,
-              r.check_grid[0], r.check_grid[1], r.check_grid[2], r.check_block, r.check_smem);
+              "\"check_grid\": [%u, %u, %u], \"check_block\": %u, \"check_smem\": %zu, \"tensormaps\": ",
+              r.grid[0], r.grid[1], r.grid[2], r.block[0], r.block[1], r.block[2], r.cluster[0], r.cluster[1],
+              r.cluster[2], r.smem, r.workspace_bytes, r.check_grid[0], r.check_grid[1], r.check_grid[2],
+              r.check_block, r.check_smem);
+#ifdef CUTLASS_PACK_3X
+  print_tensormap_records();
+#else
+  std::printf("[]");
+#endif
+  std::printf("}\n");
 }
 
 static void *conv_pointer(const char *text) {
@@ -163,8 +179,12 @@ static int conv_packer_main(ConvPackEntry const *entries, size_t count) {
     for (size_t i = 0; i < count; ++i) {
       if (std::strcmp(entries[i].name, name) == 0) {
         ConvResult result{};
-        conv_scrub_stack();
-        entries[i].fn(q, result);
+        // Packed twice, the second kept, as host/packer.h does: a process's first 3.x pack
+        // can leave stale stack bytes in TMA copy atoms' padding; the second is reproducible.
+        for (int pass = 0; pass < 2; ++pass) {
+          conv_scrub_stack();
+          entries[i].fn(q, result);
+        }
         print_conv_result(name, result);
         found = true;
         break;
