@@ -26,8 +26,8 @@ fi
 if [ "$phase" = datasets ]; then
   for ds in ${WAVE_DATASETS:-}; do
     [ -d "$ds" ] || continue
-    name=$(basename "$ds"); t0=$(date +%s)
-    timeout 200 python3 -m ptxds verify "$ds" --out "$work/$name" --silent > "$out/verify-$name.log" 2>&1
+    name=$(echo "${ds#.gpu/}" | tr '/' '_'); t0=$(date +%s)
+    timeout ${WAVE_LIMIT:-200} python3 -m ptxds verify "$ds" --out "$work/$name" --silent > "$out/verify-$name.log" 2>&1
     echo "$name: $(( $(date +%s) - t0 )) s, $(grep -m1 'status counts' "$out/verify-$name.log")" | tee -a "$out/table.txt"
     grep -E "^  " "$out/verify-$name.log" | cut -c1-220 >> "$out/table.txt"
     grep -A12 "### Across sources" "$work/$name/README.md" 2>/dev/null >> "$out/table.txt"
