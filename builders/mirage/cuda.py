@@ -1,7 +1,8 @@
 """Print a launch plan (plan.py) as CUDA C: one ``extern "C"`` kernel per plan kernel.
 
 A customized kernel follows its block graph: tiles are copied from global to shared
-memory (16-byte ``cp.async`` where the tile rows allow), ``tb_matmul`` runs on tensor
+memory (16-byte ``cp.async`` where the tile rows allow; the for-loop's tiles are
+multi-stage pipelined, loaded ``stages - 1`` iterations ahead), ``tb_matmul`` runs on tensor
 cores (``ldmatrix`` + ``mma.sync.m16n8k16``, float32 accumulation) whenever N is a
 multiple of 8 and K of 16, accumulators are float32 in shared memory, and every other
 tensor is half, as in the muGraph. Entry names are hashes of the kernel text, so equal
@@ -30,6 +31,16 @@ __device__ __forceinline__ void cp_async16(void* dst, const void* src) {
 
 __device__ __forceinline__ void cp_async_wait_all() {
   asm volatile("cp.async.commit_group;\ncp.async.wait_group 0;\n" ::);
+}
+
+__device__ __forceinline__ void cp_async_commit() {
+  asm volatile("cp.async.commit_group;\n" ::);
+}
+
+// Wait until at most PENDING of this thread's committed copy groups are still in flight.
+template <int PENDING>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" :: "n"(PENDING));
 }
 
 __device__ __forceinline__ void ldmatrix_x4(uint32_t* r, const half* p) {
@@ -177,9 +188,7 @@ def _row_offset(tile: Tile, row: str) -> str:
 
 
 def _vectorisable(tile: Tile) -> bool:
-    cols = tile.tile_shape[-1]
-    strides = _strides(tile.tensor_shape)
-    return cols % 8 == 0 and all(s % 8 == 0 for s in strides[:-1])
+    return tile.cp_async_ok
 
 
 def _emit_copy(w: _Writer, tile: Tile, smem: str, to_global: bool, iteration: str, ptr: str) -> None:
@@ -290,16 +299,34 @@ def _customized_body(kernel: KernelPlan, read_only: set) -> str:
                        for p in kernel.params)
     w(f"extern \"C\" __global__ void __launch_bounds__({kernel.block[0]}) ENTRY({params}) {{", 0)
     w("extern __shared__ __align__(16) unsigned char smem_raw[];")
+    ahead = kernel.pipelined_loads
+    staged = {step.outputs[0] for step in ahead}
     for buf in kernel.smem.values():
         ctype = "half" if buf.dtype == "half" else "float"
-        w(f"{ctype}* {buf.name} = reinterpret_cast<{ctype}*>(smem_raw + {buf.offset});  // {list(buf.shape)}")
+        name = f"{buf.name}_stages" if buf.name in staged else buf.name
+        w(f"{ctype}* {name} = reinterpret_cast<{ctype}*>(smem_raw + {buf.offset});  // {list(buf.shape)}"
+          + (f" x {buf.stages} stages" if buf.name in staged else ""))
     phases = {"pre": [], "loop": [], "post": []}
     for step in kernel.steps:
-        phases[step.phase].append(step)
+        if step not in ahead:
+            phases[step.phase].append(step)
     _emit_phase(w, phases["pre"], kernel, "0", pointer)
-    if phases["loop"]:
+    if phases["loop"] or ahead:
+        stages = kernel.stages
         inner = _Writer()
+        if ahead:
+            # Iteration it+stages-1's tiles are requested before iteration it computes; one
+            # commit group per iteration (empty near the end) keeps the wait count fixed.
+            _emit_prefetch(inner, ahead, kernel, f"it + {stages - 1}", pointer, guard=True)
+            inner(f"mrt::cp_async_wait<{stages - 1}>();")
+            inner("__syncthreads();")
+            for step in ahead:
+                buf = kernel.smem[step.outputs[0]]
+                inner(f"half* const {buf.name} = {buf.name}_stages + (it % {stages}) * {buf.stage_bytes // 2};")
         _emit_phase(inner, phases["loop"], kernel, "it", pointer)
+        if ahead:
+            for stage in range(stages - 1):
+                _emit_prefetch(w, ahead, kernel, str(stage), pointer, guard=False)
         w(f"for (int it = 0; it < {kernel.forloop_range}; ++it) {{")
         w.lines += ["  " + line for line in inner.lines]
         w("}")
@@ -308,15 +335,40 @@ def _customized_body(kernel: KernelPlan, read_only: set) -> str:
     return "\n".join(w.lines)
 
 
+def _emit_prefetch(w: _Writer, loads: list, kernel: KernelPlan, iteration: str, pointer: dict,
+                   guard: bool) -> None:
+    """cp.async of the pipelined tiles of loop iteration ``iteration`` into its stage,
+    then one commit (also when ``guard`` skips the copies past the last iteration)."""
+    w("{")
+    w(f"  const int ahead = {iteration};")
+    body = _Writer()
+    for step in loads:
+        buf = kernel.smem[step.outputs[0]]
+        body(f"half* const {buf.name}_next = {buf.name}_stages + (ahead % {kernel.stages}) * {buf.stage_bytes // 2};")
+        _emit_copy(body, step.tile, f"{buf.name}_next", False, "ahead", pointer[step.tile.buffer])
+    if guard:
+        w(f"  if (ahead < {kernel.forloop_range}) {{")
+        w.lines += ["    " + line for line in body.lines]
+        w("  }")
+    else:
+        w.lines += ["  " + line for line in body.lines]
+    w("  mrt::cp_async_commit();")
+    w("}")
+
+
 def _emit_phase(w: _Writer, steps: list, kernel: KernelPlan, iteration: str, pointer: dict) -> None:
-    """Each step, then a barrier; back-to-back tile loads share one cp.async wait."""
+    """Each step, then a barrier; back-to-back tile loads share one cp.async wait (only
+    loads that used cp.async wait: a wait for all groups would stall the pipeline)."""
     for i, step in enumerate(steps):
         _emit_step(w, step, kernel, iteration, pointer)
         following = steps[i + 1].op if i + 1 < len(steps) else None
         if step.op == "load":
             if following == "load":
                 continue
-            w("mrt::cp_async_wait_all();")
+            run = steps[i::-1]
+            run = run[:next((j for j, s in enumerate(run) if s.op != "load"), len(run))]
+            if any(s.tile.cp_async_ok for s in run):
+                w("mrt::cp_async_wait_all();")
         if step.op == "store" and following in ("store", None):
             continue
         w("__syncthreads();")
