@@ -125,3 +125,26 @@ def test_pipelined_and_fallback_kernels_compile_for_both_archs(stem, index):
             assert not re.search(r"cp\.async\.wait_group [1-9]", ptx)
         if (stem, index) != ("rmsnorm_bs1", 9):
             assert "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32" in ptx
+
+
+@needs_files
+@pytest.mark.parametrize("stem", ["gqa_bs1", "mha_bs1", "mqa_bs1", "gated_mlp", "rmsnorm_bs1"])
+def test_swizzled_tiles_are_written_and_read_with_the_same_layout(stem):
+    """A tile copied with XOR-swizzled chunks must be read swizzled by every matmul that
+    takes it, and a row-major one row-major: the flags in the text must agree per buffer."""
+    info = _info(stem)
+    copy = re.compile(r"mrt::cp_async16\((s\d+)(?:_next)? \+ mrt::chunk_offset<\d+, (true|false)>")
+    call = re.compile(r"mrt::matmul_tc<\d+, \d+, \d+, (true|false), (true|false)>\((s\d+)[^,]*, (s\d+)")
+    swizzled_somewhere = False
+    for graph in info.graphs[:6]:
+        for arch in ("sm_80", "sm_90a"):
+            for _, text in kernel_sources(plan_of(info, graph, arch)):
+                written = {}
+                for name, flag in copy.findall(text):
+                    assert written.setdefault(name, flag) == flag
+                for flag_a, flag_b, a, b in call.findall(text):
+                    for name, flag in ((a, flag_a), (b, flag_b)):
+                        assert written.get(name, "false") == flag, (stem, graph.index, name)
+                        swizzled_somewhere |= flag == "true"
+    # rmsnorm_bs1's weight tiles are 12 or 64-column tiles read after a tb_rms_norm: none
+    assert swizzled_somewhere == (stem != "rmsnorm_bs1")

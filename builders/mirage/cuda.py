@@ -65,10 +65,18 @@ __device__ __forceinline__ float warp_sum(float v) {
   return v;
 }
 
-// C[M,N] = A[M,K] @ B[K,N] (row-major half tiles in shared memory), float32 accumulation
-// on tensor cores. Each warp owns 16x8 output tiles; rows past M read row M-1 and are
-// never stored, so M needs no padding.
-template <int M, int N, int K>
+// Element offset of the 16-byte chunk `chunk` of row `row` in a tile with COLS columns:
+// row-major, or with the chunk index XORed by row % 8 (SWIZZLE), so the 8 rows one
+// ldmatrix reads fall in 8 different bank groups whatever the row pitch.
+template <int COLS, bool SWIZZLE>
+__device__ __forceinline__ int chunk_offset(int row, int chunk) {
+  return row * COLS + ((SWIZZLE ? (chunk ^ (row & 7)) : chunk) << 3);
+}
+
+// C[M,N] = A[M,K] @ B[K,N] (half tiles in shared memory, row-major or swizzled: SWA, SWB),
+// float32 accumulation on tensor cores. Each warp owns 16x8 output tiles; rows past M
+// read row M-1 and are never stored, so M needs no padding.
+template <int M, int N, int K, bool SWA = false, bool SWB = false>
 __device__ __forceinline__ void matmul_tc(const half* A, const half* B, half* C) {
   constexpr int MT = (M + 15) / 16, NT = N / 8;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, warps = blockDim.x / 32;
@@ -76,13 +84,11 @@ __device__ __forceinline__ void matmul_tc(const half* A, const half* B, half* C)
     const int mt = t / NT, nt = t % NT;
     float acc[4] = {0.f, 0.f, 0.f, 0.f};
     const int arow = min(mt * 16 + (lane % 16), M - 1);
-    const half* a_ptr = A + arow * K + (lane / 16) * 8;
-    const half* b_ptr = B + (lane % 16) * N + nt * 8;
 #pragma unroll 4
     for (int k = 0; k < K; k += 16) {
       uint32_t a[4], b[2];
-      ldmatrix_x4(a, a_ptr + k);
-      ldmatrix_x2_trans(b, b_ptr + k * N);
+      ldmatrix_x4(a, A + chunk_offset<K, SWA>(arow, k / 8 + lane / 16));
+      ldmatrix_x2_trans(b, B + chunk_offset<N, SWB>(k + lane % 16, nt));
       mma16816(acc, a, b);
     }
     const int r0 = mt * 16 + lane / 4, c = nt * 8 + (lane % 4) * 2;
@@ -191,7 +197,29 @@ def _vectorisable(tile: Tile) -> bool:
     return tile.cp_async_ok
 
 
-def _emit_copy(w: _Writer, tile: Tile, smem: str, to_global: bool, iteration: str, ptr: str) -> None:
+def swizzled_tiles(kernel: KernelPlan) -> set:
+    """Shared tiles stored with XOR-swizzled 16-byte chunks: loaded with cp.async and read
+    only as tensor-core matmul operands, with rows of whole 64-half groups and tile rows per
+    batch a multiple of 8 (the swizzle phase is the row index mod 8 within each matrix)."""
+    loaded = {s.outputs[0]: s.tile for s in kernel.steps if s.op == "load" and s.tile.cp_async_ok}
+    out = set()
+    for name, tile in loaded.items():
+        shape = tile.tile_shape
+        if shape[-1] % 64 or len(shape) < 2 or shape[-2] % 8:
+            continue
+        readers = [s for s in kernel.steps if name in s.inputs]
+        if readers and all(s.op == "matmul" and _tc_step(kernel, s) for s in readers):
+            out.add(name)
+    return out
+
+
+def _tc_step(kernel: KernelPlan, step: Step) -> bool:
+    a, b = (kernel.smem[n].shape for n in step.inputs)
+    return tc_fits(a[-2], b[-1], a[-1])
+
+
+def _emit_copy(w: _Writer, tile: Tile, smem: str, to_global: bool, iteration: str, ptr: str,
+               swizzle: bool = False) -> None:
     rows, cols = _prod(tile.tile_shape[:-1]), tile.tile_shape[-1]
     w("{")
     w(f"  const long base = {_tile_base(tile, iteration)};")
@@ -203,7 +231,8 @@ def _emit_copy(w: _Writer, tile: Tile, smem: str, to_global: bool, iteration: st
         if to_global:
             w(f"    *reinterpret_cast<uint4*>({ptr} + g) = *reinterpret_cast<const uint4*>({smem} + row * {cols} + col);")
         else:
-            w(f"    mrt::cp_async16({smem} + row * {cols} + col, {ptr} + g);")
+            dest = f"mrt::chunk_offset<{cols}, {'true' if swizzle else 'false'}>(row, col / 8)"
+            w(f"    mrt::cp_async16({smem} + {dest}, {ptr} + g);")
         w("  }")
     else:
         w(f"  for (int i = threadIdx.x; i < {rows * cols}; i += blockDim.x) {{")
@@ -225,7 +254,8 @@ def _emit_step(w: _Writer, step: Step, kernel: KernelPlan, iteration: str, point
     sm = kernel.smem
     op = step.op
     if op == "load":
-        _emit_copy(w, step.tile, step.outputs[0], False, iteration, pointer[step.tile.buffer])
+        _emit_copy(w, step.tile, step.outputs[0], False, iteration, pointer[step.tile.buffer],
+                   step.outputs[0] in swizzled_tiles(kernel))
         return
     if op == "store":
         _emit_copy(w, step.tile, step.inputs[0], True, iteration, pointer[step.tile.buffer])
@@ -239,11 +269,16 @@ def _emit_step(w: _Writer, step: Step, kernel: KernelPlan, iteration: str, point
         a, b = (sm[n].shape for n in step.inputs)
         m, k, n = a[-2], a[-1], b[-1]
         batch = _prod(a[:-2])
-        fn = "matmul_tc" if tc_fits(m, n, k) else "matmul_simt"
-        if batch == 1:
-            w(f"mrt::{fn}<{m}, {n}, {k}>({step.inputs[0]}, {step.inputs[1]}, {out});")
+        if tc_fits(m, n, k):
+            swizzled = swizzled_tiles(kernel)
+            fn = f"matmul_tc<{m}, {n}, {k}, " + ", ".join(
+                "true" if name in swizzled else "false" for name in step.inputs) + ">"
         else:
-            w(f"for (int bt = 0; bt < {batch}; ++bt) mrt::{fn}<{m}, {n}, {k}>("
+            fn = f"matmul_simt<{m}, {n}, {k}>"
+        if batch == 1:
+            w(f"mrt::{fn}({step.inputs[0]}, {step.inputs[1]}, {out});")
+        else:
+            w(f"for (int bt = 0; bt < {batch}; ++bt) mrt::{fn}("
               f"{step.inputs[0]} + bt * {m * k}, {step.inputs[1]} + bt * {k * n}, {out} + bt * {m * n});")
     elif op in UNARY_EXPR:
         x = f"__half2float({step.inputs[0]}[i])"
@@ -345,7 +380,8 @@ def _emit_prefetch(w: _Writer, loads: list, kernel: KernelPlan, iteration: str, 
     for step in loads:
         buf = kernel.smem[step.outputs[0]]
         body(f"half* const {buf.name}_next = {buf.name}_stages + (ahead % {kernel.stages}) * {buf.stage_bytes // 2};")
-        _emit_copy(body, step.tile, f"{buf.name}_next", False, "ahead", pointer[step.tile.buffer])
+        _emit_copy(body, step.tile, f"{buf.name}_next", False, "ahead", pointer[step.tile.buffer],
+                   buf.name in swizzled_tiles(kernel))
     if guard:
         w(f"  if (ahead < {kernel.forloop_range}) {{")
         w.lines += ["    " + line for line in body.lines]
