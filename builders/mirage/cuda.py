@@ -2,9 +2,10 @@
 
 A customized kernel follows its block graph: tiles are copied from global to shared
 memory (16-byte ``cp.async`` where the tile rows allow; the for-loop's tiles are
-multi-stage pipelined, loaded ``stages - 1`` iterations ahead), ``tb_matmul`` runs on tensor
-cores (``ldmatrix`` + ``mma.sync.m16n8k16``, float32 accumulation) whenever N is a
-multiple of 8 and K of 16, accumulators are float32 in shared memory, and every other
+multi-stage pipelined, loaded ``stages - 1`` iterations ahead; matmul-only operand tiles
+are XOR-swizzled), ``tb_matmul`` runs on tensor cores (``ldmatrix`` +
+``mma.sync.m16n8k16``, float32 accumulation) whenever N is a multiple of 8 and K of 16,
+accumulators are float32 in shared memory, and every other
 tensor is half, as in the muGraph. Entry names are hashes of the kernel text, so equal
 kernels get equal names (and equal PTX) whichever muGraph they come from.
 """
