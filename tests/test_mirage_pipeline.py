@@ -134,7 +134,7 @@ def test_swizzled_tiles_are_written_and_read_with_the_same_layout(stem):
     takes it, and a row-major one row-major: the flags in the text must agree per buffer."""
     info = _info(stem)
     copy = re.compile(r"mrt::cp_async16\((s\d+)(?:_next)? \+ mrt::chunk_offset<\d+, (true|false)>")
-    call = re.compile(r"mrt::matmul_tc<\d+, \d+, \d+, (true|false), (true|false)>\((s\d+)[^,]*, (s\d+)")
+    call = re.compile(r"mrt::matmul_tc<\d+, \d+, \d+, (true|false), (true|false), [124]>\((s\d+)[^,]*, (s\d+)")
     swizzled_somewhere = False
     for graph in info.graphs[:6]:
         for arch in ("sm_80", "sm_90a"):

@@ -75,31 +75,41 @@ __device__ __forceinline__ int chunk_offset(int row, int chunk) {
 }
 
 // C[M,N] = A[M,K] @ B[K,N] (half tiles in shared memory, row-major or swizzled: SWA, SWB),
-// float32 accumulation on tensor cores. Each warp owns 16x8 output tiles; rows past M
-// read row M-1 and are never stored, so M needs no padding.
-template <int M, int N, int K, bool SWA = false, bool SWB = false>
+// float32 accumulation on tensor cores. Each warp owns NB side-by-side 16x8 output tiles
+// at a time (one A fragment feeds NB independent mma chains); rows past M read row M-1
+// and are never stored, so M needs no padding.
+template <int M, int N, int K, bool SWA = false, bool SWB = false, int NB = 1>
 __device__ __forceinline__ void matmul_tc(const half* A, const half* B, half* C) {
-  constexpr int MT = (M + 15) / 16, NT = N / 8;
+  constexpr int MT = (M + 15) / 16, NG = N / 8 / NB;
+  static_assert(N % (8 * NB) == 0, "NB must divide the 8-column tiles");
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, warps = blockDim.x / 32;
-  for (int t = warp; t < MT * NT; t += warps) {
-    const int mt = t / NT, nt = t % NT;
-    float acc[4] = {0.f, 0.f, 0.f, 0.f};
+  for (int t = warp; t < MT * NG; t += warps) {
+    const int mt = t / NG, nt0 = (t % NG) * NB;
+    float acc[NB][4] = {};
     const int arow = min(mt * 16 + (lane % 16), M - 1);
 #pragma unroll 4
     for (int k = 0; k < K; k += 16) {
-      uint32_t a[4], b[2];
+      uint32_t a[4];
       ldmatrix_x4(a, A + chunk_offset<K, SWA>(arow, k / 8 + lane / 16));
-      ldmatrix_x2_trans(b, B + chunk_offset<N, SWB>(k + lane % 16, nt));
-      mma16816(acc, a, b);
+#pragma unroll
+      for (int j = 0; j < NB; ++j) {
+        uint32_t b[2];
+        ldmatrix_x2_trans(b, B + chunk_offset<N, SWB>(k + lane % 16, nt0 + j));
+        mma16816(acc[j], a, b);
+      }
     }
-    const int r0 = mt * 16 + lane / 4, c = nt * 8 + (lane % 4) * 2;
-    if (r0 < M) {
-      C[r0 * N + c] = __float2half(acc[0]);
-      C[r0 * N + c + 1] = __float2half(acc[1]);
-    }
-    if (r0 + 8 < M) {
-      C[(r0 + 8) * N + c] = __float2half(acc[2]);
-      C[(r0 + 8) * N + c + 1] = __float2half(acc[3]);
+    const int r0 = mt * 16 + lane / 4;
+#pragma unroll
+    for (int j = 0; j < NB; ++j) {
+      const int c = (nt0 + j) * 8 + (lane % 4) * 2;
+      if (r0 < M) {
+        C[r0 * N + c] = __float2half(acc[j][0]);
+        C[r0 * N + c + 1] = __float2half(acc[j][1]);
+      }
+      if (r0 + 8 < M) {
+        C[(r0 + 8) * N + c] = __float2half(acc[j][2]);
+        C[(r0 + 8) * N + c + 1] = __float2half(acc[j][3]);
+      }
     }
   }
 }
@@ -151,6 +161,13 @@ def broadcast_index(shape: tuple, out: tuple, i: str) -> str:
 def tc_fits(m: int, n: int, k: int) -> bool:
     """Whether the tensor-core path handles an M x N x K tile product."""
     return n % 8 == 0 and k % 16 == 0
+
+
+def n_group(m: int, n: int, warps: int) -> int:
+    """Output tiles per warp step of ``matmul_tc``: the most (4, 2 or 1) that divide the
+    8-column tiles and still leave every warp of the block a share of the work."""
+    tiles_m, tiles_n = -(-m // 16), n // 8
+    return next(nb for nb in (4, 2, 1) if nb == 1 or (tiles_n % nb == 0 and tiles_m * tiles_n // nb >= warps))
 
 
 # ----------------------------------------------------------------------------- customized
@@ -272,8 +289,8 @@ def _emit_step(w: _Writer, step: Step, kernel: KernelPlan, iteration: str, point
         batch = _prod(a[:-2])
         if tc_fits(m, n, k):
             swizzled = swizzled_tiles(kernel)
-            fn = f"matmul_tc<{m}, {n}, {k}, " + ", ".join(
-                "true" if name in swizzled else "false" for name in step.inputs) + ">"
+            flags = ", ".join("true" if name in swizzled else "false" for name in step.inputs)
+            fn = f"matmul_tc<{m}, {n}, {k}, {flags}, {n_group(m, n, kernel.block[0] // 32)}>"
         else:
             fn = f"matmul_simt<{m}, {n}, {k}>"
         if batch == 1:
