@@ -148,3 +148,11 @@ def test_swizzled_tiles_are_written_and_read_with_the_same_layout(stem):
                         swizzled_somewhere |= flag == "true"
     # rmsnorm_bs1: the X tile also feeds the rms accumulator, the W tiles are 12 to 24 columns
     assert swizzled_somewhere == (stem != "rmsnorm_bs1")
+
+
+def test_mma_tiles_per_warp_step_keep_every_warp_busy():
+    from builders.mirage.cuda import n_group
+    assert n_group(64, 128, 4) == 4      # 4 x 16 tiles: 16 steps of 4 for 4 warps
+    assert n_group(16, 64, 4) == 2       # 8 tiles: 4 steps of 2, one per warp
+    assert n_group(16, 32, 4) == 1       # 4 tiles: grouping would idle warps
+    assert n_group(64, 24, 4) == 1       # 3 column tiles: 4 and 2 do not divide
