@@ -44,7 +44,6 @@ def sdpa_formula():
     """softmax(Q @ K) @ V through torch's fused attention (scale 1, as the muGraphs compute).
     Mirage stores K as [B, D, S]; SDPA takes [B, heads, S, D], so K is transposed (a view,
     outside the timed call) and one head axis added."""
-    import torch
     from torch.nn.functional import scaled_dot_product_attention
 
     def prepare(Q, K, V):
@@ -135,7 +134,7 @@ def ordering_change(new: list, old: list) -> str:
     text = (f"rank corr {rho:.2f} over {len(common)} members; old/new kernel time median "
             f"{statistics.median(ratios):.2f}x (range {ratios[0]:.2f}-{ratios[-1]:.2f}); fastest "
             f"{fastest_old[0]} -> {fastest_new[0]}")
-    if len(common) > 2:
+    if rank_old[moved] != rank_new[moved]:
         text += (f"; largest move {common[moved][0]} {common[moved][1]} "
                  f"(rank {rank_old[moved]:g} -> {rank_new[moved]:g})")
     return text
@@ -165,7 +164,7 @@ def main(argv=None) -> None:
     old_groups = read_groups(args.baseline) if args.baseline else {}
     print(f"GPU: {torch.cuda.get_device_name(0)}")
     print("times: CUDA events, L2 flushed, median; ours = fastest verified member (event time)")
-    print(f"{'group':<22}{'operator':<16}{'ours us':>9}  {'fastest member':<30}{'torch us':>9}"
+    print(f"{'group':<22}{'operator':<16}{'passed':>8}{'ours us':>9}  {'fastest member':<30}{'torch us':>9}"
           f"{'torch/ours':>11}{'sdpa us':>9}{'sdpa/ours':>10}")
     changes = []
     for group, members in sorted(groups.items()):
@@ -189,7 +188,8 @@ def main(argv=None) -> None:
                 return f"{'-':>{width}}"
             return f"{value / ours:>{width}.2f}" if ratio else f"{value:>{width}.2f}"
         best = f"{timed[0][1]} {timed[0][2]}" if timed else "(no verified timing)"
-        print(f"{group:<22}{operator:<16}{(f'{ours:.2f}' if ours else '-'):>9}  {best:<30}"
+        passed = f"{sum(m['status'] == 'passed' for m in members)}/{len(members)}"
+        print(f"{group:<22}{operator:<16}{passed:>8}{(f'{ours:.2f}' if ours else '-'):>9}  {best:<30}"
               f"{cell(torch_us, 9)}{cell(torch_us, 11, True)}{cell(sdpa_us, 9)}{cell(sdpa_us, 10, True)}")
         if group in old_groups:
             changes.append((group, ordering_change(members, old_groups[group])))
