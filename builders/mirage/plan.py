@@ -113,8 +113,11 @@ class KernelPlan:
     def pipelined_loads(self) -> list:
         """The for-loop's tile loads that run ahead of the compute (cp.async into
         ``stages`` round-robin buffers); empty when the loop is not pipelined."""
-        if self.stages < 2:
-            return []
+        return self.stageable_loads if self.stages > 1 else []
+
+    @property
+    def stageable_loads(self) -> list:
+        """The for-loop's tile loads that 16-byte cp.async can copy (pipelining candidates)."""
         return [s for s in self.steps if s.op == "load" and s.phase == "loop" and s.tile.cp_async_ok]
 
 
@@ -288,9 +291,7 @@ def _lower_customized(graph: MuGraph, op, names: dict, smem_limit: int) -> Kerne
 def _choose_stages(kernel: KernelPlan, smem_limit: int) -> None:
     """The deepest pipeline (at most MAX_STAGES, at most the loop's iterations) whose
     staged tiles still fit the block's shared memory; none when even two do not fit."""
-    kernel.stages = 2  # any depth > 1 makes pipelined_loads list the candidates
-    staged = [kernel.smem[s.outputs[0]] for s in kernel.pipelined_loads]
-    kernel.stages = 1
+    staged = [kernel.smem[s.outputs[0]] for s in kernel.stageable_loads]
     if not staged or kernel.forloop_range < 2:
         return
     for stages in range(min(MAX_STAGES, kernel.forloop_range), 1, -1):
