@@ -127,8 +127,8 @@ def _analyse_cached(path: str, mtime_ns: int) -> FileInfo:
     return analyse_file(path)
 
 
-def plan_of(info: FileInfo, graph: MuGraph) -> GraphPlan:
-    return lower(graph, list(info.input_names), info.output_name)
+def plan_of(info: FileInfo, graph: MuGraph, arch: str = "sm_80") -> GraphPlan:
+    return lower(graph, list(info.input_names), info.output_name, arch)
 
 
 def launches_of(plan: GraphPlan, entries: list) -> list:
@@ -200,7 +200,7 @@ class MirageBuilder(Builder):
             return [record]
         record.variant = {**graph.knobs(), "file": info.path.name, "operator": info.operator}
         try:
-            plan = plan_of(info, graph)
+            plan = plan_of(info, graph, p["arch"])
             source, entries = module_source(plan)
             record.ptx = cached_ptx(source, p["arch"], "mirage")
         except MuGraphError as exc:
@@ -214,6 +214,7 @@ class MirageBuilder(Builder):
         record.launches = launches_of(plan, entries)
         record.scratch = scratch_of(plan)
         record.variant["smem_bytes"] = [k.smem_bytes for k in plan.kernels]
+        record.variant["stages"] = [k.stages for k in plan.kernels]
         return [record]
 
     def _provenance(self, info: FileInfo, index: int) -> dict:

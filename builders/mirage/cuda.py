@@ -1,9 +1,11 @@
 """Print a launch plan (plan.py) as CUDA C: one ``extern "C"`` kernel per plan kernel.
 
 A customized kernel follows its block graph: tiles are copied from global to shared
-memory (16-byte ``cp.async`` where the tile rows allow), ``tb_matmul`` runs on tensor
-cores (``ldmatrix`` + ``mma.sync.m16n8k16``, float32 accumulation) whenever N is a
-multiple of 8 and K of 16, accumulators are float32 in shared memory, and every other
+memory (16-byte ``cp.async`` where the tile rows allow; the for-loop's tiles are
+multi-stage pipelined, loaded ``stages - 1`` iterations ahead; matmul-only operand tiles
+are XOR-swizzled), ``tb_matmul`` runs on tensor cores (``ldmatrix`` +
+``mma.sync.m16n8k16``, float32 accumulation) whenever N is a multiple of 8 and K of 16,
+accumulators are float32 in shared memory, and every other
 tensor is half, as in the muGraph. Entry names are hashes of the kernel text, so equal
 kernels get equal names (and equal PTX) whichever muGraph they come from.
 """
@@ -32,6 +34,16 @@ __device__ __forceinline__ void cp_async_wait_all() {
   asm volatile("cp.async.commit_group;\ncp.async.wait_group 0;\n" ::);
 }
 
+__device__ __forceinline__ void cp_async_commit() {
+  asm volatile("cp.async.commit_group;\n" ::);
+}
+
+// Wait until at most PENDING of this thread's committed copy groups are still in flight.
+template <int PENDING>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" :: "n"(PENDING));
+}
+
 __device__ __forceinline__ void ldmatrix_x4(uint32_t* r, const half* p) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(smem_u32(p)));
@@ -54,34 +66,50 @@ __device__ __forceinline__ float warp_sum(float v) {
   return v;
 }
 
-// C[M,N] = A[M,K] @ B[K,N] (row-major half tiles in shared memory), float32 accumulation
-// on tensor cores. Each warp owns 16x8 output tiles; rows past M read row M-1 and are
-// never stored, so M needs no padding.
-template <int M, int N, int K>
+// Element offset of the 16-byte chunk `chunk` of row `row` in a tile with COLS columns:
+// row-major, or with the chunk index XORed by row % 8 (SWIZZLE), so the 8 rows one
+// ldmatrix reads fall in 8 different bank groups whatever the row pitch.
+template <int COLS, bool SWIZZLE>
+__device__ __forceinline__ int chunk_offset(int row, int chunk) {
+  return row * COLS + ((SWIZZLE ? (chunk ^ (row & 7)) : chunk) << 3);
+}
+
+// C[M,N] = A[M,K] @ B[K,N] (half tiles in shared memory, row-major or swizzled: SWA, SWB),
+// float32 accumulation on tensor cores. Each warp owns NB side-by-side 16x8 output tiles
+// at a time (one A fragment feeds NB independent mma chains); rows past M read row M-1
+// and are never stored, so M needs no padding.
+template <int M, int N, int K, bool SWA = false, bool SWB = false, int NB = 1>
 __device__ __forceinline__ void matmul_tc(const half* A, const half* B, half* C) {
-  constexpr int MT = (M + 15) / 16, NT = N / 8;
+  constexpr int MT = (M + 15) / 16, NG = N / 8 / NB;
+  static_assert(N % (8 * NB) == 0, "NB must divide the 8-column tiles");
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, warps = blockDim.x / 32;
-  for (int t = warp; t < MT * NT; t += warps) {
-    const int mt = t / NT, nt = t % NT;
-    float acc[4] = {0.f, 0.f, 0.f, 0.f};
+  for (int t = warp; t < MT * NG; t += warps) {
+    const int mt = t / NG, nt0 = (t % NG) * NB;
+    float acc[NB][4] = {};
     const int arow = min(mt * 16 + (lane % 16), M - 1);
-    const half* a_ptr = A + arow * K + (lane / 16) * 8;
-    const half* b_ptr = B + (lane % 16) * N + nt * 8;
 #pragma unroll 4
     for (int k = 0; k < K; k += 16) {
-      uint32_t a[4], b[2];
-      ldmatrix_x4(a, a_ptr + k);
-      ldmatrix_x2_trans(b, b_ptr + k * N);
-      mma16816(acc, a, b);
+      uint32_t a[4];
+      ldmatrix_x4(a, A + chunk_offset<K, SWA>(arow, k / 8 + lane / 16));
+#pragma unroll
+      for (int j = 0; j < NB; ++j) {
+        uint32_t b[2];
+        ldmatrix_x2_trans(b, B + chunk_offset<N, SWB>(k + lane % 16, nt0 + j));
+        mma16816(acc[j], a, b);
+      }
     }
-    const int r0 = mt * 16 + lane / 4, c = nt * 8 + (lane % 4) * 2;
-    if (r0 < M) {
-      C[r0 * N + c] = __float2half(acc[0]);
-      C[r0 * N + c + 1] = __float2half(acc[1]);
-    }
-    if (r0 + 8 < M) {
-      C[(r0 + 8) * N + c] = __float2half(acc[2]);
-      C[(r0 + 8) * N + c + 1] = __float2half(acc[3]);
+    const int r0 = mt * 16 + lane / 4;
+#pragma unroll
+    for (int j = 0; j < NB; ++j) {
+      const int c = (nt0 + j) * 8 + (lane % 4) * 2;
+      if (r0 < M) {
+        C[r0 * N + c] = __float2half(acc[j][0]);
+        C[r0 * N + c + 1] = __float2half(acc[j][1]);
+      }
+      if (r0 + 8 < M) {
+        C[(r0 + 8) * N + c] = __float2half(acc[j][2]);
+        C[(r0 + 8) * N + c + 1] = __float2half(acc[j][3]);
+      }
     }
   }
 }
@@ -135,6 +163,13 @@ def tc_fits(m: int, n: int, k: int) -> bool:
     return n % 8 == 0 and k % 16 == 0
 
 
+def n_group(m: int, n: int, warps: int) -> int:
+    """Output tiles per warp step of ``matmul_tc``: the most (4, 2 or 1) that divide the
+    8-column tiles and still leave every warp of the block a share of the work."""
+    tiles_m, tiles_n = -(-m // 16), n // 8
+    return next(nb for nb in (4, 2, 1) if nb == 1 or (tiles_n % nb == 0 and tiles_m * tiles_n // nb >= warps))
+
+
 # ----------------------------------------------------------------------------- customized
 
 class _Writer:
@@ -177,12 +212,32 @@ def _row_offset(tile: Tile, row: str) -> str:
 
 
 def _vectorisable(tile: Tile) -> bool:
-    cols = tile.tile_shape[-1]
-    strides = _strides(tile.tensor_shape)
-    return cols % 8 == 0 and all(s % 8 == 0 for s in strides[:-1])
+    return tile.cp_async_ok
 
 
-def _emit_copy(w: _Writer, tile: Tile, smem: str, to_global: bool, iteration: str, ptr: str) -> None:
+def swizzled_tiles(kernel: KernelPlan) -> set:
+    """Shared tiles stored with XOR-swizzled 16-byte chunks: loaded with cp.async and read
+    only as tensor-core matmul operands, with rows of whole 64-half groups and tile rows per
+    batch a multiple of 8 (the swizzle phase is the row index mod 8 within each matrix)."""
+    loaded = {s.outputs[0]: s.tile for s in kernel.steps if s.op == "load" and s.tile.cp_async_ok}
+    out = set()
+    for name, tile in loaded.items():
+        shape = tile.tile_shape
+        if shape[-1] % 64 or len(shape) < 2 or shape[-2] % 8:
+            continue
+        readers = [s for s in kernel.steps if name in s.inputs]
+        if readers and all(s.op == "matmul" and _tc_step(kernel, s) for s in readers):
+            out.add(name)
+    return out
+
+
+def _tc_step(kernel: KernelPlan, step: Step) -> bool:
+    a, b = (kernel.smem[n].shape for n in step.inputs)
+    return tc_fits(a[-2], b[-1], a[-1])
+
+
+def _emit_copy(w: _Writer, tile: Tile, smem: str, to_global: bool, iteration: str, ptr: str,
+               swizzle: bool = False) -> None:
     rows, cols = _prod(tile.tile_shape[:-1]), tile.tile_shape[-1]
     w("{")
     w(f"  const long base = {_tile_base(tile, iteration)};")
@@ -194,7 +249,8 @@ def _emit_copy(w: _Writer, tile: Tile, smem: str, to_global: bool, iteration: st
         if to_global:
             w(f"    *reinterpret_cast<uint4*>({ptr} + g) = *reinterpret_cast<const uint4*>({smem} + row * {cols} + col);")
         else:
-            w(f"    mrt::cp_async16({smem} + row * {cols} + col, {ptr} + g);")
+            dest = f"mrt::chunk_offset<{cols}, {'true' if swizzle else 'false'}>(row, col / 8)"
+            w(f"    mrt::cp_async16({smem} + {dest}, {ptr} + g);")
         w("  }")
     else:
         w(f"  for (int i = threadIdx.x; i < {rows * cols}; i += blockDim.x) {{")
@@ -216,7 +272,8 @@ def _emit_step(w: _Writer, step: Step, kernel: KernelPlan, iteration: str, point
     sm = kernel.smem
     op = step.op
     if op == "load":
-        _emit_copy(w, step.tile, step.outputs[0], False, iteration, pointer[step.tile.buffer])
+        _emit_copy(w, step.tile, step.outputs[0], False, iteration, pointer[step.tile.buffer],
+                   step.outputs[0] in swizzled_tiles(kernel))
         return
     if op == "store":
         _emit_copy(w, step.tile, step.inputs[0], True, iteration, pointer[step.tile.buffer])
@@ -230,11 +287,16 @@ def _emit_step(w: _Writer, step: Step, kernel: KernelPlan, iteration: str, point
         a, b = (sm[n].shape for n in step.inputs)
         m, k, n = a[-2], a[-1], b[-1]
         batch = _prod(a[:-2])
-        fn = "matmul_tc" if tc_fits(m, n, k) else "matmul_simt"
-        if batch == 1:
-            w(f"mrt::{fn}<{m}, {n}, {k}>({step.inputs[0]}, {step.inputs[1]}, {out});")
+        if tc_fits(m, n, k):
+            swizzled = swizzled_tiles(kernel)
+            flags = ", ".join("true" if name in swizzled else "false" for name in step.inputs)
+            fn = f"matmul_tc<{m}, {n}, {k}, {flags}, {n_group(m, n, kernel.block[0] // 32)}>"
         else:
-            w(f"for (int bt = 0; bt < {batch}; ++bt) mrt::{fn}<{m}, {n}, {k}>("
+            fn = f"matmul_simt<{m}, {n}, {k}>"
+        if batch == 1:
+            w(f"mrt::{fn}({step.inputs[0]}, {step.inputs[1]}, {out});")
+        else:
+            w(f"for (int bt = 0; bt < {batch}; ++bt) mrt::{fn}("
               f"{step.inputs[0]} + bt * {m * k}, {step.inputs[1]} + bt * {k * n}, {out} + bt * {m * n});")
     elif op in UNARY_EXPR:
         x = f"__half2float({step.inputs[0]}[i])"
@@ -290,16 +352,34 @@ def _customized_body(kernel: KernelPlan, read_only: set) -> str:
                        for p in kernel.params)
     w(f"extern \"C\" __global__ void __launch_bounds__({kernel.block[0]}) ENTRY({params}) {{", 0)
     w("extern __shared__ __align__(16) unsigned char smem_raw[];")
+    ahead = kernel.pipelined_loads
+    staged = {step.outputs[0] for step in ahead}
     for buf in kernel.smem.values():
         ctype = "half" if buf.dtype == "half" else "float"
-        w(f"{ctype}* {buf.name} = reinterpret_cast<{ctype}*>(smem_raw + {buf.offset});  // {list(buf.shape)}")
+        name = f"{buf.name}_stages" if buf.name in staged else buf.name
+        w(f"{ctype}* {name} = reinterpret_cast<{ctype}*>(smem_raw + {buf.offset});  // {list(buf.shape)}"
+          + (f" x {buf.stages} stages" if buf.name in staged else ""))
     phases = {"pre": [], "loop": [], "post": []}
     for step in kernel.steps:
-        phases[step.phase].append(step)
+        if step not in ahead:
+            phases[step.phase].append(step)
     _emit_phase(w, phases["pre"], kernel, "0", pointer)
-    if phases["loop"]:
+    if phases["loop"] or ahead:
+        stages = kernel.stages
         inner = _Writer()
+        if ahead:
+            # Iteration it+stages-1's tiles are requested before iteration it computes; one
+            # commit group per iteration (empty near the end) keeps the wait count fixed.
+            _emit_prefetch(inner, ahead, kernel, f"it + {stages - 1}", pointer, guard=True)
+            inner(f"mrt::cp_async_wait<{stages - 1}>();")
+            inner("__syncthreads();")
+            for step in ahead:
+                buf = kernel.smem[step.outputs[0]]
+                inner(f"half* const {buf.name} = {buf.name}_stages + (it % {stages}) * {buf.stage_bytes // 2};")
         _emit_phase(inner, phases["loop"], kernel, "it", pointer)
+        if ahead:
+            for stage in range(stages - 1):
+                _emit_prefetch(w, ahead, kernel, str(stage), pointer, guard=False)
         w(f"for (int it = 0; it < {kernel.forloop_range}; ++it) {{")
         w.lines += ["  " + line for line in inner.lines]
         w("}")
@@ -308,15 +388,41 @@ def _customized_body(kernel: KernelPlan, read_only: set) -> str:
     return "\n".join(w.lines)
 
 
+def _emit_prefetch(w: _Writer, loads: list, kernel: KernelPlan, iteration: str, pointer: dict,
+                   guard: bool) -> None:
+    """cp.async of the pipelined tiles of loop iteration ``iteration`` into its stage,
+    then one commit (also when ``guard`` skips the copies past the last iteration)."""
+    w("{")
+    w(f"  const int ahead = {iteration};")
+    body = _Writer()
+    for step in loads:
+        buf = kernel.smem[step.outputs[0]]
+        body(f"half* const {buf.name}_next = {buf.name}_stages + (ahead % {kernel.stages}) * {buf.stage_bytes // 2};")
+        _emit_copy(body, step.tile, f"{buf.name}_next", False, "ahead", pointer[step.tile.buffer],
+                   buf.name in swizzled_tiles(kernel))
+    if guard:
+        w(f"  if (ahead < {kernel.forloop_range}) {{")
+        w.lines += ["    " + line for line in body.lines]
+        w("  }")
+    else:
+        w.lines += ["  " + line for line in body.lines]
+    w("  mrt::cp_async_commit();")
+    w("}")
+
+
 def _emit_phase(w: _Writer, steps: list, kernel: KernelPlan, iteration: str, pointer: dict) -> None:
-    """Each step, then a barrier; back-to-back tile loads share one cp.async wait."""
+    """Each step, then a barrier; back-to-back tile loads share one cp.async wait (only
+    loads that used cp.async wait: a wait for all groups would stall the pipeline)."""
     for i, step in enumerate(steps):
         _emit_step(w, step, kernel, iteration, pointer)
         following = steps[i + 1].op if i + 1 < len(steps) else None
         if step.op == "load":
             if following == "load":
                 continue
-            w("mrt::cp_async_wait_all();")
+            run = steps[i::-1]
+            run = run[:next((j for j, s in enumerate(run) if s.op != "load"), len(run))]
+            if any(s.tile.cp_async_ok for s in run):
+                w("mrt::cp_async_wait_all();")
         if step.op == "store" and following in ("store", None):
             continue
         w("__syncthreads();")

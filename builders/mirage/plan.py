@@ -17,6 +17,8 @@ from .graph import AXES, BINARY, UNARY, MuGraph, MuGraphError
 
 SMEM_ALIGN = 16           # ldmatrix and 16-byte cp.async need 16-byte aligned rows
 SMEM_LIMIT = 163 * 1024   # the smaller opt-in limit of the targets (sm_80); sm_90a allows 227 KiB
+SMEM_LIMITS = {"sm_80": SMEM_LIMIT, "sm_90a": 227 * 1024}
+MAX_STAGES = 3            # shared-memory stages of a pipelined for-loop tile load
 
 
 @dataclass(frozen=True)
@@ -43,6 +45,15 @@ class Tile:
             out.append(start)
         return tuple(out)
 
+    @property
+    def cp_async_ok(self) -> bool:
+        """Whether every tile row is whole 16-byte chunks at 16-byte aligned addresses."""
+        strides, step = [], 1
+        for d in reversed(self.tensor_shape):
+            strides.insert(0, step)
+            step *= d
+        return self.tile_shape[-1] % 8 == 0 and all(s % 8 == 0 for s in strides[:-1])
+
 
 @dataclass
 class SmemBuf:
@@ -50,6 +61,7 @@ class SmemBuf:
     shape: tuple
     dtype: str  # "half" or "float"
     offset: int = 0
+    stages: int = 1  # copies of a pipelined load's tile, used round-robin by the for-loop
 
     @property
     def numel(self) -> int:
@@ -58,6 +70,15 @@ class SmemBuf:
     @property
     def nbytes(self) -> int:
         return self.numel * (2 if self.dtype == "half" else 4)
+
+    @property
+    def stage_bytes(self) -> int:
+        """Bytes between two stages (one tile, rounded up to the alignment)."""
+        return -(-self.nbytes // SMEM_ALIGN) * SMEM_ALIGN
+
+    @property
+    def footprint(self) -> int:
+        return self.stage_bytes * self.stages
 
 
 @dataclass
@@ -86,6 +107,18 @@ class KernelPlan:
     steps: list = field(default_factory=list)
     smem_bytes: int = 0
     shapes: dict = field(default_factory=dict)  # buffer -> shape, for pre-defined ops
+    stages: int = 1  # for-loop pipeline depth: tile loads run stages - 1 iterations ahead
+
+    @property
+    def pipelined_loads(self) -> list:
+        """The for-loop's tile loads that run ahead of the compute (cp.async into
+        ``stages`` round-robin buffers); empty when the loop is not pipelined."""
+        return self.stageable_loads if self.stages > 1 else []
+
+    @property
+    def stageable_loads(self) -> list:
+        """The for-loop's tile loads that 16-byte cp.async can copy (pipelining candidates)."""
+        return [s for s in self.steps if s.op == "load" and s.phase == "loop" and s.tile.cp_async_ok]
 
 
 @dataclass
@@ -104,9 +137,12 @@ class GraphPlan:
         return next(b for b in self.buffers if b.name == name)
 
 
-def lower(graph: MuGraph, input_names: list, output_name: str) -> GraphPlan:
-    """The launch plan of ``graph``; inputs get ``input_names`` (file order), the output
+def lower(graph: MuGraph, input_names: list, output_name: str, arch: str = "sm_80") -> GraphPlan:
+    """The launch plan of ``graph`` for ``arch`` (whose shared-memory limit decides the
+    for-loop's pipeline depth); inputs get ``input_names`` (file order), the output
     ``output_name``, intermediate device tensors ``scratch0``, ``scratch1``, ..."""
+    if arch not in SMEM_LIMITS:
+        raise ValueError(f"mirage lowering: unknown arch {arch!r}; use one of {', '.join(SMEM_LIMITS)}")
     if len(input_names) != len(graph.inputs):
         raise MuGraphError(graph.file, graph.index, "kn_input_op",
                            f"{len(graph.inputs)} inputs, the group's operator has {len(input_names)}")
@@ -124,7 +160,7 @@ def lower(graph: MuGraph, input_names: list, output_name: str) -> GraphPlan:
             names[t.guid] = name
             buffers.append(BufferPlan(name, t.shape, "out" if t.guid == out_guid else "scratch"))
         if op.kind == "customized":
-            kernels.append(_lower_customized(graph, op, names))
+            kernels.append(_lower_customized(graph, op, names, SMEM_LIMITS[arch]))
         else:
             kernels.append(_lower_predefined(graph, op, names))
     return GraphPlan(buffers, kernels)
@@ -163,7 +199,7 @@ def _lower_predefined(graph: MuGraph, op, names: dict) -> KernelPlan:
 
 # ----------------------------------------------------------------------------- kn_customized_op
 
-def _lower_customized(graph: MuGraph, op, names: dict) -> KernelPlan:
+def _lower_customized(graph: MuGraph, op, names: dict, smem_limit: int) -> KernelPlan:
     g = op.bgraph
     F = g.forloop_range
     kernel = KernelPlan("customized", g.grid, g.block, [], forloop_range=F)
@@ -244,11 +280,30 @@ def _lower_customized(graph: MuGraph, op, names: dict) -> KernelPlan:
             raise MuGraphError(graph.file, graph.index, "tb_output_op", "stores a per-iteration tile")
     kernel.params = [p for p in kernel.params if _is_input(p, op, names)] + \
                     [p for p in kernel.params if not _is_input(p, op, names)]
-    kernel.smem_bytes = _allocate(kernel)
-    if kernel.smem_bytes > SMEM_LIMIT:
+    kernel.smem_bytes = _allocate(kernel, smem_limit)
+    if kernel.smem_bytes > smem_limit:
         raise MuGraphError(graph.file, graph.index, "kn_customized_op",
-                           f"needs {kernel.smem_bytes} bytes of shared memory, more than {SMEM_LIMIT}")
+                           f"needs {kernel.smem_bytes} bytes of shared memory, more than {smem_limit}")
+    _choose_stages(kernel, smem_limit)
     return kernel
+
+
+def _choose_stages(kernel: KernelPlan, smem_limit: int) -> None:
+    """The deepest pipeline (at most MAX_STAGES, at most the loop's iterations) whose
+    staged tiles still fit the block's shared memory; none when even two do not fit."""
+    staged = [kernel.smem[s.outputs[0]] for s in kernel.stageable_loads]
+    if not staged or kernel.forloop_range < 2:
+        return
+    for stages in range(min(MAX_STAGES, kernel.forloop_range), 1, -1):
+        for buf in staged:
+            buf.stages = stages
+        need = _allocate(kernel, smem_limit)
+        if need <= smem_limit:
+            kernel.stages, kernel.smem_bytes = stages, need
+            return
+    for buf in staged:
+        buf.stages = 1
+    kernel.smem_bytes = _allocate(kernel, smem_limit)
 
 
 def _is_input(buffer: str, op, names: dict) -> bool:
@@ -265,15 +320,17 @@ def _tile(buffer, tensor_shape, tile_shape, dim_map, forloop_dim, forloop_range)
                 forloop_range)
 
 
-def _allocate(kernel: KernelPlan) -> int:
-    """Offsets for every shared buffer. Buffers are placed one after the other, as Mirage
-    does; when that exceeds the limit, a buffer reuses the space of buffers whose last use
-    precedes its first definition (the loop body counts as live for its whole span)."""
+def _allocate(kernel: KernelPlan, smem_limit: int = SMEM_LIMIT) -> int:
+    """Offsets for every shared buffer (all stages of a staged one, back to back). Buffers
+    are placed one after the other, as Mirage does; when that exceeds the limit, a buffer
+    reuses the space of buffers whose last use precedes its first definition (the loop body
+    counts as live for its whole span; the pipeline's first loads are issued after the
+    last step before the loop, so staged tiles need no earlier span)."""
     offset = 0
     for buf in kernel.smem.values():
         buf.offset = offset
-        offset += -(-buf.nbytes // SMEM_ALIGN) * SMEM_ALIGN
-    if offset <= SMEM_LIMIT:
+        offset += buf.footprint
+    if offset <= smem_limit:
         return offset
     return _allocate_by_liveness(kernel)
 
@@ -295,7 +352,7 @@ def _allocate_by_liveness(kernel: KernelPlan) -> int:
     top = 0
     for name in sorted(first, key=lambda n: first[n]):
         buf = kernel.smem[name]
-        size = -(-buf.nbytes // SMEM_ALIGN) * SMEM_ALIGN
+        size = buf.footprint
         start, moved = 0, True
         while moved:  # first fit: bump past every time-overlapping buffer in the way
             moved = False
