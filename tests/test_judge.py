@@ -135,3 +135,17 @@ def test_torch_judge_gives_the_host_verdicts(kind):
     assert classify(member(one_wrong), judged.specs, judged.references).status == "wrong_result"
     assert host_consensus.verdicts() == gpu_consensus.verdicts()
     assert float(to_host(judged.specs[0].bounds[0]).max()) == float(np.max(prepared.specs[0].bounds[0]))
+
+
+def test_witness_of_a_bfloat16_device_output_downloads_exactly():
+    """A bfloat16 output judged where it lives (a torch tensor) must give its witness: numpy
+    has no bfloat16, so the download widens it to float32, which is exact."""
+    torch = pytest.importorskip("torch")
+    from verify.trial_stats import first_outside
+    ref = np.linspace(-3.0, 3.0, 64)
+    out = torch.tensor(ref, dtype=torch.bfloat16)
+    out[17] = 1000.0
+    bound = np.full(ref.shape, 0.05)
+    assert first_outside(out, ref, bound) == 17
+    assert np.array_equal(first_outside.__globals__["to_host"](out)[:17],
+                          torch.tensor(ref[:17], dtype=torch.bfloat16).float().numpy())

@@ -67,10 +67,19 @@ def to_device(array, device):
     return torch.from_numpy(host).to(device)
 
 
+# torch float types numpy has no dtype for; widening them to float32 is exact
+_WIDENED_ON_DOWNLOAD = frozenset({"torch.bfloat16", "torch.float8_e4m3fn", "torch.float8_e5m2",
+                                  "torch.float8_e4m3fnuz", "torch.float8_e5m2fnuz"})
+
+
 def to_host(array) -> np.ndarray:
-    """numpy view of an array that may be a torch tensor."""
+    """numpy view of an array that may be a torch tensor (bfloat16 and float8 tensors come
+    back as float32, exactly)."""
     if hasattr(array, "detach"):
-        return array.detach().cpu().numpy()
+        array = array.detach()
+        if str(array.dtype) in _WIDENED_ON_DOWNLOAD:
+            array = array.float()
+        return array.cpu().numpy()
     return np.asarray(array)
 
 

@@ -12,13 +12,7 @@ from typing import Optional
 import numpy as np
 
 from .compare import CHUNK, ErrorStats, _chunk_errors
-from .judge import is_tensor
-
-
-def to_host(array) -> np.ndarray:
-    if is_tensor(array):
-        return array.detach().cpu().numpy()
-    return np.asarray(array)
+from .judge import is_tensor, to_host
 
 
 @dataclass
