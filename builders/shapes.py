@@ -6,7 +6,8 @@ row per size. Three kinds of size cover the built-in sources:
 
 - ``gemm``: ``[M, N, K]`` (Triton's matmul suite, every CUTLASS GEMM),
 - ``rows``: ``[M, N]``, M rows of N columns (softmax, rmsnorm, layernorm),
-- ``elementwise``: ``n`` elements (vector_add, square).
+- ``elementwise``: ``n`` elements (vector_add, square),
+- ``attention``: ``[B, Sq, Skv, D]`` (attention heads, queries, keys, head dim).
 
 Built-in sets: ``default`` (each source's own sizes, the groups every earlier build made),
 ``llm`` (transformer-layer sizes), ``sweep`` (powers of two and odd sizes, small to
@@ -34,8 +35,9 @@ from pathlib import Path
 from dataset_spec.documents import load_document
 from dataset_spec.model import SpecError
 
-KINDS = {"gemm": ("M", "N", "K"), "rows": ("M", "N"), "elementwise": ("n",)}
-OP_KINDS = {"gemm": "gemm", "softmax": "rows", "rmsnorm": "rows", "layernorm": "rows",
+KINDS = {"gemm": ("M", "N", "K"), "rows": ("M", "N"), "elementwise": ("n",),
+         "attention": ("B", "Sq", "Skv", "D")}
+OP_KINDS = {"gemm": "gemm", "softmax": "rows", "rmsnorm": "rows", "layernorm": "rows", "attention": "attention",
             "vector_add": "elementwise", "square": "elementwise"}
 # Host-side float64 copies the verifier keeps per group (inputs, outputs, reference and
 # error scale) must stay a few hundred MB; built-in sets are checked against this.
@@ -50,6 +52,7 @@ class ShapeSet:
     gemm: tuple = ()
     rows: tuple = ()
     elementwise: tuple = ()
+    attention: tuple = ()
     per_op: dict = field(default_factory=dict)
     exact: bool = False
     is_default: bool = False
@@ -81,6 +84,9 @@ LLM = ShapeSet(
     gemm=((4096, 4096, 4096), (8192, 1024, 4096), (16, 4096, 4096), (2048, 5632, 2048)),
     rows=((16, 4096), (4096, 4096), (2048, 8192), (32768, 128)),
     elementwise=(65536, 11534336, 16777216),
+    # decode-time attention over 4096 keys, head dim 64: the sizes of Mirage's saved GQA
+    # (2 KV heads x 256 query rows), MHA (32 heads x 16 tokens) and MQA (1 x 1024) muGraphs
+    attention=((2, 256, 4096, 64), (32, 16, 4096, 64), (1, 1024, 4096, 64)),
 )
 
 # Powers of two from tiny to large, and odd sizes that leave partial tiles everywhere.
@@ -90,12 +96,13 @@ SWEEP = ShapeSet(
           (127, 255, 63), (1023, 1025, 1031), (3001, 2999, 997)),
     rows=((64, 128), (1024, 1024), (4096, 4096), (37, 129), (999, 1537), (4097, 3001)),
     elementwise=(1024, 65536, 1 << 20, 1 << 24, 127, 12345, 1000003),
+    attention=((1, 64, 128, 64), (4, 128, 1024, 64), (8, 512, 2048, 128), (3, 77, 999, 64)),
 )
 
-# The functions several compilers build, at the ``llm`` sizes: GEMM (Triton, CUTLASS, TVM)
-# and row softmax (Triton, TVM) and RMSNorm (Triton); no element-wise ops. ``ptxds merge``
+# The functions several compilers build, at the ``llm`` sizes: GEMM (Triton, CUTLASS, TVM),
+# row softmax and RMSNorm (Triton, TVM) and attention (Triton, Mirage); no element-wise ops. ``ptxds merge``
 # of these builds puts each function's members from every source into one group.
-CROSSOURCE = ShapeSet(name="crossource", gemm=LLM.gemm,
+CROSSOURCE = ShapeSet(name="crossource", gemm=LLM.gemm, attention=LLM.attention,
                       per_op={op: LLM.rows for op in ("softmax", "rmsnorm")})
 
 DEFAULT = ShapeSet(name="default", is_default=True)
@@ -141,7 +148,7 @@ def shape_set_from_dict(data, where: str, default_name: str = "custom") -> Shape
         raise SpecError(f"{where}: names no sizes; give at least one of {', '.join(KINDS)}")
     return ShapeSet(name=str(data.get("name") or default_name),
                     gemm=lists.get("gemm", ()), rows=lists.get("rows", ()),
-                    elementwise=lists.get("elementwise", ()),
+                    elementwise=lists.get("elementwise", ()), attention=lists.get("attention", ()),
                     per_op={k: v for k, v in lists.items() if k not in KINDS}, exact=True)
 
 
@@ -191,7 +198,7 @@ def group_shape(group_id: str, problem_json) -> str:
         params = {}
     shape = params.get("shape")
     if isinstance(shape, dict) and shape:  # stored with sorted keys: put M, N, K back in order
-        order = {name: i for i, name in enumerate(("M", "N", "K", "n"))}
+        order = {name: i for i, name in enumerate(("M", "N", "K", "n", "B", "Sq", "Skv", "D"))}
         return "x".join(f"{k}{shape[k]}" for k in sorted(shape, key=lambda k: (order.get(k, 9), k)))
     if all(k in params for k in ("M", "N", "K")):
         return f"M{params['M']}xN{params['N']}xK{params['K']}"
