@@ -12,6 +12,7 @@ row per size. Three kinds of size cover the built-in sources:
 - ``conv3d``: ``[N, D, H, W, C, K, T, R, S, stride, pad]`` (NDHWC),
 - ``grouped``: a list of ``[M, N, K]`` problems (grouped GEMM: MoE expert layers with
   uneven tokens per expert, builders/moe_shapes.py).
+- ``attention``: ``[B, Sq, Skv, D]`` (attention heads, queries, keys, head dim).
 
 Built-in sets: ``default`` (each source's own sizes, the groups every earlier build made),
 ``llm`` (transformer-layer sizes), ``sweep`` (powers of two and odd sizes, small to
@@ -43,8 +44,9 @@ from builders.moe_shapes import LLM_GROUPED, SWEEP_GROUPED, grouped_label
 
 KINDS = {"gemm": ("M", "N", "K"), "rows": ("M", "N"), "elementwise": ("n",),
          "conv2d": ("N", "H", "W", "C", "K", "R", "S", "stride", "pad"),
-         "conv3d": ("N", "D", "H", "W", "C", "K", "T", "R", "S", "stride", "pad")}
-OP_KINDS = {"gemm": "gemm", "mixed_input_gemm": "gemm", "sparse_gemm": "gemm", "softmax": "rows", "rmsnorm": "rows", "layernorm": "rows",
+         "conv3d": ("N", "D", "H", "W", "C", "K", "T", "R", "S", "stride", "pad"),
+         "attention": ("B", "Sq", "Skv", "D")}
+OP_KINDS = {"gemm": "gemm", "mixed_input_gemm": "gemm", "sparse_gemm": "gemm", "softmax": "rows", "rmsnorm": "rows", "layernorm": "rows", "attention": "attention",
             "vector_add": "elementwise", "square": "elementwise", "conv2d": "conv2d", "conv3d": "conv3d",
             "grouped_gemm": "grouped"}
 GROUPED = "grouped"  # a size of this kind is a tuple of (M, N, K) problems
@@ -65,6 +67,7 @@ class ShapeSet:
     conv2d: tuple = ()
     conv3d: tuple = ()
     grouped: tuple = ()
+    attention: tuple = ()
     per_op: dict = field(default_factory=dict)
     exact: bool = False
     is_default: bool = False
@@ -108,6 +111,9 @@ LLM = ShapeSet(
     gemm=((4096, 4096, 4096), (8192, 1024, 4096), (16, 4096, 4096), (2048, 5632, 2048)),
     rows=((16, 4096), (4096, 4096), (2048, 8192), (32768, 128)),
     elementwise=(65536, 11534336, 16777216),
+    # decode-time attention over 4096 keys, head dim 64: the sizes of Mirage's saved GQA
+    # (2 KV heads x 256 query rows), MHA (32 heads x 16 tokens) and MQA (1 x 1024) muGraphs
+    attention=((2, 256, 4096, 64), (32, 16, 4096, 64), (1, 1024, 4096, 64)),
     conv2d=LLM_CONV2D,
     conv3d=LLM_CONV3D,
     grouped=LLM_GROUPED,
@@ -130,6 +136,7 @@ SWEEP = ShapeSet(
           (127, 255, 63), (1023, 1025, 1031), (3001, 2999, 997)),
     rows=((64, 128), (1024, 1024), (4096, 4096), (37, 129), (999, 1537), (4097, 3001)),
     elementwise=(1024, 65536, 1 << 20, 1 << 24, 127, 12345, 1000003),
+    attention=((1, 64, 128, 64), (4, 128, 1024, 64), (8, 512, 2048, 128), (3, 77, 999, 64)),
     conv2d=((1, 7, 7, 32, 32, 3, 3, 1, 1), (4, 28, 28, 128, 128, 3, 3, 1, 1), (2, 17, 19, 40, 24, 3, 3, 2, 1),
             (16, 56, 56, 64, 256, 1, 1, 1, 0), (8, 224, 224, 3, 768, 16, 16, 16, 0)),
     conv3d=((1, 5, 9, 9, 16, 16, 3, 3, 3, 1, 1), (2, 8, 28, 28, 64, 64, 3, 3, 3, 2, 1)),
@@ -143,10 +150,10 @@ SWEEP = ShapeSet(
                             (96, 200, 512), (1056, 1000, 1280))},
 )
 
-# The functions several compilers build, at the ``llm`` sizes: GEMM (Triton, CUTLASS, TVM)
-# and row softmax (Triton, TVM) and RMSNorm (Triton); no element-wise ops. ``ptxds merge``
+# The functions several compilers build, at the ``llm`` sizes: GEMM (Triton, CUTLASS, TVM),
+# row softmax and RMSNorm (Triton, TVM) and attention (Triton, Mirage); no element-wise ops. ``ptxds merge``
 # of these builds puts each function's members from every source into one group.
-CROSSOURCE = ShapeSet(name="crossource", gemm=LLM.gemm,
+CROSSOURCE = ShapeSet(name="crossource", gemm=LLM.gemm, attention=LLM.attention,
                       per_op={op: LLM.rows for op in ("softmax", "rmsnorm")})
 
 DEFAULT = ShapeSet(name="default", is_default=True)
@@ -193,7 +200,7 @@ def shape_set_from_dict(data, where: str, default_name: str = "custom") -> Shape
     return ShapeSet(name=str(data.get("name") or default_name),
                     gemm=lists.get("gemm", ()), rows=lists.get("rows", ()),
                     elementwise=lists.get("elementwise", ()), grouped=lists.get(GROUPED, ()),
-                    conv2d=lists.get("conv2d", ()), conv3d=lists.get("conv3d", ()),
+                    conv2d=lists.get("conv2d", ()), conv3d=lists.get("conv3d", ()), attention=lists.get("attention", ()),
                     per_op={k: v for k, v in lists.items() if k not in KINDS and k != GROUPED}, exact=True)
 
 
@@ -248,7 +255,7 @@ def group_shape(group_id: str, problem_json) -> str:
         params = {}
     shape = params.get("shape")
     if isinstance(shape, dict) and shape:  # stored with sorted keys: put M, N, K back in order
-        order = {name: i for i, name in enumerate(("M", "N", "K", "n"))}
+        order = {name: i for i, name in enumerate(("M", "N", "K", "n", "B", "Sq", "Skv", "D"))}
         return "x".join(f"{k}{shape[k]}" for k in sorted(shape, key=lambda k: (order.get(k, 9), k)))
     if all(k in params for k in ("M", "N", "K")):
         return f"M{params['M']}xN{params['N']}xK{params['K']}"

@@ -15,6 +15,12 @@ the same function exactly when their canonical problems are equal (``Problem.dig
   swap, every layout flips, so D is always row-major.
 - ``softmax``, ``rmsnorm``, ``layernorm``: buffers ``x``, (``w``, ``b``), ``out``; params
   ``shape`` (``M`` rows of ``N``) and ``eps`` for the norms.
+- ``attention`` (dataset_spec/attention.py): buffers ``Q``, ``K`` (stored [B, D, Skv]),
+  ``V``, ``O``; params ``shape`` (``B``, ``Sq``, ``Skv``, ``D``) and the function's own input
+  domain, so every source's problem at one size is one problem. A source states it as the
+  registry's ``attention`` op, or as a muGraph (op ``mugraph``) whose float64 evaluation is
+  this function on seeded inputs and whose own domain search allows the canonical domain;
+  what the muGraph computes decides, never its shapes or a name.
 
 Any other op, or a problem with a parameter the rules do not know, has no canonical form
 (None): its rows keep their source's group. ``canonical_record`` moves a row onto its
@@ -32,6 +38,7 @@ import json
 from dataclasses import dataclass
 from typing import Optional
 
+from . import attention as attention_fn
 from .model import (DEFAULT_TRIAL_KINDS, VERIFY_STATUSES, Buffer, Distribution, KernelRecord, Problem,
                     make_kernel_id, to_plain)
 
@@ -69,7 +76,49 @@ def canonicalize(problem: Problem) -> Optional[Canonical]:
         return _gemm(problem)
     if problem.op in ROW_OPS:
         return _rows(problem)
+    if problem.op in ("attention", "mugraph"):
+        return _attention(problem)
     return None
+
+
+ATTENTION_PARAMS = frozenset({"shape", "input_range", "math_input", "input_choice"})
+_MUGRAPH_IS_ATTENTION: dict = {}  # problem digest -> whether its muGraph computes attention
+
+
+def _attention(problem: Problem) -> Optional[Canonical]:
+    outputs = _outputs(problem)
+    inputs = [b for b in problem.buffers if b.role == "in"]
+    if len(outputs) != 1 or outputs[0].role != "out" or len(inputs) != 3:
+        return None
+    if any(b.dtype != "float16" for b in problem.buffers):
+        return None
+    size = attention_fn.size_of([b.shape for b in inputs])
+    if size is None or outputs[0].shape != (size[0], size[1], size[3]):
+        return None
+    canonical_params = attention_fn.params(*size)
+    hi = canonical_params["input_range"]["Q"][1]
+    if problem.op == "attention":
+        if set(problem.params) - ATTENTION_PARAMS or sorted(b.name for b in inputs) != sorted(attention_fn.INPUTS):
+            return None
+        if problem.params.get("input_range") != canonical_params["input_range"]:
+            return None  # another domain is another statement of the function
+        inputs = [problem.buffer(name) for name in attention_fn.INPUTS]
+    else:
+        ranges = problem.params.get("input_range") or {}
+        if any(float((ranges.get(b.name) or (0.0, 0.0))[1]) < hi for b in inputs):
+            return None  # the muGraph's own search does not allow the function's domain
+        digest = problem.digest()
+        if digest not in _MUGRAPH_IS_ATTENTION:  # every row of a group shares its problem
+            _MUGRAPH_IS_ATTENTION[digest] = attention_fn.computes_attention(problem.params.get("mugraph") or [])
+        if not _MUGRAPH_IS_ATTENTION[digest]:
+            return None
+    renames = {b.name: name for b, name in zip(inputs, attention_fn.INPUTS)}
+    renames[outputs[0].name] = attention_fn.OUTPUT
+    b, sq, skv, d = size
+    label = "/".join([GROUP_PREFIX, "attention", "float16", f"B{b}xSq{sq}xSkv{skv}xD{d}"])
+    canonical = Problem(label, "attention", attention_fn.buffers(*size), canonical_params, {},
+                        list(DEFAULT_TRIAL_KINDS))
+    return Canonical(canonical, renames)
 
 
 def _outputs(problem: Problem) -> list:

@@ -391,11 +391,15 @@ def find_domain(graph: list, start: float = 256.0, floor: float = 2.0 ** -8) -> 
     """The largest magnitude hi (a power of sqrt 2, at most ``start``) such that every
     input in [-hi, hi] in the adversarial patterns keeps every tensor of the muGraph below
     FP16_SAFE; raises when even ``floor`` does not."""
-    shapes, _ = io_tensors(graph)
+    return search_domain(lambda xs: intermediate_max(graph, xs), io_tensors(graph)[0], start, floor)
 
+
+def search_domain(largest, shapes: list, start: float = 256.0, floor: float = 2.0 ** -8) -> float:
+    """``find_domain`` for any computation: ``largest(inputs)`` is the largest magnitude of
+    every float16 tensor it makes (inf when one is not finite)."""
     def safe(hi):
         rng = np.random.default_rng(0)
-        return all(intermediate_max(graph, xs) < FP16_SAFE for xs in _patterns(shapes, hi, rng))
+        return all(largest(xs) < FP16_SAFE for xs in _patterns(shapes, hi, rng))
 
     hi = start
     while hi >= floor:  # coarse steps of 4x down, then up by sqrt 2 while still safe
@@ -412,12 +416,15 @@ def find_domain(graph: list, start: float = 256.0, floor: float = 2.0 ** -8) -> 
 def find_typical_std(graph: list, hi: float, seeds: int = 3) -> float:
     """The largest standard deviation (a power of 2, at most 1) of normal inputs whose
     draws, clipped to [-hi, hi] by nothing, keep every tensor below FP16_SAFE / 4."""
-    shapes, _ = io_tensors(graph)
+    return search_typical_std(lambda xs: intermediate_max(graph, xs), io_tensors(graph)[0], hi, seeds)
+
+
+def search_typical_std(largest, shapes: list, hi: float, seeds: int = 3) -> float:
+    """``find_typical_std`` for any computation (``largest`` as in ``search_domain``)."""
     std = 1.0
     while std > hi * 2.0 ** -12:
         rngs = [np.random.default_rng(seed) for seed in range(seeds)]
-        if all(intermediate_max(graph, [r.normal(0.0, std, sh) for sh in shapes]) < FP16_SAFE / 4
-               for r in rngs):
+        if all(largest([r.normal(0.0, std, sh) for sh in shapes]) < FP16_SAFE / 4 for r in rngs):
             return std
         std /= 2.0
     return std

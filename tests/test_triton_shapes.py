@@ -56,7 +56,7 @@ def test_triton_llm_set_groups_sizes_and_records_them():
     groups = suite_groups(LLM)
     ids = [g["problem_id"] if "problem_id" in g else None for g in groups]
     labels = {(g["op"], g["dtype"], g["size"]) for g in groups}
-    assert len(labels) == len(groups) == 2 * 4 + 4 * 3 + 3 * 3 and None in ids
+    assert len(labels) == len(groups) == 2 * 4 + 4 * 3 + 3 * 3 + 3 and None in ids  # + 3 attention sizes
     gemm = next(g for g in groups if g["op"] == "gemm" and g["size"] == "M16xN4096xK4096")
     assert gemm["op_params"]["shape"] == {"M": 16, "N": 4096, "K": 4096}
     for g in suite_groups(LLM) + suite_groups(SWEEP):
@@ -74,7 +74,7 @@ def test_triton_shared_compile_items_hold_sizes_with_equal_compiles():
     items = TritonBuilder(BuildOptions(archs=["sm_80"], extra={"shapes": "llm"})).work_items()
     rows = sum(len(i.payload.get("members", [i.payload])) for i in items)
     shared = [i for i in items if "members" in i.payload]
-    assert rows == 250 and len(items) < rows and shared  # 194 + 8 GEMM groups x 7 added sm_80 configs
+    assert rows == 274 and len(items) < rows and shared  # 194 + 8 GEMM groups x 7 added sm_80 configs + 3 attention groups x 8
     assert len({i.key for i in items}) == len(items)
     for item in shared:
         groups = [m["group_id"] for m in item.payload["members"]]

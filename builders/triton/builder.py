@@ -191,6 +191,27 @@ def norm_group(op: str, dtype: str, m: int, n: int, hint: bool, record_shape: bo
     return group
 
 
+def attention_group(b: int, sq: int, skv: int, d: int) -> dict:
+    """O = softmax(Q @ K) @ V, K stored [B, D, Skv] (dataset_spec/attention.py): the canonical
+    problem itself, inputs drawn from the function's float16-safe domain."""
+    from dataset_spec import attention as canonical_attention
+    buffers = [dict(buf(x.name, x.dtype, x.shape, x.role), **({"init": {"kind": x.init.kind, "params": dict(x.init.params)}}
+                                                              if x.init is not None else {}))
+               for x in canonical_attention.buffers(b, sq, skv, d)]
+    params = [ptr("Q", "Q", "float16"), ptr("K", "K", "float16"), ptr("V", "V", "float16"),
+              ptr("O", "O", "float16"), num("Sq", sq), num("Skv", skv),
+              num("stride_qb", sq * d), num("stride_qm", d), num("stride_kb", d * skv), num("stride_kd", skv),
+              num("stride_vb", skv * d), num("stride_vn", d), num("stride_ob", sq * d), num("stride_om", d)]
+    tiles = ((16, 64, 4, 2), (16, 128, 4, 3), (32, 64, 4, 2), (64, 32, 2, 2), (64, 64, 4, 2),
+             (64, 128, 4, 3), (128, 64, 8, 2), (128, 128, 8, 3))
+    configs = [{"BLOCK_M": bm, "BLOCK_N": bn, "HEAD_DIM": d, "num_warps": w, "num_stages": st}
+               for bm, bn, w, st in tiles]
+    return {"op": "attention", "kernel": "attention_kernel", "dtype": "float16",
+            "size": shape_label("attention", (b, sq, skv, d)), "hint": True, "buffers": buffers,
+            "params": params, "op_params": canonical_attention.params(b, sq, skv, d), "configs": configs,
+            "grid": lambda cfg: (cdiv(sq, cfg["BLOCK_M"]), b)}
+
+
 def with_shape(op_params: dict, kind: str, size, record: bool) -> dict:
     """Problem params, plus ``shape`` for groups of a non-default shape set. Default-set
     problems stay as they were so their problem digests, and so kernel ids, never change."""
@@ -223,6 +244,7 @@ SUITE_FUNCTIONS = (
     ("gemm", "bfloat16", lambda s, rec: gemm_group("bfloat16", *s, record_shape=rec)),
     ("rmsnorm", "float16", lambda s, rec: norm_group("rmsnorm", "float16", *s, hint=True, record_shape=rec)),
     ("layernorm", "float32", lambda s, rec: norm_group("layernorm", "float32", *s, hint=True, record_shape=rec)),
+    ("attention", "float16", lambda s, rec: attention_group(*s)),
 )
 
 

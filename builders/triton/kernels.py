@@ -3,8 +3,9 @@
 Each kernel follows the Triton tutorials (https://triton-lang.org/main/getting-started/tutorials/):
 vector add (01-vector-add), fused softmax (02-fused-softmax), matrix multiplication
 (03-matrix-multiplication), layer norm (05-layer-norm) and the persistent and
-tensor-descriptor (TMA) matmuls of 09-persistent-matmul; the element-wise square and
-RMSNorm kernels are written in the same style. Triton is MIT-licensed.
+tensor-descriptor (TMA) matmuls of 09-persistent-matmul, and FlashAttention's forward pass
+(06-fused-attention, without scale or mask); the element-wise square and RMSNorm kernels are
+written in the same style. Triton is MIT-licensed.
 """
 import triton
 import triton.language as tl
@@ -225,3 +226,39 @@ def matmul_kernel_descriptor_persistent(a_ptr, b_ptr, c_ptr, M, N, K,
             b = b_desc.load([offs_k, offs_bn])
             accumulator = tl.dot(a, b, accumulator)
         c_desc.store([offs_am, offs_bn], accumulator.to(dtype))
+
+
+@triton.jit
+def attention_kernel(Q, K, V, O, Sq, Skv,
+                     stride_qb, stride_qm, stride_kb, stride_kd, stride_vb, stride_vn, stride_ob, stride_om,
+                     HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    """O = softmax(Q @ K) @ V for one batch entry and BLOCK_M query rows, K stored [D, Skv]:
+    an online softmax over blocks of BLOCK_N keys with float32 statistics and accumulator
+    (FlashAttention-2's forward pass; no scale, no mask beyond Skv)."""
+    pid_m = tl.program_id(0)
+    batch = tl.program_id(1)
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_d = tl.arange(0, HEAD_DIM)
+    offs_n = tl.arange(0, BLOCK_N)
+    q = tl.load(Q + batch * stride_qb + offs_m[:, None] * stride_qm + offs_d[None, :],
+                mask=offs_m[:, None] < Sq, other=0.0)
+    m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
+    l_i = tl.zeros([BLOCK_M], tl.float32)
+    acc = tl.zeros([BLOCK_M, HEAD_DIM], tl.float32)
+    for start in range(0, Skv, BLOCK_N):
+        cols = start + offs_n
+        k = tl.load(K + batch * stride_kb + offs_d[:, None] * stride_kd + cols[None, :],
+                    mask=cols[None, :] < Skv, other=0.0)
+        s = tl.dot(q, k)
+        s = tl.where(cols[None, :] < Skv, s, float("-inf"))
+        m_new = tl.maximum(m_i, tl.max(s, 1))
+        p = tl.exp(s - m_new[:, None])
+        alpha = tl.exp(m_i - m_new)
+        l_i = l_i * alpha + tl.sum(p, 1)
+        v = tl.load(V + batch * stride_vb + cols[:, None] * stride_vn + offs_d[None, :],
+                    mask=cols[:, None] < Skv, other=0.0)
+        acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
+        m_i = m_new
+    out = acc / l_i[:, None]
+    tl.store(O + batch * stride_ob + offs_m[:, None] * stride_om + offs_d[None, :],
+             out.to(O.dtype.element_ty), mask=offs_m[:, None] < Sq)
