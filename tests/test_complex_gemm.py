@@ -46,12 +46,15 @@ def standard(values, ref, problem, forget_conj=False):
 
 
 def gaussian(values, ref, problem):
-    """Three real accumulations: ar br, ai bi, (ar + ai)(br + bi), in the part's precision."""
+    """CUTLASS's three real accumulations (gemm/warp/mma_gaussian_complex_tensor_op.h), in
+    the part's precision: P1 = (ar + ai) br, P2 = -ar (br - bi), P3 = ai (br + bi);
+    re = P1 - P3, im = P1 + P2."""
     a, b = operands(values, problem)
     real = a.real.dtype.type
-    t1, t2 = a.real @ b.real, a.imag @ b.imag
-    t3 = (a.real + a.imag).astype(real) @ (b.real + b.imag).astype(real)
-    return np.stack([t1 - t2, t3 - t1 - t2], axis=-1)
+    p1 = (a.real + a.imag).astype(real) @ b.real
+    p2 = (-a.real) @ (b.real - b.imag).astype(real)
+    p3 = a.imag @ (b.real + b.imag).astype(real)
+    return np.stack([p1 - p3, p1 + p2], axis=-1)
 
 
 def judge(problem, kernel):

@@ -7,10 +7,14 @@ so input drawing, poisoning, the unwritten-output check and the comparison work 
 part (an element counts as written only if both parts are). The reference runs in
 complex128. The bound is per part: the real part of a product sum is sum(ar br - ai bi),
 2K real products, S_re = |ar| @ |br| + |ai| @ |bi|; the imaginary part
-S_im = |ar| @ |bi| + |ai| @ |br|; n = 2K. The Gaussian (3-multiplication) form computes
-the imaginary part as (ar + ai)(br + bi) - ar br - ai bi: its pre-adds round (2 u of
-(|ar| + |ai|)(|br| + |bi|)) and the subtraction cancels, so S_im = 2 (|ar| + |ai|) @
-(|br| + |bi|) + |ar| @ |br| + |ai| @ |bi| (``params.complex.gaussian``).
+S_im = |ar| @ |bi| + |ai| @ |br|; n = 2K. The Gaussian (3-multiplication) form is
+CUTLASS's (gemm/warp/mma_gaussian_complex_tensor_op.h): three real products accumulate
+P1 = (ar + ai) br, P2 = -ar (br - bi) and P3 = ai (br + bi), and the parts are
+re = P1 - P3 and im = P1 + P2. Both parts cancel between products of pre-added operands,
+whose roundings count once more (hence 2x): S_re = 2 ((|ar| + |ai|) @ |br| + |ai| @
+(|br| + |bi|)), S_im = 2 ((|ar| + |ai|) @ |br| + |ar| @ (|br| + |bi|))
+(``params.complex.gaussian``). The standard form's S_re alone misses the real part's
+cancellation: an H100 run caught a Gaussian kernel outside it on a wide trial.
 """
 from __future__ import annotations
 
@@ -61,13 +65,15 @@ def scale_complex_gemm(inputs, problem):
     a = _operand(inputs, problem, "A", "layout_a", "transform_a")
     b = _operand(inputs, problem, "B", "layout_b", "transform_b")
     ar, ai, br, bi = np.abs(a.real), np.abs(a.imag), np.abs(b.real), np.abs(b.imag)
-    same = ar @ br + ai @ bi
     if (p.get("complex") or {}).get("gaussian"):
-        imag = 2 * ((ar + ai) @ (br + bi)) + same
+        first = (ar + ai) @ br  # P1, in both parts
+        real = 2 * (first + ai @ (br + bi))
+        imag = 2 * (first + ar @ (br + bi))
     else:
+        real = ar @ br + ai @ bi
         imag = ar @ bi + ai @ br
     alpha, beta = abs(float(p.get("alpha", 1.0))), abs(float(p.get("beta", 0.0)))
-    scale_re, scale_im = alpha * same, alpha * imag
+    scale_re, scale_im = alpha * real, alpha * imag
     out = _out_name(problem)
     if beta != 0.0:
         c_name = "C" if "C" in inputs else out
