@@ -368,3 +368,26 @@ def test_int8_range_narrows_only_where_int32_could_overflow():
     assert op.integer_range(small, small.buffer("A")) == (-128, 128)
     low, high = op.integer_range(huge, huge.buffer("A"))
     assert 200000 * max(-low, high - 1) * 128 < 2 ** 31 and high - 1 < 127
+
+
+def rmsnorm_serial(eps=1e-6, error=0.0):
+    """One thread per row summing x^2 left to right in float32 (a TVM schedule's order), then
+    x / sqrt(mean + eps) * w in float32 (times 1 + ``error``)."""
+    def kernel(v):
+        x, w = f32(v["x"]), f32(v["w"])
+        squares = np.add.accumulate(x * x, axis=-1, dtype=F32)[:, -1]
+        rstd = F32(1.0) / np.sqrt(squares / F32(x.shape[-1]) + F32(eps))
+        return (x * rstd[:, None] * w[None, :]).astype(np.float64) * (1.0 + error)
+    return kernel
+
+
+def test_a_serial_sum_of_squares_passes_every_rmsnorm_trial_and_a_one_percent_error_does_not():
+    """One thread summing a 4096-long row of squares in order (as TVM's sampled schedules do)
+    stays inside the bound on every trial kind, stress rows of near-equal squares included,
+    while a 1% error does not."""
+    for dtype in ("float16", "float32"):
+        problem = row_problem("rmsnorm", 4096, dtype, rows=24, eps=1e-6)
+        result, _ = verdict(problem, rmsnorm_serial())
+        assert result.status == "passed", (dtype, result.message)
+        result, _ = verdict(problem, rmsnorm_serial(error=0.01))
+        assert result.status == "wrong_result", dtype
