@@ -98,7 +98,8 @@ def test_a_config_tilelang_cannot_compile_is_build_failed_and_refilled(monkeypat
     records = builder.build(builder.work_items()[0])
     assert [r.status for r in records] == ["build_failed", "built"]
     assert "warp partition" in records[0].status_message and "threads96" in records[0].status_message
-    assert records[1].provenance["tilelang"] == {"configs_tried": 2, "failed": 1, "duplicates_dropped": 0}
+    assert records[1].provenance["tilelang"] == {"configs_tried": 2, "failed": 1, "not_applicable": 0,
+                                                "duplicates_dropped": 0}
 
 
 def test_every_group_has_eight_configs_and_two_sizes():
