@@ -17,7 +17,7 @@ row per size. Three kinds of size cover the built-in sources:
 Built-in sets: ``default`` (each source's own sizes, the groups every earlier build made),
 ``llm`` (transformer-layer sizes), ``sweep`` (powers of two and odd sizes, small to
 large) and ``crossource`` (the ``llm`` sizes of the functions several sources build: GEMM,
-softmax, RMSNorm; merged with ``ptxds merge``). Builders may round the sizes of a built-in set up to what a kernel family needs
+softmax, RMSNorm, attention; merged with ``ptxds merge``). Builders may round the sizes of a built-in set up to what a kernel family needs
 (CUTLASS alignments); sizes from a user's file are taken exactly, and a kernel that cannot
 run one gets a ``not_applicable`` row that says why.
 
@@ -150,8 +150,9 @@ SWEEP = ShapeSet(
                             (96, 200, 512), (1056, 1000, 1280))},
 )
 
-# The functions several compilers build, at the ``llm`` sizes: GEMM (Triton, CUTLASS, TVM),
-# row softmax and RMSNorm (Triton, TVM) and attention (Triton, Mirage); no element-wise ops. ``ptxds merge``
+# The functions several compilers build, at the ``llm`` sizes: GEMM (Triton, CUTLASS, TVM,
+# TileLang), row softmax and RMSNorm (Triton, TVM, TileLang) and attention (Triton, TileLang,
+# Mirage); no element-wise ops. ``ptxds merge``
 # of these builds puts each function's members from every source into one group.
 CROSSOURCE = ShapeSet(name="crossource", gemm=LLM.gemm, attention=LLM.attention,
                       per_op={op: LLM.rows for op in ("softmax", "rmsnorm")})

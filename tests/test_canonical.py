@@ -206,6 +206,55 @@ def test_crossource_set_gives_gemm_groups_of_three_sources():
         f"tvm/matmul_fp16/M{m}xN{n}xK{k}" for m, n, k in LLM.gemm)
 
 
+def test_tilelang_states_every_crossource_function_as_triton_and_tvm_do():
+    """TileLang's crossource workloads (no compile, no tilelang needed: the problems are
+    plain data) are Triton's and TVM's canonical problems at every size, so each crossource
+    group gets a third source: GEMM fp16/bf16 (with CUTLASS a fourth), softmax, RMSNorm, and
+    attention with Triton (Mirage's muGraphs join at their own sizes)."""
+    from builders.shapes import CROSSOURCE, LLM, shape_label
+    from builders.tilelang.builder import selected_workloads as tilelang_workloads
+    from builders.tilelang.kernels import problem as tilelang_problem
+    from builders.triton.builder import suite_groups, suite_payload
+    from builders.tvm.builder import selected_workloads as tvm_workloads
+    from builders.tvm.workloads import problem as tvm_problem
+    by_source = {"triton": {}, "tvm": {}, "tilelang": {}}
+    for group in suite_groups(CROSSOURCE):
+        c = canonical_problem(Problem(**suite_payload(group, group["configs"][0], "sm_80")["problem"]))
+        by_source["triton"][c.problem_id] = c
+    for w in tvm_workloads(None, "crossource"):
+        c = canonical_problem(tvm_problem(w))
+        by_source["tvm"][c.problem_id] = c
+    tilelang = tilelang_workloads(None, "crossource")
+    assert len(tilelang) == 2 * len(LLM.gemm) + len(LLM.attention) + 2 * len(LLM.rows)
+    assert "tilelang/attention_fp16/B32xSq16xSkv4096xD64" in {w.group_id for w in tilelang}
+    assert "tilelang/softmax_fp32/M32768xN128" in {w.group_id for w in tilelang}
+    for w in tilelang:
+        c = canonical_problem(tilelang_problem(w))
+        assert c is not None, w.group_id
+        by_source["tilelang"][c.problem_id] = c
+    expected = {"triton": set(), "tvm": set()}
+    for m, n, k in LLM.gemm:
+        for dtype in ("float16", "bfloat16"):
+            pid = f"function/gemm/{dtype}_{dtype}_float32_{dtype}/rrr/a1b0/M{m}xN{n}xK{k}"
+            expected["triton"].add(pid)
+            expected["tvm"].add(pid)
+    for m, n in LLM.rows:
+        for op, dtypes in (("softmax", "float32"), ("rmsnorm", "float16/eps1e-06")):
+            pid = f"function/{op}/{dtypes}/M{m}xN{n}"
+            expected["triton"].add(pid)
+            expected["tvm"].add(pid)
+    for size in LLM.attention:
+        expected["triton"].add(f"function/attention/float16/{shape_label('attention', size)}")
+    assert set(by_source["tilelang"]) == expected["triton"]
+    for other in ("triton", "tvm"):
+        for pid in expected[other]:
+            # equal problems, not just equal ids: buffers, domains, params and trials alike
+            assert by_source["tilelang"][pid] == by_source[other][pid], (other, pid)
+    # the default build keeps its groups: five programs at two sizes, no softmax
+    assert {w.group_id for w in tilelang_workloads(None)} == {w.group_id for w in tilelang_workloads(None, "default")}
+    assert len(tilelang_workloads(None)) == 10 and not any(w.kind == "softmax" for w in tilelang_workloads(None))
+
+
 def test_card_names_the_fastest_source_of_each_cross_source_group():
     from dataset_spec.card import _cross_source_table
     def row(group, source, name, status="passed", t=None):

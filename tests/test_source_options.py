@@ -162,5 +162,5 @@ def test_every_source_declares_frozen_options_and_its_attributes():
         assert isinstance(settings, cls.Options)
         assert options_to_extra(settings) == {k: (list(v) if isinstance(v, tuple) else v)
                                               for k, v in vars(settings).items() if v is not None}
-    assert {n for n, c in source_classes().items() if c.takes_shapes} == {"triton", "cutlass", "cutlass-conv", "tvm"}
+    assert {n for n, c in source_classes().items() if c.takes_shapes} == {"triton", "cutlass", "cutlass-conv", "tvm", "tilelang"}
     assert load_builder("mirage").credit.startswith("Rows of source `mirage`") and set(BUILDERS) >= {"mirage"}

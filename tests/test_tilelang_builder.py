@@ -98,7 +98,8 @@ def test_a_config_tilelang_cannot_compile_is_build_failed_and_refilled(monkeypat
     records = builder.build(builder.work_items()[0])
     assert [r.status for r in records] == ["build_failed", "built"]
     assert "warp partition" in records[0].status_message and "threads96" in records[0].status_message
-    assert records[1].provenance["tilelang"] == {"configs_tried": 2, "failed": 1, "duplicates_dropped": 0}
+    assert records[1].provenance["tilelang"] == {"configs_tried": 2, "failed": 1, "not_applicable": 0,
+                                                "duplicates_dropped": 0}
 
 
 def test_every_group_has_eight_configs_and_two_sizes():
@@ -130,6 +131,43 @@ def test_problems_join_the_other_sources_canonical_groups():
     # fp8 stores B as N x K: the canonical problem is column-major B, not the fp16 one
     fp8 = canonical_problem(problem(_workload("tilelang/gemm_fp8e4m3/small")))
     assert fp8.params["layout_b"] == "col" and fp8.buffer("B").shape == (512, 512)
+
+
+def test_a_shape_set_builds_softmax_and_decode_attention_with_real_tilelang(tmp_path, monkeypatch):
+    """--shapes: a float32 softmax and an attention with Sq (16) != Skv (256) compile with
+    tilelang and the pinned nvcc; the query tiles larger than Sq are not_applicable rows
+    naming the dimension, the 16-query tiles fill the group; the rows' problems are the
+    canonical ones Triton states at the same sizes."""
+    pytest.importorskip("tilelang")
+    monkeypatch.setenv("PTXDS_TILELANG_CACHE", str(tmp_path / "cache"))
+    from builders.base import BuildOptions
+    from builders.tilelang import TileLangBuilder
+    from builders.triton.builder import attention_group, softmax_group, suite_payload
+    from dataset_spec.model import Problem
+    from ptxds.pipeline import build_and_finalize
+    shapes = tmp_path / "shapes.json"
+    shapes.write_text('{"attention": [[2, 16, 256, 64]], "softmax": [[64, 1024]]}')
+    builder = TileLangBuilder(BuildOptions(archs=["sm_90a"], extra={
+        "members": 1, "shapes": str(shapes), "workloads": ["attention_fp16", "softmax_fp32"]}))
+    items = builder.work_items()
+    assert [i.group_id for i in items] == ["tilelang/attention_fp16/B2xSq16xSkv256xD64",
+                                           "tilelang/softmax_fp32/M64xN1024"]
+    attention, softmax = (build_and_finalize(builder, item, False) for item in items)
+    misfits = [r for r in attention if r.status == "not_applicable"]
+    built = [r for r in attention if r.status == "built"]
+    assert len(built) == 1 and built[0].variant["block_M"] == 16, [(r.name, r.status_message[:200]) for r in attention]
+    assert len(misfits) == 10 and all("Sq 16 is not a multiple of the tile's" in r.status_message for r in misfits)
+    assert built[0].provenance["tilelang"]["not_applicable"] == 10
+    launch = built[0].launches[0]
+    assert launch.grid[:2] == (1, 2) and built[0].resources   # ptxas accepted the entry
+    assert sorted(a.patches[0].buffer if a.kind == "blob" else a.buffer for a in launch.args) == ["K", "O", "Q", "V"]
+    assert [r.status for r in softmax] == ["built"] and softmax[0].resources and f".entry {softmax[0].launches[0].entry}(" in softmax[0].ptx
+    assert softmax[0].launches[0].grid == (64 // softmax[0].variant["block_M"], 1, 1)
+
+    def triton(group):
+        return canonical_problem(Problem(**suite_payload(group, group["configs"][0], "sm_90a")["problem"]))
+    assert canonical_problem(built[0].problem) == triton(attention_group(2, 16, 256, 64))
+    assert canonical_problem(softmax[0].problem) == triton(softmax_group(64, 1024, record_shape=True))
 
 
 def test_a_missing_or_conflicting_extra_is_one_line(monkeypatch):
