@@ -179,8 +179,10 @@ BAD_MANIFESTS = {
     "bad_grid.yaml": "bad_grid.yaml: members[0].launches[0].grid: must be 1 to 3 positive ints, got [0]",
     "block_too_large.yaml": "block_too_large.yaml: members[0].launches[0].block: (2048, 1, 1) has more than 1024 threads",
     "unknown_op.yaml": "unknown_op.yaml: problem.op: unknown op 'vector_sub'; known ops: attention, batch_matmul, "
-                       "conv2d_bias_relu, custom, depthwise_conv2d, gated_mlp, gemm, layernorm, lora, mugraph, ntrans, "
-                       "rmsnorm, rmsnorm_matmul, row_sum, smith_waterman, softmax, square, vector_add "
+                       "blockwise_scaled_gemm, complex_gemm, conv2d_bias_relu, conv2d_dgrad, conv2d_fprop, "
+                       "conv2d_wgrad, conv3d_dgrad, conv3d_fprop, conv3d_wgrad, custom, depthwise_conv2d, gated_mlp, "
+                       "gemm, grouped_gemm, layernorm, lora, mixed_input_gemm, mugraph, ntrans, rmsnorm, "
+                       "rmsnorm_matmul, row_sum, smith_waterman, softmax, sparse_gemm, square, vector_add "
                        "(or op 'custom' with params.reference = 'module:function')",
     "missing_file.yaml": "missing_file.yaml: members[0].cuda: no such file 'nope.cu' (relative to the manifest's folder)",
     "unknown_buffer.yaml": "unknown_buffer.yaml: members[0].launches[0].args[1].buffer: no buffer named 'z'; known: x, y, out",
@@ -190,10 +192,10 @@ BAD_MANIFESTS = {
     "arg_size.yaml": "arg_size.yaml: members[0].launches[0].args[3]: scalar s64 is 8 bytes but param "
                      "add_hand_written_n (.u32) is 4 bytes",
     "bad_dtype.yaml": "bad_dtype.yaml: problem.buffers[0].dtype: must be one of ['bfloat16', 'float16', "
-                      "'float32', 'float64', 'float8_e4m3', 'float8_e5m2', 'int16', 'int32', 'int64', 'int8', "
-                      "'uint32', 'uint64', 'uint8'], got 'f32'",
+                      "'float32', 'float64', 'float8_e4m3', 'float8_e5m2', 'int16', 'int2', 'int32', 'int4', "
+                      "'int64', 'int8', 'uint16', 'uint2', 'uint32', 'uint4', 'uint64', 'uint8'], got 'f32'",
     "bad_init.yaml": "bad_init.yaml: problem.buffers[0].init.kind: must be one of ('normal', 'uniform', "
-                     "'randint', 'zeros', 'ones', 'arange', 'constant'), got 'gaussian'",
+                     "'randint', 'zeros', 'ones', 'arange', 'constant', 'values', 'addresses'), got 'gaussian'",
     "typo_field.yaml": "typo_field.yaml: members[0].lanches: unknown field; expected one of name, ptx, cuda, "
                        "arch, variant, expect, launches, scratch, nvcc_flags, include_dirs",
     "two_sources.yaml": "two_sources.yaml: members[0]: needs exactly one of ptx or cuda (a file path), got ptx and cuda",
