@@ -125,6 +125,33 @@ void pack_2x(PackRequest const &req, PackResult &out) {
 }
 
 #ifdef CUTLASS_PACK_3X
+// Params from a 3.x kernel's Arguments (to_underlying_arguments with the request's SM count,
+// never queried) and the launch shape the kernel states for them: every 3.x GEMM kind's
+// packer fills its Arguments and ends here.
+template <typename Kernel>
+void pack_3x_arguments(typename Kernel::Arguments const &args, PackRequest const &req, PackResult &out) {
+  using Params = typename Kernel::Params;
+  static_assert(sizeof(Params) <= sizeof(g_params_storage), "Params too large");
+  std::memset(g_params_storage, 0, sizeof(g_params_storage));
+  reset_tensormap_records();
+  Params *params = new (g_params_storage) Params(Kernel::to_underlying_arguments(args, req.workspace));
+  dim3 grid = Kernel::get_grid_shape(*params);
+  dim3 block = Kernel::get_block_shape();
+  using Cluster = typename Kernel::DispatchPolicy::ClusterShape;
+  out.bytes = g_params_storage;
+  out.size = sizeof(Params);
+  out.grid[0] = grid.x; out.grid[1] = grid.y; out.grid[2] = grid.z;
+  out.block[0] = block.x; out.block[1] = block.y; out.block[2] = block.z;
+  out.cluster[0] = cute::size<0>(Cluster{});
+  out.cluster[1] = cute::size<1>(Cluster{});
+  out.cluster[2] = cute::size<2>(Cluster{});
+  out.smem = Kernel::SharedStorageSize;
+  out.workspace_bytes = Kernel::get_workspace_size(args);
+  out.check_grid[0] = grid.x; out.check_grid[1] = grid.y; out.check_grid[2] = grid.z;
+  out.check_block = Kernel::MaxThreadsPerBlock;
+  out.check_smem = sizeof(typename Kernel::SharedStorage);
+}
+
 // The plain GEMM's mainloop needs nothing beyond A and B; a kind whose mainloop takes
 // further arguments (scales, zero points) passes its own filler to pack_3x.
 struct NoMainloopExtras {
@@ -161,24 +188,7 @@ void pack_3x(PackRequest const &req, PackResult &out) {
   args.hw_info.device_id = 0;
   args.hw_info.sm_count = req.sm_count;
 
-  std::memset(g_params_storage, 0, sizeof(g_params_storage));
-  reset_tensormap_records();
-  Params *params = new (g_params_storage) Params(Kernel::to_underlying_arguments(args, req.workspace));
-  dim3 grid = Kernel::get_grid_shape(*params);
-  dim3 block = Kernel::get_block_shape();
-  using Cluster = typename Kernel::DispatchPolicy::ClusterShape;
-  out.bytes = g_params_storage;
-  out.size = sizeof(Params);
-  out.grid[0] = grid.x; out.grid[1] = grid.y; out.grid[2] = grid.z;
-  out.block[0] = block.x; out.block[1] = block.y; out.block[2] = block.z;
-  out.cluster[0] = cute::size<0>(Cluster{});
-  out.cluster[1] = cute::size<1>(Cluster{});
-  out.cluster[2] = cute::size<2>(Cluster{});
-  out.smem = Kernel::SharedStorageSize;
-  out.workspace_bytes = Kernel::get_workspace_size(args);
-  out.check_grid[0] = grid.x; out.check_grid[1] = grid.y; out.check_grid[2] = grid.z;
-  out.check_block = Kernel::MaxThreadsPerBlock;
-  out.check_smem = sizeof(typename Kernel::SharedStorage);
+  pack_3x_arguments<Kernel>(args, req, out);
 }
 #endif
 

@@ -87,23 +87,6 @@ void pack_sparse_3x(PackRequest const &req, PackResult &out) {
     std::exit(3);
   }
 
-  std::memset(g_params_storage, 0, sizeof(g_params_storage));
-  reset_tensormap_records();
-  Params *params = new (g_params_storage) Params(Kernel::to_underlying_arguments(args, req.workspace));
-  dim3 grid = Kernel::get_grid_shape(*params);
-  dim3 block = Kernel::get_block_shape();
-  using Cluster = typename Kernel::DispatchPolicy::ClusterShape;
-  out.bytes = g_params_storage;
-  out.size = sizeof(Params);
-  out.grid[0] = grid.x; out.grid[1] = grid.y; out.grid[2] = grid.z;
-  out.block[0] = block.x; out.block[1] = block.y; out.block[2] = block.z;
-  out.cluster[0] = cute::size<0>(Cluster{});
-  out.cluster[1] = cute::size<1>(Cluster{});
-  out.cluster[2] = cute::size<2>(Cluster{});
-  out.smem = Kernel::SharedStorageSize;
-  out.workspace_bytes = Kernel::get_workspace_size(args);
-  out.check_grid[0] = grid.x; out.check_grid[1] = grid.y; out.check_grid[2] = grid.z;
-  out.check_block = Kernel::MaxThreadsPerBlock;
-  out.check_smem = sizeof(typename Kernel::SharedStorage);
+  pack_3x_arguments<Kernel>(args, req, out);
 }
 #endif
