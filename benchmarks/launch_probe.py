@@ -4,11 +4,12 @@ the trial-0 output's error against the float64 reference.
 
 It isolates a crash from the verifier: ``plain`` loads the PTX through the driver JIT into
 exact-size allocations, ``fenced`` uses the verifier's virtual-memory fences, ``cubin``
-assembles the PTX with the machine's ptxas first. ``--memcheck`` runs each child under
+assembles the PTX with the machine's ptxas first; ``before``, ``extra``, ``noise`` and
+``trialK`` add the verifier's other ingredients one at a time (see ``child``). ``--memcheck`` runs each child under
 compute-sanitizer so a faulting access is named by instruction and address.
 
 Usage: python benchmarks/launch_probe.py DATASET [--match TEXT] [--limit N]
-           [--modes plain,fenced,cubin] [--memcheck] [--timeout S]
+           [--modes plain,fenced,before,extra,noise,cubin,trial4] [--memcheck] [--timeout S]
 """
 from __future__ import annotations
 
@@ -40,19 +41,26 @@ def assemble(ptx: str, arch: str) -> bytes:
         return out.read_bytes()
 
 
+
 def child(dataset: str, build_key: str, mode: str) -> dict:
-    """One row, one mode: load, upload trial 0, launch, synchronise, compare."""
+    """One row, one mode: load, upload a trial's inputs, launch, synchronise, compare.
+    Modes add one of the verifier's ingredients to ``plain`` (exact-size allocations, trial
+    0, the driver JIT): ``fenced``/``before`` the virtual-memory fences in either placement,
+    ``extra`` more dynamic shared memory, ``noise`` the concurrent noise kernel, ``cubin``
+    the machine's ptxas, ``trialK`` trial K's inputs."""
     from dataset_spec.shards import read_records
-    from verify.driver import Context, DriverError, check, cu, function_attribute
+    from verify.driver import Context, DriverError, NoiseKernel, check, cu, function_attribute
     from verify.inputs import make_trial_inputs
     from verify.row import load_row
     record = next(r for r in read_records(dataset) if r.build_key == build_key)
     ctx = Context(0)
     page = None
-    if mode == "fenced":
+    placement = "before" if mode == "before" else "after"
+    if mode in ("fenced", "before"):
         from verify.fence import GuardPage
         page = GuardPage(ctx.info.ordinal)
     cubin = assemble(record.ptx, record.arch) if mode == "cubin" else None
+    trial = int(mode[5:]) if mode.startswith("trial") else 0
     out = {"row": record.name, "mode": mode}
     try:
         row = load_row(record, ctx.stream, cubin, guards=page is not None, guard_page=page)
@@ -60,11 +68,19 @@ def child(dataset: str, build_key: str, mode: str) -> dict:
         function = row.module.function(record.launches[0].entry)
         out["static_smem"] = function_attribute(function, "CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES")
         out["regs"] = function_attribute(function, "CU_FUNC_ATTRIBUTE_NUM_REGS")
-        inputs = make_trial_inputs(record.problem, record.group_id, 0)
-        row.prepare(inputs.storage, inputs.seed)
-        for launch in row.launches:
+        inputs = make_trial_inputs(record.problem, record.group_id, trial)
+        row.prepare(inputs.storage, inputs.seed, placement=placement)
+        launches = row.launch_set(placement, mode == "extra")
+        if mode == "extra":
+            out["smem_note"] = row.smem_note
+        noise = NoiseKernel(ctx.info.sm_count) if mode == "noise" else None
+        if noise:
+            noise.enqueue()
+        for launch in launches:
             launch.enqueue()
         check(cu.cuStreamSynchronize(ctx.stream), "cuStreamSynchronize")
+        if noise:
+            noise.synchronize()
     except DriverError as exc:
         out["error"] = f"{exc.name} in {exc.call}"
         return out

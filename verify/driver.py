@@ -234,7 +234,21 @@ class Module:
             self.handle = None
 
 
-DEFAULT_SMEM_LIMIT = 48 * 1024
+
+
+def allow_dynamic_smem(function, dynamic_smem: int) -> None:
+    """Raise ``function``'s dynamic shared memory allowance to ``dynamic_smem`` when it is
+    below. The default allowance is 48 KiB less the kernel's static shared memory, so a
+    kernel with 1 KiB static and exactly 48 KiB dynamic needs it too; it is never lowered,
+    because launches of one function with different sizes (extra shared memory) are
+    prepared once and enqueued in any order."""
+    if dynamic_smem <= 0:
+        return
+    attribute = cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+    allowed = check(cu.cuFuncGetAttribute(attribute, function), "cuFuncGetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)")
+    if dynamic_smem > int(allowed):
+        check(cu.cuFuncSetAttribute(function, attribute, int(dynamic_smem)),
+              "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)")
 
 
 class PreparedLaunch:
@@ -244,10 +258,7 @@ class PreparedLaunch:
     def __init__(self, function, grid: Sequence[int], block: Sequence[int], param_buffer: bytes,
                  param_offsets: Sequence[int], stream, cluster=(1, 1, 1), dynamic_smem: int = 0):
         self.function = function
-        if dynamic_smem > DEFAULT_SMEM_LIMIT:
-            check(cu.cuFuncSetAttribute(
-                function, cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                int(dynamic_smem)), "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)")
+        allow_dynamic_smem(function, int(dynamic_smem))
         cluster = tuple(int(c) for c in cluster)
         if cluster[0] * cluster[1] * cluster[2] > 8:  # 8 is the portable cluster size limit
             check(cu.cuFuncSetAttribute(
