@@ -41,7 +41,6 @@ def assemble(ptx: str, arch: str) -> bytes:
         return out.read_bytes()
 
 
-
 def child(dataset: str, build_key: str, mode: str) -> dict:
     """One row, one mode: load, upload a trial's inputs, launch, synchronise, compare.
     Modes add one of the verifier's ingredients to ``plain`` (exact-size allocations, trial
