@@ -46,7 +46,8 @@ def child(dataset: str, build_key: str, mode: str) -> dict:
     Modes add one of the verifier's ingredients to ``plain`` (exact-size allocations, trial
     0, the driver JIT): ``fenced``/``before`` the virtual-memory fences in either placement,
     ``extra`` more dynamic shared memory, ``noise`` the concurrent noise kernel, ``cubin``
-    the machine's ptxas, ``trialK`` trial K's inputs."""
+    the machine's ptxas, ``nvjitlink`` nvJitLink (what the verifier's assembly pool tries
+    first), ``trialK`` trial K's inputs."""
     from dataset_spec.shards import read_records
     from verify.driver import Context, DriverError, NoiseKernel, check, cu, function_attribute
     from verify.inputs import make_trial_inputs
@@ -59,6 +60,9 @@ def child(dataset: str, build_key: str, mode: str) -> dict:
         from verify.fence import GuardPage
         page = GuardPage(ctx.info.ordinal)
     cubin = assemble(record.ptx, record.arch) if mode == "cubin" else None
+    if mode == "nvjitlink":
+        from verify.assembly_pool import nvjitlink_assemble
+        cubin = nvjitlink_assemble(record.ptx, record.arch)
     trial = int(mode[5:]) if mode.startswith("trial") else 0
     out = {"row": record.name, "mode": mode}
     try:
