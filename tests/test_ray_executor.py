@@ -46,7 +46,7 @@ def rows_of(folder) -> set:
 
 
 def load_paths(rows) -> set:
-    """How verify loaded the rows: nvjitlink, ptxas (assembled ahead) or driver_jit."""
+    """How verify loaded the rows: ptxas (assembled ahead) or driver_jit."""
     return {(r.provenance.get("verify") or {}).get("load") for r in rows}
 
 

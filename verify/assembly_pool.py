@@ -2,8 +2,15 @@
 
 The driver's JIT runs on the GPU worker's thread and would serialise the GPU behind the
 CPU (0.4 s for a large CUTLASS PTX), so PTX is assembled across CPU cores while the GPU
-runs earlier rows. Path per row: nvJitLink (in-process) if it loads, else ptxas
-(ptx_tools.assemble), else none and the worker falls back to the driver's JIT.
+runs earlier rows. Path per row: ptxas (ptx_tools.assemble), else none and the worker
+falls back to the driver's JIT.
+
+nvJitLink is not on that path: the 13.0 library assembles PTX as relocatable code and links
+it, which places an ``.extern .shared .align 1024`` array at a 16-byte offset after static
+shared memory (TileLang's TMA/wgmma kernels then fault with a misaligned address) and
+allocates registers differently from ptxas and the driver (154 against 240 for one
+warp-specialised GEMM), so neither results nor times would be those of the PTX as the
+driver runs it. ``nvjitlink_assemble`` stays for diagnosis (benchmarks/launch_probe.py).
 """
 from __future__ import annotations
 
@@ -19,7 +26,7 @@ _ARCH_RE = re.compile(r"^sm_(\d+)(\d)([af]?)$")
 @dataclass
 class Assembled:
     cubin: Optional[bytes]
-    path: str          # "nvjitlink", "ptxas" or "driver_jit" (nothing assembled here)
+    path: str          # "ptxas" or "driver_jit" (nothing assembled here)
     message: str = ""  # why the earlier paths were not used
 
 
@@ -95,20 +102,14 @@ def nvjitlink_assemble(ptx: str, arch: str) -> bytes:
         nvjitlink.destroy(handle)
 
 
-def assemble_for_gpu(ptx: str, arch: str, use_nvjitlink: bool = True) -> Assembled:
-    """Assemble ``ptx`` for ``arch``; never raises (a failure means the driver JIT decides)."""
-    notes = []
-    if use_nvjitlink:
-        try:
-            return Assembled(nvjitlink_assemble(ptx, arch), "nvjitlink")
-        except Exception as exc:
-            notes.append(f"nvjitlink: {str(exc)[:500]}")
+def assemble_for_gpu(ptx: str, arch: str) -> Assembled:
+    """Assemble ``ptx`` for ``arch`` with ptxas; never raises (a failure means the driver
+    JIT decides)."""
     try:
         import ptx_tools
-        return Assembled(ptx_tools.assemble(ptx, arch).cubin, "ptxas", "; ".join(notes))
+        return Assembled(ptx_tools.assemble(ptx, arch).cubin, "ptxas")
     except Exception as exc:
-        notes.append(f"ptxas: {type(exc).__name__}: {str(exc)[:500]}")
-    return Assembled(None, "driver_jit", "; ".join(notes))
+        return Assembled(None, "driver_jit", f"ptxas: {type(exc).__name__}: {str(exc)[:500]}")
 
 
 class AssemblyPool:
