@@ -59,14 +59,31 @@ def test_subnormal_and_near_equal_rows_have_few_residues_and_normal_rows_many():
     normal = half(rng.normal(0.0, 1.0, (4, 4096)))
     single = np.zeros((4, 4096))
     single[:, 7] = 3.0                                          # one term: an exact sum
-    counts = {name: biased_sums.residue_class_counts(v * v, U32) for name, v in
-              [("subnormal", subnormal), ("near_equal", near_equal), ("normal", normal), ("single", single)]}
+    found = {name: biased_sums.residue_classes(v * v, U32) for name, v in
+             [("subnormal", subnormal), ("near_equal", near_equal), ("normal", normal), ("single", single)]}
+    counts = {name: f.classes for name, f in found.items()}
     assert np.all((counts["subnormal"] > 0) & (counts["subnormal"] <= 8)), counts
     assert np.all((counts["near_equal"] > 0) & (counts["near_equal"] < 32)), counts
     assert np.all(counts["normal"] == biased_sums.RESIDUE_CLASSES), counts
     assert np.all(counts["single"] == 0), counts
+    assert found["subnormal"].biased.all() and found["near_equal"].biased.all()
+    assert not found["normal"].biased.any() and not found["single"].biased.any()
     float32_rows = rng.normal(0.0, 1e-5, (4, 4096)).astype(np.float32).astype(np.float64)
-    assert not biased_sums.biased_rows(float32_rows ** 2, U32).any()  # 24-bit values: random residues
+    assert not biased_sums.biased_sum_of_squares(float32_rows, U32).any()  # 24-bit values: random residues
+    short = rng.normal(0.0, 1.0, (4, 40)).astype(np.float32).astype(np.float64)
+    assert np.all(biased_sums.residue_classes(short ** 2, U32).classes == 40)  # few, but all distinct
+    assert not biased_sums.biased_sum_of_squares(short, U32).any()
+
+
+def test_a_few_repeated_large_values_among_small_ones_are_biased():
+    """The edge trial's rows: a quarter special values, the repeated +-hi dominating the sum
+    of squares; the small normal values below the ulp are absorbed, not counted."""
+    rng = np.random.default_rng(3)
+    x = rng.normal(0.0, 1.0, (4, 4096)).astype(np.float32).astype(np.float64)
+    picks = rng.random((4, 4096)) < 0.02
+    x[picks] = np.where(rng.random(picks.sum()) < 0.5, -1.5e17, 1.5e17)
+    found = biased_sums.residue_classes(x * x, U32)
+    assert np.all(found.classes == 1) and found.biased.all()
 
 
 def test_the_serial_sum_of_subnormal_squares_really_drifts_past_the_random_walk_term():

@@ -16,12 +16,14 @@ give back the same kind.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
-# Fewer distinct nonzero residues than this (2^6) and the roundings of a row may all have
-# one sign. Rows of ordinary data have hundreds (float16 normal values at n = 4096: about
-# n/4); zero means every term is a multiple of the ulp, so every partial sum is exact.
+# Fewer distinct nonzero residues than this (2^6), each repeated, and the roundings of a row
+# may all have one sign. Rows of ordinary data have hundreds (float16 normal values at
+# n = 4096: about n/4; float32 values: one per term); none means every term is a multiple
+# of the ulp, so every partial sum is exact.
 RESIDUE_CLASSES = 64
 # Distinct residues are first counted on this many leading terms of each row: a row that
 # already has RESIDUE_CLASSES there needs no sort of its full length.
@@ -64,45 +66,58 @@ def _distinct_nonzero(residues: np.ndarray, limit: int) -> np.ndarray:
     return np.minimum((new & (ordered != 0)).sum(axis=-1), limit)
 
 
-def residue_class_counts(terms, u_acc: float, limit: int = RESIDUE_CLASSES) -> np.ndarray:
-    """Per row of nonnegative ``terms`` (rows x n, float64 and exact), the number of
-    distinct nonzero residues of the terms modulo the accumulator's ulp at the row's sum,
-    capped at ``limit``; 0 for rows whose sum is 0 or not finite."""
+@dataclass(frozen=True)
+class ResidueClasses:
+    """Per row: ``classes``, the distinct nonzero residues of the terms modulo the
+    accumulator's ulp at the row's sum (capped at RESIDUE_CLASSES), and ``terms``, how
+    many terms leave a nonzero one. Terms below half that ulp are left out: added to a
+    partial sum at the row's total they vanish whole, whatever their low bits."""
+    classes: np.ndarray
+    terms: np.ndarray
+
+    @property
+    def biased(self) -> np.ndarray:
+        """Few classes, each taken twice or more on average: the roundings may all have one
+        sign. All-distinct residues are the random walk's own assumption; no nonzero
+        residue means every partial sum is exact."""
+        few = (self.classes > 0) & (self.classes < RESIDUE_CLASSES)
+        return few & (2 * self.classes <= self.terms)
+
+
+def residue_classes(terms, u_acc: float) -> ResidueClasses:
+    """ResidueClasses of nonnegative ``terms`` (rows x n, float64, exact), for a sum in an
+    accumulator of unit roundoff ``u_acc``; no classes where a row's sum is 0 or not finite."""
     terms = _host(terms)
     total = terms.sum(axis=-1)
     usable = np.isfinite(total) & (total > 0)
-    counts = np.zeros(terms.shape[0], dtype=np.int64)
-    if not usable.any():
-        return counts
-    rows = terms[usable]
-    residues = np.fmod(rows, accumulator_ulp(total[usable], u_acc)[:, None])
-    found = _distinct_nonzero(residues[:, :PREFIX_TERMS], limit)
-    undecided = found < limit
-    if residues.shape[-1] > PREFIX_TERMS and undecided.any():
-        found[undecided] = _distinct_nonzero(residues[undecided], limit)
-    counts[usable] = found
-    return counts
-
-
-def biased_rows(terms, u_acc: float):
-    """Per row, whether the roundings of a float sum of ``terms`` (rows x n, nonnegative)
-    may be biased: between 1 and RESIDUE_CLASSES - 1 distinct nonzero residues. Same kind
-    (numpy or torch, and device) as ``terms``."""
-    counts = residue_class_counts(terms, u_acc)
-    return _like((counts > 0) & (counts < RESIDUE_CLASSES), terms)
+    classes = np.zeros(terms.shape[0], dtype=np.int64)
+    counted = np.zeros(terms.shape[0], dtype=np.int64)
+    if usable.any():
+        rows = terms[usable]
+        ulp = accumulator_ulp(total[usable], u_acc)[:, None]
+        residues = np.where(rows >= ulp / 2, np.fmod(rows, ulp), 0.0)
+        found = _distinct_nonzero(residues[:, :PREFIX_TERMS], RESIDUE_CLASSES)
+        undecided = found < RESIDUE_CLASSES
+        if residues.shape[-1] > PREFIX_TERMS and undecided.any():
+            found[undecided] = _distinct_nonzero(residues[undecided], RESIDUE_CLASSES)
+        classes[usable] = found
+        counted[usable] = (residues != 0).sum(axis=-1)
+    return ResidueClasses(classes, counted)
 
 
 def biased_sum_of_squares(rows, u_acc: float, centre: bool = False):
-    """biased_rows for the sum of squares of ``rows`` (rows x n), or with ``centre`` of their
-    deviations from the row mean (a layernorm's variance; the mean as the accumulator holds
-    it: any one value shared by the row keeps the residues of equal elements equal)."""
+    """Per row of ``rows`` (rows x n), whether a float sum of their squares, or with
+    ``centre`` of their deviations from the row mean (a layernorm's variance; the mean and
+    the deviations as the accumulator holds them: small elements beside a large mean all
+    give the same deviation), may round with one sign. Same kind (numpy or torch, and device) as
+    ``rows``."""
     values = _host(rows)
-    if centre:
-        with np.errstate(invalid="ignore", over="ignore"):
-            values = values - round_to_accumulator(values.mean(axis=-1, keepdims=True), u_acc)
     with np.errstate(invalid="ignore", over="ignore"):
-        counts = residue_class_counts(values * values, u_acc)
-    return _like((counts > 0) & (counts < RESIDUE_CLASSES), rows)
+        if centre:
+            mean = round_to_accumulator(values.mean(axis=-1, keepdims=True), u_acc)
+            values = round_to_accumulator(values - mean, u_acc)
+        found = residue_classes(values * values, u_acc)
+    return _like(found.biased, rows)
 
 
 def half_worst_case(n: int, u_acc: float) -> float:
