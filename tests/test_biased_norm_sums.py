@@ -170,15 +170,18 @@ def test_serial_layernorm_on_near_equal_float16_rows(monkeypatch):
 
 # ---- numpy and torch give the same pointwise scale ------------------------------------------
 
-def test_pointwise_rmsnorm_takes_torch_tensors():
+@pytest.mark.parametrize("op_name", ["rmsnorm", "layernorm"])
+def test_pointwise_scales_take_torch_tensors(op_name):
+    """The same numbers from CPU tensors as from numpy arrays (the kind device_prepare passes)."""
     torch = pytest.importorskip("torch")
-    op = get_op("rmsnorm")
-    problem = norm_problem("rmsnorm", 1024, 18, "float16", "float16", ["stress"], 1e-6)
+    op = get_op(op_name)
+    problem = norm_problem(op_name, 1024, 18, "float16", "float16", ["stress"], 1e-5)
     trial = prepare_problem(problem, problem.problem_id, None).trials[0]
     ref = op.reference(trial.values, problem)
     host = op.pointwise_scale(trial.values, problem, ref)["out"]
     tensors = {k: torch.from_numpy(np.ascontiguousarray(v, dtype=np.float64)) for k, v in trial.values.items()}
     device = op.pointwise_scale(tensors, problem, {"out": torch.from_numpy(ref["out"])})["out"]
-    assert device.dtype == torch.float64
-    assert (host > 6 * np.abs(ref["out"])).any()  # some rows carry the worst case
+    assert isinstance(device, torch.Tensor) and device.dtype == torch.float64
+    plain = 6 * op.scales(trial.values, problem, ref)["out"]
+    assert (host > plain).any()  # some rows carry the worst case
     np.testing.assert_array_equal(device.numpy(), host)

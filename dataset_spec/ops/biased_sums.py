@@ -37,9 +37,8 @@ def _host(values) -> np.ndarray:
 
 
 def _like(mask: np.ndarray, template):
-    if hasattr(template, "detach"):
-        import torch
-        return torch.from_numpy(np.ascontiguousarray(mask)).to(template.device)
+    if hasattr(template, "detach"):  # a boolean tensor on the template's device
+        return template.new_tensor(mask.astype(np.float64)) != 0
     return mask
 
 

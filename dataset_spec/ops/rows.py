@@ -122,8 +122,8 @@ def pointwise_layernorm(inputs, problem, reference):
     out = _out_name(problem)
     (x,) = _inputs_of(problem, inputs, "x")
     centred, shift, w, b = _layernorm_parts(inputs, problem)
-    scale = (centred + shift) * np.abs(w) + np.abs(b)
-    biased = _on_biased_rows(problem, x, centred * np.abs(w), centre=True)
+    scale = (centred + shift) * abs(w) + abs(b)
+    biased = _on_biased_rows(problem, x, centred * abs(w), centre=True)
     return {out: _shaped(problem, out, NORM_FIXED_ROUNDINGS * scale + biased)}
 
 
@@ -133,9 +133,9 @@ def _layernorm_parts(inputs, problem):
     eps = float(problem.params.get("eps", 1e-5))
     x2 = _rows(x, problem)
     mean = x2.mean(axis=-1, keepdims=True)
-    std = np.sqrt(((x2 - mean) ** 2).mean(axis=-1, keepdims=True) + eps)
-    centred = np.abs(x2 - mean) / std
-    shift = (np.abs(x2) + np.abs(x2).mean(axis=-1, keepdims=True)) / std
+    std = (((x2 - mean) ** 2).mean(axis=-1, keepdims=True) + eps) ** 0.5  # numpy or torch
+    centred = abs(x2 - mean) / std
+    shift = (abs(x2) + abs(x2).mean(axis=-1, keepdims=True)) / std
     return centred, shift, w.reshape(1, -1), b.reshape(1, -1)
 
 
@@ -143,7 +143,7 @@ def scale_layernorm(inputs, problem):
     """The mean's error is absolute in |x| (it shifts x_i - mean); the variance's error is
     relative; both are divided by the row's standard deviation."""
     centred, shift, w, b = _layernorm_parts(inputs, problem)
-    scale = (centred + shift) * np.abs(w) + np.abs(b)
+    scale = (centred + shift) * abs(w) + abs(b)
     return {_out_name(problem): _shaped(problem, _out_name(problem), scale)}
 
 
