@@ -27,7 +27,7 @@ import numpy as np
 RESIDUE_CLASSES = 64
 # Distinct residues are first counted on this many leading terms of each row: a row that
 # already has RESIDUE_CLASSES there needs no sort of its full length.
-PREFIX_TERMS = 1024
+PREFIX_TERMS = 256
 
 
 def _host(values) -> np.ndarray:
@@ -83,25 +83,29 @@ class ResidueClasses:
         return few & (2 * self.classes <= self.terms)
 
 
+def _residues(terms: np.ndarray, ulp: np.ndarray) -> np.ndarray:
+    """Residues modulo ``ulp`` (a column) of the terms of at least half of it, else 0."""
+    return np.where(terms >= ulp / 2, np.fmod(terms, ulp), 0.0)
+
+
 def residue_classes(terms, u_acc: float) -> ResidueClasses:
     """ResidueClasses of nonnegative ``terms`` (rows x n, float64, exact), for a sum in an
-    accumulator of unit roundoff ``u_acc``; no classes where a row's sum is 0 or not finite."""
+    accumulator of unit roundoff ``u_acc``; no classes where a row's sum is 0 or not finite.
+    Rows with RESIDUE_CLASSES among their first PREFIX_TERMS terms are not read further
+    (their ``terms`` count is then n)."""
     terms = _host(terms)
+    rows, n = terms.shape
     total = terms.sum(axis=-1)
+    ulp = accumulator_ulp(np.where(np.isfinite(total) & (total > 0), total, 1.0), u_acc)[:, None]
+    classes = _distinct_nonzero(_residues(terms[:, :PREFIX_TERMS], ulp), RESIDUE_CLASSES)
+    counted = np.full(rows, n, dtype=np.int64)
+    unsure = np.flatnonzero((classes < RESIDUE_CLASSES) & np.isfinite(total) & (total > 0))
+    if unsure.size:
+        residues = _residues(terms[unsure], ulp[unsure])
+        classes[unsure] = _distinct_nonzero(residues, RESIDUE_CLASSES)
+        counted[unsure] = (residues != 0).sum(axis=-1)
     usable = np.isfinite(total) & (total > 0)
-    classes = np.zeros(terms.shape[0], dtype=np.int64)
-    counted = np.zeros(terms.shape[0], dtype=np.int64)
-    if usable.any():
-        rows = terms[usable]
-        ulp = accumulator_ulp(total[usable], u_acc)[:, None]
-        residues = np.where(rows >= ulp / 2, np.fmod(rows, ulp), 0.0)
-        found = _distinct_nonzero(residues[:, :PREFIX_TERMS], RESIDUE_CLASSES)
-        undecided = found < RESIDUE_CLASSES
-        if residues.shape[-1] > PREFIX_TERMS and undecided.any():
-            found[undecided] = _distinct_nonzero(residues[undecided], RESIDUE_CLASSES)
-        classes[usable] = found
-        counted[usable] = (residues != 0).sum(axis=-1)
-    return ResidueClasses(classes, counted)
+    return ResidueClasses(np.where(usable, classes, 0), np.where(usable, counted, 0))
 
 
 def biased_sum_of_squares(rows, u_acc: float, centre: bool = False):
