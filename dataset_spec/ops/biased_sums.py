@@ -4,11 +4,12 @@ the error bound (numerics.accumulation_coefficient) does not hold.
 The probabilistic term C_ACC sqrt(n) u_acc assumes the roundings of a reduction's partial
 sums have mean zero. That needs the low-order bits of the terms, the part below the ulp of
 the partial sums, to take many values. When the terms carry few significant bits (float16
-subnormals: their squares are multiples of 2^-48) or take few distinct values (a row of
-near-equal values), the residues of the terms modulo the accumulator's ulp at the row's sum
-fall into a few classes, every addition of one class rounds the same way, and a serial sum
-drifts by up to n/2 ulps. Such rows get the worst case instead (docs/verification.md,
-"Error model").
+subnormals: their squares are multiples of 2^-48) or repeat a few values (near-equal
+values, an edge trial's repeated +-hi among small ones), the residues of the terms modulo
+the accumulator's ulp at the row's sum fall into a few classes, every addition of one
+class rounds the same way, and a serial sum drifts by up to n/2 ulps. Such rows get the
+worst case instead (docs/verification.md, "Error model"). Squares are taken in float64,
+exact for values of up to 26 significant bits (every storage dtype but float64).
 
 The functions take numpy arrays or torch tensors (the classification runs on the host) and
 give back the same kind.
@@ -96,15 +97,15 @@ def residue_classes(terms, u_acc: float) -> ResidueClasses:
     terms = _host(terms)
     rows, n = terms.shape
     total = terms.sum(axis=-1)
-    ulp = accumulator_ulp(np.where(np.isfinite(total) & (total > 0), total, 1.0), u_acc)[:, None]
+    usable = np.isfinite(total) & (total > 0)
+    ulp = accumulator_ulp(np.where(usable, total, 1.0), u_acc)[:, None]
     classes = _distinct_nonzero(_residues(terms[:, :PREFIX_TERMS], ulp), RESIDUE_CLASSES)
     counted = np.full(rows, n, dtype=np.int64)
-    unsure = np.flatnonzero((classes < RESIDUE_CLASSES) & np.isfinite(total) & (total > 0))
+    unsure = np.flatnonzero(usable & (classes < RESIDUE_CLASSES))
     if unsure.size:
         residues = _residues(terms[unsure], ulp[unsure])
         classes[unsure] = _distinct_nonzero(residues, RESIDUE_CLASSES)
         counted[unsure] = (residues != 0).sum(axis=-1)
-    usable = np.isfinite(total) & (total > 0)
     return ResidueClasses(np.where(usable, classes, 0), np.where(usable, counted, 0))
 
 
@@ -112,8 +113,8 @@ def biased_sum_of_squares(rows, u_acc: float, centre: bool = False):
     """Per row of ``rows`` (rows x n), whether a float sum of their squares, or with
     ``centre`` of their deviations from the row mean (a layernorm's variance; the mean and
     the deviations as the accumulator holds them: small elements beside a large mean all
-    give the same deviation), may round with one sign. Same kind (numpy or torch, and device) as
-    ``rows``."""
+    give the same deviation), may round with one sign. Same kind (numpy or torch, and
+    device) as ``rows``."""
     values = _host(rows)
     with np.errstate(invalid="ignore", over="ignore"):
         if centre:
