@@ -5,7 +5,8 @@ import math
 
 import numpy as np
 
-from ..numerics import FORMATS
+from ..numerics import FORMATS, bound_terms
+from .biased_sums import biased_sum_of_squares, half_worst_case
 from .spec import (OpSpec, _fmt, _inputs_of, _last_dim, _out_dtype, _out_name, _shaped, on_magnitudes,
                    range_int_sum, range_sum, stress_rows)
 
@@ -88,27 +89,61 @@ def pointwise_softmax(inputs, problem, reference):
 NORM_FIXED_ROUNDINGS = 6
 
 
+def _accumulator_roundoff(problem) -> float:
+    p = problem.params
+    return bound_terms(_out_dtype(problem), _last_dim(problem), str(p.get("accumulator") or ""),
+                       str(p.get("math_input") or "")).u_acc
+
+
+def _on_biased_rows(problem, x, magnitude, centre: bool):
+    """gamma(n) / (2 u_acc) ``magnitude`` (rows x n) on rows whose sum of squares (of
+    deviations, with ``centre``) may round with one sign (biased_sums), else 0; numpy or
+    torch as ``x``."""
+    rows = _rows(x, problem)
+    u_acc = _accumulator_roundoff(problem)
+    biased = biased_sum_of_squares(rows, u_acc, centre).reshape(-1, 1)
+    return magnitude.reshape(rows.shape) * biased * half_worst_case(rows.shape[-1], u_acc)
+
+
 def pointwise_rmsnorm(inputs, problem, reference):
+    """The fixed roundings, and on rows whose squares leave few residues below the
+    accumulator's ulp (biased roundings) the sum's worst case halved by the square root."""
     out = _out_name(problem)
-    return {out: NORM_FIXED_ROUNDINGS * np.abs(reference[out])}
+    (x,) = _inputs_of(problem, inputs, "x")
+    magnitude = abs(reference[out])
+    biased = _on_biased_rows(problem, x, magnitude, centre=False).reshape(magnitude.shape)
+    return {out: NORM_FIXED_ROUNDINGS * magnitude + biased}
 
 
 def pointwise_layernorm(inputs, problem, reference):
+    """The fixed roundings of the scale, and on rows whose squared deviations leave few
+    residues below the accumulator's ulp the variance's worst case halved by the square
+    root, on the centred part of the scale."""
     out = _out_name(problem)
-    return {out: NORM_FIXED_ROUNDINGS * scale_layernorm(inputs, problem)[out]}
+    (x,) = _inputs_of(problem, inputs, "x")
+    centred, shift, w, b = _layernorm_parts(inputs, problem)
+    scale = (centred + shift) * abs(w) + abs(b)
+    biased = _on_biased_rows(problem, x, centred * abs(w), centre=True)
+    return {out: _shaped(problem, out, NORM_FIXED_ROUNDINGS * scale + biased)}
+
+
+def _layernorm_parts(inputs, problem):
+    """|x_i - mean| / std and (|x_i| + mean|x|) / std per row, w and b as rows."""
+    x, w, b = _inputs_of(problem, inputs, "x", "w", "b")
+    eps = float(problem.params.get("eps", 1e-5))
+    x2 = _rows(x, problem)
+    mean = x2.mean(axis=-1, keepdims=True)
+    std = (((x2 - mean) ** 2).mean(axis=-1, keepdims=True) + eps) ** 0.5  # numpy or torch
+    centred = abs(x2 - mean) / std
+    shift = (abs(x2) + abs(x2).mean(axis=-1, keepdims=True)) / std
+    return centred, shift, w.reshape(1, -1), b.reshape(1, -1)
 
 
 def scale_layernorm(inputs, problem):
     """The mean's error is absolute in |x| (it shifts x_i - mean); the variance's error is
     relative; both are divided by the row's standard deviation."""
-    x, w, b = _inputs_of(problem, inputs, "x", "w", "b")
-    eps = float(problem.params.get("eps", 1e-5))
-    x2 = _rows(x, problem)
-    mean = x2.mean(axis=-1, keepdims=True)
-    std = np.sqrt(((x2 - mean) ** 2).mean(axis=-1, keepdims=True) + eps)
-    centred = np.abs(x2 - mean) / std
-    shift = (np.abs(x2) + np.abs(x2).mean(axis=-1, keepdims=True)) / std
-    scale = (centred + shift) * np.abs(w.reshape(1, -1)) + np.abs(b.reshape(1, -1))
+    centred, shift, w, b = _layernorm_parts(inputs, problem)
+    scale = (centred + shift) * abs(w) + abs(b)
     return {_out_name(problem): _shaped(problem, _out_name(problem), scale)}
 
 
@@ -142,10 +177,12 @@ OPS = [
            pointwise_text="out_i (4 (|x_i - max x| + sum_j out_j |x_j - max x|) + 6)"),
     OpSpec("rmsnorm", ref_rmsnorm, _last_dim, "x / rms(x) * w per row", None, range_norm,
            "|out_i| (every error is relative), n = row length", pointwise_scale=pointwise_rmsnorm,
-           stress=stress_rows("NORM"), pointwise_text="6 |out_i|"),
+           stress=stress_rows("NORM"),
+           pointwise_text="6 |out_i|, + gamma(n) / (2 u_acc) |out_i| on rows of biased roundings"),
     OpSpec("layernorm", ref_layernorm, _last_dim, "(x - mean) / std * w + b per row", scale_layernorm,
            range_norm, "(|x_i - mean| + |x_i| + mean|x|) / std * |w_i| + |b_i|, n = row length",
-           pointwise_scale=pointwise_layernorm, stress=stress_rows("NORM"), pointwise_text="6 S_i"),
+           pointwise_scale=pointwise_layernorm, stress=stress_rows("NORM"),
+           pointwise_text="6 S_i, + gamma(n) / (2 u_acc) |x_i - mean| / std |w_i| on rows of biased roundings"),
     OpSpec("row_sum", ref_row_sum, _last_dim, "out[i] = sum_j x[i, j]", scale_row_sum, range_sum,
            "sum_j |x[i, j]|, n = row length", range_int_sum(_last_dim), stress=stress_rows("ROW_SUM")),
 ]
