@@ -15,7 +15,7 @@ from dataset_spec.model import Buffer, Problem
 
 SOURCE = "tilelang"
 RMSNORM_EPS = 1e-6
-# scores are exponentiated as 2^(s * log2(e)): exp(s), the registry's attention (no 1/sqrt(d))
+# scores are exponentiated as 2^((s - max) * log2(e)): exp(s - max), the registry's attention (no 1/sqrt(d))
 LOG2_E = 1.4426950408889634
 
 
@@ -267,9 +267,9 @@ def _attention(BH, Sq, Skv, Dh, block_M, block_N, num_stages, threads):
                 T.copy(scores_max, scores_max_prev)
                 T.reduce_max(acc_s, scores_max, dim=1, clear=False)
                 for i in T.Parallel(block_M):
-                    scores_scale[i] = T.exp2(scores_max_prev[i] * LOG2_E - scores_max[i] * LOG2_E)
+                    scores_scale[i] = T.exp2((scores_max_prev[i] - scores_max[i]) * LOG2_E)
                 for i, j in T.Parallel(block_M, block_N):
-                    acc_s[i, j] = T.exp2(acc_s[i, j] * LOG2_E - scores_max[i] * LOG2_E)
+                    acc_s[i, j] = T.exp2((acc_s[i, j] - scores_max[i]) * LOG2_E)
                 T.reduce_sum(acc_s, scores_sum, dim=1)
                 for i in T.Parallel(block_M):
                     logsum[i] = logsum[i] * scores_scale[i] + scores_sum[i]
@@ -325,7 +325,10 @@ def _softmax(M, N, block_M, block_N, num_stages, threads):
     """out = exp(x - max) / sum(exp(x - max)) over each row, float32: an online pass over
     column blocks for each row's max and sum (the running sum rescaled as the max grows),
     a second to write the normalised exponentials. Each pipelined loop stages its own
-    shared tile (one tile shared by two pipelines fails TileLang's sm_90a lowering)."""
+    shared tile (one tile shared by two pipelines fails TileLang's sm_90a lowering).
+    x - max is taken before the scaling by log2(e): x * log2(e) - max * log2(e), contracted
+    to an fma, leaves the rounding error of max * log2(e) (up to 1e31 at |x| ~ 1e38) where
+    the row's maximum should give exp2(0), and the row's sum becomes 0 or inf."""
     import tilelang.language as T
     dtype = "float32"
 
@@ -347,14 +350,14 @@ def _softmax(M, N, block_M, block_N, num_stages, threads):
                 T.copy(row_max, row_max_prev)
                 T.reduce_max(x_local, row_max, dim=1, clear=False)
                 for i, j in T.Parallel(block_M, block_N):
-                    x_local[i, j] = T.exp2(x_local[i, j] * LOG2_E - row_max[i] * LOG2_E)
+                    x_local[i, j] = T.exp2((x_local[i, j] - row_max[i]) * LOG2_E)
                 T.reduce_sum(x_local, block_sum, dim=1)
                 for i in T.Parallel(block_M):
-                    row_sum[i] = row_sum[i] * T.exp2(row_max_prev[i] * LOG2_E - row_max[i] * LOG2_E) + block_sum[i]
+                    row_sum[i] = row_sum[i] * T.exp2((row_max_prev[i] - row_max[i]) * LOG2_E) + block_sum[i]
             for k in T.Pipelined(T.ceildiv(N, block_N), num_stages=num_stages):
                 T.copy(x[bx * block_M, k * block_N], y_shared)
                 T.copy(y_shared, x_local)
                 for i, j in T.Parallel(block_M, block_N):
-                    x_local[i, j] = T.exp2(x_local[i, j] * LOG2_E - row_max[i] * LOG2_E) / row_sum[i]
+                    x_local[i, j] = T.exp2((x_local[i, j] - row_max[i]) * LOG2_E) / row_sum[i]
                 T.copy(x_local, out[bx * block_M, k * block_N])
     return main
