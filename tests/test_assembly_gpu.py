@@ -18,11 +18,13 @@ extern "C" __global__ void vadd_aligned_smem(const float *x, const float *y, flo
     extern __shared__ __align__(1024) unsigned char tiles[];
     __shared__ __align__(16) unsigned long long barriers[4];
     int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (threadIdx.x < 4) barriers[threadIdx.x] = threadIdx.x;
-    unsigned offset = (unsigned)__cvta_generic_to_shared(tiles) % 1024u;
+    if (threadIdx.x < 4) barriers[threadIdx.x] = threadIdx.x + 1;
+    __syncthreads();
     tiles[threadIdx.x] = (unsigned char)barriers[threadIdx.x % 4];
     __syncthreads();
-    if (i < n) out[i] = x[i] + y[i] + (float)offset + (float)(tiles[threadIdx.x] - threadIdx.x % 4);
+    int offset = (int)(__cvta_generic_to_shared(tiles) % 1024u);
+    int stored = (int)tiles[threadIdx.x] - (int)(threadIdx.x % 4) - 1;  // 0: both arrays intact
+    if (i < n) out[i] = x[i] + y[i] + (float)(offset + stored);
 }
 """
 
