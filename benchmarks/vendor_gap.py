@@ -1,0 +1,69 @@
+"""How far each verified GEMM-like group's fastest member is from the vendor library: the
+same function through torch (cuBLAS for ``gemm`` and ``batch_matmul``), timed the way
+mirage_baseline.py times it (CUDA events around one call, L2 flushed before each sample,
+median), next to the group's fastest passing member, with the spread of its members.
+
+Runs on a machine with a GPU and torch.
+
+    PYTHONPATH=. python benchmarks/vendor_gap.py VERIFIED [VERIFIED ...] [--samples 200]
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.mirage_baseline import row_time, time_call  # noqa: E402
+
+TORCH_DTYPES = {"float16": "float16", "bfloat16": "bfloat16", "float32": "float32"}
+
+
+def vendor_call(problem):
+    """(label, zero-argument callable) of the problem's function in torch, or None."""
+    import torch
+    buffers = {b.name: b for b in problem.buffers}
+    if problem.op not in ("gemm", "batch_matmul") or "A" not in buffers or "B" not in buffers:
+        return None
+    a, b = buffers["A"], buffers["B"]
+    if a.dtype not in TORCH_DTYPES or b.dtype != a.dtype:
+        return None
+    dtype = getattr(torch, TORCH_DTYPES[a.dtype])
+    A = torch.randn(a.shape, device="cuda").to(dtype)
+    B = torch.randn(b.shape, device="cuda").to(dtype)
+    if problem.params.get("transpose_b") or problem.params.get("layout_b") == "col":
+        B = B.t()
+    return "torch.matmul (cuBLAS)", lambda: torch.matmul(A, B)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("datasets", nargs="+")
+    parser.add_argument("--samples", type=int, default=200)
+    args = parser.parse_args()
+    from dataset_spec.shards import read_records
+    groups = defaultdict(list)
+    for path in args.datasets:
+        for record in read_records(path):
+            groups[record.group_id].append(record)
+    print("| group | members passed | fastest member | fastest us | slowest us | vendor | vendor us | fastest / vendor |")
+    print("|---|---|---|---|---|---|---|---|")
+    for group_id, records in sorted(groups.items()):
+        timed = [(row_time(vars(r)), r) for r in records if r.status == "passed" and row_time(vars(r))]
+        call = vendor_call(records[0].problem)
+        if not timed or call is None:
+            continue
+        timed.sort(key=lambda item: item[0])
+        label, fn = call
+        vendor_us = statistics.median(time_call(fn, args.samples))
+        best_us, best = timed[0]
+        print(f"| {group_id} | {len(timed)} | {best.name} ({best.variant.get('rule') or best.variant.get('generator', '')}) "
+              f"| {best_us:.2f} | {timed[-1][0]:.2f} | {label} | {vendor_us:.2f} | {best_us / vendor_us:.2f}x |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
