@@ -2,7 +2,7 @@
 buffers with per-problem scale tables. A kernel emulated as CUTLASS's blockwise mainloop
 computes, problem by problem, passes every trial kind; the exact reference rounded to the
 output passes; a 1% error planted in one problem (the others exact) is caught; each problem
-is bounded with its own K; the tables hold shapes, scale layouts and scale addresses."""
+is bounded with its own K; the tables hold shapes, leading dimensions and scale addresses."""
 import numpy as np
 import pytest
 
@@ -113,15 +113,12 @@ def test_buffers_and_tables_hold_every_problems_blocks():
     assert table_storage(problem.buffer("problem_sizes")).tolist() == [list(x) for x in PROBLEMS]
     assert table_storage(problem.buffer("ld_A")).tolist() == [k for _, _, k in PROBLEMS]  # row-major A
     assert table_storage(problem.buffer("ld_D")).tolist() == [m for m, _, _ in PROBLEMS]  # column-major D
-    # CUTLASS's MN-major scale layout per problem: shape (bm, bk, 1), strides (bm, bm * bk)
-    assert table_storage(problem.buffer("layout_SFA")).tolist() == [[1, 3, 1, 1, 3], [1, 3, 1, 1, 3], [2, 1, 1, 2, 2]]
-    assert table_storage(problem.buffer("layout_SFB")).tolist() == [[1, 3, 1, 1, 3], [2, 3, 1, 2, 6], [1, 1, 1, 1, 1]]
     fake = {b.name: 0x7F00_0000_0000 + i * 0x1_0000_0000 for i, b in enumerate(problem.buffers)}
     assert table_storage(problem.buffer("ptr_SFB"), fake).tolist() == [fake["SFB"] + 4 * s for s in (0, 3, 9)]
     assert table_storage(problem.buffer("ptr_C"), fake)[1] == fake["C"] + 2 * 64 * 128
     first, wide = make_trial_inputs(problem, "g", 0), make_trial_inputs(problem, "g", 2)
     assert "ptr_SFA" not in first.storage
-    assert np.array_equal(first.storage["layout_SFA"], wide.storage["layout_SFA"])
+    assert np.array_equal(first.storage["problem_sizes"], wide.storage["problem_sizes"])
     again = Problem.from_json(problem.to_json())
     assert again.digest() == problem.digest()
 

@@ -3,7 +3,8 @@
 The manifest is filled the way the CUTLASS profiler's ``generator.py`` fills it
 (``GenerateSM80`` / ``GenerateSM90`` with ``--kernels all``); we keep the dense, real-valued
 universal GEMMs (sub-byte operands packed, dataset_spec/packed.py), the grouped ones
-(builders/cutlass/grouped.py) and the blockwise-scaled FP8 ones (``BUILT_KINDS``), and describe each by a plain ``KernelSpec``. ``family_table`` lists every GEMM family the generator emits, each either
+(builders/cutlass/grouped.py) and the blockwise-scaled FP8 ones, single and grouped
+(``BUILT_KINDS``), and describe each by a plain ``KernelSpec``. ``family_table`` lists every GEMM family the generator emits, each either
 built or excluded with its reason (docs/cutlass.md, "Families").
 """
 from __future__ import annotations
@@ -42,14 +43,14 @@ BINARY = ("b1",)
 PACKED_ELEMENTS = ("s2", "u2", "s4", "u4")  # packed several to a byte (dataset_spec/packed.py)
 # What the GEMM problem (A, B, C, D, alpha, beta) cannot state for the other GEMM kinds.
 EXTRA_OPERANDS = {
-    "GroupedBlockwiseUniversal3x": "needs per-group scale-tensor pointer tables on the grouped launch model",
     "PlanarComplex": ("planar complex operands (separate real and imaginary planes, GemmPlanarComplex "
                       "Arguments with a pointer and stride per plane): no packer template for them yet"),
     "PlanarComplexArray": ("planar complex operands in device arrays of per-problem pointers and sizes: "
                            "no packer template for them yet"),
 }
-# GEMM kinds beyond the plain universal ones that ptxds builds (their problems: blockwise.py).
-BUILT_KINDS = ("BlockwiseUniversal3x",)
+# GEMM kinds beyond the plain universal ones that ptxds builds (their problems: blockwise.py,
+# grouped_blockwise.py).
+BUILT_KINDS = ("BlockwiseUniversal3x", "GroupedBlockwiseUniversal3x")
 
 # 3.x ConvertOnly kernels named ``..._cvt_shfl_...`` read the narrow operand from a
 # reordered layout (the generator's compute_memory_reordering_atom), which a caller makes

@@ -9,7 +9,8 @@ pointer). Both generations describe the problem in library terms: the 2.x groupe
 transposes a column-major-C problem internally (``kTransposed``) and the 3.x one takes
 strides as they are, so neither swaps A and B the way 2.x universal instances do.
 Sizes are grouped sizes (builders/moe_shapes.py): a work item compiles a batch once and
-makes one row per (size, kernel).
+makes one row per (size, kernel). The grouped blockwise-scaled FP8 kernels build the same
+way with scale tables on top (builders/cutlass/grouped_blockwise.py).
 """
 from __future__ import annotations
 
@@ -19,17 +20,17 @@ from collections import defaultdict
 from dataset_spec.model import Arg, Buffer, Distribution, KernelRecord, Launch, SpecError
 from dataset_spec.ops.grouped_gemm import TABLE_NAMES, make_grouped_problem
 from builders.base import WorkItem
-from builders.cutlass import catalog
+from builders.cutlass import catalog, grouped_blockwise
 from builders.cutlass.catalog import DTYPE_NAMES
 from builders.cutlass.compile import CutlassCompileError, build_packer
 from builders.cutlass.kernel_traits import arch_of, entry_params, uses_tma
 from builders.cutlass.packer import PackError, pack_launch
 from builders.cutlass.problem import LAYOUT_WORDS, ROUNDING_MATH, accumulator_name, epilogue_misfit, math_input
 from builders.cutlass.source import packer_source
-from builders.moe_shapes import DEFAULT_GROUPED, grouped_label
+from builders.moe_shapes import DEFAULT_GROUPED, DEFAULT_GROUPED_BLOCKWISE, grouped_label
 
 KIND = "grouped_gemm"
-GROUPED_KINDS = ("Grouped", "GroupedUniversal3x")
+GROUPED_KINDS = ("Grouped", "GroupedUniversal3x", grouped_blockwise.GEMM_KIND)
 
 
 def is_grouped(spec) -> bool:
@@ -42,6 +43,8 @@ def layouts(spec) -> dict:
 
 
 def family_id(spec, alpha: float, beta: float) -> str:
+    if grouped_blockwise.is_grouped_blockwise(spec):
+        return grouped_blockwise.family_id(spec, alpha, beta)
     k = spec.knobs
     types = [k["element_a"], k["element_b"], k["element_accumulator"]]
     types += ([f"c{k['element_c']}"] if beta != 0 else []) + [k["element_d"]]
@@ -73,7 +76,7 @@ def misfit(spec, size) -> str:
             if dims[dim] % align:
                 return (f"{spec.name}: problem {i}: {operand}'s contiguous extent {dim}={dims[dim]} is not a "
                         f"multiple of its alignment {align}")
-    return ""
+    return grouped_blockwise.misfit(spec, size) if grouped_blockwise.is_grouped_blockwise(spec) else ""
 
 
 def fit(specs, size) -> tuple:
@@ -82,14 +85,20 @@ def fit(specs, size) -> tuple:
     for spec in specs:
         for dim, align in _contiguous(spec).values():
             multiple[dim] = math.lcm(multiple[dim], int(align))
+        if grouped_blockwise.is_grouped_blockwise(spec):
+            dim, rows = grouped_blockwise.epilogue_row_multiple(spec)
+            multiple[dim] = math.lcm(multiple[dim], rows)
     return tuple(tuple(-(-v // multiple[d]) * multiple[d] for d, v in zip("MNK", mnk)) for mnk in size)
 
 
-def sizes_for(shape_set) -> list:
-    """A shape set's grouped sizes (the default set: DEFAULT_GROUPED; ``--problem`` M N K:
+def sizes_for(shape_set, op: str = KIND) -> list:
+    """A shape set's grouped sizes for ``op`` (the default set: DEFAULT_GROUPED, or
+    DEFAULT_GROUPED_BLOCKWISE; a per-op list where the set names one; ``--problem`` M N K:
     one problem)."""
     if shape_set.is_default:
-        return list(DEFAULT_GROUPED)
+        return list(DEFAULT_GROUPED_BLOCKWISE if op == grouped_blockwise.OP else DEFAULT_GROUPED)
+    if op in shape_set.per_op:
+        return list(shape_set.per_op[op])
     if shape_set.grouped:
         return list(shape_set.grouped)
     if shape_set.name == "problem" and shape_set.gemm:
@@ -98,7 +107,13 @@ def sizes_for(shape_set) -> list:
                     f"'grouped:' sizes (lists of [M, N, K] problems, builders/shapes.py)")
 
 
+def problem_op(spec) -> str:
+    return grouped_blockwise.OP if grouped_blockwise.is_grouped_blockwise(spec) else KIND
+
+
 def make_problem(spec, size, alpha: float, beta: float):
+    if grouped_blockwise.is_grouped_blockwise(spec):
+        return grouped_blockwise.make_problem(spec, size, alpha, beta)
     k = spec.knobs
     element_c = k["element_c"] if beta != 0 else k["element_d"]
     dtypes = {"A": DTYPE_NAMES[k["element_a"]], "B": DTYPE_NAMES[k["element_b"]],
@@ -109,9 +124,10 @@ def make_problem(spec, size, alpha: float, beta: float):
 
 def table_slots(spec) -> tuple:
     """The device tables the kernel's Params point at: a 3.x kernel with a void C has no C."""
+    tables = TABLE_NAMES
     if spec.knobs["element_c"] == "void":
-        return tuple(t for t in TABLE_NAMES if t not in ("ptr_C", "ld_C"))
-    return TABLE_NAMES
+        tables = tuple(t for t in TABLE_NAMES if t not in ("ptr_C", "ld_C"))
+    return grouped_blockwise.table_slots(spec, tables) if grouped_blockwise.is_grouped_blockwise(spec) else tables
 
 
 def threadblock_count(spec, size, sm_count: int) -> int:
@@ -124,12 +140,12 @@ def threadblock_count(spec, size, sm_count: int) -> int:
 def work_items(builder, specs: list) -> list:
     if not specs:
         return []
-    sizes = sizes_for(builder.shape_set)
     families = defaultdict(list)
     for spec in specs:
         families[(family_id(spec, builder.alpha, builder.beta), arch_of(spec))].append(spec)
     items = []
     for (family, arch), members in sorted(families.items()):
+        sizes = sizes_for(builder.shape_set, problem_op(members[0]))
         fitted = sizes if builder.shape_set.exact else list(dict.fromkeys(fit(members, s) for s in sizes))
         for size in fitted:  # a size whose operands cannot be laid out is the user's to fix
             make_problem(members[0], size, builder.alpha, builder.beta)

@@ -51,6 +51,9 @@ KIND_HOOKS: dict = {
     "ScaleOnly": KindHooks(_universal_3x_emitter, "pack_mixed_input_3x", "mixed_input.h"),
     "ScaleWithZeroPoint": KindHooks(_universal_3x_emitter, "pack_mixed_input_3x", "mixed_input.h"),
     "BlockwiseUniversal3x": KindHooks(_universal_3x_emitter, "pack_blockwise_3x", "blockwise.h"),
+    # its header includes grouped.h: the packer is pack_grouped_3x with the scale arrays filled in
+    "GroupedBlockwiseUniversal3x": KindHooks(_universal_3x_emitter, "pack_grouped_blockwise_3x", "grouped_blockwise.h",
+                                             includes=("cutlass/gemm/group_array_problem_shape.hpp",)),
     sparse.KIND: KindHooks(sparse.SparseEmitter, "pack_sparse_2x", "sparse.h", sparse.entry_instantiation),
     sparse.KIND_3X: KindHooks(sparse.emitter_3x, "pack_sparse_3x", "sparse.h"),
 }

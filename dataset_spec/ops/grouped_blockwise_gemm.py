@@ -14,11 +14,10 @@ problem, ``layout_a/b/c``, ``layout_sfa/sfb``, ``scale_granularity_a`` [gm, gk],
 
 Device tables (dataset_spec/device_tables.py): grouped_gemm's ``problem_sizes``, ``ptr_A`` ..
 ``ptr_D`` and ``ld_A`` .. ``ld_D``, plus ``ptr_SFA``/``ptr_SFB`` (u64 addresses of each
-problem's scales) and ``layout_SFA``/``layout_SFB``: each problem's scale layout as CUTLASS's
-``ScaleConfig::tile_atom_to_shape_SFA/SFB`` builds it, i.e. the five int32s a
-``cute::Layout<((gm, bm), (gk, bk), L), ((0, 1), (0, bm), bm*bk)>`` stores (static modes take
-no bytes): [bm, bk, 1, bm, bm*bk] for an M-major SFA with bm = ceil(M_i/gm), bk =
-ceil(K_i/gk) (SFB likewise along N).
+problem's first scale). No table of scale layouts: CUTLASS's SM90 ptr-array blockwise
+mainloop rebuilds each problem's layout from its problem shape
+(``ScaleConfig::tile_atom_to_shape_SFA/SFB`` in ``load_init``) and never reads the
+``layout_SFA``/``layout_SFB`` arrays its Arguments name.
 
 The reference and the bound are blockwise_scaled_gemm's, problem by problem: each D_i is
 judged with its own K_i and K_i/gk promotions (docs/verification.md,
@@ -38,9 +37,8 @@ from .grouped_gemm import TABLE_NAMES as GROUPED_TABLES
 
 OP = "grouped_blockwise_scaled_gemm"
 OPERANDS = ("A", "B", "C", "D", "SFA", "SFB")
-SCALE_TABLES = ("ptr_SFA", "ptr_SFB", "layout_SFA", "layout_SFB")
+SCALE_TABLES = ("ptr_SFA", "ptr_SFB")
 TABLE_NAMES = GROUPED_TABLES + SCALE_TABLES
-LAYOUT_WORDS = 5  # int32s of one problem's scale layout (see the module docstring)
 SCALE_ALIGN = 4   # a problem's scales start float-aligned: the mainloop loads them with 4-byte cp.async
 
 
@@ -80,12 +78,6 @@ def offsets_for(problems: list, params: dict) -> dict:
             at += rows * cols
         out[operand] = starts + [at]
     return out
-
-
-def scale_layout_words(blocks: int, k_blocks: int) -> list:
-    """One problem's MN-major scale layout as CUTLASS stores it: shape (bm, bk, L=1), then the
-    dynamic strides (bm along K blocks, bm*bk between batches)."""
-    return [blocks, k_blocks, 1, blocks, blocks * k_blocks]
 
 
 @dataclass
@@ -243,9 +235,6 @@ def make_grouped_blockwise_problem(problem_id: str, problems: list, dtypes: dict
         buffers.append(values_table(f"ld_{operand}", "int64",
                                     [leading_dimension(layout, *_dims(operand, *mnk, params)[:2])
                                      for mnk in problems]))
-    for operand in ("SFA", "SFB"):
-        buffers.append(values_table(f"layout_{operand}", "int32",
-                                    [scale_layout_words(*_dims(operand, *mnk, params)) for mnk in problems]))
     return Problem(problem_id, OP, buffers, params)
 
 
