@@ -29,7 +29,8 @@ File form (YAML or JSON; every key optional, at least one size in all)::
     elementwise: [1048576]
     grouped: [[[128, 256, 512], [40, 256, 512]]]   # each size a list of [M, N, K] problems
     softmax: [[16, 4096]]        # per-op lists (softmax, rmsnorm, layernorm, vector_add,
-                                 # square, mixed_input_gemm) replace their kind's list for that op
+                                 # square, mixed_input_gemm, grouped_blockwise_scaled_gemm, ...)
+                                 # replace their kind's list for that op
 """
 from __future__ import annotations
 
