@@ -1,6 +1,7 @@
-"""GPU: the small CUTLASS grouped blockwise-scaled FP8 dataset (built into .gpu/c-gblock/gblock,
-docs/cutlass.md "Grouped blockwise-scaled FP8 GEMM") verifies: every row passes, its scales
-reached through the ptr_SFA/ptr_SFB tables the verifier fills after allocation."""
+"""GPU: the small CUTLASS grouped blockwise-scaled FP8 datasets (built into .gpu/c-gblock/gblock
+at the default size and .gpu/c-gblock/gblock-llm at the llm MoE sizes, docs/cutlass.md
+"Grouped blockwise-scaled FP8 GEMM") verify: every row passes, its scales reached through the
+ptr_SFA/ptr_SFB tables the verifier fills after allocation."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -11,14 +12,16 @@ from dataset_spec.shards import read_records
 
 pytestmark = pytest.mark.gpu
 
-DATASET = Path(__file__).resolve().parents[1] / ".gpu" / "c-gblock" / "gblock"
+DATASETS = Path(__file__).resolve().parents[1] / ".gpu" / "c-gblock"
 
 
-@pytest.mark.skipif(not DATASET.exists(), reason="the CUTLASS grouped blockwise dataset is not built "
-                    "(see docs/cutlass.md, Grouped blockwise-scaled FP8 GEMM)")
-def test_cutlass_grouped_blockwise_rows_pass(tmp_path):
+@pytest.mark.parametrize("name", ["gblock", "gblock-llm"])
+def test_cutlass_grouped_blockwise_rows_pass(name, tmp_path):
     from verify import verify_dataset
-    verify_dataset(DATASET, tmp_path / "out", kernel_timeout=60.0, progress=False, timing=False)
+    if not (DATASETS / name).exists():
+        pytest.skip(f"the CUTLASS grouped blockwise dataset {name} is not built "
+                    "(see docs/cutlass.md, Grouped blockwise-scaled FP8 GEMM)")
+    verify_dataset(DATASETS / name, tmp_path / "out", kernel_timeout=60.0, progress=False, timing=False)
     rows = read_records(tmp_path / "out")
     assert rows and all(r.problem.op == "grouped_blockwise_scaled_gemm" for r in rows)
     failed = {r.name: f"{r.status}: {r.status_message[:300]}" for r in rows if r.status != "passed"}
