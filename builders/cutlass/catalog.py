@@ -43,14 +43,15 @@ BINARY = ("b1",)
 PACKED_ELEMENTS = ("s2", "u2", "s4", "u4")  # packed several to a byte (dataset_spec/packed.py)
 # What the GEMM problem (A, B, C, D, alpha, beta) cannot state for the other GEMM kinds.
 EXTRA_OPERANDS = {
-    "PlanarComplex": ("planar complex operands (separate real and imaginary planes, GemmPlanarComplex "
-                      "Arguments with a pointer and stride per plane): no packer template for them yet"),
     "PlanarComplexArray": ("planar complex operands in device arrays of per-problem pointers and sizes: "
                            "no packer template for them yet"),
 }
 # GEMM kinds beyond the plain universal ones that ptxds builds (their problems: blockwise.py,
-# grouped_blockwise.py).
-BUILT_KINDS = ("BlockwiseUniversal3x", "GroupedBlockwiseUniversal3x")
+# grouped_blockwise.py, complex.py).
+BUILT_KINDS = ("BlockwiseUniversal3x", "GroupedBlockwiseUniversal3x", "PlanarComplex")
+# Complex GEMMs whose element types are the parts' (f16, bf16): each operand is a real and an
+# imaginary plane, and its ComplexTransform (conjugate or not) is part of the function.
+PLANAR_COMPLEX_KINDS = ("PlanarComplex", "PlanarComplexArray")
 
 # 3.x ConvertOnly kernels named ``..._cvt_shfl_...`` read the narrow operand from a
 # reordered layout (the generator's compute_memory_reordering_atom), which a caller makes
@@ -155,7 +156,7 @@ def describe_operation(op) -> KernelSpec:
         knobs["cluster_shape"] = list(td.cluster_shape)
     if knobs["gemm_kind"] == "Grouped":  # 2.x: where the tile schedule is computed
         knobs["scheduler_mode"] = _enum_name(op.scheduler_mode)
-    if op.is_complex():  # conjugate or not, per operand (library terms)
+    if op.is_complex() or knobs["gemm_kind"] in PLANAR_COMPLEX_KINDS:  # conjugate or not, per operand (library terms)
         knobs["transform_a"] = _enum_name(op.A.complex_transform)
         knobs["transform_b"] = _enum_name(op.B.complex_transform)
     mixed = getattr(op, "mixed_input_mode", None)

@@ -77,26 +77,13 @@ typename Layout::Stride packed_stride(int rows, int cols) {
   return Layout::packed(cutlass::MatrixCoord(rows, cols)).stride();
 }
 
-// CUTLASS 2.x GemmUniversal: Params(Arguments, device_sms, sm_occupancy).
+// Params(Arguments, device_sms, sm_occupancy) of a 2.x universal-style kernel and its launch
+// shape: every 2.x GEMM kind whose Params derive from UniversalParamsBase ends here.
 template <typename Kernel>
-void pack_2x(PackRequest const &req, PackResult &out) {
+void pack_2x_arguments(typename Kernel::Arguments const &args, PackRequest const &req, PackResult &out) {
   using Params = typename Kernel::Params;
-  using Arguments = typename Kernel::Arguments;
-  using EpilogueParams = typename Kernel::EpilogueOutputOp::Params;
-  using Element = typename Kernel::EpilogueOutputOp::ElementCompute;
   static_assert(sizeof(Params) <= sizeof(g_params_storage), "Params too large");
-
   cutlass::gemm::GemmCoord problem(req.m, req.n, req.k);
-  Arguments args(
-      cutlass::gemm::GemmUniversalMode::kGemm, problem, /*batch_count=*/1,
-      EpilogueParams(Element(req.alpha), Element(req.beta)),
-      req.a, req.b, req.c, req.d,
-      /*batch strides*/ 0, 0, 0, 0,
-      packed_stride<typename Kernel::LayoutA>(req.m, req.k).at(0),
-      packed_stride<typename Kernel::LayoutB>(req.k, req.n).at(0),
-      packed_stride<typename Kernel::LayoutC>(req.m, req.n).at(0),
-      packed_stride<typename Kernel::LayoutC>(req.m, req.n).at(0));
-
   std::memset(g_params_storage, 0, sizeof(g_params_storage));
   Params *params = new (g_params_storage) Params(args, req.sm_count, /*sm_occupancy=*/1);
   // init_workspace() would cudaMemset the semaphore; the row's scratch buffer is zeroed
@@ -123,6 +110,27 @@ void pack_2x(PackRequest const &req, PackResult &out) {
   out.check_block = cutlass::gemm::device::GemmUniversalAdapter<Kernel>::GemmKernel::kThreadCount;
   out.check_smem = cutlass::gemm::device::GemmUniversalBase<Kernel>::kSharedStorageSize;
 }
+
+// CUTLASS 2.x GemmUniversal: Params(Arguments, device_sms, sm_occupancy).
+template <typename Kernel>
+void pack_2x(PackRequest const &req, PackResult &out) {
+  using Arguments = typename Kernel::Arguments;
+  using EpilogueParams = typename Kernel::EpilogueOutputOp::Params;
+  using Element = typename Kernel::EpilogueOutputOp::ElementCompute;
+
+  cutlass::gemm::GemmCoord problem(req.m, req.n, req.k);
+  Arguments args(
+      cutlass::gemm::GemmUniversalMode::kGemm, problem, /*batch_count=*/1,
+      EpilogueParams(Element(req.alpha), Element(req.beta)),
+      req.a, req.b, req.c, req.d,
+      /*batch strides*/ 0, 0, 0, 0,
+      packed_stride<typename Kernel::LayoutA>(req.m, req.k).at(0),
+      packed_stride<typename Kernel::LayoutB>(req.k, req.n).at(0),
+      packed_stride<typename Kernel::LayoutC>(req.m, req.n).at(0),
+      packed_stride<typename Kernel::LayoutC>(req.m, req.n).at(0));
+  pack_2x_arguments<Kernel>(args, req, out);
+}
+
 
 #ifdef CUTLASS_PACK_3X
 // Params from a 3.x kernel's Arguments (to_underlying_arguments with the request's SM count,

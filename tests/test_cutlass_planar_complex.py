@@ -1,0 +1,123 @@
+"""CUTLASS planar complex GEMMs (2.x PlanarComplex): every generator family is built as a
+complex_gemm whose buffers are real and imaginary planes; the planar reference is the
+interleaved one on the same numbers; a correctly rounded output passes and a 1% error in one
+plane fails; a real packer points each operand's imaginary pointer one plane past its real one."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("cutlass_library", reason="nvidia-cutlass is not installed (pip install 'ptxds[cutlass]')")
+
+from builders.base import BuildOptions  # noqa: E402
+from builders.cutlass import CutlassBuilder, catalog  # noqa: E402
+from builders.cutlass import complex as complex_kind  # noqa: E402
+from builders.cutlass.problem import make_problem  # noqa: E402
+from conftest import needs_nvcc  # noqa: E402
+from dataset_spec.model import Problem  # noqa: E402
+from dataset_spec.ops import get_op  # noqa: E402
+from verify.inputs import to_storage  # noqa: E402
+from verify.outcome import CheckResult, TrialRun, classify  # noqa: E402
+from verify.runner import prepare_problem  # noqa: E402
+
+# library A column-major conjugated, B row-major conjugated ("ch"); f16 parts, f32 accumulation
+PLANAR = "cutlass_tensorop_f16_s16816gemm_planar_complex_f16_128x64_32x3_ch_align8"
+
+
+def _spec(name):
+    return catalog.describe_operation(catalog.load_manifest_operations(80)[name])
+
+
+def test_planar_families_are_built_and_the_array_ones_say_why():
+    table = catalog.family_table((80,))
+    planar = [f for f in table if f.opcode_class == "TensorOp:PlanarComplex"]
+    assert len(planar) == 5 and sum(len(f.kernels) for f in planar) == 240 and not any(f.excluded for f in planar)
+    arrays = [f for f in table if f.opcode_class == "TensorOp:PlanarComplexArray"]
+    assert len(arrays) == 5 and all("PlanarComplexArray GEMM" in f.excluded for f in arrays)
+    spec = _spec(PLANAR)
+    assert complex_kind.is_planar(spec) and complex_kind.is_complex(spec)
+    assert (spec.knobs["transform_a"], spec.knobs["transform_b"]) == ("conj", "conj")
+
+
+def test_problem_holds_planes_in_the_kernels_terms():
+    spec = _spec(PLANAR)
+    problem = make_problem(spec, 64, 128, 96, beta=0.5)
+    assert problem.op == "complex_gemm" and problem.params["complex"]["planar"] is True
+    # the 2.x emitter swaps A and B: the kernel's A is the library's B (row-major -> column-major)
+    assert problem.params["layout_a"] == "col" and problem.params["layout_b"] == "row"
+    assert problem.buffer("A").shape == (2, 96, 64) and problem.buffer("A").dtype == "float16"
+    assert problem.buffer("C").shape == (2, 64, 128) and problem.buffer("D").shape == (2, 64, 128)
+    assert "/planar/" in problem.problem_id and "/cc/" in problem.problem_id
+
+
+def _interleaved(problem: Problem) -> Problem:
+    """The same function with interleaved storage."""
+    buffers = []
+    for b in problem.buffers:
+        buffers.append(type(b)(b.name, b.dtype, tuple(b.shape[1:]) + (2,), b.role, b.init))
+    params = dict(problem.params, complex={k: v for k, v in problem.params["complex"].items() if k != "planar"})
+    return Problem(problem.problem_id + "/interleaved", problem.op, buffers, params)
+
+
+def test_planar_reference_and_scale_are_the_interleaved_ones():
+    problem = make_problem(_spec(PLANAR), 16, 24, 40, alpha=0.5, beta=0.25)
+    flat = _interleaved(problem)
+    rng = np.random.default_rng(1)
+    planar_values = {b.name: rng.standard_normal(b.shape) for b in problem.buffers if b.role == "in"}
+    interleaved_values = {k: np.moveaxis(v, 0, -1) for k, v in planar_values.items()}
+    op = get_op("complex_gemm")
+    ref = op.reference(planar_values, problem)["D"]
+    assert ref.shape == (2, 16, 24)
+    np.testing.assert_allclose(np.moveaxis(ref, 0, -1), op.reference(interleaved_values, flat)["D"])
+    scale = op.error_scale(planar_values, problem)["D"]
+    np.testing.assert_allclose(np.moveaxis(scale, 0, -1), op.error_scale(interleaved_values, flat)["D"])
+    # conj(A) @ conj(B) in the kernel's terms, by hand for one element
+    a = planar_values["A"][0] + 1j * planar_values["A"][1]  # stored (K, M): column-major A
+    b = planar_values["B"][0] + 1j * planar_values["B"][1]  # stored (K, N): row-major B
+    c = planar_values["C"][0] + 1j * planar_values["C"][1]
+    d = 0.5 * np.conj(a.T) @ np.conj(b) + 0.25 * c
+    assert np.isclose(ref[0, 3, 5], d[3, 5].real) and np.isclose(ref[1, 3, 5], d[3, 5].imag)
+
+
+def _judge(problem, kernel):
+    prepared = prepare_problem(problem, "g", None, reference="numpy")
+    assert prepared.refusal == "", prepared.refusal
+    runs = [TrialRun(t.trial, {"D": to_storage(kernel(ref["D"]), "float16")})
+            for t, ref in zip(prepared.trials, prepared.references)]
+    return classify(CheckResult(runs), prepared.specs, prepared.references)
+
+
+@pytest.mark.parametrize("plane", [0, 1])
+def test_rounded_output_passes_and_one_percent_in_one_plane_fails(plane):
+    problem = make_problem(_spec(PLANAR), 64, 128, 96)
+    assert _judge(problem, lambda ref: ref).status == "passed"
+
+    def off(ref):
+        out = np.array(ref, dtype=np.float64)
+        out[plane] *= 1.01
+        return out
+    assert _judge(problem, off).status == "wrong_result"
+
+
+def test_work_item_builds_planar_complex_at_the_gemm_sizes():
+    builder = CutlassBuilder(BuildOptions(archs=["sm_80"], extra={"family": PLANAR}))
+    (item,) = builder.work_items()
+    assert item.group_id.startswith("cutlass/complex_gemm/f16_f16_f32_f16/crr/cc/planar/a1b0/")
+
+
+@needs_nvcc
+def test_packer_points_each_imaginary_plane_one_plane_past_the_real_one():
+    from builders.cutlass.compile import build_packer
+    from builders.cutlass.packer import pack_launch
+    from builders.cutlass.source import packer_source
+    spec = _spec(PLANAR)
+    packer = build_packer(packer_source([spec]), "sm_80")
+    m, n, k = 512, 768, 520
+    packed = pack_launch(packer, spec.name, m, n, k, 1.0, 0.5, 108, True)
+    addends = {}
+    for p in packed.patches:
+        addends.setdefault(p.buffer, set()).add(p.addend)
+    assert addends["A"] == {0, 2 * m * k} and addends["B"] == {0, 2 * k * n}
+    assert addends["C"] == {0, 2 * m * n} and addends["D"] == {0, 2 * m * n}
+    warps = int(np.prod(spec.knobs["warp_count"]))
+    assert packed.grid == (m // 128, n // 64, 1) and packed.block == (32 * warps, 1, 1)
