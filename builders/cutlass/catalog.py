@@ -43,8 +43,9 @@ BINARY = ("b1",)
 PACKED_ELEMENTS = ("s2", "u2", "s4", "u4")  # packed several to a byte (dataset_spec/packed.py)
 # What the GEMM problem (A, B, C, D, alpha, beta) cannot state for the other GEMM kinds.
 EXTRA_OPERANDS = {
-    "PlanarComplexArray": ("planar complex operands in device arrays of per-problem pointers and sizes: "
-                           "no packer template for them yet"),
+    "PlanarComplexArray": ("planar complex batches with per-problem sizes and plane pointers in device arrays "
+                           "(GemmPlanarComplexArray: ptr_M/N/K and 8 pointer arrays, one leading dimension per "
+                           "plane for every problem): no problem kind states such a batch yet"),
 }
 # GEMM kinds beyond the plain universal ones that ptxds builds (their problems: blockwise.py,
 # grouped_blockwise.py, complex.py).
