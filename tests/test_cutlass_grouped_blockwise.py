@@ -43,7 +43,8 @@ def test_problem_holds_every_experts_operands_scales_and_tables():
     problem = grouped.make_problem(spec, size, 1.0, 0.0)
     assert problem.op == OP
     assert problem.problem_id == grouped.group_id(spec, size, 1.0, 0.0)
-    assert problem.problem_id.startswith("cutlass/grouped_blockwise_gemm/e4m3_e4m3_f32_bf16/rcc/sfa1x128_sfb128x128/a1b0/")
+    assert problem.problem_id.startswith(
+        "cutlass/grouped_blockwise_gemm/e4m3_e4m3_f32_bf16/rcc/sfa1x128_sfb128x128/a1b0/")
     # SFA: M_i x ceil(K_i/128) floats per expert (1x128), SFB: ceil(N_i/128) x ceil(K_i/128)
     assert problem.buffer("SFA").shape == (sum(m * -(-k // 128) for m, _, k in size),)
     assert problem.buffer("SFB").shape == (sum(-(-n // 128) * -(-k // 128) for _, n, k in size),)

@@ -3,9 +3,10 @@
 The manifest is filled the way the CUTLASS profiler's ``generator.py`` fills it
 (``GenerateSM80`` / ``GenerateSM90`` with ``--kernels all``); we keep the dense, real-valued
 universal GEMMs (sub-byte operands packed, dataset_spec/packed.py), the grouped ones
-(builders/cutlass/grouped.py) and the blockwise-scaled FP8 ones, single and grouped
-(``BUILT_KINDS``), and describe each by a plain ``KernelSpec``. ``family_table`` lists every GEMM family the generator emits, each either
-built or excluded with its reason (docs/cutlass.md, "Families").
+(builders/cutlass/grouped.py), the blockwise-scaled FP8 ones, single and grouped, and the
+planar complex ones (``BUILT_KINDS``), and describe each by a plain ``KernelSpec``.
+``family_table`` lists every GEMM family the generator emits, each either built or excluded
+with its reason (docs/cutlass.md, "Families").
 """
 from __future__ import annotations
 
@@ -157,7 +158,8 @@ def describe_operation(op) -> KernelSpec:
         knobs["cluster_shape"] = list(td.cluster_shape)
     if knobs["gemm_kind"] == "Grouped":  # 2.x: where the tile schedule is computed
         knobs["scheduler_mode"] = _enum_name(op.scheduler_mode)
-    if op.is_complex() or knobs["gemm_kind"] in PLANAR_COMPLEX_KINDS:  # conjugate or not, per operand (library terms)
+    # conjugate or not, per operand (library terms); planar complex kernels name the parts' types
+    if op.is_complex() or knobs["gemm_kind"] in PLANAR_COMPLEX_KINDS:
         knobs["transform_a"] = _enum_name(op.A.complex_transform)
         knobs["transform_b"] = _enum_name(op.B.complex_transform)
     mixed = getattr(op, "mixed_input_mode", None)
