@@ -75,3 +75,12 @@ LLM_GROUPED_BLOCKWISE = (moe_layer(8, 1024, 512, 7168, seed=8, multiple=16),
 SWEEP_GROUPED_BLOCKWISE = (moe_layer(8, 256, 512, 1024, seed=1, skew=2.0, multiple=16),
                            moe_layer(8, 1024, 256, 256, seed=4, skew=0.0, multiple=16),
                            moe_layer(4, 512, 384, 1040, seed=5, multiple=16))
+
+# Grouped planar complex (CUTLASS's planar complex array kernels): MoE-shaped batches (uneven
+# rows, shared N and K) at widths where complex operands (twice a real one's host memory) stay
+# under the verifier's budget even for kernels whose one leading dimension makes every problem
+# take the largest M (a column-major A): 8 experts over 1024 rows (N 512, K 2048) and 16 over
+# 2048 rows (N 256, K 1024).
+LLM_GROUPED_COMPLEX = (moe_layer(8, 1024, 512, 2048, seed=8), moe_layer(16, 2048, 256, 1024, seed=16))
+SWEEP_GROUPED_COMPLEX = (moe_layer(8, 128, 896, 2048, seed=1, skew=2.0), moe_layer(8, 4096, 512, 1024, seed=2),
+                         moe_layer(64, 1024, 256, 512, seed=3, skew=1.5), moe_layer(8, 512, 256, 256, seed=4, skew=0.0))

@@ -1,7 +1,9 @@
-"""CUTLASS planar complex GEMMs (2.x PlanarComplex): every generator family is built as a
-complex_gemm whose buffers are real and imaginary planes; the planar reference is the
-interleaved one on the same numbers; a correctly rounded output passes and a 1% error in one
-plane fails; a real packer points each operand's imaginary pointer one plane past its real one."""
+"""CUTLASS planar complex GEMMs (2.x PlanarComplex, PlanarComplexArray): every generator family
+is built, the plain ones as a complex_gemm whose buffers are real and imaginary planes (the
+planar reference is the interleaved one on the same numbers; a correctly rounded output
+passes and a 1% error in one plane fails; a real packer points each operand's imaginary
+pointer one plane past its real one), the array ones as grouped_complex_gemm problems whose
+tables a real packer finds."""
 from __future__ import annotations
 
 import numpy as np
@@ -28,12 +30,12 @@ def _spec(name):
     return catalog.describe_operation(catalog.load_manifest_operations(80)[name])
 
 
-def test_planar_families_are_built_and_the_array_ones_say_why():
+def test_every_planar_family_is_built_the_array_ones_too():
     table = catalog.family_table((80,))
     planar = [f for f in table if f.opcode_class == "TensorOp:PlanarComplex"]
     assert len(planar) == 5 and sum(len(f.kernels) for f in planar) == 240 and not any(f.excluded for f in planar)
     arrays = [f for f in table if f.opcode_class == "TensorOp:PlanarComplexArray"]
-    assert len(arrays) == 5 and all("PlanarComplexArray GEMM" in f.excluded for f in arrays)
+    assert len(arrays) == 5 and sum(len(f.kernels) for f in arrays) == 240 and not any(f.excluded for f in arrays)
     spec = _spec(PLANAR)
     assert complex_kind.is_planar(spec) and complex_kind.is_complex(spec)
     assert (spec.knobs["transform_a"], spec.knobs["transform_b"]) == ("conj", "conj")
@@ -121,3 +123,50 @@ def test_packer_points_each_imaginary_plane_one_plane_past_the_real_one():
     assert addends["C"] == {0, 2 * m * n} and addends["D"] == {0, 2 * m * n}
     warps = int(np.prod(spec.knobs["warp_count"]))
     assert packed.grid == (m // 128, n // 64, 1) and packed.block == (32 * warps, 1, 1)
+
+
+# library A row-major, B column-major: the kernel's A is row-major (K shared), C row-major (N
+# shared), so the problems may differ in M, an MoE layer's uneven rows
+ARRAY = "cutlass_tensorop_f16_s16816gemm_planar_complex_array_f16_128x64_32x3_tn_align8"
+ARRAY_COL_A = "cutlass_tensorop_f16_s16816gemm_planar_complex_array_f16_128x64_32x3_ht_align8"
+
+
+def test_array_problem_is_grouped_with_shared_leading_dimensions():
+    from builders.cutlass import grouped, planar_complex_array
+    from builders.moe_shapes import DEFAULT_GROUPED
+    from builders.shapes import LLM, MAX_GROUP_HOST_BYTES, SWEEP, host_bytes
+    spec = _spec(ARRAY)
+    assert grouped.is_grouped(spec) and planar_complex_array.is_planar_array(spec)
+    size = grouped.fit([spec], DEFAULT_GROUPED[0])
+    assert size == ((128, 256, 520), (40, 256, 520), (256, 256, 520), (8, 256, 520))  # N, K raised to the largest
+    problem = grouped.make_problem(spec, size, 1.0, 0.0)
+    assert problem.op == "grouped_complex_gemm" and problem.params["ld"] == {"A": 520, "B": 520, "C": 256, "D": 256}
+    assert problem.problem_id.startswith("cutlass/grouped_complex_gemm/f16_f16_f32_f16/rcr/nn/planar/a1b0/")
+    assert "share A's contiguous extent K" in grouped.misfit(spec, ((8, 256, 512), (8, 256, 520)))
+    col_a = _spec(ARRAY_COL_A)  # the kernel's A column-major: every problem takes the largest M
+    assert {m for m, _, _ in grouped.fit([col_a], DEFAULT_GROUPED[0])} == {256}
+    assert grouped.misfit(col_a, grouped.fit([col_a], DEFAULT_GROUPED[0])) == ""
+    for shape_set in (LLM, SWEEP):
+        for size in grouped.sizes_for(shape_set, grouped.problem_op(spec)):
+            for s in (spec, col_a):
+                fitted = grouped.fit([s], size)
+                assert grouped.misfit(s, fitted) == ""
+                assert host_bytes(grouped.make_problem(s, fitted, 1.0, 0.5).buffers) <= MAX_GROUP_HOST_BYTES
+
+
+@needs_nvcc
+def test_array_packer_points_at_every_size_and_plane_table():
+    from builders.cutlass import grouped, planar_complex_array
+    from builders.cutlass.compile import build_packer
+    from builders.cutlass.packer import pack_launch
+    from builders.cutlass.source import packer_source
+    from builders.moe_shapes import DEFAULT_GROUPED
+    from dataset_spec.ops.grouped_complex_gemm import TABLE_NAMES
+    spec = _spec(ARRAY)
+    packer = build_packer(packer_source([spec]), "sm_80")
+    size = grouped.fit([spec], DEFAULT_GROUPED[0])
+    values = planar_complex_array.pack_values(spec, size)
+    packed = pack_launch(packer, spec.name, values["max_m"], values["max_n"], values["max_k"], 1.0, 0.0, 108, False,
+                         extra_slots=TABLE_NAMES, params=values, operand_slots=())
+    assert {p.buffer for p in packed.patches} == set(TABLE_NAMES) and all(p.addend == 0 for p in packed.patches)
+    assert packed.grid == (2, 4, 4)  # the largest problem's 256 x 256 tiles of 128 x 64, one z per problem

@@ -39,6 +39,11 @@ def _planar_complex_emitter():
     return EmitGemmPlanarComplexInstance()
 
 
+def _planar_complex_array_emitter():
+    from cutlass_library.gemm_operation import EmitGemmPlanarComplexArrayInstance
+    return EmitGemmPlanarComplexArrayInstance()
+
+
 def _universal_3x_emitter():
     from cutlass_library.gemm_operation import EmitGemmUniversal3xInstance
     return EmitGemmUniversal3xInstance()
@@ -62,6 +67,9 @@ KIND_HOOKS: dict = {
     # 2.x planar complex (GemmPlanarComplex, run as cutlass::Kernel2<Op> like GemmUniversal)
     "PlanarComplex": KindHooks(_planar_complex_emitter, "pack_planar_complex_2x", "planar_complex.h",
                                includes=("cutlass/gemm/kernel/default_gemm_planar_complex_universal.h",)),
+    "PlanarComplexArray": KindHooks(_planar_complex_array_emitter, "pack_planar_complex_array_2x",
+                                    "planar_complex.h",
+                                    includes=("cutlass/gemm/kernel/default_gemm_planar_complex_universal.h",)),
     sparse.KIND: KindHooks(sparse.SparseEmitter, "pack_sparse_2x", "sparse.h", sparse.entry_instantiation),
     sparse.KIND_3X: KindHooks(sparse.emitter_3x, "pack_sparse_3x", "sparse.h"),
 }

@@ -78,9 +78,11 @@ typename Layout::Stride packed_stride(int rows, int cols) {
 }
 
 // Params(Arguments, device_sms, sm_occupancy) of a 2.x universal-style kernel and its launch
-// shape: every 2.x GEMM kind whose Params derive from UniversalParamsBase ends here.
+// shape: every 2.x GEMM kind whose Params derive from UniversalParamsBase ends here
+// (`batch_count`: the grid's batch extent of an array kernel, kArray mode).
 template <typename Kernel>
-void pack_2x_arguments(typename Kernel::Arguments const &args, PackRequest const &req, PackResult &out) {
+void pack_2x_arguments(typename Kernel::Arguments const &args, PackRequest const &req, PackResult &out,
+                       int batch_count = 1) {
   using Params = typename Kernel::Params;
   static_assert(sizeof(Params) <= sizeof(g_params_storage), "Params too large");
   cutlass::gemm::GemmCoord problem(req.m, req.n, req.k);
@@ -104,7 +106,7 @@ void pack_2x_arguments(typename Kernel::Arguments const &args, PackRequest const
   using Tile = typename Kernel::ThreadblockShape;
   Swizzle swizzle;
   cutlass::gemm::GemmCoord tiled = swizzle.get_tiled_shape(
-      problem, {Tile::kM, Tile::kN, Tile::kK}, 1);
+      problem, {Tile::kM, Tile::kN, Tile::kK}, batch_count);
   dim3 check = swizzle.get_grid_shape(tiled);
   out.check_grid[0] = check.x; out.check_grid[1] = check.y; out.check_grid[2] = check.z;
   out.check_block = cutlass::gemm::device::GemmUniversalAdapter<Kernel>::GemmKernel::kThreadCount;

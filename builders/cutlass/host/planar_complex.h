@@ -35,3 +35,39 @@ void pack_planar_complex_2x(PackRequest const &req, PackResult &out) {
       lda, lda, ldb, ldb, ldc, ldc, ldc, ldc);
   pack_2x_arguments<Kernel>(args, req, out);
 }
+
+// CUTLASS 2.x planar complex array GEMMs (PlanarComplexArray: GemmPlanarComplexArray): one
+// problem per batch index (GemmUniversalMode::kArray, as the library's operation runs it),
+// its M, N, K read from the sizes_M/N/K tables and its planes from the ptr_<X>_real/imag
+// tables; problem_size is the largest problem (it sizes the grid) and one leading dimension
+// per plane serves every problem (problem values max_m/n/k, ld_A/B/C, problem_count).
+template <typename Kernel>
+void pack_planar_complex_array_2x(PackRequest const &req, PackResult &out) {
+  using Arguments = typename Kernel::Arguments;
+  using EpilogueParams = typename Kernel::EpilogueOutputOp::Params;
+  using Element = typename Kernel::EpilogueOutputOp::ElementCompute;
+  using Pointers = void const *const *;
+
+  int batch = int(req.param("problem_count", 1));
+  Arguments args{};
+  args.mode = cutlass::gemm::GemmUniversalMode::kArray;
+  args.problem_size = cutlass::gemm::GemmCoord(req.m, req.n, req.k);
+  args.batch_count = batch;
+  args.epilogue = EpilogueParams(Element(req.alpha), Element(req.beta));
+  args.ptr_M = static_cast<int const *>(req.ptr("sizes_M"));
+  args.ptr_N = static_cast<int const *>(req.ptr("sizes_N"));
+  args.ptr_K = static_cast<int const *>(req.ptr("sizes_K"));
+  args.ptr_A_real = static_cast<Pointers>(req.ptr("ptr_A_real"));
+  args.ptr_A_imag = static_cast<Pointers>(req.ptr("ptr_A_imag"));
+  args.ptr_B_real = static_cast<Pointers>(req.ptr("ptr_B_real"));
+  args.ptr_B_imag = static_cast<Pointers>(req.ptr("ptr_B_imag"));
+  args.ptr_C_real = static_cast<Pointers>(req.ptr("ptr_C_real"));
+  args.ptr_C_imag = static_cast<Pointers>(req.ptr("ptr_C_imag"));
+  args.ptr_D_real = static_cast<void *const *>(req.ptr("ptr_D_real"));
+  args.ptr_D_imag = static_cast<void *const *>(req.ptr("ptr_D_imag"));
+  args.lda_real = args.lda_imag = typename Kernel::LayoutA::Stride::Index(req.param("ld_A", 0));
+  args.ldb_real = args.ldb_imag = typename Kernel::LayoutB::Stride::Index(req.param("ld_B", 0));
+  args.ldc_real = args.ldc_imag = typename Kernel::LayoutC::Stride::Index(req.param("ld_C", 0));
+  args.ldd_real = args.ldd_imag = args.ldc_real;
+  pack_2x_arguments<Kernel>(args, req, out, batch);
+}
