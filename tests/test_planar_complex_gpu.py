@@ -1,6 +1,8 @@
-"""GPU: the small CUTLASS planar complex datasets (.gpu/c-gblock/planar at the default size,
-.gpu/c-gblock/planar-beta with alpha 1.5 and beta 0.5, docs/cutlass.md "Complex GEMMs")
-verify: every row passes, each imaginary plane reached one plane past its buffer's real one."""
+"""GPU: the small CUTLASS planar complex datasets (docs/cutlass.md "Complex GEMMs") verify:
+.gpu/c-gblock/planar (PlanarComplex, default size; each imaginary plane one plane past its
+buffer's real one) and .gpu/c-gblock/planar-array (PlanarComplexArray, the default grouped
+size; sizes and plane addresses through device tables), each also with alpha 1.5 and beta 0.5
+(``-beta``: the C planes too). Every row passes."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -14,7 +16,7 @@ pytestmark = pytest.mark.gpu
 DATASETS = Path(__file__).resolve().parents[1] / ".gpu" / "c-gblock"
 
 
-@pytest.mark.parametrize("name", ["planar", "planar-beta"])
+@pytest.mark.parametrize("name", ["planar", "planar-beta", "planar-array", "planar-array-beta"])
 def test_cutlass_planar_complex_rows_pass(name, tmp_path):
     from verify import verify_dataset
     if not (DATASETS / name).exists():
