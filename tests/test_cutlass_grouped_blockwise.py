@@ -101,3 +101,20 @@ def test_packer_puts_the_scale_pointer_tables_in_the_params():
     assert all(p.addend == 0 for p in packed.patches if p.buffer in ("ptr_SFA", "ptr_SFB"))
     assert packed.workspace_bytes >= 2 * 128 * 132 and packed.cluster == (1, 2, 1)
     assert packed.grid[0] <= 132 and packed.block[0] == 384
+
+
+@pytest.mark.slow
+@needs_nvcc
+def test_one_grouped_blockwise_kernel_builds_a_row_whose_params_point_at_every_table():
+    builder = CutlassBuilder(BuildOptions(archs=["sm_90a"], extra={"family": DEEPSEEK}))
+    (item,) = builder.work_items()
+    (row,) = builder.build(item)
+    assert row.status == "built", row.status_message[:2000]
+    assert "wgmma" in row.ptx and "cp.async.bulk.tensor" in row.ptx
+    assert row.problem.op == OP and row.variant["scale_granularity"] == [1, 128, 128]
+    (launch,) = row.launches
+    patches = launch.args[0].patches
+    assert set(TABLE_NAMES) <= {p.buffer for p in patches}
+    assert launch.cluster == (1, 2, 1) and row.scratch and row.scratch[0].name == "workspace"
+    entries = row.problem.buffer("ptr_SFA").init.params["entries"]
+    assert [e[0] for e in entries] == ["SFA"] * len(DEFAULT_GROUPED_BLOCKWISE[0]) and entries[0][1] == 0

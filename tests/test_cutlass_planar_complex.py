@@ -170,3 +170,21 @@ def test_array_packer_points_at_every_size_and_plane_table():
                          extra_slots=TABLE_NAMES, params=values, operand_slots=())
     assert {p.buffer for p in packed.patches} == set(TABLE_NAMES) and all(p.addend == 0 for p in packed.patches)
     assert packed.grid == (2, 4, 4)  # the largest problem's 256 x 256 tiles of 128 x 64, one z per problem
+
+
+@pytest.mark.slow
+@needs_nvcc
+@pytest.mark.parametrize("name", [PLANAR, ARRAY])
+def test_one_planar_kernel_builds_a_row(name):
+    builder = CutlassBuilder(BuildOptions(archs=["sm_80"], extra={"family": name}))
+    (item,) = builder.work_items()
+    (row,) = builder.build(item)
+    assert row.status == "built", row.status_message[:2000]
+    assert "mma.sync" in row.ptx and row.problem.params["complex"]["planar"]
+    patches = row.launches[0].args[0].patches
+    if name == ARRAY:
+        from dataset_spec.ops.grouped_complex_gemm import TABLE_NAMES
+        assert row.problem.op == "grouped_complex_gemm" and {p.buffer for p in patches} == set(TABLE_NAMES)
+        assert row.variant["problem_transposed"] is True
+    else:
+        assert {(p.buffer, p.addend) for p in patches} >= {("A", 0), ("D", 0)} and len(patches) == 6
