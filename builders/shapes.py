@@ -29,7 +29,8 @@ File form (YAML or JSON; every key optional, at least one size in all)::
     elementwise: [1048576]
     grouped: [[[128, 256, 512], [40, 256, 512]]]   # each size a list of [M, N, K] problems
     softmax: [[16, 4096]]        # per-op lists (softmax, rmsnorm, layernorm, vector_add,
-                                 # square, mixed_input_gemm) replace their kind's list for that op
+                                 # square, mixed_input_gemm, grouped_blockwise_scaled_gemm, ...)
+                                 # replace their kind's list for that op
 """
 from __future__ import annotations
 
@@ -40,7 +41,8 @@ from pathlib import Path
 
 from dataset_spec.documents import load_document
 from dataset_spec.model import SpecError
-from builders.moe_shapes import LLM_GROUPED, SWEEP_GROUPED, grouped_label
+from builders.moe_shapes import (LLM_GROUPED, LLM_GROUPED_BLOCKWISE, LLM_GROUPED_COMPLEX, SWEEP_GROUPED,
+                                 SWEEP_GROUPED_BLOCKWISE, SWEEP_GROUPED_COMPLEX, grouped_label)
 
 KINDS = {"gemm": ("M", "N", "K"), "rows": ("M", "N"), "elementwise": ("n",),
          "conv2d": ("N", "H", "W", "C", "K", "R", "S", "stride", "pad"),
@@ -51,6 +53,8 @@ OP_KINDS = {"gemm": "gemm", "mixed_input_gemm": "gemm", "sparse_gemm": "gemm", "
             "grouped_gemm": "grouped"}
 GROUPED = "grouped"  # a size of this kind is a tuple of (M, N, K) problems
 OP_KINDS["blockwise_scaled_gemm"] = "gemm"  # FP8 GEMMs with per-block scales: multiples of 128
+OP_KINDS["grouped_blockwise_scaled_gemm"] = GROUPED  # the same, MoE experts in one launch
+OP_KINDS["grouped_complex_gemm"] = GROUPED  # planar complex GEMMs in one launch
 # Host-side float64 copies the verifier keeps per group (inputs, outputs, reference and
 # error scale) must stay a few hundred MB; built-in sets are checked against this.
 MAX_GROUP_HOST_BYTES = 768 << 20
@@ -124,6 +128,9 @@ LLM = ShapeSet(
             # DeepSeek-V3-like FP8 layers (hidden 7168, expert width 2048): 4096 tokens up, 2048
             # tokens down, a 16-token decode step
             "blockwise_scaled_gemm": ((4096, 2048, 7168), (2048, 7168, 2048), (16, 7168, 7168)),
+            # their routed experts as grouped blockwise GEMMs (builders/moe_shapes.py)
+            "grouped_blockwise_scaled_gemm": LLM_GROUPED_BLOCKWISE,
+            "grouped_complex_gemm": LLM_GROUPED_COMPLEX,  # complex parts: narrower shards
             # 2:4 sparse weights (A) at the projection sizes; the decode step at M = 32, the
             # smallest M whose metadata rows the SM80 reorder accepts
             "sparse_gemm": ((4096, 4096, 4096), (8192, 1024, 4096), (32, 4096, 4096), (2048, 5632, 2048))},
@@ -145,6 +152,8 @@ SWEEP = ShapeSet(
     # tile and a partial K block (1040 = 8 x 128 + 16) in the last size
     per_op={"blockwise_scaled_gemm": ((256, 256, 256), (1024, 1024, 1024), (2048, 2048, 2048),
                                       (1008, 1000, 1040)),
+            "grouped_blockwise_scaled_gemm": SWEEP_GROUPED_BLOCKWISE,
+            "grouped_complex_gemm": SWEEP_GROUPED_COMPLEX,
             # 2:4 sparse: K a multiple of every tile K (256), M of 32; partial M and N tiles
             "sparse_gemm": ((64, 64, 256), (256, 256, 256), (1024, 1024, 1024), (2048, 2048, 2048),
                             (96, 200, 512), (1056, 1000, 1280))},

@@ -100,12 +100,16 @@ def test_3x_grouped_row_has_placeholder_tensormaps_and_a_workspace():
 
 
 def test_per_family_keeps_grouped_and_plain_families_apart():
-    """The plain and the grouped f16 GEMMs share arch, opcode, math and types: --per-family
-    must still take one of each."""
+    """The plain, the grouped and the planar complex (plain and array) f16 GEMMs share arch,
+    opcode, math and types: --per-family must still take one of each."""
     specs = [s for s in catalog.enumerate_kernels(("cutlass_tensorop_h16816gemm_*",), ("sm_80",))
              if catalog.family_key(s).endswith("/multiply_add/f16_f16_f16_f16_f16/LinearCombination")]
     keys = {catalog.family_key(s) for s in specs}
     assert keys == {"sm80/2.x/TensorOp/multiply_add/f16_f16_f16_f16_f16/LinearCombination",
-                    "sm80/2.x/TensorOp:Grouped/multiply_add/f16_f16_f16_f16_f16/LinearCombination"}
+                    "sm80/2.x/TensorOp:Grouped/multiply_add/f16_f16_f16_f16_f16/LinearCombination",
+                    "sm80/2.x/TensorOp:PlanarComplex/multiply_add/f16_f16_f16_f16_f16/LinearCombination",
+                    "sm80/2.x/TensorOp:PlanarComplexArray/multiply_add/f16_f16_f16_f16_f16/LinearCombination"}
     picked = catalog.per_family(specs, 1, seed=0)
-    assert sorted(grouped.is_grouped(s) for s in picked) == [False, True]
+    assert sorted(s.knobs["gemm_kind"] for s in picked) == ["Grouped", "PlanarComplex", "PlanarComplexArray",
+                                                            "Universal"]
+    assert sorted(grouped.is_grouped(s) for s in picked) == [False, False, True, True]

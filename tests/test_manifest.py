@@ -181,8 +181,9 @@ BAD_MANIFESTS = {
     "unknown_op.yaml": "unknown_op.yaml: problem.op: unknown op 'vector_sub'; known ops: attention, batch_matmul, "
                        "blockwise_scaled_gemm, complex_gemm, conv2d_bias_relu, conv2d_dgrad, conv2d_fprop, "
                        "conv2d_wgrad, conv3d_dgrad, conv3d_fprop, conv3d_wgrad, custom, depthwise_conv2d, gated_mlp, "
-                       "gemm, grouped_gemm, layernorm, lora, mixed_input_gemm, mugraph, ntrans, rmsnorm, "
-                       "rmsnorm_matmul, row_sum, smith_waterman, softmax, sparse_gemm, square, vector_add "
+                       "gemm, grouped_blockwise_scaled_gemm, grouped_complex_gemm, grouped_gemm, layernorm, lora, "
+                       "mixed_input_gemm, mugraph, ntrans, rmsnorm, rmsnorm_matmul, row_sum, smith_waterman, "
+                       "softmax, sparse_gemm, square, vector_add "
                        "(or op 'custom' with params.reference = 'module:function')",
     "missing_file.yaml": "missing_file.yaml: members[0].cuda: no such file 'nope.cu' (relative to the manifest's folder)",
     "unknown_buffer.yaml": "unknown_buffer.yaml: members[0].launches[0].args[1].buffer: no buffer named 'z'; known: x, y, out",

@@ -3,8 +3,10 @@
 The manifest is filled the way the CUTLASS profiler's ``generator.py`` fills it
 (``GenerateSM80`` / ``GenerateSM90`` with ``--kernels all``); we keep the dense, real-valued
 universal GEMMs (sub-byte operands packed, dataset_spec/packed.py), the grouped ones
-(builders/cutlass/grouped.py) and the blockwise-scaled FP8 ones (``BUILT_KINDS``), and describe each by a plain ``KernelSpec``. ``family_table`` lists every GEMM family the generator emits, each either
-built or excluded with its reason (docs/cutlass.md, "Families").
+(builders/cutlass/grouped.py), the blockwise-scaled FP8 ones, single and grouped, and the
+planar complex ones (``BUILT_KINDS``), and describe each by a plain ``KernelSpec``.
+``family_table`` lists every GEMM family the generator emits, each either built or excluded
+with its reason (docs/cutlass.md, "Families").
 """
 from __future__ import annotations
 
@@ -40,16 +42,15 @@ DTYPE_NAMES = {  # cutlass_library DataTypeNames -> dataset dtype names
 # 1-bit operands: their MMA is a popcount of AND/XOR, not a product of numbers
 BINARY = ("b1",)
 PACKED_ELEMENTS = ("s2", "u2", "s4", "u4")  # packed several to a byte (dataset_spec/packed.py)
-# What the GEMM problem (A, B, C, D, alpha, beta) cannot state for the other GEMM kinds.
-EXTRA_OPERANDS = {
-    "GroupedBlockwiseUniversal3x": "needs per-group scale-tensor pointer tables on the grouped launch model",
-    "PlanarComplex": ("planar complex operands (separate real and imaginary planes, GemmPlanarComplex "
-                      "Arguments with a pointer and stride per plane): no packer template for them yet"),
-    "PlanarComplexArray": ("planar complex operands in device arrays of per-problem pointers and sizes: "
-                           "no packer template for them yet"),
-}
-# GEMM kinds beyond the plain universal ones that ptxds builds (their problems: blockwise.py).
-BUILT_KINDS = ("BlockwiseUniversal3x",)
+# What the GEMM problem (A, B, C, D, alpha, beta) cannot state for a GEMM kind ptxds does not
+# build (every kind the 4.2 generator emits is built now; a new kind states its reason here).
+EXTRA_OPERANDS: dict = {}
+# GEMM kinds beyond the plain universal ones that ptxds builds (their problems: blockwise.py,
+# grouped_blockwise.py, complex.py, planar_complex_array.py).
+BUILT_KINDS = ("BlockwiseUniversal3x", "GroupedBlockwiseUniversal3x", "PlanarComplex", "PlanarComplexArray")
+# Complex GEMMs whose element types are the parts' (f16, bf16): each operand is a real and an
+# imaginary plane, and its ComplexTransform (conjugate or not) is part of the function.
+PLANAR_COMPLEX_KINDS = ("PlanarComplex", "PlanarComplexArray")
 
 # 3.x ConvertOnly kernels named ``..._cvt_shfl_...`` read the narrow operand from a
 # reordered layout (the generator's compute_memory_reordering_atom), which a caller makes
@@ -154,7 +155,8 @@ def describe_operation(op) -> KernelSpec:
         knobs["cluster_shape"] = list(td.cluster_shape)
     if knobs["gemm_kind"] == "Grouped":  # 2.x: where the tile schedule is computed
         knobs["scheduler_mode"] = _enum_name(op.scheduler_mode)
-    if op.is_complex():  # conjugate or not, per operand (library terms)
+    # conjugate or not, per operand (library terms); planar complex kernels name the parts' types
+    if op.is_complex() or knobs["gemm_kind"] in PLANAR_COMPLEX_KINDS:
         knobs["transform_a"] = _enum_name(op.A.complex_transform)
         knobs["transform_b"] = _enum_name(op.B.complex_transform)
     mixed = getattr(op, "mixed_input_mode", None)

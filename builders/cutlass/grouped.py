@@ -9,7 +9,10 @@ pointer). Both generations describe the problem in library terms: the 2.x groupe
 transposes a column-major-C problem internally (``kTransposed``) and the 3.x one takes
 strides as they are, so neither swaps A and B the way 2.x universal instances do.
 Sizes are grouped sizes (builders/moe_shapes.py): a work item compiles a batch once and
-makes one row per (size, kernel).
+makes one row per (size, kernel). The grouped blockwise-scaled FP8 kernels build the same
+way with scale tables on top (builders/cutlass/grouped_blockwise.py), and so do the 2.x
+planar complex array kernels with their own problem and tables
+(builders/cutlass/planar_complex_array.py).
 """
 from __future__ import annotations
 
@@ -19,17 +22,17 @@ from collections import defaultdict
 from dataset_spec.model import Arg, Buffer, Distribution, KernelRecord, Launch, SpecError
 from dataset_spec.ops.grouped_gemm import TABLE_NAMES, make_grouped_problem
 from builders.base import WorkItem
-from builders.cutlass import catalog
+from builders.cutlass import catalog, grouped_blockwise, planar_complex_array
 from builders.cutlass.catalog import DTYPE_NAMES
 from builders.cutlass.compile import CutlassCompileError, build_packer
 from builders.cutlass.kernel_traits import arch_of, entry_params, uses_tma
 from builders.cutlass.packer import PackError, pack_launch
 from builders.cutlass.problem import LAYOUT_WORDS, ROUNDING_MATH, accumulator_name, epilogue_misfit, math_input
 from builders.cutlass.source import packer_source
-from builders.moe_shapes import DEFAULT_GROUPED, grouped_label
+from builders.moe_shapes import DEFAULT_GROUPED, DEFAULT_GROUPED_BLOCKWISE, grouped_label
 
 KIND = "grouped_gemm"
-GROUPED_KINDS = ("Grouped", "GroupedUniversal3x")
+GROUPED_KINDS = ("Grouped", "GroupedUniversal3x", grouped_blockwise.GEMM_KIND, planar_complex_array.GEMM_KIND)
 
 
 def is_grouped(spec) -> bool:
@@ -42,6 +45,10 @@ def layouts(spec) -> dict:
 
 
 def family_id(spec, alpha: float, beta: float) -> str:
+    if grouped_blockwise.is_grouped_blockwise(spec):
+        return grouped_blockwise.family_id(spec, alpha, beta)
+    if planar_complex_array.is_planar_array(spec):
+        return planar_complex_array.family_id(spec, alpha, beta)
     k = spec.knobs
     types = [k["element_a"], k["element_b"], k["element_accumulator"]]
     types += ([f"c{k['element_c']}"] if beta != 0 else []) + [k["element_d"]]
@@ -67,29 +74,39 @@ def _contiguous(spec) -> dict:
 
 def misfit(spec, size) -> str:
     """Why the kernel cannot run every problem of ``size``, or ''."""
+    if planar_complex_array.is_planar_array(spec):
+        return planar_complex_array.misfit(spec, size)
     for i, (m, n, k) in enumerate(size):
         dims = {"M": m, "N": n, "K": k}
         for operand, (dim, align) in _contiguous(spec).items():
             if dims[dim] % align:
                 return (f"{spec.name}: problem {i}: {operand}'s contiguous extent {dim}={dims[dim]} is not a "
                         f"multiple of its alignment {align}")
-    return ""
+    return grouped_blockwise.misfit(spec, size) if grouped_blockwise.is_grouped_blockwise(spec) else ""
 
 
 def fit(specs, size) -> tuple:
     """Every problem's dimensions rounded up to what every kernel of ``specs`` needs."""
+    if any(planar_complex_array.is_planar_array(s) for s in specs):  # a family is of one kind
+        return planar_complex_array.fit(specs, size)
     multiple = {"M": 1, "N": 1, "K": 1}
     for spec in specs:
         for dim, align in _contiguous(spec).values():
             multiple[dim] = math.lcm(multiple[dim], int(align))
+        if grouped_blockwise.is_grouped_blockwise(spec):
+            dim, rows = grouped_blockwise.epilogue_row_multiple(spec)
+            multiple[dim] = math.lcm(multiple[dim], rows)
     return tuple(tuple(-(-v // multiple[d]) * multiple[d] for d, v in zip("MNK", mnk)) for mnk in size)
 
 
-def sizes_for(shape_set) -> list:
-    """A shape set's grouped sizes (the default set: DEFAULT_GROUPED; ``--problem`` M N K:
+def sizes_for(shape_set, op: str = KIND) -> list:
+    """A shape set's grouped sizes for ``op`` (the default set: DEFAULT_GROUPED, or
+    DEFAULT_GROUPED_BLOCKWISE; a per-op list where the set names one; ``--problem`` M N K:
     one problem)."""
     if shape_set.is_default:
-        return list(DEFAULT_GROUPED)
+        return list(DEFAULT_GROUPED_BLOCKWISE if op == grouped_blockwise.OP else DEFAULT_GROUPED)
+    if op in shape_set.per_op:
+        return list(shape_set.per_op[op])
     if shape_set.grouped:
         return list(shape_set.grouped)
     if shape_set.name == "problem" and shape_set.gemm:
@@ -98,7 +115,17 @@ def sizes_for(shape_set) -> list:
                     f"'grouped:' sizes (lists of [M, N, K] problems, builders/shapes.py)")
 
 
+def problem_op(spec) -> str:
+    if planar_complex_array.is_planar_array(spec):
+        return planar_complex_array.OP
+    return grouped_blockwise.OP if grouped_blockwise.is_grouped_blockwise(spec) else KIND
+
+
 def make_problem(spec, size, alpha: float, beta: float):
+    if grouped_blockwise.is_grouped_blockwise(spec):
+        return grouped_blockwise.make_problem(spec, size, alpha, beta)
+    if planar_complex_array.is_planar_array(spec):
+        return planar_complex_array.make_problem(spec, size, alpha, beta)
     k = spec.knobs
     element_c = k["element_c"] if beta != 0 else k["element_d"]
     dtypes = {"A": DTYPE_NAMES[k["element_a"]], "B": DTYPE_NAMES[k["element_b"]],
@@ -109,9 +136,12 @@ def make_problem(spec, size, alpha: float, beta: float):
 
 def table_slots(spec) -> tuple:
     """The device tables the kernel's Params point at: a 3.x kernel with a void C has no C."""
+    if planar_complex_array.is_planar_array(spec):
+        return planar_complex_array.table_slots(spec)
+    tables = TABLE_NAMES
     if spec.knobs["element_c"] == "void":
-        return tuple(t for t in TABLE_NAMES if t not in ("ptr_C", "ld_C"))
-    return TABLE_NAMES
+        tables = tuple(t for t in TABLE_NAMES if t not in ("ptr_C", "ld_C"))
+    return grouped_blockwise.table_slots(spec, tables) if grouped_blockwise.is_grouped_blockwise(spec) else tables
 
 
 def threadblock_count(spec, size, sm_count: int) -> int:
@@ -124,12 +154,12 @@ def threadblock_count(spec, size, sm_count: int) -> int:
 def work_items(builder, specs: list) -> list:
     if not specs:
         return []
-    sizes = sizes_for(builder.shape_set)
     families = defaultdict(list)
     for spec in specs:
         families[(family_id(spec, builder.alpha, builder.beta), arch_of(spec))].append(spec)
     items = []
     for (family, arch), members in sorted(families.items()):
+        sizes = sizes_for(builder.shape_set, problem_op(members[0]))
         fitted = sizes if builder.shape_set.exact else list(dict.fromkeys(fit(members, s) for s in sizes))
         for size in fitted:  # a size whose operands cannot be laid out is the user's to fix
             make_problem(members[0], size, builder.alpha, builder.beta)
@@ -195,9 +225,13 @@ def pack(spec, packer, entry, ptx, p, size):
     """The grouped kernel's launch and scratch (the 3.x workspace of per-SM tensor maps)."""
     m, n, k = size[0]
     values = {"problem_count": len(size)}
-    if spec.generation == 2:
+    if planar_complex_array.is_planar_array(spec):  # the grid covers the largest problem
+        values = planar_complex_array.pack_values(spec, size)
+        m, n, k = values["max_m"], values["max_n"], values["max_k"]
+    elif spec.generation == 2:
         values["threadblock_count"] = threadblock_count(spec, size, p["sm_count"])
-    packed = pack_launch(packer, spec.name, m, n, k, p["alpha"], p["beta"], p["sm_count"], False, extra_slots=table_slots(spec), params=values, operand_slots=())
+    packed = pack_launch(packer, spec.name, m, n, k, p["alpha"], p["beta"], p["sm_count"], False,
+                         extra_slots=table_slots(spec), params=values, operand_slots=())
     params = entry_params(ptx, entry)
     if len(params) != 1 or params[0].size != len(packed.blob):
         raise PackError(f"entry params {[(q.name, q.size) for q in params]} do not match the "
@@ -219,10 +253,11 @@ def pack(spec, packer, entry, ptx, p, size):
 
 
 def _record(builder, spec, p, size, ptx, launches, scratch, status, message, shared) -> KernelRecord:
-    lay = layouts(spec)
+    swapped = planar_complex_array.is_planar_array(spec)  # its 2.x emitter swaps A and B
+    lay = planar_complex_array.kernel_layouts(spec) if swapped else layouts(spec)
     variant = dict(spec.knobs)
     variant.update({"generation": spec.generation, "kernel_layouts": [lay["a"], lay["b"], lay["c"]],
-                    "problem_transposed": False})
+                    "problem_transposed": swapped})
     provenance = builder.provenance(spec, p, shared)
     return KernelRecord(
         group_id=group_id(spec, size, p["alpha"], p["beta"]), source="cutlass", variant=variant, name=spec.name,

@@ -34,6 +34,16 @@ def _grouped_2x_emitter():
     return EmitGemmGroupedInstance()
 
 
+def _planar_complex_emitter():
+    from cutlass_library.gemm_operation import EmitGemmPlanarComplexInstance
+    return EmitGemmPlanarComplexInstance()
+
+
+def _planar_complex_array_emitter():
+    from cutlass_library.gemm_operation import EmitGemmPlanarComplexArrayInstance
+    return EmitGemmPlanarComplexArrayInstance()
+
+
 def _universal_3x_emitter():
     from cutlass_library.gemm_operation import EmitGemmUniversal3xInstance
     return EmitGemmUniversal3xInstance()
@@ -51,6 +61,15 @@ KIND_HOOKS: dict = {
     "ScaleOnly": KindHooks(_universal_3x_emitter, "pack_mixed_input_3x", "mixed_input.h"),
     "ScaleWithZeroPoint": KindHooks(_universal_3x_emitter, "pack_mixed_input_3x", "mixed_input.h"),
     "BlockwiseUniversal3x": KindHooks(_universal_3x_emitter, "pack_blockwise_3x", "blockwise.h"),
+    # its header includes grouped.h: the packer is pack_grouped_3x with the scale arrays filled in
+    "GroupedBlockwiseUniversal3x": KindHooks(_universal_3x_emitter, "pack_grouped_blockwise_3x", "grouped_blockwise.h",
+                                             includes=("cutlass/gemm/group_array_problem_shape.hpp",)),
+    # 2.x planar complex (GemmPlanarComplex, run as cutlass::Kernel2<Op> like GemmUniversal)
+    "PlanarComplex": KindHooks(_planar_complex_emitter, "pack_planar_complex_2x", "planar_complex.h",
+                               includes=("cutlass/gemm/kernel/default_gemm_planar_complex_universal.h",)),
+    "PlanarComplexArray": KindHooks(_planar_complex_array_emitter, "pack_planar_complex_array_2x",
+                                    "planar_complex.h",
+                                    includes=("cutlass/gemm/kernel/default_gemm_planar_complex_universal.h",)),
     sparse.KIND: KindHooks(sparse.SparseEmitter, "pack_sparse_2x", "sparse.h", sparse.entry_instantiation),
     sparse.KIND_3X: KindHooks(sparse.emitter_3x, "pack_sparse_3x", "sparse.h"),
 }

@@ -4,7 +4,10 @@ kernel's ComplexTransform (none or conjugate) per operand, alpha and beta real.
 Complex buffers are stored interleaved, as ``cutlass::complex<T>`` is: a real buffer of
 dtype T (float32 or float64) whose last axis (size 2) holds the real and imaginary part,
 so input drawing, poisoning, the unwritten-output check and the comparison work on each
-part (an element counts as written only if both parts are). The reference runs in
+part (an element counts as written only if both parts are). With
+``params.complex.planar`` they are planar instead (CUTLASS's ``GemmPlanarComplex``): the
+first axis (size 2) holds a whole real plane, then a whole imaginary plane, each in the
+operand's layout; T may then be float16 or bfloat16 too. The function is the same. The reference runs in
 complex128. The bound is per part: the real part of a product sum is sum(ar br - ai bi),
 2K real products, S_re = |ar| @ |br| + |ai| @ |bi|; the imaginary part
 S_im = |ar| @ |bi| + |ai| @ |br|; n = 2K. The Gaussian (3-multiplication) form is
@@ -25,17 +28,30 @@ from .gemm import _logical, gemm_epilogue_roundings
 from .spec import OpSpec, _inputs_of, _out_name
 
 
+def is_planar(problem: Problem) -> bool:
+    return bool((problem.params.get("complex") or {}).get("planar"))
+
+
 def complex_shape(problem: Problem, name: str) -> tuple:
-    return tuple(problem.buffer(name).shape[:-1])
+    shape = tuple(problem.buffer(name).shape)
+    return shape[1:] if is_planar(problem) else shape[:-1]
 
 
 def to_complex(values, problem, name) -> np.ndarray:
+    if is_planar(problem):
+        planes = np.asarray(values).reshape((2,) + complex_shape(problem, name))
+        return planes[0] + 1j * planes[1]
     parts = np.asarray(values).reshape(complex_shape(problem, name) + (2,))
     return parts[..., 0] + 1j * parts[..., 1]
 
 
-def to_parts(values: np.ndarray) -> np.ndarray:
-    return np.stack([values.real, values.imag], axis=-1)
+def to_parts(values: np.ndarray, problem: Problem = None) -> np.ndarray:
+    """Real and imaginary parts in the problem's storage: interleaved (last axis) or planar."""
+    return stack_parts(values.real, values.imag, problem)
+
+
+def stack_parts(real: np.ndarray, imag: np.ndarray, problem: Problem = None) -> np.ndarray:
+    return np.stack([real, imag], axis=0 if problem is not None and is_planar(problem) else -1)
 
 
 def _operand(inputs, problem, name, layout_key, transform_key):
@@ -56,7 +72,7 @@ def ref_complex_gemm(inputs, problem):
     if beta != 0.0:
         c_name = "C" if "C" in inputs else out
         d = d + beta * _logical(to_complex(inputs[c_name], problem, c_name), layout_c)
-    return {out: to_parts(_logical(d, layout_c))}
+    return {out: to_parts(_logical(d, layout_c), problem)}
 
 
 def scale_complex_gemm(inputs, problem):
@@ -80,7 +96,7 @@ def scale_complex_gemm(inputs, problem):
         c = _logical(to_complex(inputs[c_name], problem, c_name), p.get("layout_c", "row"))
         scale_re, scale_im = scale_re + beta * np.abs(c.real), scale_im + beta * np.abs(c.imag)
     layout_c = p.get("layout_c", "row")
-    return {out: np.stack([_logical(scale_re, layout_c), _logical(scale_im, layout_c)], axis=-1)}
+    return {out: stack_parts(_logical(scale_re, layout_c), _logical(scale_im, layout_c), problem)}
 
 
 def pointwise_complex_gemm(inputs, problem, reference):
@@ -107,7 +123,8 @@ def range_complex(problem, buffer):
 
 OPS = [
     OpSpec("complex_gemm", ref_complex_gemm, complex_reduction_length,
-           "D = alpha op(A)@op(B) + beta C over complex numbers stored interleaved (last axis: re, im)",
+           "D = alpha op(A)@op(B) + beta C over complex numbers stored interleaved (last axis: re, im) or "
+           "planar (first axis: the real plane, the imaginary plane)",
            scale_complex_gemm, range_complex,
            "per part: |alpha| (|ar|@|br| + |ai|@|bi|) (re), |alpha| (|ar|@|bi| + |ai|@|br|) (im; Gaussian: "
            "2 (|ar|+|ai|)@(|br|+|bi|) + |ar|@|br| + |ai|@|bi|) + |beta| |C part|, n = 2K",

@@ -58,8 +58,9 @@ void pack_grouped_2x(PackRequest const &req, PackResult &out) {
 // the TMA descriptors in Params are placeholders (shape 1, the pointer arrays' own address)
 // that the kernel rewrites per problem into its workspace (2 CUtensorMaps per SM for A and
 // B, and the epilogue's per SM, sized by sm_count), and the persistent grid is sized by
-// sm_count alone.
-template <typename Kernel>
+// sm_count alone. A kind whose mainloop takes further per-problem arrays (the blockwise
+// scales, grouped_blockwise.h) passes its own filler.
+template <typename Kernel, typename MainloopExtras = NoMainloopExtras>
 void pack_grouped_3x(PackRequest const &req, PackResult &out) {
   using Params = typename Kernel::Params;
   using Arguments = typename Kernel::Arguments;
@@ -75,6 +76,7 @@ void pack_grouped_3x(PackRequest const &req, PackResult &out) {
   args.mainloop.dA = static_cast<decltype(args.mainloop.dA)>(req.ptr("ld_A"));
   args.mainloop.ptr_B = static_cast<decltype(args.mainloop.ptr_B)>(req.ptr("ptr_B"));
   args.mainloop.dB = static_cast<decltype(args.mainloop.dB)>(req.ptr("ld_B"));
+  MainloopExtras::template fill<Kernel>(args, req);
   args.epilogue.thread.alpha = req.alpha;
   args.epilogue.thread.beta = req.beta;
   args.epilogue.ptr_C = static_cast<decltype(args.epilogue.ptr_C)>(req.ptr("ptr_C"));

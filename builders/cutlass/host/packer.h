@@ -77,26 +77,15 @@ typename Layout::Stride packed_stride(int rows, int cols) {
   return Layout::packed(cutlass::MatrixCoord(rows, cols)).stride();
 }
 
-// CUTLASS 2.x GemmUniversal: Params(Arguments, device_sms, sm_occupancy).
+// Params(Arguments, device_sms, sm_occupancy) of a 2.x universal-style kernel and its launch
+// shape: every 2.x GEMM kind whose Params derive from UniversalParamsBase ends here
+// (`batch_count`: the grid's batch extent of an array kernel, kArray mode).
 template <typename Kernel>
-void pack_2x(PackRequest const &req, PackResult &out) {
+void pack_2x_arguments(typename Kernel::Arguments const &args, PackRequest const &req, PackResult &out,
+                       int batch_count = 1) {
   using Params = typename Kernel::Params;
-  using Arguments = typename Kernel::Arguments;
-  using EpilogueParams = typename Kernel::EpilogueOutputOp::Params;
-  using Element = typename Kernel::EpilogueOutputOp::ElementCompute;
   static_assert(sizeof(Params) <= sizeof(g_params_storage), "Params too large");
-
   cutlass::gemm::GemmCoord problem(req.m, req.n, req.k);
-  Arguments args(
-      cutlass::gemm::GemmUniversalMode::kGemm, problem, /*batch_count=*/1,
-      EpilogueParams(Element(req.alpha), Element(req.beta)),
-      req.a, req.b, req.c, req.d,
-      /*batch strides*/ 0, 0, 0, 0,
-      packed_stride<typename Kernel::LayoutA>(req.m, req.k).at(0),
-      packed_stride<typename Kernel::LayoutB>(req.k, req.n).at(0),
-      packed_stride<typename Kernel::LayoutC>(req.m, req.n).at(0),
-      packed_stride<typename Kernel::LayoutC>(req.m, req.n).at(0));
-
   std::memset(g_params_storage, 0, sizeof(g_params_storage));
   Params *params = new (g_params_storage) Params(args, req.sm_count, /*sm_occupancy=*/1);
   // init_workspace() would cudaMemset the semaphore; the row's scratch buffer is zeroed
@@ -117,12 +106,33 @@ void pack_2x(PackRequest const &req, PackResult &out) {
   using Tile = typename Kernel::ThreadblockShape;
   Swizzle swizzle;
   cutlass::gemm::GemmCoord tiled = swizzle.get_tiled_shape(
-      problem, {Tile::kM, Tile::kN, Tile::kK}, 1);
+      problem, {Tile::kM, Tile::kN, Tile::kK}, batch_count);
   dim3 check = swizzle.get_grid_shape(tiled);
   out.check_grid[0] = check.x; out.check_grid[1] = check.y; out.check_grid[2] = check.z;
   out.check_block = cutlass::gemm::device::GemmUniversalAdapter<Kernel>::GemmKernel::kThreadCount;
   out.check_smem = cutlass::gemm::device::GemmUniversalBase<Kernel>::kSharedStorageSize;
 }
+
+// CUTLASS 2.x GemmUniversal: Params(Arguments, device_sms, sm_occupancy).
+template <typename Kernel>
+void pack_2x(PackRequest const &req, PackResult &out) {
+  using Arguments = typename Kernel::Arguments;
+  using EpilogueParams = typename Kernel::EpilogueOutputOp::Params;
+  using Element = typename Kernel::EpilogueOutputOp::ElementCompute;
+
+  cutlass::gemm::GemmCoord problem(req.m, req.n, req.k);
+  Arguments args(
+      cutlass::gemm::GemmUniversalMode::kGemm, problem, /*batch_count=*/1,
+      EpilogueParams(Element(req.alpha), Element(req.beta)),
+      req.a, req.b, req.c, req.d,
+      /*batch strides*/ 0, 0, 0, 0,
+      packed_stride<typename Kernel::LayoutA>(req.m, req.k).at(0),
+      packed_stride<typename Kernel::LayoutB>(req.k, req.n).at(0),
+      packed_stride<typename Kernel::LayoutC>(req.m, req.n).at(0),
+      packed_stride<typename Kernel::LayoutC>(req.m, req.n).at(0));
+  pack_2x_arguments<Kernel>(args, req, out);
+}
+
 
 #ifdef CUTLASS_PACK_3X
 // Params from a 3.x kernel's Arguments (to_underlying_arguments with the request's SM count,
