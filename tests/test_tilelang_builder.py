@@ -131,6 +131,8 @@ def test_problems_join_the_other_sources_canonical_groups():
     # fp8 stores B as N x K: the canonical problem is column-major B, not the fp16 one
     fp8 = canonical_problem(problem(_workload("tilelang/gemm_fp8e4m3/small")))
     assert fp8.params["layout_b"] == "col" and fp8.buffer("B").shape == (512, 512)
+    # fp8 wgmma adds in about 14 bits: the bound must use the fp8 tensor-core accumulator, as CUTLASS's do
+    assert fp8.params["accumulator"] == "fp8_tensor_core"
 
 
 def test_a_shape_set_builds_softmax_and_decode_attention_with_real_tilelang(tmp_path, monkeypatch):
