@@ -50,8 +50,9 @@ from .timing import TARGET_RSE
 from .outcome import Consensus, OutputSpec, Verdict, classify
 from .sanitize import TOOLS, race_errors, racing_members, run_sanitizer, sanitizer_status
 from .coverage import apply_coverage, explain_survivors, measure_site
-from .race_focus import automatic_sanitizer, barrier_never_ordered, note as racecheck_note, racecheck_reason, \
-    synchronous_copy_pair, synchronous_copy_verdict
+from .race_focus import automatic_sanitizer, barrier_never_ordered, delay_reason, note as racecheck_note, \
+    racecheck_reason, synchronous_copy_pair, synchronous_copy_verdict
+from .race_delays import delay_member_runs, judge_delays
 
 PASS_THROUGH = ("build_failed", "no_problem", "not_applicable")
 INPUT_GENERATORS = ("auto", "host")
@@ -594,6 +595,8 @@ class _Run:
         with self.stopwatch("derived"):
             self._judge_derived(worker, group_id, out_rows, results, problems, race_counts)
         apply_race_statuses(out_rows, results, racing_members(race_counts))
+        with self.stopwatch("delays"):
+            self._delay_races(worker, group_id, out_rows, results, problems)
         explain_survivors(out_rows)
         return out_rows, results
 
@@ -634,6 +637,32 @@ class _Run:
             if not race_counts.get(row.build_key):
                 self._race_synchronous_copies(row, base, prepared, race_counts)
             self._barrier_never_ordered(row, base, race_counts, results)
+
+    def _delay_races(self, worker, group_id: str, out_rows: list, results: dict, problems: dict) -> None:
+        """Members still passing whose change touches synchronisation (race_focus.delay_reason)
+        run with half of their warps delayed beside their base (race_delays); outputs that
+        change where the base's do not make them ``race_detected``."""
+        if not hasattr(worker, "run_outputs"):
+            return
+        by_id = {row.kernel_id: row for row in out_rows if row.kernel_id}
+        base_runs: dict = {}  # base build_key -> its runs (a base serves all its members)
+        for row in out_rows:
+            base = by_id.get(row.base_kernel_id or (row.variant or {}).get("base") or "")
+            reason = delay_reason(row, base)
+            if not reason:
+                continue
+            prepared = problems[row.problem.digest()][0]
+            first = prepared.trials[0]
+            payload = [(first.trial, f"{row.problem.digest()}:{first.trial}", first.seed,
+                        prepared.host_storage()[0])]
+            if base.build_key not in base_runs:
+                base_runs[base.build_key] = delay_member_runs(worker, base, group_id, payload, self.kernel_timeout)
+            mutant_runs = delay_member_runs(worker, row, group_id, payload, self.kernel_timeout)
+            verdict = judge_delays(mutant_runs, base_runs[base.build_key], base, prepared)
+            row.provenance.setdefault("verify", {})["delays"] = {"reason": reason, **verdict.record}
+            if verdict.status:
+                _replace_status(row, verdict.status, verdict.message)
+                results[row.build_key] = verdict.status
 
     @staticmethod
     def _barrier_never_ordered(row: KernelRecord, base: KernelRecord, race_counts: dict, results: dict) -> None:
