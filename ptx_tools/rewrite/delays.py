@@ -154,14 +154,18 @@ def delayed_copy(ptx: str, parity: int, nanoseconds: int = DEFAULT_NANOSECONDS, 
             after.append(index)
     if not before and not after:
         raise DelayError("the PTX has no store, atomic, reduction or block barrier to delay around")
-    # (insertion position, the store's or barrier's line), inserted from the bottom up so
-    # that the positions still to come stay valid
-    edits = sorted([(i, i) for i in before] + [(i + 1, i) for i in after], reverse=True)
-    for position, source in edits:
-        line = program.lines[source]
-        program.insert(position, delay_block(line.instr.indent, parity, int(nanoseconds), registers, predicate),
-                       line.function)
-    return DelayedPtx(program.print(), parity, int(nanoseconds), len(before), len(after))
+    # the output is built from the original lines (printing the parsed program would
+    # re-render every instruction), each store preceded and each barrier followed by a delay
+    delays_before, delays_after = set(before), set(after)
+    out = []
+    for index, raw in enumerate(ptx.split("\n")):
+        line = program.lines[index]
+        if index in delays_before:
+            out.extend(delay_block(line.instr.indent, parity, int(nanoseconds), registers, predicate))
+        out.append(raw)
+        if index in delays_after:
+            out.extend(delay_block(line.instr.indent, parity, int(nanoseconds), registers, predicate))
+    return DelayedPtx("\n".join(out), parity, int(nanoseconds), len(before), len(after))
 
 
 def delayed_copies(ptx: str, nanoseconds: int = DEFAULT_NANOSECONDS) -> list:
