@@ -342,3 +342,12 @@ def test_a_worker_that_dies_in_a_delayed_run_of_the_mutant_kills_it():
     dropped = _member(KERNEL.replace("\tbar.sync \t0;\n", ""), "m", {"mutation": "drop_barrier", "base": "base"})
     results = _run_delays(_FakeWorker(crash_parity=0), [base, dropped])
     assert results["m"] == "crashed" and "parity 0" in dropped.status_message
+
+
+def test_a_worker_without_delayed_runs_leaves_the_outcome_unknown():
+    base = _member(KERNEL, "base", {})
+    dropped = _member(KERNEL.replace("\tbar.sync \t0;\n", ""), "m", {"mutation": "drop_barrier", "base": "base"})
+    results = _run_delays(SimpleNamespace(), [base, dropped])
+    assert results["m"] == dropped.status == "passed"
+    assert dropped.provenance["verify"]["delays"]["outcome"] == "unknown"
+    assert "cannot run delayed copies" in dropped.provenance["verify"]["delays"]["note"]

@@ -642,14 +642,16 @@ class _Run:
         """Members still passing whose change touches synchronisation (race_focus.delay_reason)
         run with half of their warps delayed beside their base (race_delays); outputs that
         change where the base's do not make them ``race_detected``."""
-        if not hasattr(worker, "run_outputs"):
-            return
         by_id = {row.kernel_id: row for row in out_rows if row.kernel_id}
         base_runs: dict = {}  # base build_key -> its runs (a base serves all its members)
         for row in out_rows:
             base = by_id.get(row.base_kernel_id or (row.variant or {}).get("base") or "")
             reason = delay_reason(row, base)
             if not reason:
+                continue
+            if not hasattr(worker, "run_outputs"):
+                row.provenance.setdefault("verify", {})["delays"] = {
+                    "reason": reason, "outcome": "unknown", "note": f"{type(worker).__name__} cannot run delayed copies"}
                 continue
             prepared = problems[row.problem.digest()][0]
             first = prepared.trials[0]
