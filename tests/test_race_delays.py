@@ -294,15 +294,16 @@ def test_every_dropped_barrier_is_selected_even_without_shared_memory():
 class _FakeWorker:
     """Answers run_outputs as a GPU would for a kernel whose parity-0 warps write what the
     others read: the mutant (no barrier) reads stale values when parity-0 warps are late."""
-    def __init__(self, crash_parity=None):
+    def __init__(self, crash_parity=None, racy=()):
         self.jobs = []
         self.crash_parity = crash_parity
+        self.racy = set(racy)
 
     def run_outputs(self, records, group, trials, timeout):
         (name, record_json), = records
         record = KernelRecord.from_json(record_json)
         self.jobs.append((record.kernel_id, name))
-        raced = "bar.sync" not in record.ptx and name == "parity0"
+        raced = ("bar.sync" not in record.ptx or record.kernel_id in self.racy) and name == "parity0"
         if name == "parity0" and self.crash_parity == 0 and "bar.sync" not in record.ptx:
             return {"error": "died", "message": "worker exited without a result"}
         return {"runs": {name: {"outputs": STALE if raced else GOOD}}}
@@ -351,3 +352,14 @@ def test_a_worker_without_delayed_runs_leaves_the_outcome_unknown():
     assert results["m"] == dropped.status == "passed"
     assert dropped.provenance["verify"]["delays"]["outcome"] == "unknown"
     assert "cannot run delayed copies" in dropped.provenance["verify"]["delays"]["note"]
+
+
+def test_a_member_changed_near_a_barrier_races_in_its_own_words():
+    from verify.race_delays import CHANGED_ORDER
+    base = _member(KERNEL, "base", {})
+    near = _member(KERNEL.replace("barrier.sync \t0;", "barrier.sync \t0;\n\tadd.u32 %r7, %r1, 1;"), "n",
+                   {"rewrites": ["reorder_independent"], "base": "base"})
+    steady = _member(near.ptx, "s", {"rewrites": ["reorder_independent"], "base": "base"})
+    results = _run_delays(_FakeWorker(racy={"n"}), [base, near, steady])
+    assert results["n"] == "race_detected" and near.status_message.split(" (the checks said")[0].endswith(CHANGED_ORDER)
+    assert results["s"] == "passed" and steady.provenance["verify"]["delays"]["outcome"] == "no_change"

@@ -32,6 +32,8 @@ from dataset_spec.model import KernelRecord
 from ptx_tools.rewrite.delays import DEFAULT_NANOSECONDS, PARITIES, DelayError, delayed_copy
 
 PLAIN = "plain"
+DROPPED_BARRIER = "the dropped barrier ordered them"
+CHANGED_ORDER = "its change leaves accesses unordered that its base orders"
 CRASH_ERRORS = ("crashed",)  # a sticky fault during the run: the kernel itself broke
 
 
@@ -116,10 +118,11 @@ class DelayVerdict:
 
 def delay_verdict(mutant: dict, base: dict, within_bound: Callable, base_deterministic: bool,
                   placements: Optional[dict] = None, refused: Optional[dict] = None,
-                  nanoseconds: int = DEFAULT_NANOSECONDS) -> DelayVerdict:
+                  nanoseconds: int = DEFAULT_NANOSECONDS, cause: str = DROPPED_BARRIER) -> DelayVerdict:
     """Judge a member's delayed runs against its base's. ``mutant``/``base``: label ->
     {"outputs": ...} or {"error", "message"} (labels ``plain``, ``parity0``, ``parity1``);
-    ``within_bound(outputs)`` -> (ok, detail) against the trial's reference and bound."""
+    ``within_bound(outputs)`` -> (ok, detail) against the trial's reference and bound;
+    ``cause`` ends a race's message (what the change did to the accesses' order)."""
     refused = refused or {}
     record = {"nanoseconds": nanoseconds, "trial": 0, "variants": []}
     base_plain, mutant_plain = base.get(PLAIN) or {}, mutant.get(PLAIN) or {}
@@ -170,12 +173,12 @@ def delay_verdict(mutant: dict, base: dict, within_bound: Callable, base_determi
             entry["result"] = f"outside the error bound: {detail}"
             kills.append(("race_detected", f"outputs left the error bound when warps of parity {parity} were delayed "
                           f"before their stores and after barriers ({detail}), while the base's stayed the same: "
-                          "the dropped barrier ordered them"))
+                          f"{cause}"))
         elif bitwise and not bits_equal(m["outputs"], b["outputs"]):
             entry["result"] = "bits differ from the base's delayed outputs"
             kills.append(("race_detected", f"outputs changed when warps of parity {parity} were delayed before their "
                           "stores and after barriers (bits differ from the base's delayed run, which equals its "
-                          "plain run): the dropped barrier ordered them"))
+                          f"plain run): {cause}"))
         else:
             entry["result"] = "same"
     if base_changed:
@@ -237,7 +240,7 @@ def delay_member_runs(worker, record: KernelRecord, group_id: str, payload: list
 
 
 def judge_delays(mutant: MemberRuns, base: MemberRuns, base_record: KernelRecord, prepared,
-                 nanoseconds: int = DEFAULT_NANOSECONDS) -> DelayVerdict:
+                 nanoseconds: int = DEFAULT_NANOSECONDS, cause: str = DROPPED_BARRIER) -> DelayVerdict:
     """``delay_verdict`` with the first trial's reference and error bound of ``prepared``
     (runner._ProblemTrials); the base counts as deterministic unless its row says otherwise
     or its PTX has floating-point atomics."""
@@ -259,4 +262,5 @@ def judge_delays(mutant: MemberRuns, base: MemberRuns, base_record: KernelRecord
     deterministic = base_record.deterministic is not False and not float_atomics(base_record.ptx)
     placements = {**mutant.placements}
     refused = {**base.refused, **mutant.refused}
-    return delay_verdict(mutant.runs, base.runs, within_bound, deterministic, placements, refused, nanoseconds)
+    return delay_verdict(mutant.runs, base.runs, within_bound, deterministic, placements, refused, nanoseconds,
+                         cause)

@@ -52,7 +52,7 @@ from .sanitize import TOOLS, race_errors, racing_members, run_sanitizer, sanitiz
 from .coverage import apply_coverage, explain_survivors, measure_site
 from .race_focus import automatic_sanitizer, barrier_never_ordered, delay_reason, note as racecheck_note, \
     racecheck_reason, synchronous_copy_pair, synchronous_copy_verdict
-from .race_delays import delay_member_runs, judge_delays
+from .race_delays import CHANGED_ORDER, DROPPED_BARRIER, delay_member_runs, judge_delays
 
 PASS_THROUGH = ("build_failed", "no_problem", "not_applicable")
 INPUT_GENERATORS = ("auto", "host")
@@ -660,7 +660,8 @@ class _Run:
             if base.build_key not in base_runs:
                 base_runs[base.build_key] = delay_member_runs(worker, base, group_id, payload, self.kernel_timeout)
             mutant_runs = delay_member_runs(worker, row, group_id, payload, self.kernel_timeout)
-            verdict = judge_delays(mutant_runs, base_runs[base.build_key], base, prepared)
+            cause = DROPPED_BARRIER if (row.variant or {}).get("mutation") == "drop_barrier" else CHANGED_ORDER
+            verdict = judge_delays(mutant_runs, base_runs[base.build_key], base, prepared, cause=cause)
             row.provenance.setdefault("verify", {})["delays"] = {"reason": reason, **verdict.record}
             if verdict.status:
                 _replace_status(row, verdict.status, verdict.message)
