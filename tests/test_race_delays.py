@@ -113,7 +113,10 @@ def test_register_names_are_fresh_where_the_kernel_uses_the_stem():
     ("st.local.u32", False, False), ("st.param.b32", False, False), ("ld.global.f32", False, False),
     ("stmatrix.sync.aligned.m8n8.x4.shared.b16", True, False), ("bar.sync", False, True),
     ("barrier.sync.aligned", False, True), ("bar.red.popc.u32", False, True), ("bar.arrive", False, False),
-    ("barrier.cluster.wait", False, False), ("mbarrier.try_wait.parity.shared.b64", False, False)])
+    ("barrier.cluster.wait", False, False), ("mbarrier.try_wait.parity.shared.b64", False, False),
+    ("cp.async.ca.shared.global", True, False), ("cp.async.cg.shared.global.L2::128B", True, False),
+    ("cp.async.wait_group", False, False), ("cp.async.commit_group", False, False),
+    ("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes", False, False)])
 def test_which_opcodes_get_delays(opcode, store, barrier):
     assert (is_shared_store(opcode), is_block_barrier(opcode)) == (store, barrier)
 
@@ -155,6 +158,33 @@ def test_ptxas_assembles_the_hand_written_kernel_and_a_cuda_kernel_delayed():
         assert copy.stores == 3 and copy.barriers == 1
         resources = assemble(copy.ptx, "sm_80").resources
         assert [r.entry for r in resources] == ["handoff"]
+
+
+ASYNC_COPY = r"""
+extern "C" __global__ void copy_then_read(const float* x, float* out, int n) {
+    __shared__ __align__(16) float slot[256];
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    unsigned dst = (unsigned)__cvta_generic_to_shared(&slot[threadIdx.x]);
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" :: "r"(dst), "l"(x + (i < n ? i : 0)) : "memory");
+    asm volatile("cp.async.commit_group;" ::: "memory");
+    asm volatile("cp.async.wait_group 0;" ::: "memory");
+    __syncthreads();
+    if (i < n) out[i] = slot[(threadIdx.x + 32) % 256];
+}
+"""
+
+
+def test_an_async_copy_into_shared_memory_is_delayed_and_the_copy_assembles():
+    from ptx_tools import assemble
+    ptx = compiled_or_skip(ASYNC_COPY)
+    copy = delayed_copy(ptx, 1)
+    lines = copy.ptx.split("\n")
+    issue = next(i for i, line in enumerate(lines) if "cp.async.ca.shared.global" in line)
+    assert lines[issue - 1].strip() == f"}} {DELAY_MARK}"
+    wait = next(i for i, line in enumerate(lines) if "cp.async.wait_group" in line)
+    assert DELAY_MARK not in lines[wait - 1]
+    assert (copy.stores, copy.barriers) == (2, 1)  # the copy and the global store; the barrier
+    assemble(copy.ptx, "sm_80")
 
 
 def test_ptxas_assembles_delayed_handhack_members_and_their_dropped_barrier_mutant(tmp_path, monkeypatch):

@@ -3,8 +3,8 @@
 A dropped barrier that orders global memory (or shared memory that racecheck cannot see)
 races only when one side of it is late, and the trials' schedules may never make it so.
 ``delayed_copy(ptx, parity)`` makes the late side: before every store, atomic or reduction
-to global, shared or generic memory (``st.*``, ``stmatrix``, ``atom.*``, ``red.*``; guarded
-or not) and after every remaining block barrier (``bar.sync``, ``barrier.sync``,
+to global, shared or generic memory (``st.*``, ``stmatrix``, ``atom.*``, ``red.*``, and
+``cp.async`` copies into shared memory; guarded or not) and after every remaining block barrier (``bar.sync``, ``barrier.sync``,
 ``bar.red``, ``barrier.red``), the threads whose warp index (linear thread id / 32, the id
 from ``%tid.x/y/z`` and ``%ntid.x/y``) has parity ``parity`` sleep for ``nanoseconds``
 (``nanosleep.u32``, sm_70 and later). Each delay is a scoped block ``{ .reg ...; ... }``
@@ -36,9 +36,10 @@ PREDICATE_STEM = "%ptxds_dlp"
 # Opcodes that write memory another thread may read (st.local and st.param cannot be).
 _STORE_BASES = ("st", "stmatrix", "atom", "red")
 _PRIVATE_SPACES = ("local", "param")
+_ASYNC_COPY = re.compile(r"^cp\.async\.(ca|cg)\.shared")
 _BARRIER_OPCODE = re.compile(r"^(bar|barrier)\.(cta\.)?(sync|red)\b")
 # Any store-like or barrier opcode in a line's code, to refuse lines the parser could not split.
-_SENSITIVE = re.compile(r"(?<![\w.%$])(st|stmatrix|atom|red|bar|barrier)\.[a-z]")
+_SENSITIVE = re.compile(r"(?<![\w.%$])(st|stmatrix|atom|red|bar|barrier|cp\.async\.c[ag])\.[a-z]")
 _TARGET = re.compile(r"^[ \t]*\.target[ \t]+([^\n/]+)", re.M)
 _VERSION = re.compile(r"^[ \t]*\.version[ \t]+(\d+)\.(\d+)", re.M)
 
@@ -64,7 +65,10 @@ class DelayedPtx:
 
 def is_shared_store(opcode: str) -> bool:
     """Whether ``opcode`` writes memory other threads can read: a store, atomic or
-    reduction outside the local and parameter spaces."""
+    reduction outside the local and parameter spaces, or a ``cp.async.ca``/``.cg`` copy
+    into shared memory (issued late, it lands late)."""
+    if _ASYNC_COPY.match(opcode):
+        return True
     parts = opcode.split(".")
     if parts[0] not in _STORE_BASES:
         return False
