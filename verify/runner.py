@@ -7,8 +7,10 @@ the float64 reference and the per-element error bound computed once per trial, e
 member run in an isolated GPU worker and judged against the reference (and, under
 ``--sanitize``, under memcheck and racecheck, whose findings set the status), members that
 pass timed, then clustered by agreement with each other (the cluster whose representative
-is nearest the reference is the consensus; members outside it disagree), then the group's
-rows written to the output folder in one atomic part. A resumed run skips groups
+is nearest the reference is the consensus; members outside it disagree), then derived
+members checked further (coverage probes of mutants; racecheck and delay injection of
+members whose change touches synchronisation: race_focus.py, race_delays.py), then the
+group's rows written to the output folder in one atomic part. A resumed run skips groups
 whose rows are already in the output folder. The input folder is only read.
 """
 from __future__ import annotations
