@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 
 from conftest import compiled_or_skip
-from dataset_spec.model import Arg, Buffer, Distribution, KernelRecord, Launch, Problem
+from dataset_spec.model import Arg, Buffer, KernelRecord, Launch, Problem
 from ptx_tools.rewrite.delays import (DELAY_MARK, DelayError, delayed_copies, delayed_copy, is_block_barrier,
                                      is_shared_store, strip_delays)
-from verify.race_delays import MemberRuns, delay_verdict, describe_for_survivor
+from verify.race_delays import delay_verdict, describe_for_survivor
 
 HANDOFF = (Path(__file__).parent / "data" / "race_handoff.cu").read_text()
 
@@ -364,7 +364,8 @@ def test_the_runner_runs_both_parities_of_member_and_base_and_marks_the_race():
     assert dropped.status_message.endswith("(the checks said passed)")
     delays = dropped.provenance["verify"]["delays"]
     assert delays["reason"] == "a drop_barrier mutant" and delays["outcome"] == "race_detected"
-    assert delays["variants"][0]["placements"].startswith("warps of parity 0 sleep 4000 ns before 5 store(s) and after 1 barrier(s)")
+    assert delays["variants"][0]["placements"] == ("warps of parity 0 sleep 4000 ns before 5 store(s) and after "
+                                                   "1 barrier(s)")
     assert base.status == "passed" and "delays" not in base.provenance.get("verify", {})
 
 

@@ -161,9 +161,9 @@ def delay_verdict(mutant: dict, base: dict, within_bound: Callable, base_determi
             entry["message"] = m.get("message", "")
             if error in CRASH_ERRORS:
                 entry["result"] = "crashed"
-                kills.append(("crashed", f"crashed when warps of parity {parity} were delayed before their stores "
-                              f"and after barriers, where its base's delayed copy runs ({entry['message'][:200]}): a crash "
-                              "of the member"))
+                kills.append(("crashed", f"crashed when warps of parity {parity} were delayed before their "
+                              "stores and after barriers, where its base's delayed copy runs "
+                              f"({entry['message'][:200]}): a crash of the member"))
             else:
                 entry["result"] = f"the member's delayed copy did not run: {error}"
                 unknown.append(entry["result"])

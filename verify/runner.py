@@ -653,7 +653,8 @@ class _Run:
                 continue
             if not hasattr(worker, "run_outputs"):
                 row.provenance.setdefault("verify", {})["delays"] = {
-                    "reason": reason, "outcome": "unknown", "note": f"{type(worker).__name__} cannot run delayed copies"}
+                    "reason": reason, "outcome": "unknown",
+                    "note": f"{type(worker).__name__} cannot run delayed copies"}
                 continue
             prepared = problems[row.problem.digest()][0]
             first = prepared.trials[0]

@@ -4,15 +4,15 @@ A dropped barrier that orders global memory (or shared memory that racecheck can
 races only when one side of it is late, and the trials' schedules may never make it so.
 ``delayed_copy(ptx, parity)`` makes the late side: before every store, atomic or reduction
 to global, shared or generic memory (``st.*``, ``stmatrix``, ``atom.*``, ``red.*``, and
-``cp.async`` copies into shared memory; guarded or not) and after every remaining block barrier (``bar.sync``, ``barrier.sync``,
-``bar.red``, ``barrier.red``), the threads whose warp index (linear thread id / 32, the id
-from ``%tid.x/y/z`` and ``%ntid.x/y``) has parity ``parity`` sleep for ``nanoseconds``
-(``nanosleep.u32``, sm_70 and later). Each delay is a scoped block ``{ .reg ...; ... }``
-whose registers have names the kernel does not use, so every other line is unchanged.
-Delays before stores make a producer's writes late (a read it no longer waits for sees the
-old value); delays after barriers make a consumer's reads late (a write that no longer waits
-for them overwrites the value first). The two parities make either side of a pair of
-neighbouring warps the late one.
+``cp.async`` copies into shared memory; guarded or not) and after every remaining block
+barrier (``bar.sync``, ``barrier.sync``, ``bar.red``, ``barrier.red``), the threads whose
+warp index (linear thread id / 32, the id from ``%tid.x/y/z`` and ``%ntid.x/y``) has
+parity ``parity`` sleep for ``nanoseconds`` (``nanosleep.u32``, sm_70 and later). Each
+delay is a scoped block ``{ .reg ...; ... }`` whose registers have names the kernel does
+not use, so every other line is unchanged. Delays before stores make a producer's writes
+late (a read it no longer waits for sees the old value); delays after barriers make a
+consumer's reads late (a write that no longer waits for them overwrites the value first).
+The two parities make either side of a pair of neighbouring warps the late one.
 
 PTX the instrumentation cannot handle safely (no sm_70+ target, a PTX ISA before 6.3, a
 store or barrier on a line holding more than one statement, nothing to delay) is refused
