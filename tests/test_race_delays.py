@@ -394,3 +394,45 @@ def test_a_member_changed_near_a_barrier_races_in_its_own_words():
     results = _run_delays(_FakeWorker(racy={"n"}), [base, near, steady])
     assert results["n"] == "race_detected" and near.status_message.split(" (the checks said")[0].endswith(CHANGED_ORDER)
     assert results["s"] == "passed" and steady.provenance["verify"]["delays"]["outcome"] == "no_change"
+
+
+class _WorkerSide:
+    """The worker attributes run_outputs uses; ``fail`` maps a record's kernel_id to what
+    loading or running it raises."""
+    def __init__(self, fail):
+        self.inputs, self.inputs_group, self.device_outputs = {}, None, True
+        self.fail, self.loaded = fail, None
+
+    def _load_row(self, record, cubin):
+        self.loaded = record
+        if self.fail.get(record.kernel_id, (None, ""))[1] == "load":
+            raise self.fail[record.kernel_id][0]
+
+    def _run(self, inputs, seed, poison, fill):
+        failure = self.fail.get(self.loaded.kernel_id)
+        if failure and failure[1] == "run":
+            raise failure[0]
+        return dict(GOOD)
+
+
+def test_the_worker_side_tells_a_crash_from_a_refused_load_or_launch_and_from_its_own_failure():
+    from verify.driver import DriverError
+    from verify.race_delays import run_outputs
+    names = ["ok", "illegal", "refused", "no_jit", "ours"]
+    rows = {name: _member(KERNEL, name, {}) for name in names}
+    worker = _WorkerSide({"illegal": (DriverError("CUDA_ERROR_ILLEGAL_ADDRESS", "x", "cuStreamSynchronize"), "run"),
+                          "refused": (DriverError("CUDA_ERROR_INVALID_VALUE", "x", "cuLaunchKernelEx"), "run"),
+                          "no_jit": (DriverError("CUDA_ERROR_INVALID_PTX", "x", "cuModuleLoadData"), "load"),
+                          "ours": (ValueError("a bug"), "run")})
+
+    def job(*which):
+        return {"group": "g", "inputs": {"k:0": {}}, "trials": [(0, "k:0", 1)],
+                "records": [(name, rows[name].to_json()) for name in which]}
+    reply = run_outputs(worker, job("ok", "refused", "no_jit", "ours"))
+    assert worker.device_outputs is False and not reply.get("fatal")
+    assert {name: run.get("error") for name, run in reply["runs"].items()} == {
+        "ok": None, "refused": "launch_failed", "no_jit": "load_failed", "ours": "failed"}
+    reply = run_outputs(worker, job("illegal", "ok"))
+    assert reply["fatal"] and list(reply["runs"]) == ["illegal"] and reply["runs"]["illegal"]["error"] == "crashed"
+    missing = run_outputs(worker, dict(job("ok"), inputs={}, trials=[(0, "other:0", 1)]))
+    assert missing["runs"]["ok"]["error"] == "no_inputs"

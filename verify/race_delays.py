@@ -79,24 +79,25 @@ def run_outputs(worker, job: dict) -> dict:
     worker.device_outputs = False  # outputs come back to the parent as host arrays
     _, key, seed = job["trials"][0]
     runs: dict = {}
+    if key not in worker.inputs:
+        return {"runs": {name: {"error": "no_inputs", "message": f"the worker holds no inputs {key}"}
+                         for name, _ in job["records"]}}
     for name, record_json in job["records"]:
         record = KernelRecord.from_json(record_json)
+        stage = "load_failed"
         try:
             worker._load_row(record, None)
+            stage = "launch_failed"
+            runs[name] = {"outputs": worker._run(worker.inputs[key], seed, 0, guard_fill(seed, 1))}
         except ArgError as exc:
             runs[name] = {"error": "arg_error", "message": str(exc)[:300]}
-            continue
         except DriverError as exc:
-            runs[name] = {"error": "crashed" if exc.sticky else "load_failed", "message": str(exc)[:300]}
+            # only a sticky fault is the kernel's own crash; a refused load or launch is not
+            runs[name] = {"error": "crashed" if exc.sticky else stage, "message": str(exc)[:300]}
             if exc.sticky:
                 return {"runs": runs, "fatal": True}
-            continue
-        try:
-            runs[name] = {"outputs": worker._run(worker.inputs[key], seed, 0, guard_fill(seed, 1))}
-        except DriverError as exc:
-            runs[name] = {"error": "crashed" if exc.sticky else "launch_failed", "message": str(exc)[:300]}
-            if exc.sticky:
-                return {"runs": runs, "fatal": True}
+        except Exception as exc:  # a failure of ours, not of the kernel: never a crash
+            runs[name] = {"error": "failed", "message": f"{type(exc).__name__}: {exc}"[:300]}
     return {"runs": runs}
 
 
