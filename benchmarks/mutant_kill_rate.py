@@ -8,7 +8,8 @@ altering a value its thread used, the verifier's coverage and divergence probes 
 is equivalent for its problem). Every survivor is listed with its coverage counts (the
 mutant's and its base's at the same site), the reason the verifier recorded for it (a proof
 from the PTX or an observation from the trials, labelled so) and its diff, then a count of
-survivors per reason; every unexercised mutant with its diff and the verifier's note. The
+survivors per reason; every unexercised mutant with its diff and the verifier's note; the
+outcomes of delay injection (``provenance.verify.delays``) per operator. The
 datasets may mix sources (Triton, CUTLASS, Mirage, handhack): a second table gives the
 rates per source of the mutants' bases (source/arch), and the mutants ``ptxds rewrite``
 left out as provably equivalent (``provenance.excluded``, and the barriers each
@@ -167,6 +168,20 @@ def print_exclusions(records: list) -> None:
         print(f"| barrier no drop_barrier takes (per base) | {reason} | {n} |")
 
 
+def print_delays(records: list) -> None:
+    """Delay injection's outcomes (``provenance.verify.delays``) per mutation operator."""
+    outcomes = Counter()
+    for r in records:
+        delays = (r.provenance.get("verify") or {}).get("delays")
+        if delays and r.variant.get("mutation"):
+            outcomes[r.variant["mutation"], delays.get("outcome", "unknown")] += 1
+    if not outcomes:
+        return
+    print("\n| delay injection | outcome | mutants |\n|---|---|---|")
+    for (op, outcome), n in sorted(outcomes.items()):
+        print(f"| {op} | {outcome} | {n} |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("datasets", nargs="+", type=Path)
@@ -230,6 +245,7 @@ def main() -> None:
         print(f"\nKilled by the trials or by racecheck: {total['killed'] + len(racy)} of {exercised_count} "
               f"exercised ({100 * (total['killed'] + len(racy)) / exercised_count:.1f}%).")
     print_by_source(records, classes)
+    print_delays(records)
     print_exclusions(records)
     print("\n| rewrite operator | members using it | passed | pass rate |")
     print("|---|---|---|---|")

@@ -153,7 +153,8 @@ def test_the_kill_rate_benchmark_tables_sources_and_lists_unexercised_mutants(tm
                              "excluded": [{"op": "swap_operands", "edit": "sub", "reason": "sign_only",
                                            "detail": "d"}]})
     never.status_message = "the change never took effect"
-    killed = _row(_ptx(*DEAD_CHANGED), "m-killed", {"mutation": "drop_barrier", "base": "base"}, "race_detected")
+    killed = _row(_ptx(*DEAD_CHANGED), "m-killed", {"mutation": "drop_barrier", "base": "base"}, "race_detected",
+                  provenance={"verify": {"delays": {"outcome": "race_detected", "nanoseconds": 4000}}})
     ShardWriter(tmp_path / "verified").write([base, never, killed])
     root = Path(__file__).resolve().parent.parent
     out = subprocess.run([sys.executable, str(root / "benchmarks" / "mutant_kill_rate.py"), str(tmp_path / "verified"),
@@ -161,6 +162,7 @@ def test_the_kill_rate_benchmark_tables_sources_and_lists_unexercised_mutants(tm
     assert "unexercised mutant: test/survivor off_by_one m-never\n  note: the change never took effect" in out
     assert "| test/sm_80 | 2 | 1 | 0 | 1 | 0 | 100.0% | 1 / 1 |" in out  # the base's source and arch
     assert "| swap_operands mutant (redrawn) | sign_only | 1 |" in out
+    assert "| drop_barrier | race_detected | 1 |" in out.split("| delay injection | outcome | mutants |")[1]
 
 
 def test_rewrite_redraws_a_mutant_the_ptx_proves_equivalent(tmp_path):

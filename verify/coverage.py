@@ -27,6 +27,8 @@ from ptx_tools.rewrite.divergence import instrument_divergence
 from ptx_tools.rewrite.equivalence import OBSERVATION, SurvivorReason, static_reason
 from ptx_tools.rewrite.probe import MutatedSite, ProbeError, SiteProbe, instrument_site, mutated_site
 
+from .race_delays import describe_for_survivor
+
 COUNTER_BUFFER = "ptxds_site_count"
 
 
@@ -205,8 +207,18 @@ def apply_coverage(row: KernelRecord, coverage: SiteCoverage) -> None:
     row.status_message = f"{note}; {row.status_message}" if row.status_message else note
 
 
-def _empirical_reason(operator: str, coverage: dict) -> SurvivorReason:
-    """What the trials showed about a survivor's site, never more."""
+def _empirical_reason(operator: str, coverage: dict, delays: Optional[dict] = None) -> SurvivorReason:
+    """What the trials showed about a survivor's site, never more (with the delay
+    injection's outcome, ``provenance.verify.delays``, where it ran)."""
+    reason = _trial_reason(operator, coverage)
+    tried = describe_for_survivor(delays)
+    if operator == "drop_barrier" and delays is not None and reason.reason == "race_not_observed":
+        return SurvivorReason(OBSERVATION, "race_not_observed",
+                              reason.detail.replace("; a missing barrier", f"; {tried}; a missing barrier"))
+    return dataclasses.replace(reason, detail=f"{reason.detail}; {tried}") if tried else reason
+
+
+def _trial_reason(operator: str, coverage: dict) -> SurvivorReason:
     counts, base_counts = coverage.get("counts"), coverage.get("base_counts")
     if not counts or base_counts is None:
         why = coverage.get("base_reason") or coverage.get("reason") or "the base's count was not measured"
@@ -238,12 +250,14 @@ def survivor_reason(row: KernelRecord, base: Optional[KernelRecord]) -> Survivor
     """Why a mutant that is still ``passed`` may be equivalent: a proof from the PTX where
     one exists, else an observation from the coverage counts."""
     operator = (row.variant or {}).get("mutation", "")
+    checks = row.provenance.get("verify") or {}
+    delays = checks.get("delays")
     if base is not None and base.ptx:
         found = static_reason(base.ptx, row.ptx, operator)
         if found is not None:
-            return found
-    coverage = (row.provenance.get("verify") or {}).get("coverage") or {}
-    return _empirical_reason(operator, coverage)
+            tried = describe_for_survivor(delays) if found.kind == OBSERVATION else ""
+            return dataclasses.replace(found, detail=f"{found.detail}; {tried}") if tried else found
+    return _empirical_reason(operator, checks.get("coverage") or {}, delays)
 
 
 def explain_survivors(rows: list) -> None:

@@ -13,6 +13,10 @@ base's (``synchronous_copy_pair``). A dropped barrier whose racecheck (of those 
 they exist) found no hazard in the mutant or its base, and whose sides hold only accesses
 racecheck sees, ordered no pair of conflicting accesses on the race-checked trial: its
 ordering was never exercised (``barrier_never_ordered``).
+
+racecheck does not see global memory either: every member still passing after it that
+``delay_reason`` selects (every ``drop_barrier`` mutant among them) is run with half of its
+warps delayed, beside its base (verify/race_delays.py).
 """
 from __future__ import annotations
 
@@ -55,6 +59,23 @@ def racecheck_reason(row, base) -> str:
     if row.status != "passed" or base is None or not row.ptx or not base.ptx:
         return ""
     if not uses_shared_memory(row):
+        return ""
+    variant = row.variant or {}
+    if variant.get("mutation") == "drop_barrier":
+        return "a drop_barrier mutant"
+    if "rewrites" in variant and set(variant["rewrites"]) <= ORDER_KEEPING_REWRITES:
+        return ""
+    if touches_synchronisation(base.ptx, row.ptx):
+        return "its PTX differs from its base's near a barrier, fence or shared-memory access"
+    return ""
+
+
+def delay_reason(row, base) -> str:
+    """Why ``row`` (a passing member) is run with delays injected beside its base
+    (verify/race_delays.py), or '' when it is not: every ``drop_barrier`` mutant, and any
+    member whose PTX differs from its base's near a barrier, fence or shared-memory access.
+    Unlike racecheck, delays expose global-memory orderings, so shared memory is not required."""
+    if row.status != "passed" or base is None or base.status != "passed" or not row.ptx or not base.ptx:
         return ""
     variant = row.variant or {}
     if variant.get("mutation") == "drop_barrier":

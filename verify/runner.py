@@ -7,8 +7,10 @@ the float64 reference and the per-element error bound computed once per trial, e
 member run in an isolated GPU worker and judged against the reference (and, under
 ``--sanitize``, under memcheck and racecheck, whose findings set the status), members that
 pass timed, then clustered by agreement with each other (the cluster whose representative
-is nearest the reference is the consensus; members outside it disagree), then the group's
-rows written to the output folder in one atomic part. A resumed run skips groups
+is nearest the reference is the consensus; members outside it disagree), then derived
+members checked further (coverage probes of mutants; racecheck and delay injection of
+members whose change touches synchronisation: race_focus.py, race_delays.py), then the
+group's rows written to the output folder in one atomic part. A resumed run skips groups
 whose rows are already in the output folder. The input folder is only read.
 """
 from __future__ import annotations
@@ -50,8 +52,9 @@ from .timing import TARGET_RSE
 from .outcome import Consensus, OutputSpec, Verdict, classify
 from .sanitize import TOOLS, race_errors, racing_members, run_sanitizer, sanitizer_status
 from .coverage import apply_coverage, explain_survivors, measure_site
-from .race_focus import automatic_sanitizer, barrier_never_ordered, note as racecheck_note, racecheck_reason, \
-    synchronous_copy_pair, synchronous_copy_verdict
+from .race_focus import automatic_sanitizer, barrier_never_ordered, delay_reason, note as racecheck_note, \
+    racecheck_reason, synchronous_copy_pair, synchronous_copy_verdict
+from .race_delays import CHANGED_ORDER, DROPPED_BARRIER, delay_member_runs, judge_delays
 
 PASS_THROUGH = ("build_failed", "no_problem", "not_applicable")
 INPUT_GENERATORS = ("auto", "host")
@@ -594,6 +597,8 @@ class _Run:
         with self.stopwatch("derived"):
             self._judge_derived(worker, group_id, out_rows, results, problems, race_counts)
         apply_race_statuses(out_rows, results, racing_members(race_counts))
+        with self.stopwatch("delays"):
+            self._delay_races(worker, group_id, out_rows, results, problems)
         explain_survivors(out_rows)
         return out_rows, results
 
@@ -634,6 +639,36 @@ class _Run:
             if not race_counts.get(row.build_key):
                 self._race_synchronous_copies(row, base, prepared, race_counts)
             self._barrier_never_ordered(row, base, race_counts, results)
+
+    def _delay_races(self, worker, group_id: str, out_rows: list, results: dict, problems: dict) -> None:
+        """Members still passing whose change touches synchronisation (race_focus.delay_reason)
+        run with half of their warps delayed beside their base (race_delays); outputs that
+        change where the base's do not make them ``race_detected``."""
+        by_id = {row.kernel_id: row for row in out_rows if row.kernel_id}
+        base_runs: dict = {}  # base build_key -> its runs (a base serves all its members)
+        for row in out_rows:
+            base = by_id.get(row.base_kernel_id or (row.variant or {}).get("base") or "")
+            reason = delay_reason(row, base)
+            if not reason:
+                continue
+            if not hasattr(worker, "run_outputs"):
+                row.provenance.setdefault("verify", {})["delays"] = {
+                    "reason": reason, "outcome": "unknown",
+                    "note": f"{type(worker).__name__} cannot run delayed copies"}
+                continue
+            prepared = problems[row.problem.digest()][0]
+            first = prepared.trials[0]
+            payload = [(first.trial, f"{row.problem.digest()}:{first.trial}", first.seed,
+                        prepared.host_storage()[0])]
+            if base.build_key not in base_runs:
+                base_runs[base.build_key] = delay_member_runs(worker, base, group_id, payload, self.kernel_timeout)
+            mutant_runs = delay_member_runs(worker, row, group_id, payload, self.kernel_timeout)
+            cause = DROPPED_BARRIER if (row.variant or {}).get("mutation") == "drop_barrier" else CHANGED_ORDER
+            verdict = judge_delays(mutant_runs, base_runs[base.build_key], base, prepared, cause=cause)
+            row.provenance.setdefault("verify", {})["delays"] = {"reason": reason, **verdict.record}
+            if verdict.status:
+                _replace_status(row, verdict.status, verdict.message)
+                results[row.build_key] = verdict.status
 
     @staticmethod
     def _barrier_never_ordered(row: KernelRecord, base: KernelRecord, race_counts: dict, results: dict) -> None:

@@ -309,6 +309,10 @@ class _Worker:
                     from .coverage import count_site
                     reply = count_site(self, job)
                     fatal = reply.get("fatal", False)
+                elif job["type"] == "outputs":
+                    from .race_delays import run_outputs
+                    reply = run_outputs(self, job)
+                    fatal = reply.get("fatal", False)
                 else:
                     reply = self.time_job(job)
                     fatal = reply.get("fatal", False)
@@ -509,6 +513,28 @@ class GpuWorker:
         inputs = {key: storage for _, key, _, storage in trials if key not in self.sent_keys}
         job = {"type": "site_count", "record": record_json, "group": group, "inputs": inputs, "counter": counter,
                "trials": [(t, key, seed) for t, key, seed, _ in trials]}
+        try:
+            reply = self._request(job, timeout)
+        except (WorkerTimeout, WorkerDied) as exc:
+            return {"error": "timeout" if isinstance(exc, WorkerTimeout) else "died", "message": str(exc)}
+        self.sent_keys |= set(inputs)
+        if reply.get("fatal"):
+            self.kill()
+        return reply
+
+    def run_outputs(self, records: list, group: str, trials: list, timeout: float) -> dict:
+        """Run each (label, record_json) once on the first of ``trials`` (the runner's
+        payload) and bring its outputs back as host arrays (race_delays.run_outputs);
+        returns {"runs": {label: {"outputs"} or {"error", "message"}}} or {"error", "message"}
+        when the worker timed out or died (the runs it finished are lost with it)."""
+        if not self.alive:
+            self.kill()
+            self.start()
+        if group != self.sent_group:
+            self.sent_keys, self.sent_group = set(), group
+        inputs = {key: storage for _, key, _, storage in trials[:1] if key not in self.sent_keys}
+        job = {"type": "outputs", "records": records, "group": group, "inputs": inputs,
+               "trials": [(t, key, seed) for t, key, seed, _ in trials[:1]]}
         try:
             reply = self._request(job, timeout)
         except (WorkerTimeout, WorkerDied) as exc:
