@@ -25,13 +25,12 @@ judged with its own K_i and K_i/gk promotions (docs/verification.md,
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from ..device_tables import address_table, values_table
 from ..model import DTYPES, Buffer, Problem, SpecError
 from . import blockwise_gemm as bw
+from . import grouped_gemm as grouped
 from .grouped_gemm import START_ALIGN, leading_dimension, storage_shape
 from .grouped_gemm import TABLE_NAMES as GROUPED_TABLES
 
@@ -61,71 +60,30 @@ def _layout(params: dict, operand: str) -> str:
 
 
 def problems_of(problem: Problem) -> list:
-    items = problem.params.get("problems")
-    if not isinstance(items, list) or not items:
-        raise SpecError(f"problem {problem.problem_id}: {OP} needs params.problems, a list of [M, N, K]")
-    return [tuple(int(v) for v in item) for item in items]
+    return grouped.problems_of(problem, OP)
 
 
 def offsets_for(problems: list, params: dict) -> dict:
     """Element offset of each problem's operand (and scales) in its concatenated buffer, plus the total."""
-    out = {}
-    for operand in OPERANDS:
-        at, starts = 0, []
-        for m, n, k in problems:
-            starts.append(at)
-            rows, cols = _dims(operand, m, n, k, params)
-            at += rows * cols
-        out[operand] = starts + [at]
-    return out
-
-
-@dataclass
-class Member:
-    """One problem of the group as a blockwise_scaled_gemm: its Problem, inputs and D's slice."""
-    problem: Problem
-    inputs: dict
-    start: int
-    stop: int
+    return grouped.concat_offsets(problems, OPERANDS,
+                                  lambda operand, m, n, k: int(np.prod(_dims(operand, m, n, k, params))))
 
 
 def members(problem: Problem, inputs: dict) -> list:
     """The group's problems as blockwise_scaled_gemm problems over slices of the buffers."""
     p = problem.params
-    offsets = p["offsets"]
-    result = []
-    for i, (m, n, k) in enumerate(problems_of(problem)):
-        buffers, sliced = [], {}
-        for operand in ("A", "B", "SFA", "SFB", "C", "D"):
-            if operand not in inputs and operand != "D":
-                continue
-            rows, cols = _dims(operand, m, n, k, p)
-            spec = problem.buffer(operand)
-            buffers.append(Buffer(operand, spec.dtype, storage_shape(_layout(p, operand), rows, cols),
-                                  "out" if operand == "D" else "in"))
-            if operand in inputs:
-                flat = np.asarray(inputs[operand]).reshape(-1)
-                sliced[operand] = flat[offsets[operand][i]:offsets[operand][i + 1]]
-        params = {key: value for key, value in p.items() if key not in ("problems", "offsets")}
-        sub = Problem(f"{problem.problem_id}#{i}", bw.OP, buffers, {**params, "M": m, "N": n, "K": k})
-        result.append(Member(sub, sliced, offsets["D"][i], offsets["D"][i + 1]))
-    return result
-
-
-def _concat(problem: Problem, parts: list) -> dict:
-    out = np.empty(problem.params["offsets"]["D"][-1], dtype=np.float64)
-    for member, values in parts:
-        out[member.start:member.stop] = np.asarray(values, dtype=np.float64).reshape(-1)
-    return {"D": out.reshape(problem.buffer("D").shape)}
+    return grouped.split_members(
+        problem, inputs, ("A", "B", "SFA", "SFB", "C", "D"), bw.OP,
+        lambda operand, m, n, k: storage_shape(_layout(p, operand), *_dims(operand, m, n, k, p)))
 
 
 def ref_grouped_blockwise(inputs, problem):
     """Each D_i as blockwise_scaled_gemm's float64 reference computes it."""
-    return _concat(problem, [(m, bw.ref_blockwise(m.inputs, m.problem)["D"]) for m in members(problem, inputs)])
+    return grouped.concat_outputs(problem, [(m, bw.ref_blockwise(m.inputs, m.problem)["D"]) for m in members(problem, inputs)])
 
 
 def scale_grouped_blockwise(inputs, problem):
-    return _concat(problem, [(m, bw.scale_blockwise(m.inputs, m.problem)["D"]) for m in members(problem, inputs)])
+    return grouped.concat_outputs(problem, [(m, bw.scale_blockwise(m.inputs, m.problem)["D"]) for m in members(problem, inputs)])
 
 
 def pointwise_grouped_blockwise(inputs, problem, reference):
@@ -133,7 +91,7 @@ def pointwise_grouped_blockwise(inputs, problem, reference):
     for m in members(problem, inputs):
         scale = bw.pointwise_blockwise(m.inputs, m.problem, {}).get("D")
         parts.append((m, np.zeros(m.stop - m.start) if scale is None else scale))
-    return _concat(problem, parts)
+    return grouped.concat_outputs(problem, parts)
 
 
 def max_k(problem: Problem) -> int:
@@ -185,7 +143,7 @@ class GroupedBlockwiseOpSpec(bw.BlockwiseOpSpec):
         for m in members(problem, inputs):
             ref = flat[m.start:m.stop].reshape(m.problem.buffer("D").shape)
             parts.append((m, single.bounds(m.inputs, m.problem, {"D": ref})["D"]))
-        return _concat(problem, parts)
+        return grouped.concat_outputs(problem, parts)
 
 
 def make_grouped_blockwise_problem(problem_id: str, problems: list, dtypes: dict, granularity_a: tuple,

@@ -21,13 +21,13 @@ of 2 K_i real products with complex_gemm's S_re, S_im (docs/verification.md,
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from ..device_tables import address_table, values_table
 from ..model import DTYPES, Buffer, Problem, SpecError
 from . import complex_gemm
+from . import grouped_gemm as grouped
+from .grouped_gemm import operand_dims, operand_layout, storage_shape
 from .spec import OpSpec
 
 OP = "grouped_complex_gemm"
@@ -37,31 +37,16 @@ TABLE_NAMES = SIZE_TABLES + tuple(f"ptr_{x}_{part}" for x in OPERANDS for part i
 START_ALIGN = 16  # every plane starts 16-byte aligned (128-bit vector loads)
 
 
-def _dims(operand: str, m: int, n: int, k: int) -> tuple:
-    return {"A": (m, k), "B": (k, n), "C": (m, n), "D": (m, n)}[operand]
-
-
-def _layout(params: dict, operand: str) -> str:
-    return params.get({"A": "layout_a", "B": "layout_b"}.get(operand, "layout_c"), "row")
-
-
-def _storage(layout: str, rows: int, cols: int) -> tuple:
-    return (rows, cols) if layout == "row" else (cols, rows)
-
-
 def problems_of(problem: Problem) -> list:
-    items = problem.params.get("problems")
-    if not isinstance(items, list) or not items:
-        raise SpecError(f"problem {problem.problem_id}: {OP} needs params.problems, a list of [M, N, K]")
-    return [tuple(int(v) for v in item) for item in items]
+    return grouped.problems_of(problem, OP)
 
 
 def shared_leading_dimensions(problems: list, layouts: dict, problem_id: str = "") -> dict:
     """{operand: leading dimension}: each operand's contiguous extent, which every problem must share."""
     out = {}
     for operand in OPERANDS:
-        layout = _layout({f"layout_{k}": v for k, v in layouts.items()}, operand)
-        extents = {_storage(layout, *_dims(operand, *mnk))[1] for mnk in problems}
+        layout = operand_layout({f"layout_{k}": v for k, v in layouts.items()}, operand)
+        extents = {storage_shape(layout, *operand_dims(operand, *mnk))[1] for mnk in problems}
         if len(extents) != 1:
             dim = {("A", "row"): "K", ("A", "col"): "M", ("B", "row"): "N", ("B", "col"): "K"}.get(
                 (operand, layout), "N" if layout == "row" else "M")
@@ -73,59 +58,26 @@ def shared_leading_dimensions(problems: list, layouts: dict, problem_id: str = "
 
 def offsets_for(problems: list) -> dict:
     """Element offset of each problem's operand (both planes) in its buffer, plus the total."""
-    out = {}
-    for operand in OPERANDS:
-        at, starts = 0, []
-        for m, n, k in problems:
-            starts.append(at)
-            rows, cols = _dims(operand, m, n, k)
-            at += 2 * rows * cols
-        out[operand] = starts + [at]
-    return out
-
-
-@dataclass
-class Member:
-    """One problem of the group as a planar complex_gemm: its Problem, inputs and D's slice."""
-    problem: Problem
-    inputs: dict
-    start: int
-    stop: int
+    return grouped.concat_offsets(problems, OPERANDS,
+                                  lambda operand, m, n, k: 2 * int(np.prod(operand_dims(operand, m, n, k))))
 
 
 def members(problem: Problem, inputs: dict) -> list:
+    """The group's problems as planar complex_gemm problems over slices of the buffers."""
     p = problem.params
-    offsets = p["offsets"]
-    result = []
-    for i, (m, n, k) in enumerate(problems_of(problem)):
-        buffers, sliced = [], {}
-        for operand in OPERANDS:
-            if operand not in inputs and operand != "D":
-                continue
-            shape = (2,) + _storage(_layout(p, operand), *_dims(operand, m, n, k))
-            buffers.append(Buffer(operand, problem.buffer(operand).dtype, shape, "out" if operand == "D" else "in"))
-            if operand in inputs:
-                sliced[operand] = np.asarray(inputs[operand]).reshape(-1)[offsets[operand][i]:offsets[operand][i + 1]]
-        params = {key: value for key, value in p.items() if key not in ("problems", "offsets", "ld")}
-        sub = Problem(f"{problem.problem_id}#{i}", "complex_gemm", buffers, {**params, "M": m, "N": n, "K": k})
-        result.append(Member(sub, sliced, offsets["D"][i], offsets["D"][i + 1]))
-    return result
-
-
-def _concat(problem: Problem, parts: list) -> dict:
-    out = np.empty(problem.params["offsets"]["D"][-1], dtype=np.float64)
-    for member, values in parts:
-        out[member.start:member.stop] = np.asarray(values, dtype=np.float64).reshape(-1)
-    return {"D": out.reshape(problem.buffer("D").shape)}
+    return grouped.split_members(
+        problem, inputs, OPERANDS, "complex_gemm",
+        lambda operand, m, n, k: (2,) + storage_shape(operand_layout(p, operand), *operand_dims(operand, m, n, k)),
+        dropped=("problems", "offsets", "ld"))
 
 
 def ref_grouped_complex(inputs, problem):
-    return _concat(problem, [(m, complex_gemm.ref_complex_gemm(m.inputs, m.problem)["D"])
+    return grouped.concat_outputs(problem, [(m, complex_gemm.ref_complex_gemm(m.inputs, m.problem)["D"])
                              for m in members(problem, inputs)])
 
 
 def scale_grouped_complex(inputs, problem):
-    return _concat(problem, [(m, complex_gemm.scale_complex_gemm(m.inputs, m.problem)["D"])
+    return grouped.concat_outputs(problem, [(m, complex_gemm.scale_complex_gemm(m.inputs, m.problem)["D"])
                              for m in members(problem, inputs)])
 
 
@@ -134,7 +86,7 @@ def pointwise_grouped_complex(inputs, problem, reference):
     for m in members(problem, inputs):
         scale = complex_gemm.pointwise_complex_gemm(m.inputs, m.problem, {}).get("D")
         parts.append((m, np.zeros(m.stop - m.start) if scale is None else scale))
-    return _concat(problem, parts)
+    return grouped.concat_outputs(problem, parts)
 
 
 def _largest_k_view(problem: Problem) -> Problem:
@@ -163,7 +115,7 @@ class GroupedComplexOpSpec(OpSpec):
         for m in members(problem, inputs):
             ref = flat[m.start:m.stop].reshape(m.problem.buffer("D").shape)
             parts.append((m, single.bounds(m.inputs, m.problem, {"D": ref})["D"]))
-        return _concat(problem, parts)
+        return grouped.concat_outputs(problem, parts)
 
 
 def make_grouped_complex_problem(problem_id: str, problems: list, dtypes: dict, layouts: dict, transforms: tuple,
@@ -185,7 +137,7 @@ def make_grouped_complex_problem(problem_id: str, problems: list, dtypes: dict, 
     for operand in operands:
         size = DTYPES[dtypes[operand]][0]
         for i, (m, n, k) in enumerate(problems):
-            plane = _dims(operand, m, n, k)[0] * _dims(operand, m, n, k)[1]
+            plane = operand_dims(operand, m, n, k)[0] * operand_dims(operand, m, n, k)[1]
             for start in (params["offsets"][operand][i], params["offsets"][operand][i] + plane):
                 if start * size % START_ALIGN:
                     raise SpecError(f"{OP} {problem_id}: problem {i}'s {operand} plane starts {start * size} bytes "
@@ -199,7 +151,7 @@ def make_grouped_complex_problem(problem_id: str, problems: list, dtypes: dict, 
         target = operand if operand in operands else "D"
         size = DTYPES[dtypes[target]][0]
         starts = params["offsets"][target][:-1]
-        planes = [_dims(target, *mnk)[0] * _dims(target, *mnk)[1] for mnk in problems]
+        planes = [operand_dims(target, *mnk)[0] * operand_dims(target, *mnk)[1] for mnk in problems]
         buffers.append(address_table(f"ptr_{operand}_real", [(target, s * size) for s in starts]))
         buffers.append(address_table(f"ptr_{operand}_imag", [(target, (s + q) * size) for s, q in zip(starts, planes)]))
     return Problem(problem_id, OP, buffers, params)

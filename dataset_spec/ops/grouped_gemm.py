@@ -30,13 +30,14 @@ TABLE_NAMES = ("problem_sizes", "ptr_A", "ptr_B", "ptr_C", "ptr_D", "ld_A", "ld_
 START_ALIGN = 16
 
 
-def _dims(operand: str, m: int, n: int, k: int) -> tuple:
+def operand_dims(operand: str, m: int, n: int, k: int) -> tuple:
     """(rows, cols) of the operand's logical matrix."""
     return {"A": (m, k), "B": (k, n), "C": (m, n), "D": (m, n)}[operand]
 
 
-def _layout(params: dict, operand: str) -> str:
+def operand_layout(params: dict, operand: str) -> str:
     return params.get({"A": "layout_a", "B": "layout_b"}.get(operand, "layout_c"), "row")
+
 
 
 def storage_shape(layout: str, rows: int, cols: int) -> tuple:
@@ -47,59 +48,71 @@ def leading_dimension(layout: str, rows: int, cols: int) -> int:
     return cols if layout == "row" else rows
 
 
-def problems_of(problem: Problem) -> list:
+def problems_of(problem: Problem, op: str = "grouped_gemm") -> list:
     items = problem.params.get("problems")
     if not isinstance(items, list) or not items:
-        raise SpecError(f"problem {problem.problem_id}: grouped_gemm needs params.problems, a list of [M, N, K]")
+        raise SpecError(f"problem {problem.problem_id}: {op} needs params.problems, a list of [M, N, K]")
     return [tuple(int(v) for v in item) for item in items]
 
 
-def offsets_for(problems: list, layouts: dict) -> dict:
-    """Element offset of each problem's operand in its concatenated buffer, plus the total."""
+def concat_offsets(problems: list, operands, elements) -> dict:
+    """Element offset of each problem's operand in its concatenated buffer, plus the total;
+    ``elements(operand, m, n, k)``: how many elements one problem's operand holds."""
     out = {}
-    for operand in OPERANDS:
+    for operand in operands:
         at, starts = 0, []
         for m, n, k in problems:
             starts.append(at)
-            rows, cols = _dims(operand, m, n, k)
-            at += rows * cols
+            at += elements(operand, m, n, k)
         out[operand] = starts + [at]
     return out
 
 
+def offsets_for(problems: list, layouts: dict) -> dict:
+    return concat_offsets(problems, OPERANDS, lambda operand, m, n, k: int(np.prod(operand_dims(operand, m, n, k))))
+
+
 @dataclass
 class Member:
-    """One problem of the group as a plain gemm: its Problem, inputs and D's slice."""
+    """One problem of a grouped group as its per-problem op: its Problem, inputs and D's slice."""
     problem: Problem
     inputs: dict
     start: int
     stop: int
 
 
-def members(problem: Problem, inputs: dict) -> list:
-    """The group's problems as gemm problems over slices of the concatenated buffers."""
+def split_members(problem: Problem, inputs: dict, operands, op: str, shape_of,
+                  dropped=("problems", "offsets")) -> list:
+    """The group's problems as ``op`` problems over slices of the concatenated buffers;
+    ``shape_of(operand, m, n, k)``: one problem's storage shape of that operand."""
     p = problem.params
     offsets = p["offsets"]
+    params = {key: value for key, value in p.items() if key not in dropped}
     result = []
-    for i, (m, n, k) in enumerate(problems_of(problem)):
+    for i, (m, n, k) in enumerate(problems_of(problem, problem.op)):
         buffers, sliced = [], {}
-        for operand in OPERANDS:
+        for operand in operands:
             if operand not in inputs and operand != "D":
                 continue
-            rows, cols = _dims(operand, m, n, k)
-            spec = problem.buffer(operand)
-            buffers.append(Buffer(operand, spec.dtype, storage_shape(_layout(p, operand), rows, cols),
+            buffers.append(Buffer(operand, problem.buffer(operand).dtype, shape_of(operand, m, n, k),
                                   "out" if operand == "D" else "in"))
             if operand in inputs:
                 flat = np.asarray(inputs[operand]).reshape(-1)
                 sliced[operand] = flat[offsets[operand][i]:offsets[operand][i + 1]]
-        params = {key: value for key, value in p.items() if key not in ("problems", "offsets")}
-        sub = Problem(f"{problem.problem_id}#{i}", "gemm", buffers, {**params, "M": m, "N": n, "K": k})
+        sub = Problem(f"{problem.problem_id}#{i}", op, buffers, {**params, "M": m, "N": n, "K": k})
         result.append(Member(sub, sliced, offsets["D"][i], offsets["D"][i + 1]))
     return result
 
 
-def _concat(problem: Problem, parts: list) -> dict:
+def members(problem: Problem, inputs: dict) -> list:
+    """The group's problems as gemm problems over slices of the concatenated buffers."""
+    p = problem.params
+    return split_members(problem, inputs, OPERANDS, "gemm",
+                         lambda operand, m, n, k: storage_shape(operand_layout(p, operand), *operand_dims(operand, m, n, k)))
+
+
+def concat_outputs(problem: Problem, parts: list) -> dict:
+    """D of the whole group from (Member, values) parts, in float64."""
     total = problem.params["offsets"]["D"][-1]
     out = np.empty(total, dtype=np.float64)
     for member, values in parts:
@@ -109,11 +122,11 @@ def _concat(problem: Problem, parts: list) -> dict:
 
 def ref_grouped_gemm(inputs, problem):
     """D_i = alpha A_i @ B_i + beta C_i per problem, each as the gemm reference computes it."""
-    return _concat(problem, [(m, gemm.ref_gemm(m.inputs, m.problem)["D"]) for m in members(problem, inputs)])
+    return concat_outputs(problem, [(m, gemm.ref_gemm(m.inputs, m.problem)["D"]) for m in members(problem, inputs)])
 
 
 def scale_grouped_gemm(inputs, problem):
-    return _concat(problem, [(m, gemm.scale_gemm(m.inputs, m.problem)["D"]) for m in members(problem, inputs)])
+    return concat_outputs(problem, [(m, gemm.scale_gemm(m.inputs, m.problem)["D"]) for m in members(problem, inputs)])
 
 
 def pointwise_grouped_gemm(inputs, problem, reference):
@@ -122,7 +135,7 @@ def pointwise_grouped_gemm(inputs, problem, reference):
         ref = reference["D"].reshape(-1)[m.start:m.stop]
         scale = gemm.pointwise_gemm(m.inputs, m.problem, {"D": ref}).get("D")
         parts.append((m, np.zeros(m.stop - m.start) if scale is None else scale))
-    return _concat(problem, parts)
+    return concat_outputs(problem, parts)
 
 
 def max_k(problem: Problem) -> int:
@@ -146,8 +159,8 @@ def stress_grouped_gemm(problem, buffer, context, previous):
     out = np.empty(buffer.numel)
     offsets = p["offsets"][buffer.name]
     for i, (m, n, k) in enumerate(problems_of(problem)):
-        rows, cols = _dims(buffer.name, m, n, k)
-        shape = storage_shape(_layout(p, buffer.name), rows, cols)
+        rows, cols = operand_dims(buffer.name, m, n, k)
+        shape = storage_shape(operand_layout(p, buffer.name), rows, cols)
         view = Buffer(buffer.name, buffer.dtype, shape, "in", buffer.init)
         out[offsets[i]:offsets[i + 1]] = np.asarray(
             gemm.stress_gemm(problem, view, context, previous)).reshape(-1)
@@ -166,7 +179,7 @@ class GroupedOpSpec(OpSpec):
         for m in members(problem, inputs):
             ref = flat[m.start:m.stop].reshape(m.problem.buffer("D").shape)
             parts.append((m, gemm_op.bounds(m.inputs, m.problem, {"D": ref})["D"]))
-        return _concat(problem, parts)
+        return concat_outputs(problem, parts)
 
 
 def make_grouped_problem(problem_id: str, problems: list, dtypes: dict, layouts: dict,
@@ -202,9 +215,9 @@ def make_grouped_problem(problem_id: str, problems: list, dtypes: dict, layouts:
         buffers.append(address_table(f"ptr_{operand}", [(target, start * size)
                                                          for start in params["offsets"][target][:-1]]))
     for operand in OPERANDS:
-        layout = _layout(params, operand)
+        layout = operand_layout(params, operand)
         buffers.append(values_table(f"ld_{operand}", "int64",
-                                    [leading_dimension(layout, *_dims(operand, *mnk)) for mnk in problems]))
+                                    [leading_dimension(layout, *operand_dims(operand, *mnk)) for mnk in problems]))
     return Problem(problem_id, "grouped_gemm", buffers, params)
 
 
