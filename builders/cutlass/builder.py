@@ -174,22 +174,28 @@ class CutlassBuilder(Builder):
         return items
 
     # -- building ----------------------------------------------------------------------
+    def compile_batch(self, payload: dict) -> tuple:
+        """A work item's kernels compiled once, with one packer for those that compiled:
+        (specs, PTX by name, failure message by name, packer or None)."""
+        ops = catalog.load_manifest_operations(payload["sm"])
+        specs = [catalog.describe_operation(ops[name]) for name in payload["names"]]
+        ptx_by_name, failures = self._compile(specs, payload["arch"])
+        built = [s for s in specs if s.name in ptx_by_name]
+        packer = None
+        if built:
+            try:
+                packer = build_packer(packer_source(built), payload["arch"])
+            except CutlassCompileError as exc:
+                for s in built:
+                    failures[s.name] = f"packer build failed: {exc}\n{exc.log}"
+        return specs, ptx_by_name, failures, packer
+
     def build(self, item: WorkItem) -> list[KernelRecord]:
         """Compile the batch once, then one row per (size, kernel), sizes outermost."""
         p = item.payload
         if p.get("kind") == grouped.KIND:
             return grouped.build(self, item)
-        ops = catalog.load_manifest_operations(p["sm"])
-        specs = [catalog.describe_operation(ops[name]) for name in p["names"]]
-        ptx_by_name, failures = self._compile(specs, p["arch"])
-        built = [s for s in specs if s.name in ptx_by_name]
-        packer = None
-        if built:
-            try:
-                packer = build_packer(packer_source(built), p["arch"])
-            except CutlassCompileError as exc:
-                for s in built:
-                    failures[s.name] = f"packer build failed: {exc}\n{exc.log}"
+        specs, ptx_by_name, failures, packer = self.compile_batch(p)
         problems = [tuple(size) for size in p["problems"]]
         gids = [group_id(specs[0], *size, p["alpha"], p["beta"]) for size in problems]
         rows = []

@@ -22,13 +22,11 @@ from collections import defaultdict
 from dataset_spec.model import Arg, Buffer, Distribution, KernelRecord, Launch, SpecError
 from dataset_spec.ops.grouped_gemm import TABLE_NAMES, make_grouped_problem
 from builders.base import WorkItem
-from builders.cutlass import catalog, grouped_blockwise, planar_complex_array
+from builders.cutlass import grouped_blockwise, planar_complex_array
 from builders.cutlass.catalog import DTYPE_NAMES
-from builders.cutlass.compile import CutlassCompileError, build_packer
 from builders.cutlass.kernel_traits import arch_of, entry_params, uses_tma
 from builders.cutlass.packer import PackError, pack_launch
 from builders.cutlass.problem import LAYOUT_WORDS, ROUNDING_MATH, accumulator_name, epilogue_misfit, math_input
-from builders.cutlass.source import packer_source
 from builders.moe_shapes import DEFAULT_GROUPED, DEFAULT_GROUPED_BLOCKWISE, grouped_label
 
 KIND = "grouped_gemm"
@@ -183,17 +181,7 @@ def work_items(builder, specs: list) -> list:
 def build(builder, item) -> list:
     """Compile the batch once, then one row per (size, kernel), sizes outermost."""
     p = item.payload
-    ops = catalog.load_manifest_operations(p["sm"])
-    specs = [catalog.describe_operation(ops[name]) for name in p["names"]]
-    ptx_by_name, failures = builder._compile(specs, p["arch"])
-    built = [s for s in specs if s.name in ptx_by_name]
-    packer = None
-    if built:
-        try:
-            packer = build_packer(packer_source(built), p["arch"])
-        except CutlassCompileError as exc:
-            for s in built:
-                failures[s.name] = f"packer build failed: {exc}\n{exc.log}"
+    specs, ptx_by_name, failures, packer = builder.compile_batch(p)
     sizes = [tuple(tuple(mnk) for mnk in size) for size in p["problems"]]
     gids = [group_id(specs[0], size, p["alpha"], p["beta"]) for size in sizes]
     rows = []
