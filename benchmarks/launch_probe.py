@@ -4,9 +4,10 @@ the trial-0 output's error against the float64 reference.
 
 It isolates a crash from the verifier: ``plain`` loads the PTX through the driver JIT into
 exact-size allocations, ``fenced`` uses the verifier's virtual-memory fences, ``cubin``
-assembles the PTX with the machine's ptxas first; ``before``, ``extra``, ``noise`` and
-``trialK`` add the verifier's other ingredients one at a time (see ``child``). ``--memcheck`` runs each child under
-compute-sanitizer so a faulting access is named by instruction and address.
+assembles the PTX as the verifier does (ptxas) first; ``before``, ``extra``, ``noise`` and
+``trialK`` add the verifier's other ingredients one at a time (see ``child``).
+``--memcheck`` runs each child under compute-sanitizer so a faulting access is named by
+instruction and address.
 
 Usage: python benchmarks/launch_probe.py DATASET [--match TEXT] [--limit N]
            [--modes plain,fenced,before,extra,noise,cubin,trial4] [--memcheck] [--timeout S]
@@ -18,7 +19,6 @@ import json
 import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -32,22 +32,13 @@ def select(dataset: str, match: str, limit: int) -> list:
     return rows[:limit] if limit else rows
 
 
-def assemble(ptx: str, arch: str) -> bytes:
-    with tempfile.TemporaryDirectory() as tmp:
-        src, out = Path(tmp, "k.ptx"), Path(tmp, "k.cubin")
-        src.write_text(ptx)
-        subprocess.run(["ptxas", f"-arch={arch}", str(src), "-o", str(out)], check=True,
-                       capture_output=True, text=True)
-        return out.read_bytes()
-
-
 def child(dataset: str, build_key: str, mode: str) -> dict:
     """One row, one mode: load, upload a trial's inputs, launch, synchronise, compare.
     Modes add one of the verifier's ingredients to ``plain`` (exact-size allocations, trial
     0, the driver JIT): ``fenced``/``before`` the virtual-memory fences in either placement,
     ``extra`` more dynamic shared memory, ``noise`` the concurrent noise kernel, ``cubin``
-    the machine's ptxas, ``nvjitlink`` nvJitLink (what the verifier's assembly pool tries
-    first), ``trialK`` trial K's inputs."""
+    the verifier's ptxas assembly, ``nvjitlink`` nvJitLink (which the verifier once used and
+    no longer does), ``trialK`` trial K's inputs."""
     from dataset_spec.shards import read_records
     from verify.driver import Context, DriverError, NoiseKernel, check, cu, function_attribute
     from verify.inputs import make_trial_inputs
@@ -59,7 +50,10 @@ def child(dataset: str, build_key: str, mode: str) -> dict:
     if mode in ("fenced", "before"):
         from verify.fence import GuardPage
         page = GuardPage(ctx.info.ordinal)
-    cubin = assemble(record.ptx, record.arch) if mode == "cubin" else None
+    cubin = None
+    if mode == "cubin":
+        from verify.assembly_pool import assemble_for_gpu
+        cubin = assemble_for_gpu(record.ptx, record.arch).cubin
     if mode == "nvjitlink":
         from verify.assembly_pool import nvjitlink_assemble
         cubin = nvjitlink_assemble(record.ptx, record.arch)
@@ -100,29 +94,19 @@ def output_errors(record, row, inputs) -> dict:
     import numpy as np
 
     from dataset_spec.ops import get_op
-    from verify.inputs import from_storage
+    from verify.inputs import STORAGE_NUMPY, from_storage, storage_shape
     reference = get_op(record.problem.op).reference(inputs.values, record.problem)
     errors = {}
     for name, expected in reference.items():
         spec = record.problem.buffer(name)
-        got = from_storage(row.buffers[name].download(np.dtype(inputs_storage_dtype(spec.dtype)),
-                                                      storage_len(spec)), spec.dtype, spec.shape)
+        stored = row.buffers[name].download(STORAGE_NUMPY[spec.dtype], storage_shape(spec.dtype, spec.shape))
+        got = from_storage(stored, spec.dtype, spec.shape)
         expected = np.asarray(expected, dtype=np.float64)
         scale = float(np.max(np.abs(expected))) or 1.0
         diff = np.abs(got - expected)
         errors[name] = {"max_abs": float(np.nanmax(diff)), "rel_to_max": float(np.nanmax(diff)) / scale,
                         "nan": int(np.isnan(got).sum())}
     return errors
-
-
-def inputs_storage_dtype(dtype: str):
-    from verify.inputs import STORAGE_NUMPY
-    return STORAGE_NUMPY[dtype]
-
-
-def storage_len(spec):
-    from verify.inputs import storage_shape
-    return storage_shape(spec.dtype, spec.shape)
 
 
 def main() -> int:
