@@ -9,6 +9,10 @@ the counter as a zeroed scratch buffer and an extra pointer argument of that ent
 launches, and runs it once per trial on the trial inputs in the GPU worker. A probe that
 cannot be built or run leaves coverage unknown, never counted either way.
 
+A dropped barrier's base also gets the ordering probe (``ptx_tools.rewrite.ordering``): no
+two threads of a CTA touching one address on its two sides with a write among them, on
+every trial, makes the mutant ``unexercised`` too (the barrier ordered nothing here).
+
 For an exercised site the base gets the same probe at the same place (``base_counts``),
 and ``explain_survivor`` records, for a mutant still ``passed`` once racecheck is done, why
 it may be equivalent under ``provenance.verify.survivor``: a proof from the PTX
@@ -25,6 +29,7 @@ from typing import Optional
 from dataset_spec.model import Arg, Buffer, Distribution, KernelRecord
 from ptx_tools.rewrite.divergence import instrument_divergence
 from ptx_tools.rewrite.equivalence import OBSERVATION, SurvivorReason, static_reason
+from ptx_tools.rewrite.ordering import COUNTER_WORDS, instrument_ordering
 from ptx_tools.rewrite.probe import MutatedSite, ProbeError, SiteProbe, instrument_site, mutated_site
 
 from .race_delays import describe_for_survivor
@@ -44,6 +49,17 @@ class SiteCoverage:
     base_reason: str = ""
     diverged: Optional[list] = None  # executions where the change altered what the thread did (None: not measured)
     divergence_reason: str = ""
+    # a dropped barrier's ordering probe on the base, per trial: [conflicts, lookups,
+    # overflows, records] (None: not measured, ``ordering_reason`` says why)
+    ordering: Optional[list] = None
+    ordering_reason: str = ""
+
+    @property
+    def ordered_nothing(self) -> bool:
+        """The dropped barrier ran, and on every trial no two threads of a CTA accessed one
+        address on its two sides with a write among them, and the probe's tables held."""
+        return bool(self.exercised) and self.ordering is not None and len(self.ordering) == len(self.counts) \
+            and all(t[0] == 0 and t[2] == 0 for t in self.ordering) and any(t[1] for t in self.ordering)
 
     @property
     def never_took_effect(self) -> bool:
@@ -57,7 +73,9 @@ class SiteCoverage:
                 **({"base_counts": self.base_counts} if self.base_counts is not None else {}),
                 **({"base_reason": self.base_reason} if self.base_reason else {}),
                 **({"diverged": self.diverged} if self.diverged is not None else {}),
-                **({"divergence_reason": self.divergence_reason} if self.divergence_reason else {})}
+                **({"divergence_reason": self.divergence_reason} if self.divergence_reason else {}),
+                **({"ordering": self.ordering} if self.ordering is not None else {}),
+                **({"ordering_reason": self.ordering_reason} if self.ordering_reason else {})}
 
 
 @dataclass
@@ -98,7 +116,21 @@ def divergence_record(record: KernelRecord, base_ptx: str) -> ProbedRow:
                          ":divergence")
 
 
-def _with_counter(record: KernelRecord, site: MutatedSite, probe: SiteProbe, key: str = ":probe") -> ProbedRow:
+def ordering_record(base: KernelRecord, mutant_ptx: str) -> ProbedRow:
+    """The base with the ordering probe (``ptx_tools.rewrite.ordering``) of the barrier its
+    ``drop_barrier`` mutant removed; its counter buffer holds the probe's counters and tables.
+    Raises ProbeError when the barrier's accesses cannot be followed."""
+    site = mutated_site(base.ptx, mutant_ptx)
+    if site.kind != "delete" or site.base_line is None:
+        raise ProbeError("the mutant does not delete one line of its base")
+    ctas = max((launch.grid[0] * launch.grid[1] * launch.grid[2] for launch in base.launches), default=1)
+    probe = instrument_ordering(base.ptx, site.base_line, ctas)
+    at_base = SiteProbe(probe.ptx, probe.entry, probe.param, site.base_line, probe.barrier)
+    return _with_counter(base, site, at_base, ":ordering", probe.words)
+
+
+def _with_counter(record: KernelRecord, site: MutatedSite, probe: SiteProbe, key: str = ":probe",
+                  words: int = 1) -> ProbedRow:
     names = {b.name for b in record.buffers()}
     counter = COUNTER_BUFFER
     while counter in names:
@@ -107,7 +139,7 @@ def _with_counter(record: KernelRecord, site: MutatedSite, probe: SiteProbe, key
         raise ProbeError(f"the site is in entry {probe.entry}, which no launch of the row runs")
     launches = [dataclasses.replace(launch, args=list(launch.args) + [Arg.buf(counter)])
                 if launch.entry == probe.entry else launch for launch in record.launches]
-    scratch = list(record.scratch) + [Buffer(counter, "uint32", (1,), "scratch", Distribution("zeros"))]
+    scratch = list(record.scratch) + [Buffer(counter, "uint32", (words,), "scratch", Distribution("zeros"))]
     # its own build_key: a timing job for the mutant must never find the probe loaded
     row = dataclasses.replace(record, ptx=probe.ptx, launches=launches, scratch=scratch,
                               build_key=f"{record.build_key}{key}")
@@ -130,10 +162,11 @@ def count_site(worker, job: dict) -> dict:
         return {"error": "arg_error", "message": str(exc), "fatal": False}
     except DriverError as exc:
         return {"error": "load_failed", "message": str(exc), "fatal": exc.sticky}
-    counts = []
+    counts, words = [], job.get("words")
     for _, key, seed in job["trials"]:
         worker._run(worker.inputs[key], seed, 0, guard_fill(seed, 1))
-        counts.append(int(worker._download(("scratch",))[job["counter"]].reshape(-1)[0]))
+        counter = worker._download(("scratch",))[job["counter"]].reshape(-1)
+        counts.append([int(v) for v in counter[:words]] if words else int(counter[0]))
     return {"counts": counts}
 
 
@@ -168,7 +201,26 @@ def measure_site(worker, record: KernelRecord, base: Optional[KernelRecord], gro
         else:
             coverage.base_counts = reply["counts"]
         _measure_divergence(worker, record, base, group_id, trials, timeout, coverage)
+        if (record.variant or {}).get("mutation") == "drop_barrier":
+            _measure_ordering(worker, record, base, group_id, trials, timeout, coverage)
     return coverage
+
+
+def _measure_ordering(worker, record: KernelRecord, base: KernelRecord, group_id: str, trials: list,
+                      timeout: float, coverage: SiteCoverage) -> None:
+    """Runs the ordering probe of the barrier a ``drop_barrier`` mutant removed, on its
+    base; a probe that cannot be built or run leaves ``ordering`` None (unknown)."""
+    try:
+        probed = ordering_record(base, record.ptx)
+    except (ProbeError, ValueError) as exc:
+        coverage.ordering_reason = f"ordering probe not built: {exc}"[:500]
+        return
+    reply = worker.site_count(probed.record.to_json(), group_id, trials, probed.counter, timeout,
+                              words=COUNTER_WORDS)
+    if reply.get("error"):
+        coverage.ordering_reason = f"ordering probe did not run: {reply['error']}: {reply.get('message', '')}"[:500]
+    else:
+        coverage.ordering = reply["counts"]
 
 
 def _measure_divergence(worker, record: KernelRecord, base: KernelRecord, group_id: str, trials: list,
@@ -197,6 +249,12 @@ def apply_coverage(row: KernelRecord, coverage: SiteCoverage) -> None:
     if coverage.exercised is False:
         note = (f"the mutated site (line {coverage.line}: {coverage.site[:120]}) never ran in "
                 f"{len(coverage.counts)} trial(s): equivalent for this problem")
+    elif coverage.ordered_nothing:
+        lookups = sum(t[1] for t in coverage.ordering)
+        note = (f"the dropped barrier (line {coverage.line}: {coverage.site[:80]}) ran {coverage.counts} times, but "
+                f"the ordering probe found no address that two threads of a CTA accessed on its two sides with a "
+                f"write among them ({lookups} lookups, 0 conflicts over {len(coverage.ordering)} trial(s)): "
+                "the barrier ordered nothing here, equivalent for this problem")
     elif coverage.never_took_effect:
         note = (f"the mutated site (line {coverage.line}: {coverage.site[:120]}) ran {coverage.counts} times, but "
                 "no memory access, branch or guard it reaches ever saw a value other than the base's "
@@ -225,10 +283,13 @@ def _trial_reason(operator: str, coverage: dict) -> SurvivorReason:
         return SurvivorReason(OBSERVATION, "passed_every_trial",
                               f"same output on every trial; no reason established ({why})")
     if operator == "drop_barrier":
+        ordering = coverage.get("ordering")
+        probed = (f"the ordering probe saw {sum(t[0] for t in ordering)} conflicting accesses across it"
+                  if ordering else coverage.get("ordering_reason") or "the ordering probe did not run")
         return SurvivorReason(OBSERVATION, "race_not_observed",
                               f"race not observed: same result on every trial (site counts {counts}, base "
                               f"{base_counts}) and racecheck found no hazard its base lacks where it ran; "
-                              "a missing barrier is still a race (not proven equivalent)")
+                              f"{probed}; a missing barrier is still a race (not proven equivalent)")
     if counts != base_counts:
         return SurvivorReason(OBSERVATION, "masked_downstream",
                               f"the site ran {counts} times against the base's {base_counts} and the output "

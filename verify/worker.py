@@ -502,9 +502,11 @@ class GpuWorker:
                            f"{'either' if all(faults.values()) else 'neither'} fence alone)",
                            load_path=fenced.load_path, fences="vmm")
 
-    def site_count(self, record_json: str, group: str, trials: list, counter: str, timeout: float) -> dict:
+    def site_count(self, record_json: str, group: str, trials: list, counter: str, timeout: float,
+                   words: int = 0) -> dict:
         """Run a coverage probe (coverage.probe_record's row) once per trial; returns
-        {"counts": [per trial]} or {"error", "message"}."""
+        {"counts": [per trial]} (with ``words``, the counter buffer's first ``words`` values
+        per trial) or {"error", "message"}."""
         if not self.alive:
             self.kill()
             self.start()
@@ -512,7 +514,7 @@ class GpuWorker:
             self.sent_keys, self.sent_group = set(), group
         inputs = {key: storage for _, key, _, storage in trials if key not in self.sent_keys}
         job = {"type": "site_count", "record": record_json, "group": group, "inputs": inputs, "counter": counter,
-               "trials": [(t, key, seed) for t, key, seed, _ in trials]}
+               "trials": [(t, key, seed) for t, key, seed, _ in trials], "words": words}
         try:
             reply = self._request(job, timeout)
         except (WorkerTimeout, WorkerDied) as exc:
