@@ -30,7 +30,7 @@ if [ "$phase" = datasets ]; then
     timeout ${WAVE_LIMIT:-200} python3 -m ptxds verify "$ds" --out "$work/$name" --silent > "$out/verify-$name.log" 2>&1
     echo "$name: $(( $(date +%s) - t0 )) s, $(grep -m1 'status counts' "$out/verify-$name.log")" | tee -a "$out/table.txt"
     grep -E "^  " "$out/verify-$name.log" | cut -c1-220 >> "$out/table.txt"
-    grep -A12 "### Across sources" "$work/$name/README.md" 2>/dev/null >> "$out/table.txt"
+    grep -A${WAVE_ACROSS_LINES:-12} "### Across sources" "$work/$name/README.md" 2>/dev/null >> "$out/table.txt"
     python3 benchmarks/failed_rows.py "$work/$name" 2>/dev/null | head -n 20 | cut -c1-400 >> "$out/table.txt"
   done
   echo "===== table"; cat "$out/table.txt"; exit 0
