@@ -21,7 +21,8 @@ a per-CTA hash table in a scratch buffer. Each thread counts the barrier's execu
 Tables alternate by epoch parity: the after side of epoch e reads parity e while the
 before side of e + 1 fills the other, and no thread reaches e + 2 before every thread
 has left the after side of e (it ends at a barrier). A record is keyed by CTA, state space
-and address through a 26-bit tag; two granules that share a slot and tag merge, which can
+and address through a 35-bit tag (the count is folded into a 16-bit epoch); two granules
+that share a slot and tag merge, which can
 only add conflicts. Conflicts, lookups, overflows and records are the scratch buffer's
 first four ``uint32`` words (``COUNTER_WORDS``); the tables follow.
 
@@ -45,7 +46,10 @@ COUNTER_WORDS = 4  # conflicts, lookups, overflows, records
 TABLE_BYTES = 32 << 20
 MAX_REGIONS = 1024
 MAX_PROBES = 64
-_TAG_BITS, _OWNER_BITS = 26, 12
+# a record: epoch (16 bits, 1..65535, the barrier count folded), tag (35), owner thread + 1
+# (11), multi (1), write (1)
+_EPOCH_SHIFT, _TAG_SHIFT, _OWNER_SHIFT = 48, 13, 2
+_TAG_MASK, _OWNER_MASK, _EPOCHS = (1 << 35) - 1, (1 << 11) - 1, (1 << 16) - 1
 _SPACE_CODE = {"shared": 1, "global": 2, "generic": 3}
 _WIDTH = {"b8": 1, "u8": 1, "s8": 1, "b16": 2, "u16": 2, "s16": 2, "f16": 2, "bf16": 2, "e4m3x2": 2, "e5m2x2": 2,
           "b32": 4, "u32": 4, "s32": 4, "f32": 4, "f16x2": 4, "bf16x2": 4, "tf32": 4,
@@ -161,7 +165,7 @@ class _Emitter:
     def __init__(self, text: str, param: str, regions: int, slots: int, types):
         self.r = {name: _unique(text, f"%ptxo_{name}") for name in (
             "base", "region", "epoch", "me", "cta", "a", "g", "h", "t", "tb", "sa", "old", "new", "cur",
-            "e", "i", "w", "n", "j", "s", "f", "p", "q", "u")}
+            "e", "i", "w", "n", "j", "s", "f", "p", "q", "u", "m", "c", "l")}
         self.text, self.param, self.regions, self.slots, self.types = text, param, regions, slots, types
         self.labels = 0
         self.parity_bytes = regions * slots * 8
@@ -172,8 +176,9 @@ class _Emitter:
 
     def declarations(self) -> list:
         r = self.r
-        b64 = ", ".join(r[k] for k in ("base", "region", "a", "g", "h", "t", "tb", "sa", "old", "new", "cur", "u"))
-        b32 = ", ".join(r[k] for k in ("epoch", "me", "cta", "e", "i", "w", "n", "j", "s", "f"))
+        b64 = ", ".join(r[k] for k in ("base", "region", "a", "g", "h", "t", "tb", "sa", "old", "new", "cur", "u",
+                                       "f", "n"))
+        b32 = ", ".join(r[k] for k in ("epoch", "me", "cta", "e", "i", "w", "j", "s", "m", "c", "l"))
         return [f"\t.reg .b64 {b64};", f"\t.reg .b32 {b32};", f"\t.reg .pred {r['p']}, {r['q']};"]
 
     def setup(self) -> list:
@@ -181,15 +186,15 @@ class _Emitter:
         return [f"ld.param.u64 {r['base']}, [{self.param}];",
                 f"cvta.to.global.u64 {r['base']}, {r['base']};",
                 f"mov.u32 {r['epoch']}, 0;",
-                f"mov.u32 {r['w']}, %tid.z;", f"mov.u32 {r['n']}, %ntid.y;", f"mov.u32 {r['i']}, %tid.y;",
-                f"mad.lo.u32 {r['i']}, {r['w']}, {r['n']}, {r['i']};",
-                f"mov.u32 {r['n']}, %ntid.x;", f"mov.u32 {r['w']}, %tid.x;",
-                f"mad.lo.u32 {r['me']}, {r['i']}, {r['n']}, {r['w']};",
+                f"mov.u32 {r['w']}, %tid.z;", f"mov.u32 {r['c']}, %ntid.y;", f"mov.u32 {r['i']}, %tid.y;",
+                f"mad.lo.u32 {r['i']}, {r['w']}, {r['c']}, {r['i']};",
+                f"mov.u32 {r['c']}, %ntid.x;", f"mov.u32 {r['w']}, %tid.x;",
+                f"mad.lo.u32 {r['me']}, {r['i']}, {r['c']}, {r['w']};",
                 f"add.u32 {r['me']}, {r['me']}, 1;",
-                f"mov.u32 {r['w']}, %ctaid.z;", f"mov.u32 {r['n']}, %nctaid.y;", f"mov.u32 {r['i']}, %ctaid.y;",
-                f"mad.lo.u32 {r['i']}, {r['w']}, {r['n']}, {r['i']};",
-                f"mov.u32 {r['n']}, %nctaid.x;", f"mov.u32 {r['w']}, %ctaid.x;",
-                f"mad.lo.u32 {r['cta']}, {r['i']}, {r['n']}, {r['w']};",
+                f"mov.u32 {r['w']}, %ctaid.z;", f"mov.u32 {r['c']}, %nctaid.y;", f"mov.u32 {r['i']}, %ctaid.y;",
+                f"mad.lo.u32 {r['i']}, {r['w']}, {r['c']}, {r['i']};",
+                f"mov.u32 {r['c']}, %nctaid.x;", f"mov.u32 {r['w']}, %ctaid.x;",
+                f"mad.lo.u32 {r['cta']}, {r['i']}, {r['c']}, {r['w']};",
                 f"and.b32 {r['w']}, {r['cta']}, {self.regions - 1};",
                 f"mul.wide.u32 {r['region']}, {r['w']}, {self.slots * 8};",
                 f"add.s64 {r['region']}, {r['region']}, {r['base']};",
@@ -213,7 +218,8 @@ class _Emitter:
         return out
 
     def _hash(self, space: int) -> list:
-        """h: the granule's 64-bit key (CTA, space, granule); s: its slot; f: its tag."""
+        """h: the granule's 64-bit key (CTA, space, granule) mixed; s: its slot (low bits);
+        f: its tag (the top 35 bits)."""
         r = self.r
         return [f"mul.lo.u64 {r['h']}, {r['g']}, 0x9E3779B97F4A7C15;",
                 f"cvt.u64.u32 {r['t']}, {r['cta']};",
@@ -225,8 +231,20 @@ class _Emitter:
                 f"shr.u64 {r['t']}, {r['h']}, 32;", f"xor.b64 {r['h']}, {r['h']}, {r['t']};",
                 f"cvt.u32.u64 {r['s']}, {r['h']};",
                 f"and.b32 {r['s']}, {r['s']}, {self.slots - 1};",
-                f"shr.u64 {r['t']}, {r['h']}, 32;", f"cvt.u32.u64 {r['f']}, {r['t']};",
-                f"and.b32 {r['f']}, {r['f']}, {(1 << _TAG_BITS) - 1};"]
+                f"shr.u64 {r['f']}, {r['h']}, {64 - 35};"]
+
+    def _warp_add(self, address: str) -> list:
+        """Adds each converged thread's 1 to the counter at ``address`` with one atomic per
+        warp (a single-address atomic per access would serialise every thread)."""
+        r = self.r
+        return [f"activemask.b32 {r['m']};", f"popc.b32 {r['c']}, {r['m']};",
+                f"mov.u32 {r['l']}, %lanemask_lt;", f"and.b32 {r['l']}, {r['l']}, {r['m']};",
+                f"setp.eq.u32 {r['q']}, {r['l']}, 0;", f"@{r['q']} red.global.add.u32 [{address}], {r['c']};"]
+
+    def _epoch(self, source: str) -> list:
+        """e: the barrier count in ``source`` folded into 1..65535 (0 marks an empty slot)."""
+        r = self.r
+        return [f"rem.u32 {r['e']}, {source}, {_EPOCHS};", f"add.u32 {r['e']}, {r['e']}, 1;"]
 
     def _table(self) -> list:
         """tb: the parity table of epoch e for this CTA's region."""
@@ -245,9 +263,9 @@ class _Emitter:
     def _fields(self, source: str) -> list:
         """From the 64-bit record ``source``: i = its epoch, n = its tag."""
         r = self.r
-        return [f"shr.u64 {r['t']}, {source}, 40;", f"cvt.u32.u64 {r['i']}, {r['t']};",
-                f"shr.u64 {r['t']}, {source}, 14;", f"cvt.u32.u64 {r['n']}, {r['t']};",
-                f"and.b32 {r['n']}, {r['n']}, {(1 << _TAG_BITS) - 1};"]
+        return [f"shr.u64 {r['t']}, {source}, {_EPOCH_SHIFT};", f"cvt.u32.u64 {r['i']}, {r['t']};",
+                f"shr.u64 {r['n']}, {source}, {_TAG_SHIFT};",
+                f"and.b64 {r['n']}, {r['n']}, {_TAG_MASK};"]
 
     def lookup(self, writes: bool) -> list:
         """After side: a conflict if the epoch's record of this granule is another thread's
@@ -255,16 +273,16 @@ class _Emitter:
         r = self.r
         loop, found, done, full = (self.label(s) for s in ("look", "found", "looked", "full"))
         out = [f"setp.eq.u32 {r['p']}, {r['epoch']}, 0;", f"@{r['p']} bra {done};",
-               f"mov.u32 {r['e']}, {r['epoch']};", *self._table(),
-               f"red.global.add.u32 [{r['base']}+4], 1;", f"mov.u32 {r['j']}, 0;", f"{loop}:",
+               *self._epoch(r['epoch']), *self._table(),
+               *self._warp_add(f"{r['base']}+4"), f"mov.u32 {r['j']}, 0;", f"{loop}:",
                *self._slot_address(), f"ld.volatile.global.u64 {r['old']}, [{r['sa']}];", *self._fields(r['old']),
                f"setp.ne.u32 {r['p']}, {r['i']}, {r['e']};", f"@{r['p']} bra {done};",
-               f"setp.eq.u32 {r['p']}, {r['n']}, {r['f']};", f"@{r['p']} bra {found};",
+               f"setp.eq.u64 {r['p']}, {r['n']}, {r['f']};", f"@{r['p']} bra {found};",
                f"add.u32 {r['j']}, {r['j']}, 1;", f"setp.lt.u32 {r['p']}, {r['j']}, {MAX_PROBES};",
                f"@{r['p']} bra {loop};", f"bra.uni {full};", f"{found}:",
                # owner != me or multi, and a write on either side
-               f"shr.u64 {r['t']}, {r['old']}, 2;", f"cvt.u32.u64 {r['w']}, {r['t']};",
-               f"and.b32 {r['w']}, {r['w']}, {(1 << _OWNER_BITS) - 1};",
+               f"shr.u64 {r['t']}, {r['old']}, {_OWNER_SHIFT};", f"cvt.u32.u64 {r['w']}, {r['t']};",
+               f"and.b32 {r['w']}, {r['w']}, {_OWNER_MASK};",
                f"setp.ne.u32 {r['p']}, {r['w']}, {r['me']};",
                f"and.b64 {r['t']}, {r['old']}, 2;", f"setp.ne.u64 {r['q']}, {r['t']}, 0;",
                f"or.pred {r['p']}, {r['p']}, {r['q']};"]
@@ -280,15 +298,15 @@ class _Emitter:
         r = self.r
         loop, retry, fresh, done, next_slot = (self.label(s) for s in ("rec", "retry", "fresh", "recorded", "next"))
         w = 1 if writes else 0
-        return [f"add.u32 {r['e']}, {r['epoch']}, 1;", *self._table(),
-                f"red.global.add.u32 [{r['base']}+12], 1;", f"mov.u32 {r['j']}, 0;", f"{loop}:",
+        return [f"add.u32 {r['w']}, {r['epoch']}, 1;", *self._epoch(r['w']), *self._table(),
+                *self._warp_add(f"{r['base']}+12"), f"mov.u32 {r['j']}, 0;", f"{loop}:",
                 *self._slot_address(), f"ld.volatile.global.u64 {r['old']}, [{r['sa']}];", f"{retry}:",
                 *self._fields(r['old']),
                 f"setp.ne.u32 {r['p']}, {r['i']}, {r['e']};", f"@{r['p']} bra {fresh};",
-                f"setp.ne.u32 {r['p']}, {r['n']}, {r['f']};", f"@{r['p']} bra {next_slot};",
+                f"setp.ne.u64 {r['p']}, {r['n']}, {r['f']};", f"@{r['p']} bra {next_slot};",
                 # the same granule this epoch: add multi (another thread) and the write bit
-                f"shr.u64 {r['t']}, {r['old']}, 2;", f"cvt.u32.u64 {r['w']}, {r['t']};",
-                f"and.b32 {r['w']}, {r['w']}, {(1 << _OWNER_BITS) - 1};",
+                f"shr.u64 {r['t']}, {r['old']}, {_OWNER_SHIFT};", f"cvt.u32.u64 {r['w']}, {r['t']};",
+                f"and.b32 {r['w']}, {r['w']}, {_OWNER_MASK};",
                 f"setp.ne.u32 {r['p']}, {r['w']}, {r['me']};",
                 f"selp.b64 {r['new']}, 2, 0, {r['p']};", f"or.b64 {r['new']}, {r['new']}, {r['old']};",
                 f"or.b64 {r['new']}, {r['new']}, {w};",
@@ -297,10 +315,10 @@ class _Emitter:
                 f"setp.eq.u64 {r['p']}, {r['cur']}, {r['old']};", f"@{r['p']} bra {done};",
                 f"mov.b64 {r['old']}, {r['cur']};", f"bra.uni {retry};",
                 f"{fresh}:",  # a slot empty for this epoch: claim it
-                f"cvt.u64.u32 {r['new']}, {r['e']};", f"shl.b64 {r['new']}, {r['new']}, 40;",
-                f"cvt.u64.u32 {r['t']}, {r['f']};", f"shl.b64 {r['t']}, {r['t']}, 14;",
+                f"cvt.u64.u32 {r['new']}, {r['e']};", f"shl.b64 {r['new']}, {r['new']}, {_EPOCH_SHIFT};",
+                f"shl.b64 {r['t']}, {r['f']}, {_TAG_SHIFT};",
                 f"or.b64 {r['new']}, {r['new']}, {r['t']};",
-                f"cvt.u64.u32 {r['t']}, {r['me']};", f"shl.b64 {r['t']}, {r['t']}, 2;",
+                f"cvt.u64.u32 {r['t']}, {r['me']};", f"shl.b64 {r['t']}, {r['t']}, {_OWNER_SHIFT};",
                 f"or.b64 {r['new']}, {r['new']}, {r['t']};", f"or.b64 {r['new']}, {r['new']}, {w};",
                 f"atom.global.cas.b64 {r['cur']}, [{r['sa']}], {r['old']}, {r['new']};",
                 f"setp.eq.u64 {r['p']}, {r['cur']}, {r['old']};", f"@{r['p']} bra {done};",
