@@ -246,11 +246,12 @@ class _Emitter:
         r = self.r
         return [f"rem.u32 {r['e']}, {source}, {_EPOCHS};", f"add.u32 {r['e']}, {r['e']}, 1;"]
 
-    def _table(self) -> list:
-        """tb: the parity table of epoch e for this CTA's region."""
+    def _table(self, count: str) -> list:
+        """tb: this CTA's table for the parity of the barrier count in ``count`` (the raw
+        count: folded epochs repeat a parity where they wrap)."""
         r = self.r
-        return [f"and.b32 {r['w']}, {r['e']}, 1;",
-                f"mul.wide.u32 {r['tb']}, {r['w']}, {self.parity_bytes};",
+        return [f"and.b32 {r['l']}, {count}, 1;",
+                f"mul.wide.u32 {r['tb']}, {r['l']}, {self.parity_bytes};",
                 f"add.s64 {r['tb']}, {r['tb']}, {r['region']};"]
 
     def _slot_address(self) -> list:
@@ -273,7 +274,7 @@ class _Emitter:
         r = self.r
         loop, found, done, full = (self.label(s) for s in ("look", "found", "looked", "full"))
         out = [f"setp.eq.u32 {r['p']}, {r['epoch']}, 0;", f"@{r['p']} bra {done};",
-               *self._epoch(r['epoch']), *self._table(),
+               *self._epoch(r['epoch']), *self._table(r['epoch']),
                *self._warp_add(f"{r['base']}+4"), f"mov.u32 {r['j']}, 0;", f"{loop}:",
                *self._slot_address(), f"ld.volatile.global.u64 {r['old']}, [{r['sa']}];", *self._fields(r['old']),
                f"setp.ne.u32 {r['p']}, {r['i']}, {r['e']};", f"@{r['p']} bra {done};",
@@ -298,7 +299,7 @@ class _Emitter:
         r = self.r
         loop, retry, fresh, done, next_slot = (self.label(s) for s in ("rec", "retry", "fresh", "recorded", "next"))
         w = 1 if writes else 0
-        return [f"add.u32 {r['w']}, {r['epoch']}, 1;", *self._epoch(r['w']), *self._table(),
+        return [f"add.u32 {r['w']}, {r['epoch']}, 1;", *self._epoch(r['w']), *self._table(r['w']),
                 *self._warp_add(f"{r['base']}+12"), f"mov.u32 {r['j']}, 0;", f"{loop}:",
                 *self._slot_address(), f"ld.volatile.global.u64 {r['old']}, [{r['sa']}];", f"{retry}:",
                 *self._fields(r['old']),
