@@ -142,3 +142,12 @@ def test_coverage_calls_a_dropped_barrier_unexercised_only_on_zero_conflicts(ord
         assert "ordered nothing" in row.status_message and "80 lookups" in row.status_message
     if ordering is None:
         assert recorded["ordering_reason"].startswith("ordering probe not built")
+
+
+def test_a_survivor_whose_change_reached_memory_is_not_said_to_keep_its_predicate():
+    from verify.coverage import _trial_reason
+    reached = {"counts": [64, 64], "base_counts": [64, 64], "diverged": [32, 32]}
+    reason = _trial_reason("flip_store_guard", reached)
+    assert reason.reason == "masked_downstream" and "[32, 32]" in reason.detail
+    kept = _trial_reason("flip_store_guard", dict(reached, diverged=None))
+    assert kept.reason == "same_predicate_outcome"

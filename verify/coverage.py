@@ -294,6 +294,15 @@ def _trial_reason(operator: str, coverage: dict) -> SurvivorReason:
         return SurvivorReason(OBSERVATION, "masked_downstream",
                               f"the site ran {counts} times against the base's {base_counts} and the output "
                               "still matched on every trial: the change is masked (not proven)")
+    diverged = coverage.get("diverged")
+    if diverged and any(diverged):
+        # the divergence probe saw the change reach memory or control flow: an unchanged
+        # predicate outcome or value is then not what kept the output
+        return SurvivorReason(OBSERVATION, "masked_downstream",
+                              f"the change altered an address, stored value, branch or guard on {diverged} "
+                              "executions per trial and the output still matched on every trial: masked "
+                              "downstream (for example the same value stored by other threads, or slots "
+                              "relabelled alike for loads and stores); not proven equivalent")
     if operator == "off_by_one":
         return SurvivorReason(OBSERVATION, "same_trip_count",
                               f"the site ran exactly as often as in the base on every trial ({counts}): the "
