@@ -65,9 +65,25 @@ def test_every_operators_probe_assembles_and_adds_only_the_counter(mutants):
         # nothing else changed: the same text and instructions once the probe's lines are gone
         assert strip_probe(probed.record.ptx, probed.probe.param) == row.ptx
         added = [i for i in _instructions(probed.record.ptx) if PROBE_MARK in i]
-        assert len(added) == 3 and [i for i in _instructions(probed.record.ptx) if PROBE_MARK not in i] == \
-            _instructions(row.ptx)
+        assert [i for i in _instructions(probed.record.ptx) if PROBE_MARK not in i] == _instructions(row.ptx)
+        # set-up (the pointer and a zeroed per-thread count), one increment, and a flush of
+        # the count before every exit of the entry, under the exit's guard
+        increments = [i for i in added if "add.u32 %ptxds_count, %ptxds_count, 1;" in i]
+        flushes = [i for i in added if "red.global.add.u32 [%ptxds_site], %ptxds_count;" in i]
+        assert len(increments) == 1 and flushes and len(added) == 3 + len(increments) + len(flushes), added
+        _exits_are_flushed(probed.record.ptx, probed.probe.entry)
     assert set(probed_ops) == set(MUTATIONS), probed_ops
+
+
+def _exits_are_flushed(ptx: str, entry: str) -> None:
+    """Every ret/exit of ``entry`` follows a flush of the count under the same guard."""
+    program = PtxProgram(ptx)
+    function = next(i for i, f in enumerate(program.functions) if f.name == entry)
+    listed = list(program.instructions(function, top_level=False))
+    for k, (_, instr) in enumerate(listed):
+        if instr.base in ("ret", "exit"):
+            flush = listed[k - 1][1]
+            assert flush.opcode == "red.global.add.u32" and flush.guard == instr.guard, (flush, instr)
 
 
 def test_the_counter_sits_right_before_the_site_under_its_guard(mutants):
@@ -79,7 +95,7 @@ def test_the_counter_sits_right_before_the_site_under_its_guard(mutants):
         probe = instrument_site(row.ptx, site)
         lines = probe.ptx.split("\n")
         increment = lines[probe.line - 1].strip()
-        assert increment.endswith(PROBE_MARK) and "red.global.add.u32" in increment
+        assert increment.endswith(PROBE_MARK) and "add.u32 %ptxds_count, %ptxds_count, 1;" in increment
         assert lines[probe.line] == row.ptx.split("\n")[site.line]  # the site follows its counter
         assert increment.startswith(f"@{site.guard} ") == bool(site.guard)
         guarded += bool(site.guard)

@@ -10,7 +10,8 @@ followed to a fixed point through loops) is repeated on the shadows. Wherever a 
 change can reach leaves registers (a memory access's address or data, a branch or guard
 predicate, a shuffle, anything not a pure register computation), the copy compares it
 with its shadow and counts, in a ``uint32`` counter, the executions where they differ (or
-where the instruction runs in one version and not the other).
+where the instruction runs in one version and not the other): per thread in a register,
+added to the counter where the thread leaves the entry (``probe.flush_at_exits``).
 
 A count of 0 on every trial means the mutant issued the same memory operations and took
 the same branches as its base on those inputs: for this problem the change never took
@@ -25,8 +26,8 @@ from typing import Optional
 
 from .ir import _INSTRUCTION, PURE_OPS, REGISTER, SPECIAL_REGISTERS, Instruction, PtxProgram, \
     defs_and_uses, split_operands
-from .probe import COUNTER_PARAM_SUFFIX, COUNTER_REGISTER, PROBE_MARK, ProbeError, SiteProbe, \
-    _append_param, _unique, mutated_site
+from .probe import COUNT_REGISTER, COUNTER_PARAM_SUFFIX, COUNTER_REGISTER, PROBE_MARK, ProbeError, SiteProbe, \
+    _append_param, _unique, first_statement, flush_at_exits, mutated_site
 
 _SINGLE_REG = re.compile(r"\.reg\s+\.(\w+)\s+([^;<]+);")
 _RANGE_DECL = re.compile(r"\.reg\s+\.(\w+)\s+(%[A-Za-z_]+)<\d+>")
@@ -96,8 +97,8 @@ def _compared_operands(instr: Instruction) -> list:
 class _Emitter:
     """Builds the comparison lines for one observation point."""
 
-    def __init__(self, types: tuple, counter: str):
-        self.types, self.counter = types, counter
+    def __init__(self, types: tuple, counter: str, count: str):
+        self.types, self.counter, self.count = types, counter, count
 
     def _effective(self, guard: Optional[str], into: str, lines: list) -> str:
         if not guard:
@@ -134,7 +135,7 @@ class _Emitter:
             self._effective(theirs.guard, "%ptxds_h", lines)
             lines.append("\txor.pred %ptxds_t, %ptxds_g, %ptxds_h;")
             lines.append("\tor.pred %ptxds_d, %ptxds_d, %ptxds_t;")
-        lines.append(f"\t@%ptxds_d red.global.add.u32 [{self.counter}], 1;")
+        lines.append(f"\t@%ptxds_d add.u32 {self.count}, {self.count}, 1;")
         lines.append("\t} " + PROBE_MARK)
         return [line if PROBE_MARK in line else f"{line} {PROBE_MARK}" for line in lines]
 
@@ -175,8 +176,8 @@ def instrument_divergence(base_ptx: str, mutant_ptx: str) -> SiteProbe:
     text = program.print()
     stem = _unique(text, "%ptxds_s")
     shadow = {reg: f"{stem}_{reg[1:]}" for reg in sorted(tainted)}
-    counter = _unique(text, COUNTER_REGISTER)
-    emitter = _Emitter(types, counter)
+    counter, count = _unique(text, COUNTER_REGISTER), _unique(text, COUNT_REGISTER)
+    emitter = _Emitter(types, counter, count)
     before, after = {}, {}
     for i, instr in program.instructions(target.function, top_level=False):
         defs, uses = defs_and_uses(instr)
@@ -206,13 +207,14 @@ def instrument_divergence(base_ptx: str, mutant_ptx: str) -> SiteProbe:
         if i in before:
             program.insert(i, before[i], target.function)
     declarations = [f"\t.reg .{_type_of(reg, *types)} {name}; {PROBE_MARK}" for reg, name in shadow.items()]
-    body = list(program.body(target.function))
-    first = next(i for i in body if program.lines[i].depth != 1 or not (
-        program.lines[i].kind == "decl" or not program.lines[i].text.split("//", 1)[0].strip()))
+    flush_at_exits(program, target.function, count, counter)
     param = _unique(text, function.name + COUNTER_PARAM_SUFFIX)
-    program.insert(first, [f"\tld.param.u64 {counter}, [{param}]; {PROBE_MARK}",
-                           f"\tcvta.to.global.u64 {counter}, {counter}; {PROBE_MARK}"], target.function)
-    program.insert(function.open_line + 1, [f"\t.reg .b64 {counter}; {PROBE_MARK}"] + declarations,
+    program.insert(first_statement(program, target.function),
+                   [f"\tld.param.u64 {counter}, [{param}]; {PROBE_MARK}",
+                    f"\tcvta.to.global.u64 {counter}, {counter}; {PROBE_MARK}",
+                    f"\tmov.u32 {count}, 0; {PROBE_MARK}"], target.function)
+    program.insert(function.open_line + 1, [f"\t.reg .b64 {counter}; {PROBE_MARK}",
+                                            f"\t.reg .b32 {count}; {PROBE_MARK}"] + declarations,
                    target.function)
     instrumented = _append_param(program.print(), function.name, param)
     return SiteProbe(instrumented, function.name, param, site.line, site.after.strip())

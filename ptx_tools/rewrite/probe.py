@@ -4,9 +4,13 @@ often the changed instruction runs.
 ``mutated_site(base_ptx, mutant_ptx)`` finds the first line the mutation changed (for a
 deleted line, the place where it stood). ``instrument_site(ptx, site)`` appends a ``.u64``
 counter parameter to the entry that holds the site and, right before the site, adds
-``red.global.add.u32 [counter], 1`` under the site instruction's own guard predicate, so a
-predicated-off instruction does not count as executed. Nothing else changes: the copy runs
-the same instructions as the mutant plus the counter's set-up and increment.
+``add.u32 %count, %count, 1`` to a per-thread register under the site instruction's own
+guard predicate, so a predicated-off instruction does not count as executed; every thread
+adds its count to the counter with one ``red.global.add.u32`` where it leaves the entry
+(``flush_at_exits``: before each ``ret``/``exit``, under its guard). An atomic per
+execution would serialise a hot loop on one address and make the copy far slower than
+the mutant. Nothing else changes: the copy runs the same instructions as the mutant plus
+the counter's set-up, increment and flush.
 """
 from __future__ import annotations
 
@@ -19,6 +23,7 @@ from .ir import _INSTRUCTION, PtxProgram
 
 COUNTER_PARAM_SUFFIX = "_ptxds_site_count"
 COUNTER_REGISTER = "%ptxds_site"
+COUNT_REGISTER = "%ptxds_count"
 PROBE_MARK = "// ptxds site probe"
 
 
@@ -91,6 +96,29 @@ def _append_param(text: str, entry: str, param: str) -> str:
     return text[:head.end()] + kept + f"{separator}\n\t.param .u64 {param}\n" + text[close:]
 
 
+def flush_at_exits(program: PtxProgram, function: int, count: str, address: str) -> None:
+    """Before every ``ret``/``exit`` of ``function`` (under its guard), and before its closing
+    brace where the last instruction can fall through, each thread adds its ``count``
+    register to the ``uint32`` at ``address``."""
+    flush = f"red.global.add.u32 [{address}], {count}; {PROBE_MARK}"
+    exits = [(i, instr.guard) for i, instr in program.instructions(function, top_level=False)
+             if instr.base in ("ret", "exit")]
+    last = [i for i, _ in program.instructions(function, top_level=False)]
+    falls_through = not last or program.lines[last[-1]].instr.base not in ("ret", "exit", "bra", "trap") \
+        or bool(program.lines[last[-1]].instr.guard)
+    if falls_through:
+        exits.append((program.functions[function].close_line, None))
+    for i, guard in sorted(exits, reverse=True):
+        indent = program.lines[i].instr.indent if program.lines[i].instr is not None else "\t"
+        program.insert(i, [f"{indent}{'@' + guard + ' ' if guard else ''}{flush}"], function)
+
+
+def first_statement(program: PtxProgram, function: int) -> int:
+    """The first line of a body that is neither a declaration nor blank: set-up goes there."""
+    return next(i for i in program.body(function) if program.lines[i].depth != 1 or not (
+        program.lines[i].kind == "decl" or not program.lines[i].text.split("//", 1)[0].strip()))
+
+
 def instrument_site(ptx: str, site: MutatedSite) -> SiteProbe:
     """``ptx`` with a counter of the site's executions (see the module docstring)."""
     program = PtxProgram(ptx)
@@ -104,20 +132,21 @@ def instrument_site(ptx: str, site: MutatedSite) -> SiteProbe:
         raise ProbeError(f"the site is in .func {function.name}, not in an entry: a counter parameter "
                          "cannot reach it")
     text = program.print()
-    register = _unique(text, COUNTER_REGISTER)
+    register, count = _unique(text, COUNTER_REGISTER), _unique(text, COUNT_REGISTER)
     param = _unique(text, function.name + COUNTER_PARAM_SUFFIX)
     indent = target.instr.indent if target.instr is not None else "\t"
     guard = f"@{site.guard} " if site.guard else ""
-    program.insert(site.line, [f"{indent}{guard}red.global.add.u32 [{register}], 1; {PROBE_MARK}"], target.function)
-    body = list(program.body(target.function))
-    # set-up before the first line that is neither a declaration nor blank, so it runs once
-    first = next(i for i in body if program.lines[i].depth != 1 or not (
-        program.lines[i].kind == "decl" or not program.lines[i].text.split("//", 1)[0].strip()))
-    program.insert(first, [f"\tld.param.u64 {register}, [{param}]; {PROBE_MARK}",
-                           f"\tcvta.to.global.u64 {register}, {register}; {PROBE_MARK}"], target.function)
-    program.insert(function.open_line + 1, [f"\t.reg .b64 {register}; {PROBE_MARK}"], target.function)
+    increment = f"add.u32 {count}, {count}, 1;"
+    program.insert(site.line, [f"{indent}{guard}{increment} {PROBE_MARK}"], target.function)
+    flush_at_exits(program, target.function, count, register)
+    program.insert(first_statement(program, target.function),
+                   [f"\tld.param.u64 {register}, [{param}]; {PROBE_MARK}",
+                    f"\tcvta.to.global.u64 {register}, {register}; {PROBE_MARK}",
+                    f"\tmov.u32 {count}, 0; {PROBE_MARK}"], target.function)
+    program.insert(function.open_line + 1, [f"\t.reg .b64 {register}; {PROBE_MARK}",
+                                            f"\t.reg .b32 {count}; {PROBE_MARK}"], target.function)
     lines = program.print().split("\n")
-    site_line = next(i for i, line in enumerate(lines) if "red.global.add.u32" in line and PROBE_MARK in line) + 1
+    site_line = next(i for i, line in enumerate(lines) if increment in line and PROBE_MARK in line) + 1
     instrumented = _append_param("\n".join(lines), function.name, param)
     added = instrumented.count("\n") + 1 - len(lines)  # the parameter's lines, all above the site
     site_text = (site.before if site.kind == "delete" else site.after).strip()
