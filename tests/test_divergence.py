@@ -186,7 +186,7 @@ def test_ldmatrix_rows_are_read_explicitly_in_the_racecheck_form():
 def test_a_load_nothing_reads_is_not_compared_but_a_read_one_is():
     unread = MASKED[:3] + ["\t@%p1 ld.global.f32 %f2, [%rd3+8];"] + MASKED[3:]
     moved = _changed(unread, unread[3], "\t@%p1 ld.global.f32 %f2, [%rd3+12];")
-    counting = "add.u32 %ptxds_count, %ptxds_count, 1;"  # counts a divergence (the flush at exit adds it up)
+    counting = "add.u64 %ptxds_count, %ptxds_count, 1;"  # counts a divergence (the flush at exit adds it up)
     assert not [line for line in _check(unread, moved) if counting in line]  # nothing to count
     used = _changed(MASKED, MASKED[3], "\t@%p1 ld.global.f32 %f1, [%rd3+8];")  # %f1 is stored
     assert [line for line in _check(MASKED, used) if counting in line]

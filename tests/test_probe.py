@@ -54,7 +54,7 @@ def test_every_operators_probe_assembles_and_adds_only_the_counter(mutants):
         # the counter: last parameter of the site's entry, last arg of its launches, zeroed scratch
         params = entry_params(probed.record.ptx, probed.probe.entry)
         assert params[-1].name == probed.probe.param and params[-1].size == 8
-        assert probed.record.scratch[-1].name == probed.counter and probed.record.scratch[-1].dtype == "uint32"
+        assert probed.record.scratch[-1].name == probed.counter and probed.record.scratch[-1].dtype == "uint64"
         assert probed.record.scratch[-1].init.kind == "zeros"
         for launch in probed.record.launches:
             if launch.entry == probed.probe.entry:
@@ -68,8 +68,8 @@ def test_every_operators_probe_assembles_and_adds_only_the_counter(mutants):
         assert [i for i in _instructions(probed.record.ptx) if PROBE_MARK not in i] == _instructions(row.ptx)
         # set-up (the pointer and a zeroed per-thread count), one increment, and a flush of
         # the count before every exit of the entry, under the exit's guard
-        increments = [i for i in added if "add.u32 %ptxds_count, %ptxds_count, 1;" in i]
-        flushes = [i for i in added if "red.global.add.u32 [%ptxds_site], %ptxds_count;" in i]
+        increments = [i for i in added if "add.u64 %ptxds_count, %ptxds_count, 1;" in i]
+        flushes = [i for i in added if "red.global.add.u64 [%ptxds_site], %ptxds_count;" in i]
         assert len(increments) == 1 and flushes and len(added) == 3 + len(increments) + len(flushes), added
         _exits_are_flushed(probed.record.ptx, probed.probe.entry)
     assert set(probed_ops) == set(MUTATIONS), probed_ops
@@ -83,7 +83,7 @@ def _exits_are_flushed(ptx: str, entry: str) -> None:
     for k, (_, instr) in enumerate(listed):
         if instr.base in ("ret", "exit"):
             flush = listed[k - 1][1]
-            assert flush.opcode == "red.global.add.u32" and flush.guard == instr.guard, (flush, instr)
+            assert flush.opcode == "red.global.add.u64" and flush.guard == instr.guard, (flush, instr)
 
 
 def test_the_counter_sits_right_before_the_site_under_its_guard(mutants):
@@ -95,7 +95,7 @@ def test_the_counter_sits_right_before_the_site_under_its_guard(mutants):
         probe = instrument_site(row.ptx, site)
         lines = probe.ptx.split("\n")
         increment = lines[probe.line - 1].strip()
-        assert increment.endswith(PROBE_MARK) and "add.u32 %ptxds_count, %ptxds_count, 1;" in increment
+        assert increment.endswith(PROBE_MARK) and "add.u64 %ptxds_count, %ptxds_count, 1;" in increment
         assert lines[probe.line] == row.ptx.split("\n")[site.line]  # the site follows its counter
         assert increment.startswith(f"@{site.guard} ") == bool(site.guard)
         guarded += bool(site.guard)

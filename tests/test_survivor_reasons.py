@@ -109,7 +109,7 @@ def test_the_base_probe_counts_the_dropped_line_itself():
     base = _row(_ptx(*PLAIN), "base", {"entry": "k"})
     probed = probe_base(base, _ptx(*_without_barrier(PLAIN)))
     lines = probed.record.ptx.split("\n")
-    site = next(i for i, line in enumerate(lines) if "add.u32 %ptxds_count" in line)
+    site = next(i for i, line in enumerate(lines) if "add.u64 %ptxds_count" in line)
     assert lines[site + 1].strip() == "bar.sync 0;"
     assemble(probed.record.ptx, "sm_80")
 

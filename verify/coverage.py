@@ -3,7 +3,7 @@
 A mutant that passed every trial either changed code its problem never executes (then it
 is equivalent *for this problem*: status ``unexercised``) or ran the change and got away
 (it stays ``passed``; pairs call it ``survived``). To tell them apart the runner builds an
-instrumented copy of the mutant (``ptx_tools.rewrite.probe``: a ``uint32`` counter
+instrumented copy of the mutant (``ptx_tools.rewrite.probe``: a ``uint64`` counter
 incremented at the mutated site, reached through a parameter appended to its entry), adds
 the counter as a zeroed scratch buffer and an extra pointer argument of that entry's
 launches, and runs it once per trial on the trial inputs in the GPU worker. A probe that
@@ -139,7 +139,8 @@ def _with_counter(record: KernelRecord, site: MutatedSite, probe: SiteProbe, key
         raise ProbeError(f"the site is in entry {probe.entry}, which no launch of the row runs")
     launches = [dataclasses.replace(launch, args=list(launch.args) + [Arg.buf(counter)])
                 if launch.entry == probe.entry else launch for launch in record.launches]
-    scratch = list(record.scratch) + [Buffer(counter, "uint32", (words,), "scratch", Distribution("zeros"))]
+    # 64-bit counts: a 32-bit sum of many threads' counts can wrap to exactly 0
+    scratch = list(record.scratch) + [Buffer(counter, "uint64", (words,), "scratch", Distribution("zeros"))]
     # its own build_key: a timing job for the mutant must never find the probe loaded
     row = dataclasses.replace(record, ptx=probe.ptx, launches=launches, scratch=scratch,
                               build_key=f"{record.build_key}{key}")

@@ -9,7 +9,7 @@ shadows, and every register computation that reads a changed register (the taint
 followed to a fixed point through loops) is repeated on the shadows. Wherever a value the
 change can reach leaves registers (a memory access's address or data, a branch or guard
 predicate, a shuffle, anything not a pure register computation), the copy compares it
-with its shadow and counts, in a ``uint32`` counter, the executions where they differ (or
+with its shadow and counts, in a ``uint64`` counter, the executions where they differ (or
 where the instruction runs in one version and not the other): per thread in a register,
 added to the counter where the thread leaves the entry (``probe.flush_at_exits``).
 
@@ -135,7 +135,7 @@ class _Emitter:
             self._effective(theirs.guard, "%ptxds_h", lines)
             lines.append("\txor.pred %ptxds_t, %ptxds_g, %ptxds_h;")
             lines.append("\tor.pred %ptxds_d, %ptxds_d, %ptxds_t;")
-        lines.append(f"\t@%ptxds_d add.u32 {self.count}, {self.count}, 1;")
+        lines.append(f"\t@%ptxds_d add.u64 {self.count}, {self.count}, 1;")
         lines.append("\t} " + PROBE_MARK)
         return [line if PROBE_MARK in line else f"{line} {PROBE_MARK}" for line in lines]
 
@@ -212,9 +212,9 @@ def instrument_divergence(base_ptx: str, mutant_ptx: str) -> SiteProbe:
     program.insert(first_statement(program, target.function),
                    [f"\tld.param.u64 {counter}, [{param}]; {PROBE_MARK}",
                     f"\tcvta.to.global.u64 {counter}, {counter}; {PROBE_MARK}",
-                    f"\tmov.u32 {count}, 0; {PROBE_MARK}"], target.function)
+                    f"\tmov.u64 {count}, 0; {PROBE_MARK}"], target.function)
     program.insert(function.open_line + 1, [f"\t.reg .b64 {counter}; {PROBE_MARK}",
-                                            f"\t.reg .b32 {count}; {PROBE_MARK}"] + declarations,
+                                            f"\t.reg .b64 {count}; {PROBE_MARK}"] + declarations,
                    target.function)
     instrumented = _append_param(program.print(), function.name, param)
     return SiteProbe(instrumented, function.name, param, site.line, site.after.strip())

@@ -24,7 +24,8 @@ has left the after side of e (it ends at a barrier). A record is keyed by CTA, s
 and address through a 35-bit tag (the count is folded into a 16-bit epoch); two granules
 that share a slot and tag merge, which can
 only add conflicts. Conflicts, lookups, overflows and records are the scratch buffer's
-first four ``uint32`` words (``COUNTER_WORDS``); the tables follow.
+first four ``uint64`` words (``COUNTER_WORDS``; 64-bit so that no count wraps to 0); the
+tables follow.
 
 0 conflicts and 0 overflows on a trial mean that, on its inputs, the barrier ordered
 nothing any thread could observe: dropping it is equivalent for this problem. Accesses
@@ -60,7 +61,7 @@ _PRIVATE = ("local", "param", "const")
 @dataclass
 class OrderingProbe:
     """The instrumented base: ``entry`` gains the last parameter ``param``, a pointer to a
-    zeroed buffer of ``words`` uint32 (COUNTER_WORDS counters, then the tables)."""
+    zeroed buffer of ``words`` uint64 (COUNTER_WORDS counters, then the tables' slots)."""
     ptx: str
     entry: str
     param: str
@@ -198,7 +199,7 @@ class _Emitter:
                 f"and.b32 {r['w']}, {r['cta']}, {self.regions - 1};",
                 f"mul.wide.u32 {r['region']}, {r['w']}, {self.slots * 8};",
                 f"add.s64 {r['region']}, {r['region']}, {r['base']};",
-                f"add.s64 {r['region']}, {r['region']}, {COUNTER_WORDS * 4};"]
+                f"add.s64 {r['region']}, {r['region']}, {COUNTER_WORDS * 8};"]
 
     def address(self, access: _Access) -> list:
         r = self.r
@@ -239,7 +240,8 @@ class _Emitter:
         r = self.r
         return [f"activemask.b32 {r['m']};", f"popc.b32 {r['c']}, {r['m']};",
                 f"mov.u32 {r['l']}, %lanemask_lt;", f"and.b32 {r['l']}, {r['l']}, {r['m']};",
-                f"setp.eq.u32 {r['q']}, {r['l']}, 0;", f"@{r['q']} red.global.add.u32 [{address}], {r['c']};"]
+                f"setp.eq.u32 {r['q']}, {r['l']}, 0;", f"cvt.u64.u32 {r['t']}, {r['c']};",
+                f"@{r['q']} red.global.add.u64 [{address}], {r['t']};"]
 
     def _epoch(self, source: str) -> list:
         """e: the barrier count in ``source`` folded into 1..65535 (0 marks an empty slot)."""
@@ -275,7 +277,7 @@ class _Emitter:
         loop, found, done, full = (self.label(s) for s in ("look", "found", "looked", "full"))
         out = [f"setp.eq.u32 {r['p']}, {r['epoch']}, 0;", f"@{r['p']} bra {done};",
                *self._epoch(r['epoch']), *self._table(r['epoch']),
-               *self._warp_add(f"{r['base']}+4"), f"mov.u32 {r['j']}, 0;", f"{loop}:",
+               *self._warp_add(f"{r['base']}+8"), f"mov.u32 {r['j']}, 0;", f"{loop}:",
                *self._slot_address(), f"ld.volatile.global.u64 {r['old']}, [{r['sa']}];", *self._fields(r['old']),
                f"setp.ne.u32 {r['p']}, {r['i']}, {r['e']};", f"@{r['p']} bra {done};",
                f"setp.eq.u64 {r['p']}, {r['n']}, {r['f']};", f"@{r['p']} bra {found};",
@@ -290,8 +292,8 @@ class _Emitter:
         if not writes:
             out += [f"and.b64 {r['t']}, {r['old']}, 1;", f"setp.ne.u64 {r['q']}, {r['t']}, 0;",
                     f"and.pred {r['p']}, {r['p']}, {r['q']};"]
-        out += [f"@{r['p']} red.global.add.u32 [{r['base']}], 1;", f"bra.uni {done};",
-                f"{full}:", f"red.global.add.u32 [{r['base']}+8], 1;", f"{done}:"]
+        out += [f"@{r['p']} red.global.add.u64 [{r['base']}], 1;", f"bra.uni {done};",
+                f"{full}:", f"red.global.add.u64 [{r['base']}+16], 1;", f"{done}:"]
         return out
 
     def record(self, writes: bool) -> list:
@@ -300,7 +302,7 @@ class _Emitter:
         loop, retry, fresh, done, next_slot = (self.label(s) for s in ("rec", "retry", "fresh", "recorded", "next"))
         w = 1 if writes else 0
         return [f"add.u32 {r['w']}, {r['epoch']}, 1;", *self._epoch(r['w']), *self._table(r['w']),
-                *self._warp_add(f"{r['base']}+12"), f"mov.u32 {r['j']}, 0;", f"{loop}:",
+                *self._warp_add(f"{r['base']}+24"), f"mov.u32 {r['j']}, 0;", f"{loop}:",
                 *self._slot_address(), f"ld.volatile.global.u64 {r['old']}, [{r['sa']}];", f"{retry}:",
                 *self._fields(r['old']),
                 f"setp.ne.u32 {r['p']}, {r['i']}, {r['e']};", f"@{r['p']} bra {fresh};",
@@ -326,7 +328,7 @@ class _Emitter:
                 f"mov.b64 {r['old']}, {r['cur']};", f"bra.uni {retry};",
                 f"{next_slot}:", f"add.u32 {r['j']}, {r['j']}, 1;",
                 f"setp.lt.u32 {r['p']}, {r['j']}, {MAX_PROBES};", f"@{r['p']} bra {loop};",
-                f"red.global.add.u32 [{r['base']}+8], 1;", f"{done}:"]
+                f"red.global.add.u64 [{r['base']}+16], 1;", f"{done}:"]
 
     def access(self, access: _Access, guard) -> list:
         r = self.r
@@ -393,6 +395,6 @@ def instrument_ordering(base_ptx: str, line: int, ctas: int) -> OrderingProbe:
     program.insert(first, [f"\t{t} {PROBE_MARK}" for t in emit.setup()], function_index)
     program.insert(function.open_line + 1, [f"{t} {PROBE_MARK}" for t in emit.declarations()], function_index)
     instrumented = _append_param(program.print(), function.name, param)
-    words = COUNTER_WORDS + 2 * regions * slots * 2
+    words = COUNTER_WORDS + 2 * regions * slots
     barrier_text = instrs[line].render().strip()
     return OrderingProbe(instrumented, function.name, param, words, len(accesses), barrier_text)

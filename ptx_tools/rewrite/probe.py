@@ -4,12 +4,12 @@ often the changed instruction runs.
 ``mutated_site(base_ptx, mutant_ptx)`` finds the first line the mutation changed (for a
 deleted line, the place where it stood). ``instrument_site(ptx, site)`` appends a ``.u64``
 counter parameter to the entry that holds the site and, right before the site, adds
-``add.u32 %count, %count, 1`` to a per-thread register under the site instruction's own
+``add.u64 %count, %count, 1`` to a per-thread 64-bit register under the site instruction's own
 guard predicate, so a predicated-off instruction does not count as executed; every thread
-adds its count to the counter with one ``red.global.add.u32`` where it leaves the entry
+adds its count to the ``uint64`` counter with one ``red.global.add.u64`` where it leaves the entry
 (``flush_at_exits``: before each ``ret``/``exit``, under its guard). An atomic per
 execution would serialise a hot loop on one address and make the copy far slower than
-the mutant. Nothing else changes: the copy runs the same instructions as the mutant plus
+the mutant; a 32-bit counter wraps (2^21 executions by each of 2^18 threads read 0). Nothing else changes: the copy runs the same instructions as the mutant plus
 the counter's set-up, increment and flush.
 """
 from __future__ import annotations
@@ -99,8 +99,8 @@ def _append_param(text: str, entry: str, param: str) -> str:
 def flush_at_exits(program: PtxProgram, function: int, count: str, address: str) -> None:
     """Before every ``ret``/``exit`` of ``function`` (under its guard), and before its closing
     brace where the last instruction can fall through, each thread adds its ``count``
-    register to the ``uint32`` at ``address``."""
-    flush = f"red.global.add.u32 [{address}], {count}; {PROBE_MARK}"
+    register to the ``uint64`` at ``address``."""
+    flush = f"red.global.add.u64 [{address}], {count}; {PROBE_MARK}"
     exits = [(i, instr.guard) for i, instr in program.instructions(function, top_level=False)
              if instr.base in ("ret", "exit")]
     last = [i for i, _ in program.instructions(function, top_level=False)]
@@ -136,15 +136,15 @@ def instrument_site(ptx: str, site: MutatedSite) -> SiteProbe:
     param = _unique(text, function.name + COUNTER_PARAM_SUFFIX)
     indent = target.instr.indent if target.instr is not None else "\t"
     guard = f"@{site.guard} " if site.guard else ""
-    increment = f"add.u32 {count}, {count}, 1;"
+    increment = f"add.u64 {count}, {count}, 1;"
     program.insert(site.line, [f"{indent}{guard}{increment} {PROBE_MARK}"], target.function)
     flush_at_exits(program, target.function, count, register)
     program.insert(first_statement(program, target.function),
                    [f"\tld.param.u64 {register}, [{param}]; {PROBE_MARK}",
                     f"\tcvta.to.global.u64 {register}, {register}; {PROBE_MARK}",
-                    f"\tmov.u32 {count}, 0; {PROBE_MARK}"], target.function)
+                    f"\tmov.u64 {count}, 0; {PROBE_MARK}"], target.function)
     program.insert(function.open_line + 1, [f"\t.reg .b64 {register}; {PROBE_MARK}",
-                                            f"\t.reg .b32 {count}; {PROBE_MARK}"], target.function)
+                                            f"\t.reg .b64 {count}; {PROBE_MARK}"], target.function)
     lines = program.print().split("\n")
     site_line = next(i for i, line in enumerate(lines) if increment in line and PROBE_MARK in line) + 1
     instrumented = _append_param("\n".join(lines), function.name, param)
