@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from conftest import vector_add_row
+from conftest import compiled_or_skip, vector_add_row
 
 pytestmark = pytest.mark.gpu
 
@@ -67,11 +67,8 @@ extern "C" __global__ void ring_global(const float* x, const float* y, float* ou
 
 @pytest.fixture(scope="module")
 def ptx():
-    ptx_tools = pytest.importorskip("ptx_tools")
-    try:
-        return ptx_tools.normalize_ptx(ptx_tools.compile_cuda(KERNELS, "sm_80"))
-    except ptx_tools.ToolchainError as exc:
-        pytest.skip(f"no nvcc: {exc}")
+    from ptx_tools import normalize_ptx
+    return normalize_ptx(compiled_or_skip(KERNELS))
 
 
 def _entry_lines(ptx: str, entry: str) -> tuple:

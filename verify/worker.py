@@ -507,36 +507,27 @@ class GpuWorker:
         """Run a coverage probe (coverage.probe_record's row) once per trial; returns
         {"counts": [per trial]} (with ``words``, the counter buffer's first ``words`` values
         per trial) or {"error", "message"}."""
-        if not self.alive:
-            self.kill()
-            self.start()
-        if group != self.sent_group:
-            self.sent_keys, self.sent_group = set(), group
-        inputs = {key: storage for _, key, _, storage in trials if key not in self.sent_keys}
-        job = {"type": "site_count", "record": record_json, "group": group, "inputs": inputs, "counter": counter,
-               "trials": [(t, key, seed) for t, key, seed, _ in trials], "words": words}
-        try:
-            reply = self._request(job, timeout)
-        except (WorkerTimeout, WorkerDied) as exc:
-            return {"error": "timeout" if isinstance(exc, WorkerTimeout) else "died", "message": str(exc)}
-        self.sent_keys |= set(inputs)
-        if reply.get("fatal"):
-            self.kill()
-        return reply
+        return self._trial_job({"type": "site_count", "record": record_json, "counter": counter, "words": words},
+                               group, trials, timeout)
 
     def run_outputs(self, records: list, group: str, trials: list, timeout: float) -> dict:
         """Run each (label, record_json) once on the first of ``trials`` (the runner's
         payload) and bring its outputs back as host arrays (race_delays.run_outputs);
         returns {"runs": {label: {"outputs"} or {"error", "message"}}} or {"error", "message"}
         when the worker timed out or died (the runs it finished are lost with it)."""
+        return self._trial_job({"type": "outputs", "records": records}, group, trials[:1], timeout)
+
+    def _trial_job(self, job: dict, group: str, trials: list, timeout: float) -> dict:
+        """Sends ``job`` with the (trial, key, seed) of ``trials`` and the inputs the worker
+        does not hold yet (a worker that died is started again); a timeout or death becomes
+        {"error", "message"}, and a reply marked fatal stops the worker."""
         if not self.alive:
             self.kill()
             self.start()
         if group != self.sent_group:
             self.sent_keys, self.sent_group = set(), group
-        inputs = {key: storage for _, key, _, storage in trials[:1] if key not in self.sent_keys}
-        job = {"type": "outputs", "records": records, "group": group, "inputs": inputs,
-               "trials": [(t, key, seed) for t, key, seed, _ in trials[:1]]}
+        inputs = {key: storage for _, key, _, storage in trials if key not in self.sent_keys}
+        job = {**job, "group": group, "inputs": inputs, "trials": [(t, key, seed) for t, key, seed, _ in trials]}
         try:
             reply = self._request(job, timeout)
         except (WorkerTimeout, WorkerDied) as exc:

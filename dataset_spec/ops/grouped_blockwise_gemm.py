@@ -79,19 +79,16 @@ def members(problem: Problem, inputs: dict) -> list:
 
 def ref_grouped_blockwise(inputs, problem):
     """Each D_i as blockwise_scaled_gemm's float64 reference computes it."""
-    return grouped.concat_outputs(problem, [(m, bw.ref_blockwise(m.inputs, m.problem)["D"]) for m in members(problem, inputs)])
+    return grouped.per_member(problem, members(problem, inputs), lambda m: bw.ref_blockwise(m.inputs, m.problem)["D"])
 
 
 def scale_grouped_blockwise(inputs, problem):
-    return grouped.concat_outputs(problem, [(m, bw.scale_blockwise(m.inputs, m.problem)["D"]) for m in members(problem, inputs)])
+    return grouped.per_member(problem, members(problem, inputs), lambda m: bw.scale_blockwise(m.inputs, m.problem)["D"])
 
 
 def pointwise_grouped_blockwise(inputs, problem, reference):
-    parts = []
-    for m in members(problem, inputs):
-        scale = bw.pointwise_blockwise(m.inputs, m.problem, {}).get("D")
-        parts.append((m, np.zeros(m.stop - m.start) if scale is None else scale))
-    return grouped.concat_outputs(problem, parts)
+    return grouped.per_member(problem, members(problem, inputs),
+                              lambda m: bw.pointwise_blockwise(m.inputs, m.problem, {}).get("D"))
 
 
 def max_k(problem: Problem) -> int:
@@ -138,12 +135,8 @@ class GroupedBlockwiseOpSpec(bw.BlockwiseOpSpec):
         if self.tolerance(problem, problem.buffer("D").dtype) is not None:
             return super().bounds(inputs, problem, reference)
         single = bw.OPS[0]
-        flat = np.asarray(reference["D"], dtype=np.float64).reshape(-1)
-        parts = []
-        for m in members(problem, inputs):
-            ref = flat[m.start:m.stop].reshape(m.problem.buffer("D").shape)
-            parts.append((m, single.bounds(m.inputs, m.problem, {"D": ref})["D"]))
-        return grouped.concat_outputs(problem, parts)
+        return grouped.per_member(problem, members(problem, inputs), lambda m: single.bounds(
+            m.inputs, m.problem, grouped.member_reference(m, reference))["D"])
 
 
 def make_grouped_blockwise_problem(problem_id: str, problems: list, dtypes: dict, granularity_a: tuple,

@@ -72,21 +72,18 @@ def members(problem: Problem, inputs: dict) -> list:
 
 
 def ref_grouped_complex(inputs, problem):
-    return grouped.concat_outputs(problem, [(m, complex_gemm.ref_complex_gemm(m.inputs, m.problem)["D"])
-                             for m in members(problem, inputs)])
+    return grouped.per_member(problem, members(problem, inputs),
+                              lambda m: complex_gemm.ref_complex_gemm(m.inputs, m.problem)["D"])
 
 
 def scale_grouped_complex(inputs, problem):
-    return grouped.concat_outputs(problem, [(m, complex_gemm.scale_complex_gemm(m.inputs, m.problem)["D"])
-                             for m in members(problem, inputs)])
+    return grouped.per_member(problem, members(problem, inputs),
+                              lambda m: complex_gemm.scale_complex_gemm(m.inputs, m.problem)["D"])
 
 
 def pointwise_grouped_complex(inputs, problem, reference):
-    parts = []
-    for m in members(problem, inputs):
-        scale = complex_gemm.pointwise_complex_gemm(m.inputs, m.problem, {}).get("D")
-        parts.append((m, np.zeros(m.stop - m.start) if scale is None else scale))
-    return grouped.concat_outputs(problem, parts)
+    return grouped.per_member(problem, members(problem, inputs),
+                              lambda m: complex_gemm.pointwise_complex_gemm(m.inputs, m.problem, {}).get("D"))
 
 
 def _largest_k_view(problem: Problem) -> Problem:
@@ -110,12 +107,8 @@ class GroupedComplexOpSpec(OpSpec):
         if self.tolerance(problem, problem.buffer("D").dtype) is not None:
             return super().bounds(inputs, problem, reference)
         single = next(spec for spec in complex_gemm.OPS if spec.name == "complex_gemm")
-        flat = np.asarray(reference["D"], dtype=np.float64).reshape(-1)
-        parts = []
-        for m in members(problem, inputs):
-            ref = flat[m.start:m.stop].reshape(m.problem.buffer("D").shape)
-            parts.append((m, single.bounds(m.inputs, m.problem, {"D": ref})["D"]))
-        return grouped.concat_outputs(problem, parts)
+        return grouped.per_member(problem, members(problem, inputs), lambda m: single.bounds(
+            m.inputs, m.problem, grouped.member_reference(m, reference))["D"])
 
 
 def make_grouped_complex_problem(problem_id: str, problems: list, dtypes: dict, layouts: dict, transforms: tuple,

@@ -120,22 +120,31 @@ def concat_outputs(problem: Problem, parts: list) -> dict:
     return {"D": out.reshape(problem.buffer("D").shape)}
 
 
+def per_member(problem: Problem, parts: list, of_member) -> dict:
+    """D of the whole group from ``of_member(member)``, one problem's D as its single-problem
+    op computes it (None: zeros, a term that op leaves out)."""
+    values = [(m, of_member(m)) for m in parts]
+    return concat_outputs(problem, [(m, np.zeros(m.stop - m.start) if v is None else v) for m, v in values])
+
+
+def member_reference(member, reference: dict) -> dict:
+    """The member's slice of the group's reference D, in its own D's shape."""
+    flat = np.asarray(reference["D"], dtype=np.float64).reshape(-1)
+    return {"D": flat[member.start:member.stop].reshape(member.problem.buffer("D").shape)}
+
+
 def ref_grouped_gemm(inputs, problem):
     """D_i = alpha A_i @ B_i + beta C_i per problem, each as the gemm reference computes it."""
-    return concat_outputs(problem, [(m, gemm.ref_gemm(m.inputs, m.problem)["D"]) for m in members(problem, inputs)])
+    return per_member(problem, members(problem, inputs), lambda m: gemm.ref_gemm(m.inputs, m.problem)["D"])
 
 
 def scale_grouped_gemm(inputs, problem):
-    return concat_outputs(problem, [(m, gemm.scale_gemm(m.inputs, m.problem)["D"]) for m in members(problem, inputs)])
+    return per_member(problem, members(problem, inputs), lambda m: gemm.scale_gemm(m.inputs, m.problem)["D"])
 
 
 def pointwise_grouped_gemm(inputs, problem, reference):
-    parts = []
-    for m in members(problem, inputs):
-        ref = reference["D"].reshape(-1)[m.start:m.stop]
-        scale = gemm.pointwise_gemm(m.inputs, m.problem, {"D": ref}).get("D")
-        parts.append((m, np.zeros(m.stop - m.start) if scale is None else scale))
-    return concat_outputs(problem, parts)
+    return per_member(problem, members(problem, inputs), lambda m: gemm.pointwise_gemm(
+        m.inputs, m.problem, {"D": reference["D"].reshape(-1)[m.start:m.stop]}).get("D"))
 
 
 def max_k(problem: Problem) -> int:
@@ -174,12 +183,8 @@ class GroupedOpSpec(OpSpec):
         if self.tolerance(problem, problem.buffer("D").dtype) is not None:
             return super().bounds(inputs, problem, reference)
         gemm_op = next(spec for spec in gemm.OPS if spec.name == "gemm")
-        parts = []
-        flat = np.asarray(reference["D"], dtype=np.float64).reshape(-1)
-        for m in members(problem, inputs):
-            ref = flat[m.start:m.stop].reshape(m.problem.buffer("D").shape)
-            parts.append((m, gemm_op.bounds(m.inputs, m.problem, {"D": ref})["D"]))
-        return concat_outputs(problem, parts)
+        return per_member(problem, members(problem, inputs), lambda m: gemm_op.bounds(
+            m.inputs, m.problem, member_reference(m, reference))["D"])
 
 
 def make_grouped_problem(problem_id: str, problems: list, dtypes: dict, layouts: dict,

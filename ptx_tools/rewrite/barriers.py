@@ -237,6 +237,38 @@ def barrier_roles(program: PtxProgram, function: int, block_threads: Optional[in
     return roles
 
 
+class UnboundedSides(ValueError):
+    """A barrier's sides cannot be bounded (partial barriers, calls, indirect branches), or
+    the line is not a CTA-wide barrier; the message says which."""
+
+
+@dataclass
+class BarrierSides:
+    """The lines of the instructions that can run since the previous CTA-wide barrier
+    (``before``) and up to the next (``after``) of one barrier, and the flow they came from."""
+    order: list
+    before: set
+    after: set
+    positions: tuple  # (before, after) as positions in ``order``
+
+
+def barrier_sides(program: PtxProgram, line: int) -> BarrierSides:
+    """The two sides of the CTA-wide barrier at ``line``; raises UnboundedSides."""
+    function = program.lines[line].function
+    flow = _flow(program, function)
+    instrs = dict(program.instructions(function, top_level=False))
+    if flow is None or any(_is_any_barrier(i) and not is_cta_barrier(i) for i in instrs.values()):
+        raise UnboundedSides("the function has partial barriers, calls or indirect branches")
+    order, successors, predecessors = flow
+    position = {i: k for k, i in enumerate(order)}
+    boundary = {position[i] for i, instr in instrs.items() if is_cta_barrier(instr)}
+    if line not in position or position[line] not in boundary:
+        raise UnboundedSides(f"line {line + 1} is not a CTA-wide barrier")
+    k = position[line]
+    before, after = _side(k, predecessors, boundary.__contains__), _side(k, successors, boundary.__contains__)
+    return BarrierSides(order, {order[j] for j in before}, {order[j] for j in after}, (before, after))
+
+
 def racecheck_blind_spot(program: PtxProgram, line: int) -> str:
     """The first shared-memory access on either side of the CTA barrier at ``line`` that
     compute-sanitizer's racecheck cannot see even in the synchronous-copy form (wgmma,
@@ -245,18 +277,11 @@ def racecheck_blind_spot(program: PtxProgram, line: int) -> str:
     ``sync_copies`` makes explicit).
     A reason string when the sides cannot be bounded."""
     from .sync_copies import convertible, matrix_rows
-    function = program.lines[line].function
-    flow = _flow(program, function)
-    instrs = dict(program.instructions(function, top_level=False))
-    if flow is None or any(_is_any_barrier(i) and not is_cta_barrier(i) for i in instrs.values()):
-        return "the function has partial barriers, calls or indirect branches"
-    order, successors, predecessors = flow
-    position = {i: k for k, i in enumerate(order)}
-    boundary = {position[i] for i, instr in instrs.items() if is_cta_barrier(instr)}
-    if line not in position or position[line] not in boundary:
-        return f"line {line + 1} is not a CTA-wide barrier"
-    k = position[line]
-    before, after = _side(k, predecessors, boundary.__contains__), _side(k, successors, boundary.__contains__)
+    try:
+        sides = barrier_sides(program, line)
+    except UnboundedSides as exc:
+        return str(exc)
+    order, (before, after) = sides.order, sides.positions
     if _global_conflict(_traffic(program, order, before), _traffic(program, order, after)):
         return "global memory written on one side and accessed on the other (racecheck checks shared memory only)"
     for side in (before, after):

@@ -38,10 +38,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .barriers import _flow, _side, global_access, is_cta_barrier, shared_access
+from .barriers import UnboundedSides, barrier_sides, global_access, is_cta_barrier, shared_access
 from .divergence import _register_types, _type_of
-from .ir import PtxProgram, registers_in
-from .probe import COUNTER_PARAM_SUFFIX, PROBE_MARK, ProbeError, _append_param, _unique
+from .ir import PtxProgram
+from .probe import COUNTER_PARAM_SUFFIX, PROBE_MARK, ProbeError, _append_param, _unique, first_statement
 
 COUNTER_WORDS = 4  # conflicts, lookups, overflows, records
 TABLE_BYTES = 32 << 20
@@ -359,19 +359,12 @@ def instrument_ordering(base_ptx: str, line: int, ctas: int) -> OrderingProbe:
     function = program.functions[function_index]
     if not function.is_entry:
         raise ProbeError(f"the barrier is in .func {function.name}: the probe's buffer cannot reach it")
-    flow = _flow(program, function_index)
-    if flow is None:
-        raise ProbeError("the function calls or branches through a table: the barrier's sides are not bounded")
+    try:
+        sides = barrier_sides(program, line)
+    except UnboundedSides as exc:
+        raise ProbeError(f"{exc}: the barrier's sides are not bounded") from None
     instrs = dict(program.instructions(function_index, top_level=False))
-    if any(i.base in ("bar", "barrier") and not is_cta_barrier(i) and not i.opcode.startswith("barrier.cluster")
-           for i in instrs.values()):
-        raise ProbeError("the function has named or partial barriers: the barrier's sides are not bounded")
-    order, successors, predecessors = flow
-    position = {i: k for k, i in enumerate(order)}
-    boundary = {position[i] for i, instr in instrs.items() if is_cta_barrier(instr)}
-    k = position[line]
-    before = {order[j] for j in _side(k, predecessors, boundary.__contains__)}
-    after = {order[j] for j in _side(k, successors, boundary.__contains__)}
+    before, after = sides.before, sides.after
     accesses = [a for i in sorted(before | after)
                 if (a := _access(i, instrs[i], i in before, i in after)) is not None]
     if not any(a.before for a in accesses) or not any(a.after for a in accesses):
@@ -389,10 +382,8 @@ def instrument_ordering(base_ptx: str, line: int, ctas: int) -> OrderingProbe:
     edits.append((line + 1, [f"\tadd.u32 {emit.r['epoch']}, {emit.r['epoch']}, 1; {PROBE_MARK}"]))
     for at, texts in sorted(edits, key=lambda edit: -edit[0]):  # bottom up: earlier lines keep their numbers
         program.insert(at, texts, function_index)
-    body = list(program.body(function_index))
-    first = next(i for i in body if program.lines[i].depth != 1 or not (
-        program.lines[i].kind == "decl" or not program.lines[i].text.split("//", 1)[0].strip()))
-    program.insert(first, [f"\t{t} {PROBE_MARK}" for t in emit.setup()], function_index)
+    program.insert(first_statement(program, function_index), [f"\t{t} {PROBE_MARK}" for t in emit.setup()],
+                   function_index)
     program.insert(function.open_line + 1, [f"{t} {PROBE_MARK}" for t in emit.declarations()], function_index)
     instrumented = _append_param(program.print(), function.name, param)
     words = COUNTER_WORDS + 2 * regions * slots
