@@ -18,10 +18,13 @@ SETTLED = ("passed", "not_applicable")
 
 def main(paths: list) -> int:
     families = defaultdict(lambda: defaultdict(Counter))   # (op, arch) -> family -> statuses
+    messages = {}                                          # family -> (kernel, first message)
     for path in paths:
         for record in read_records(path):
             family = str(record.provenance.get("family") or record.group_id.rsplit("/", 1)[0])
             families[(record.problem.op, record.arch)][family][record.status] += 1
+            if record.status not in SETTLED:
+                messages.setdefault(family, (record.name, record.status_message))
     print("| kind | arch | families | with a passing kernel | rows | statuses |")
     print("|---|---|---|---|---|---|")
     total = passing = 0
@@ -35,7 +38,8 @@ def main(paths: list) -> int:
     for (op, arch), per_family in sorted(families.items()):
         for family, statuses in sorted(per_family.items()):
             if not statuses.get("passed"):
-                print(f"  no pass: {family} {arch}: {dict(statuses)}")
+                kernel, message = messages.get(family, ("", ""))
+                print(f"  no pass: {family} {arch}: {dict(statuses)}: {kernel}: {message[:300]}")
     return 0
 
 
