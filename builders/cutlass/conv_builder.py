@@ -19,11 +19,14 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from dataset_spec.model import Arg, Buffer, Distribution, KernelRecord, Launch, Problem, SpecError
+from dataset_spec.ops import get_op
+from dataset_spec.ops.conv_layouts import interleave_of
 from dataset_spec.ops.conv_nhwc import OPERANDS, conv_buffers, conv_shapes
+from dataset_spec.packed import element_range, is_packed
 from ptx_tools import split_module
 from builders.base import Builder, BuildOptions, WorkItem
 from builders.cutlass import conv_catalog
-from builders.cutlass.catalog import DTYPE_NAMES
+from builders.cutlass.conv_catalog import conv_dtype
 from builders.cutlass.compile import (BASE_FLAGS, CutlassCompileError, build_packer, compile_to_ptx, cutlass_version,
                                       nvcc_version)
 from builders.cutlass.conv_pack import ConvNotApplicable, ConvSize, pack_conv_launch
@@ -102,7 +105,9 @@ def fit_to_family(specs: list, size: ConvProblemSize) -> ConvProblemSize:
     operands' alignments; C to the alignment for fixed/few-channel iterators; grouped
     kernels get groups whose K per group fits every member's tile N."""
     knobs = [s.knobs for s in specs]
-    align = math.lcm(*(int(k[f"alignment_{x}"]) for k in knobs for x in "abc"))
+    # interleaved layouts hold channels in blocks of I: C and K multiples of I
+    align = math.lcm(*(int(k[f"alignment_{x}"]) for k in knobs for x in "abc"),
+                     *(interleave_of(k["layout"]) or 1 for k in knobs))
     iterator = knobs[0].get("iterator_algorithm", "")
     group_mode = knobs[0].get("group_mode", "NoneGroup")
     c, k = _round_up(size.c, align), _round_up(size.k, align)
@@ -139,7 +144,28 @@ def function_id(spec, alpha: float, beta: float) -> str:
         name += f"_{rounding}"
     if k["element_a"] == "f32" and k.get("math_element_a") == "tf32":
         name += "_tf32math"
+    if interleave_of(k["layout"]):
+        name += f"_{k['layout']}"
     return f"cutlass/conv{spec.dims}d_{spec.kind}/{name}/a{alpha:g}b{beta:g}"
+
+
+def epilogue_alpha(spec, size: ConvProblemSize, alpha: float, alpha_given: bool) -> float:
+    """The alpha a row uses: the user's, or 1; but a saturating unsigned sub-byte output of
+    unsigned operands (u4 x u4 -> u4: every product >= 0) would read 15 everywhere at
+    alpha = 1 (a 3x3x64 fprop sums 576 products of mean 56), a near-constant reference
+    the verifier refuses. Without --alpha those get the power of two that brings the mean
+    sum of uniform operands to about 8, so outputs spread over the range (a power of two
+    keeps alpha * accumulator exact in the float32 epilogue)."""
+    k = spec.knobs
+    out = conv_dtype(k["element_d"])
+    if alpha_given or not is_packed(out) or element_range(out)[0] != 0 or not k["element_a"].startswith("u"):
+        return alpha
+    top_a = element_range(conv_dtype(k["element_a"]))[1] - 1
+    top_b = element_range(conv_dtype(k["element_b"]))[1] - 1
+    problem = make_conv_problem(spec, size, 1.0, 0.0)
+    mean_sum = get_op(problem.op).reduction_length(problem) * (top_a / 2) * (top_b / 2)
+    middle = (element_range(out)[1] - 1) / 2
+    return 2.0 ** -max(0, round(math.log2(mean_sum / middle)))
 
 
 def group_id(spec, size: ConvProblemSize, alpha: float, beta: float) -> str:
@@ -149,14 +175,18 @@ def group_id(spec, size: ConvProblemSize, alpha: float, beta: float) -> str:
 def make_conv_problem(spec, size: ConvProblemSize, alpha: float, beta: float) -> Problem:
     k = spec.knobs
     use_c = beta != 0 and k["element_c"] != "void"
-    buffers = conv_buffers(spec.kind, size.shapes(), DTYPE_NAMES[k["element_a"]], DTYPE_NAMES[k["element_b"]],
-                           DTYPE_NAMES[k["element_d"]], DTYPE_NAMES[k["element_c"]] if use_c else "",
+    layout = k["layout"] if interleave_of(k["layout"]) else "nhwc"
+    is_complex = k["element_a"].startswith("c")
+    buffers = conv_buffers(spec.kind, size.shapes(), conv_dtype(k["element_a"]), conv_dtype(k["element_b"]),
+                           conv_dtype(k["element_d"]), conv_dtype(k["element_c"]) if use_c else "",
                            integer_inputs(k["element_a"], k["element_d"]),
-                           integer_inputs(k["element_b"], k["element_d"]))
+                           integer_inputs(k["element_b"], k["element_d"]), layout=layout, complex_parts=is_complex)
     rank = size.dims
     params = {"conv_kind": spec.kind, "stride": [size.stride] * rank, "padding": [size.pad] * rank,
               "dilation": [1] * rank, "groups": size.groups, "alpha": alpha, "beta": beta,
-              "accumulator": DTYPE_NAMES[k["element_accumulator"]], "math_input": math_input(spec),
+              "accumulator": conv_dtype(k["element_accumulator"]), "math_input": math_input(spec),
+              **({"layout": layout} if layout != "nhwc" else {}),
+              **({"complex": {"planar": False}} if is_complex else {}),
               "shape": {"N": size.n, "C": size.c, "K": size.k, "stride": size.stride, "pad": size.pad,
                         "groups": size.groups,
                         **dict(zip(("D", "H", "W")[-rank:], size.spatial)),
@@ -227,6 +257,7 @@ class CutlassConvBuilder(Builder):
                          else tuple(family) if family else DEFAULT_CONV_FAMILIES)
         self.shape_set = conv_shape_set(s.shapes)
         self.alpha = float(1.0 if s.alpha is None else s.alpha)
+        self.alpha_given = s.alpha is not None
         self.beta = float(0.0 if s.beta is None else s.beta)
         self.per_family = int(s.per_family) if s.per_family is not None else None
         self.batch_size = int(s.batch_size)
@@ -263,7 +294,8 @@ class CutlassConvBuilder(Builder):
             sizes = self.sizes_for(specs)
             if not sizes:
                 continue
-            gids = [group_id(specs[0], size, self.alpha, self.beta) for size in sizes]
+            gids = [group_id(specs[0], size, epilogue_alpha(specs[0], size, self.alpha, self.alpha_given), self.beta)
+                    for size in sizes]
             for start in range(0, len(specs), self.batch_size):
                 chunk = specs[start:start + self.batch_size]
                 items.append(WorkItem(
@@ -271,7 +303,8 @@ class CutlassConvBuilder(Builder):
                     group_id=gids[0], label=f"{len(chunk)} CUTLASS conv kernel(s) x {len(sizes)} size(s) of {key}",
                     payload={"names": [s.name for s in chunk], "sizes": [s.__dict__ for s in sizes],
                              "exact": self.shape_set.exact, "shape_set": self.shape_set.name,
-                             "alpha": self.alpha, "beta": self.beta, "families": list(self.families),
+                             "alpha": self.alpha, "alpha_given": self.alpha_given, "beta": self.beta,
+                             "families": list(self.families),
                              "family": key, "sm": specs[0].sm, "per_family": self.per_family,
                              "limit": self.options.limit,
                              "sample_seed": self.options.sample_seed},
@@ -327,22 +360,23 @@ class CutlassConvBuilder(Builder):
 
     def _row(self, spec, item, size, ptx_by_name, failures, packer) -> KernelRecord:
         p = item.payload
+        alpha = epilogue_alpha(spec, size, p["alpha"], p.get("alpha_given", True))
         if spec.name in failures:
-            return self._record(spec, item, size, "", [], [], "build_failed", failures[spec.name])
+            return self._record(spec, item, size, alpha, "", [], [], "build_failed", failures[spec.name])
         entry, ptx = ptx_by_name[spec.name]
-        misfit = size_misfit(spec, size) or epilogue_misfit(spec, p["alpha"], p["beta"])
+        misfit = size_misfit(spec, size) or epilogue_misfit(spec, alpha, p["beta"])
         if misfit:
-            return self._record(spec, item, size, ptx, [], [], "not_applicable", misfit)
+            return self._record(spec, item, size, alpha, ptx, [], [], "not_applicable", misfit)
         (first, second), out = OPERANDS[spec.kind]
         use_c = p["beta"] != 0
         try:
-            packed = pack_conv_launch(packer, spec.name, size.packer_size(), p["alpha"], p["beta"], use_c,
+            packed = pack_conv_launch(packer, spec.name, size.packer_size(), alpha, p["beta"], use_c,
                                       {"A": first, "B": second, "C": "C", "D": out},
                                       alias_c_to_d=spec.generation == 3)
         except ConvNotApplicable as exc:
-            return self._record(spec, item, size, ptx, [], [], "not_applicable", str(exc))
+            return self._record(spec, item, size, alpha, ptx, [], [], "not_applicable", str(exc))
         except (PackError, ValueError) as exc:
-            return self._record(spec, item, size, ptx, [], [], "build_failed", str(exc))
+            return self._record(spec, item, size, alpha, ptx, [], [], "build_failed", str(exc))
         blob = bytearray(packed.blob)
         for patch in packed.patches:
             blob[patch.offset:patch.offset + patch.size] = bytes(patch.size)
@@ -352,9 +386,9 @@ class CutlassConvBuilder(Builder):
                                   init=Distribution("zeros")))
         launch = Launch(entry=entry, grid=packed.grid, block=packed.block, cluster=packed.cluster,
                         dynamic_smem=packed.dynamic_smem, args=[Arg("blob", blob=bytes(blob), patches=packed.patches)])
-        return self._record(spec, item, size, ptx, [launch], scratch, "built", "")
+        return self._record(spec, item, size, alpha, ptx, [launch], scratch, "built", "")
 
-    def _record(self, spec, item, size, ptx, launches, scratch, status, message) -> KernelRecord:
+    def _record(self, spec, item, size, alpha, ptx, launches, scratch, status, message) -> KernelRecord:
         p = item.payload
         variant = dict(spec.knobs, generation=spec.generation, fitted_size=size.label())
         arch = CONV_ARCHS[spec.sm]
@@ -368,8 +402,8 @@ class CutlassConvBuilder(Builder):
         if p.get("shape_set", "default") != "default":
             provenance["shape_set"] = p["shape_set"]
         return KernelRecord(
-            group_id=group_id(spec, size, p["alpha"], p["beta"]), source="cutlass", variant=variant, name=spec.name,
-            arch=arch, ptx=ptx, launches=launches, problem=make_conv_problem(spec, size, p["alpha"], p["beta"]),
+            group_id=group_id(spec, size, alpha, p["beta"]), source="cutlass", variant=variant, name=spec.name,
+            arch=arch, ptx=ptx, launches=launches, problem=make_conv_problem(spec, size, alpha, p["beta"]),
             scratch=scratch,
             toolchain={"nvcc": nvcc_version(), "nvcc_flags": BASE_FLAGS + [f"-arch={arch}", "-ptx"],
                        "cutlass": cutlass_version()},
