@@ -18,7 +18,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Optional
 
-from dataset_spec.model import Arg, Buffer, Distribution, KernelRecord, Launch, Problem, SpecError
+from dataset_spec.model import Arg, Buffer, Distribution, KernelRecord, Launch, Problem, SpecError, dtype_kind
 from dataset_spec.ops import get_op
 from dataset_spec.ops.conv_layouts import interleave_of
 from dataset_spec.ops.conv_nhwc import OPERANDS, conv_buffers, conv_shapes
@@ -150,21 +150,24 @@ def function_id(spec, alpha: float, beta: float) -> str:
 
 
 def epilogue_alpha(spec, size: ConvProblemSize, alpha: float, alpha_given: bool) -> float:
-    """The alpha a row uses: the user's, or 1; but a saturating unsigned sub-byte output of
-    unsigned operands (u4 x u4 -> u4: every product >= 0) would read 15 everywhere at
-    alpha = 1 (a 3x3x64 fprop sums 576 products of mean 56), a near-constant reference
+    """The alpha a row uses: the user's, or 1; but a saturating unsigned output of unsigned
+    operands (u4 x u4 -> u4, u8 x u8 -> u8: every product >= 0) would read its top value
+    everywhere at alpha = 1 (a 3x3x64 fprop sums 576 products), a near-constant reference
     the verifier refuses. Without --alpha those get the power of two that brings the mean
-    sum of uniform operands to about 8, so outputs spread over the range (a power of two
-    keeps alpha * accumulator exact in the float32 epilogue)."""
+    sum of uniform operands (over the op's integer range) to the middle of the output's
+    range, so outputs spread over it (a power of two keeps alpha * accumulator exact in
+    the float32 epilogue)."""
     k = spec.knobs
     out = conv_dtype(k["element_d"])
-    if alpha_given or not is_packed(out) or element_range(out)[0] != 0 or not k["element_a"].startswith("u"):
+    if alpha_given or dtype_kind(out) != "u" or not k["element_a"].startswith("u"):
         return alpha
-    top_a = element_range(conv_dtype(k["element_a"]))[1] - 1
-    top_b = element_range(conv_dtype(k["element_b"]))[1] - 1
     problem = make_conv_problem(spec, size, 1.0, 0.0)
-    mean_sum = get_op(problem.op).reduction_length(problem) * (top_a / 2) * (top_b / 2)
-    middle = (element_range(out)[1] - 1) / 2
+    op = get_op(problem.op)
+    (first, second), _ = OPERANDS[spec.kind]
+    tops = [op.integer_range(problem, problem.buffer(name))[1] - 1 for name in (first, second)]
+    mean_sum = op.reduction_length(problem) * (tops[0] / 2) * (tops[1] / 2)
+    low, high = element_range(out) if is_packed(out) else (0, 256)
+    middle = (high - 1 - low) / 2
     return 2.0 ** -max(0, round(math.log2(mean_sum / middle)))
 
 

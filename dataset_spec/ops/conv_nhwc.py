@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..model import Problem, SpecError
+from ..model import Problem, SpecError, dtype_kind
 from ..numerics import FORMATS
 from .conv_layouts import from_interleaved, interleaved_shape, logical_shape, to_interleaved
 from .gemm import gemm_epilogue_roundings, saturate_to_output
@@ -300,6 +300,27 @@ def range_conv(problem, buffer):
     return lo, hi
 
 
+FLOAT32_EXACT_INTEGERS = 2 ** 24
+
+
+def range_conv_integers(first: str, second: str):
+    """Integer operands: as ``range_int_products`` (the int32 accumulator never wraps);
+    unsigned operands of an unsigned output also keep every accumulator below 2^24, so the
+    epilogue's float32 copy of it is exact (its builder scales such convs by a power-of-two
+    alpha to keep outputs off saturation; an inexact accumulator could then move a value
+    across a rounding tie)."""
+    base = range_int_products(conv_reduction_length, first, second)
+
+    def integer_range(problem, buffer):
+        span = base(problem, buffer)
+        out = problem.buffer(_out_name(problem)).dtype
+        if span is None or span[0] < 0 or dtype_kind(out) != "u":
+            return span
+        top = int(math.isqrt((FLOAT32_EXACT_INTEGERS - 1) // max(1, conv_reduction_length(problem))))
+        return span[0], min(span[1], top + 1)
+    return integer_range
+
+
 def stress_conv(problem, buffer, context, previous):
     """Operands: tail-heavy, alternating and wide rows along their channels (the innermost
     part of every reduction); C keeps normal values."""
@@ -324,7 +345,7 @@ def _ops():
                 scale_conv, range_conv,
                 f"|alpha| {kind}(|{first}|, |{second}|) + |beta| |C|, n = "
                 + {"fprop": "C/groups x taps", "dgrad": "K/groups x taps", "wgrad": "N x output positions"}[kind],
-                range_int_products(conv_reduction_length, first, second),
+                range_conv_integers(first, second),
                 pointwise_conv, stress_conv,
                 "e S_i, e the epilogue's float32 roundings of one term (alpha, beta, their products, the add)"))
     return specs
