@@ -232,7 +232,8 @@ def conv_family_markdown(sms=(80, 90)) -> str:
     lines = ["| arch | API | conv | families | kernels | types (math, variant) |", "|---|---|---|---|---|---|"]
     for (sm, gen, conv), (count, kernels, types) in sorted(built.items()):
         lines.append(f"| sm{sm} | {gen}.x | {conv} | {count} | {kernels} | {'; '.join(sorted(types))} |")
-    lines += ["", "| excluded because | families | kernels |", "|---|---|---|"]
-    for reason, (count, kernels) in sorted(excluded.items()):
-        lines.append(f"| {reason} | {count} | {kernels} |")
+    if excluded:
+        lines += ["", "| excluded because | families | kernels |", "|---|---|---|"]
+        for reason, (count, kernels) in sorted(excluded.items()):
+            lines.append(f"| {reason} | {count} | {kernels} |")
     return "\n".join(lines)
