@@ -3,6 +3,7 @@
 its index maps, complex<float> convs against the real ones, packed int4/uint4 conv
 buffers; the judge passes a correct output and catches a 1% (or one-step) error in each."""
 import itertools
+import math
 
 import numpy as np
 import pytest
@@ -11,7 +12,8 @@ from dataset_spec.model import Problem, SpecError
 from dataset_spec.ops import get_op
 from dataset_spec.ops.conv_layouts import (from_interleaved, interleaved_shape, logical_shape,
                                            to_interleaved)
-from dataset_spec.ops.conv_nhwc import conv_buffers, conv_reduction_length, conv_shapes
+from dataset_spec.ops.conv_nhwc import (conv_buffers, conv_reduction_length, conv_shapes, operand_density,
+                                        sparse_unsigned_init, stored_moments)
 from verify.inputs import float_to_bits
 from verify.outcome import CheckResult, TrialRun, classify
 from verify.runner import prepare_problem
@@ -147,6 +149,20 @@ INTEGER_CASES = [  # operand dtype, output dtype, layout
     ("int8", "int8", "nc32hw32"), ("uint8", "uint8", "nc32hw32"), ("int4", "int4", "nc64hw64"),
     ("uint4", "uint4", "nc64hw64"),
 ]
+TOPS = {"uint4": 15, "uint8": 255}
+
+
+def sparse_unsigned(problem, dtype, out):
+    """An unsigned conv of unsigned operands as the builder states it: sparse operands
+    (params.operand_density) and the power-of-two alpha that puts the mean sum mid-range."""
+    density = operand_density(conv_reduction_length(problem))
+    init = sparse_unsigned_init(density, TOPS[dtype])
+    mean = stored_moments(init, TOPS[dtype])[0]
+    alpha = 2.0 ** -round(math.log2(conv_reduction_length(problem) * mean * mean / (TOPS[out] / 2)))
+    for b in problem.buffers[:2]:
+        b.init = init
+    problem.params.update(operand_density=density, alpha=alpha)
+    return problem
 
 
 @pytest.mark.parametrize("dtype,out,layout", INTEGER_CASES)
@@ -154,9 +170,9 @@ def test_integer_convs_are_exact_and_one_step_or_one_percent_is_caught(dtype, ou
     """s32 accumulation is exact and the epilogue rounds once (round to nearest even, then
     saturate): the exact reference passes; a 1% error (wide outputs) or one step (narrow,
     saturated ones) in one element is caught."""
-    # the builder's alpha for unsigned saturating outputs at 576 terms (conv_builder.epilogue_alpha)
-    alpha = {("uint4", "uint4"): 2.0 ** -12, ("uint8", "uint8"): 2.0 ** -15}.get((dtype, out), 1.0)
-    problem = make(dtype=dtype, out=out, layout=layout, alpha=alpha, beta=0.0, spatial=(6, 6))
+    problem = make(dtype=dtype, out=out, layout=layout, alpha=1.0, beta=0.0, spatial=(6, 6))
+    if dtype in TOPS and out == dtype:
+        sparse_unsigned(problem, dtype, out)
     verdict, prepared = judge(problem, lambda values, ref: ref)
     assert verdict.status == "passed", verdict.message
     if out == "int32":
@@ -165,3 +181,24 @@ def test_integer_convs_are_exact_and_one_step_or_one_percent_is_caught(dtype, ou
         verdict, _ = judge(problem, lambda values, ref: np.where(np.arange(ref.size).reshape(ref.shape) == 7,
                                                                   np.where(ref > 0, ref - 1, ref + 1), ref))
     assert verdict.status == "wrong_result", f"{dtype} -> {out} ({layout}): a planted error passed"
+
+
+@pytest.mark.parametrize("dtype", sorted(TOPS))
+def test_unsigned_saturating_convs_draw_sparse_operands_whose_outputs_spread(dtype):
+    """Uniform unsigned operands make every output of a long sum nearly equal (a refused,
+    near-constant reference at any alpha); sparse ones spread the outputs over the range,
+    at the default size and at the ViT patch embedding's 16 x 16 x 64 = 16384 terms."""
+    for spatial, taps, stride, pad, c in (((14, 14), (3, 3), 1, 1, 64), ((32, 32), (16, 16), 16, 0, 64)):
+        shapes = conv_shapes(2, spatial, c, 64, taps, (stride,) * 2, (pad,) * 2, (1, 1), 1)
+        problem = Problem("u", "conv2d_fprop", conv_buffers("fprop", shapes, dtype, dtype, dtype, ""),
+                          params={"stride": [stride] * 2, "padding": [pad] * 2, "dilation": [1, 1], "groups": 1,
+                                  "accumulator": "int32"})
+        sparse_unsigned(problem, dtype, dtype)
+        assert get_op("conv2d_fprop").integer_range(problem, problem.buffer("x")) is None
+        prepared = prepare_problem(problem, "g", None)
+        assert prepared.refusal == ""
+        for trial, ref in zip(prepared.trials, prepared.references):
+            x = trial.values["x"]
+            assert 0.01 < np.mean(x > 0) < 0.5 and x.max() > TOPS[dtype] / 2
+            y = np.asarray(ref["y"]).reshape(-1)
+            assert y.std() > TOPS[dtype] / 10 and np.mean(y == TOPS[dtype]) < 0.5, (spatial, y.mean(), y.std())

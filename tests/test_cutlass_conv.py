@@ -4,6 +4,8 @@ family; two real kernels (fprop and wgrad) compiled with nvcc and their Params p
 sentinel pointers; a size CUTLASS refuses becomes a not_applicable row."""
 from __future__ import annotations
 
+import math
+
 import pytest
 
 pytest.importorskip("cutlass_library", reason="nvidia-cutlass is not installed (pip install 'ptxds[cutlass]')")
@@ -177,15 +179,20 @@ def test_sub_byte_interleaved_and_complex_convs_compile_and_pack():
     assert [b.shape for b in cplx.problem.buffers][0] == (2, 14, 14, 64, 2)
 
 
-def test_unsigned_saturating_convs_get_a_power_of_two_alpha():
+def test_unsigned_saturating_convs_get_sparse_operands_and_a_power_of_two_alpha():
     from builders.cutlass.conv_builder import epilogue_alpha
     ops = conv_catalog.load_conv_operations(80)
     size = parse_size((2, 14, 14, 64, 64, 3, 3, 1, 1), 2)
     u4 = conv_catalog.describe_conv(ops["cutlass_tensorop_u4_i16864fprop_analytic_u4_128x128_128x5_nhwc_align32"])
     u8 = conv_catalog.describe_conv(ops["cutlass_tensorop_u8_i16832fprop_analytic_u8_128x128_64x5_nc32hw32_align16"])
     s4 = conv_catalog.describe_conv(ops[SUB_BYTE])
-    assert epilogue_alpha(u4, size, 1.0, False) == 2.0 ** -12   # 576 terms of mean 7.5 x 7.5 -> about 8
-    assert epilogue_alpha(u8, size, 1.0, False) == 2.0 ** -15   # operands capped at 170 (2^24 exact sums)
+    u4_s32 = conv_catalog.describe_conv(ops["cutlass_tensorop_i16864fprop_analytic_u4_128x128_128x5_nhwc_align32"])
+    for spec in (u4, u8):
+        alpha = epilogue_alpha(spec, size, 1.0, False)
+        assert alpha < 1 and math.log2(alpha).is_integer()
+        problem = make_conv_problem(spec, size, alpha, 0.0)
+        assert problem.params["operand_density"] == pytest.approx((16 / 576) ** 0.5)
+        assert problem.buffer("x").init.kind == "normal" and problem.buffer("x").init.params["mean"] < 0
+        assert f"/a{alpha:g}b0/" in problem.problem_id
     assert epilogue_alpha(u4, size, 0.5, True) == 0.5 and epilogue_alpha(s4, size, 1.0, False) == 1.0
-    problem = make_conv_problem(u8, size, 2.0 ** -15, 0.0)
-    assert get_op(problem.op).integer_range(problem, problem.buffer("x")) == (0, 171)
+    assert "operand_density" not in make_conv_problem(u4_s32, size, 1.0, 0.0).params  # s32 output: full range

@@ -2,7 +2,9 @@
 generator's Conv2d / Conv3d fprop, dgrad and wgrad kernels: 2.x for SM80, 3.x TMA
 warp-specialized ones for SM90a) -> rows with PTX, a Params blob launch
 (``cutlass::Kernel<Op>`` / ``cutlass::device_kernel<Op>``, the latter with tensormap
-patches and a cluster shape) and a channels-last conv problem (dataset_spec/ops/conv_nhwc.py).
+patches and a cluster shape) and a conv problem (dataset_spec/ops/conv_nhwc.py): channels-last,
+or CUTLASS's interleaved nc32hw32 / nc64hw64 storage, with packed int4/uint4 or
+complex<float> elements where the kernel has them (dataset_spec/ops/conv_layouts.py).
 
 A family (``conv_catalog.conv_family_key``) is built at the shape set's ``conv2d`` /
 ``conv3d`` sizes, rounded so its kernels' alignments, channel iterators and group modes
@@ -21,7 +23,8 @@ from typing import Optional
 from dataset_spec.model import Arg, Buffer, Distribution, KernelRecord, Launch, Problem, SpecError, dtype_kind
 from dataset_spec.ops import get_op
 from dataset_spec.ops.conv_layouts import interleave_of
-from dataset_spec.ops.conv_nhwc import OPERANDS, conv_buffers, conv_shapes
+from dataset_spec.ops.conv_nhwc import (OPERANDS, conv_buffers, conv_shapes, operand_density, sparse_unsigned_init,
+                                        stored_moments)
 from dataset_spec.packed import element_range, is_packed
 from ptx_tools import split_module
 from builders.base import Builder, BuildOptions, WorkItem
@@ -149,25 +152,31 @@ def function_id(spec, alpha: float, beta: float) -> str:
     return f"cutlass/conv{spec.dims}d_{spec.kind}/{name}/a{alpha:g}b{beta:g}"
 
 
-def epilogue_alpha(spec, size: ConvProblemSize, alpha: float, alpha_given: bool) -> float:
-    """The alpha a row uses: the user's, or 1; but a saturating unsigned output of unsigned
-    operands (u4 x u4 -> u4, u8 x u8 -> u8: every product >= 0) would read its top value
-    everywhere at alpha = 1 (a 3x3x64 fprop sums 576 products), a near-constant reference
-    the verifier refuses. Without --alpha those get the power of two that brings the mean
-    sum of uniform operands (over the op's integer range) to the middle of the output's
-    range, so outputs spread over it (a power of two keeps alpha * accumulator exact in
-    the float32 epilogue)."""
+def unsigned_saturating(spec) -> bool:
+    """A saturating unsigned output of unsigned operands (u4 x u4 -> u4, u8 x u8 -> u8):
+    every product is >= 0, so its problem draws sparse operands (conv_nhwc.operand_density)."""
     k = spec.knobs
-    out = conv_dtype(k["element_d"])
-    if alpha_given or dtype_kind(out) != "u" or not k["element_a"].startswith("u"):
+    return (dtype_kind(conv_dtype(k["element_d"])) == "u" and dtype_kind(conv_dtype(k["element_a"])) == "u"
+            and dtype_kind(conv_dtype(k["element_b"])) == "u")
+
+
+def _top(dtype: str) -> int:
+    return element_range(dtype)[1] - 1 if is_packed(dtype) else 255
+
+
+def epilogue_alpha(spec, size: ConvProblemSize, alpha: float, alpha_given: bool) -> float:
+    """The alpha a row uses: the user's, or 1; but an ``unsigned_saturating`` conv's sparse
+    operands still sum to about SPARSE_TERMS products of mean E[x] E[w] (tens to thousands),
+    past the output's top. Without --alpha those rows get the power of two that brings
+    the mean sum to the middle of the output's range (a power of two keeps alpha *
+    accumulator exact in the float32 epilogue)."""
+    if alpha_given or not unsigned_saturating(spec):
         return alpha
     problem = make_conv_problem(spec, size, 1.0, 0.0)
-    op = get_op(problem.op)
-    (first, second), _ = OPERANDS[spec.kind]
-    tops = [op.integer_range(problem, problem.buffer(name))[1] - 1 for name in (first, second)]
-    mean_sum = op.reduction_length(problem) * (tops[0] / 2) * (tops[1] / 2)
-    low, high = element_range(out) if is_packed(out) else (0, 256)
-    middle = (high - 1 - low) / 2
+    (first, second), out = OPERANDS[spec.kind]
+    means = [stored_moments(problem.buffer(name).init, _top(problem.buffer(name).dtype))[0] for name in (first, second)]
+    mean_sum = get_op(problem.op).reduction_length(problem) * means[0] * means[1]
+    middle = _top(problem.buffer(out).dtype) / 2
     return 2.0 ** -max(0, round(math.log2(mean_sum / middle)))
 
 
@@ -185,11 +194,23 @@ def make_conv_problem(spec, size: ConvProblemSize, alpha: float, beta: float) ->
                            integer_inputs(k["element_a"], k["element_d"]),
                            integer_inputs(k["element_b"], k["element_d"]), layout=layout, complex_parts=is_complex)
     rank = size.dims
+    density = None
+    if unsigned_saturating(spec):
+        terms = get_op(f"conv{rank}d_{spec.kind}").reduction_length(
+            Problem("sizes", f"conv{rank}d_{spec.kind}", buffers, params={
+                "stride": [size.stride] * rank, "padding": [size.pad] * rank, "groups": size.groups,
+                **({"layout": layout} if layout != "nhwc" else {})}))
+        density = operand_density(terms)
+        inits = [sparse_unsigned_init(density, _top(conv_dtype(k[f"element_{x}"]))) for x in "ab"]
+        buffers = conv_buffers(spec.kind, size.shapes(), conv_dtype(k["element_a"]), conv_dtype(k["element_b"]),
+                               conv_dtype(k["element_d"]), conv_dtype(k["element_c"]) if use_c else "",
+                               *inits, layout=layout, complex_parts=is_complex)
     params = {"conv_kind": spec.kind, "stride": [size.stride] * rank, "padding": [size.pad] * rank,
               "dilation": [1] * rank, "groups": size.groups, "alpha": alpha, "beta": beta,
               "accumulator": conv_dtype(k["element_accumulator"]), "math_input": math_input(spec),
               **({"layout": layout} if layout != "nhwc" else {}),
               **({"complex": {"planar": False}} if is_complex else {}),
+              **({"operand_density": density} if density else {}),
               "shape": {"N": size.n, "C": size.c, "K": size.k, "stride": size.stride, "pad": size.pad,
                         "groups": size.groups,
                         **dict(zip(("D", "H", "W")[-rank:], size.spatial)),

@@ -13,7 +13,8 @@ activations ``x`` (N, [D,] H, W, C), filters ``w`` (K, [T,] R, S, C / groups), o
 ``groups``, ``alpha``, ``beta``, ``accumulator``, ``math_input``; ``layout`` (default
 ``nhwc``; ``nc32hw32`` / ``nc64hw64``: CUTLASS's interleaved storage) and ``complex``
 (complex<float> elements, a last axis of 2) state how the buffers hold the logical
-tensors (conv_layouts.py). Buffers are named by their role (x, w, y / dy, w, dx / dy, x,
+tensors (conv_layouts.py); ``operand_density`` (unsigned saturating convs) draws both
+operands sparse from their ``init`` (see SPARSE_TERMS). Buffers are named by their role (x, w, y / dy, w, dx / dy, x,
 dw; C when beta != 0); each op reads the shapes from its buffers. The float64 reference loops over the filter taps (R S, or T R S,
 of them) and does one matrix product per tap, so it stays fast at ResNet sizes.
 """
@@ -25,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..model import Problem, SpecError, dtype_kind
+from ..model import Problem, SpecError
 from ..numerics import FORMATS
 from .conv_layouts import from_interleaved, interleaved_shape, logical_shape, to_interleaved
 from .gemm import gemm_epilogue_roundings, saturate_to_output
@@ -300,24 +301,61 @@ def range_conv(problem, buffer):
     return lo, hi
 
 
-FLOAT32_EXACT_INTEGERS = 2 ** 24
+# Unsigned operands of a saturating unsigned output (u4 x u4 -> u4, u8 x u8 -> u8) sum only
+# non-negative products; drawn uniformly, every output of an n-term sum sits within a few
+# percent of n E[x] E[w] (its spread shrinks as 1 / sqrt(n)), so whatever alpha, the
+# stored outputs are one or two values. Such problems state ``params.operand_density``: each
+# operand is drawn in every trial from its ``init``, a normal clipped and rounded to the
+# element range whose mean lies below 0, so about that fraction of elements is nonzero
+# (with values over the whole range) and a sum holds about SPARSE_TERMS nonzero products.
+SPARSE_TERMS = 16
+
+
+def operand_density(terms: int) -> float:
+    """The nonzero fraction of each operand that leaves about SPARSE_TERMS nonzero
+    products in a ``terms``-term sum."""
+    return min(0.5, math.sqrt(SPARSE_TERMS / max(1, terms)))
+
+
+def _normal_cdf(x: float) -> float:
+    return 0.5 * (1.0 + math.erf(x / math.sqrt(2.0)))
+
+
+def _normal_quantile(q: float) -> float:
+    low, high = -12.0, 12.0
+    for _ in range(100):
+        mid = (low + high) / 2
+        low, high = (mid, high) if _normal_cdf(mid) < q else (low, mid)
+    return (low + high) / 2
+
+
+def sparse_unsigned_init(density: float, top: int):
+    """The ``init`` of an unsigned operand with ``density`` nonzero elements: normal, std
+    top / 2, mean such that P(value >= 0.5) = density; storage rounds and clips it to
+    [0, top]."""
+    from ..model import Distribution
+    std = top / 2.0
+    return Distribution("normal", {"mean": 0.5 - std * _normal_quantile(1.0 - density), "std": std})
+
+
+def stored_moments(init, top: int) -> tuple:
+    """(E[v], E[v^2]) of the stored values of ``init`` (rounded and clipped to [0, top])."""
+    mean, std = float(init.params["mean"]), float(init.params["std"])
+    edges = [_normal_cdf((k + 0.5 - mean) / std) for k in range(top)]
+    probs = [edges[0]] + [b - a for a, b in zip(edges, edges[1:])] + [1.0 - edges[-1]]
+    return sum(k * p for k, p in enumerate(probs)), sum(k * k * p for k, p in enumerate(probs))
 
 
 def range_conv_integers(first: str, second: str):
-    """Integer operands: as ``range_int_products`` (the int32 accumulator never wraps);
-    unsigned operands of an unsigned output also keep every accumulator below 2^24, so the
-    epilogue's float32 copy of it is exact (its builder scales such convs by a power-of-two
-    alpha to keep outputs off saturation; an inexact accumulator could then move a value
-    across a rounding tie)."""
+    """Integer operands: as ``range_int_products`` (the int32 accumulator never wraps),
+    except for a problem with ``params.operand_density``, whose operands keep their sparse
+    ``init`` (None)."""
     base = range_int_products(conv_reduction_length, first, second)
 
     def integer_range(problem, buffer):
-        span = base(problem, buffer)
-        out = problem.buffer(_out_name(problem)).dtype
-        if span is None or span[0] < 0 or dtype_kind(out) != "u":
-            return span
-        top = int(math.isqrt((FLOAT32_EXACT_INTEGERS - 1) // max(1, conv_reduction_length(problem))))
-        return span[0], min(span[1], top + 1)
+        if problem.params.get("operand_density") and buffer.name in (first, second):
+            return None
+        return base(problem, buffer)
     return integer_range
 
 
