@@ -5,6 +5,7 @@ sentinel pointers; a size CUTLASS refuses becomes a not_applicable row."""
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
 
@@ -39,6 +40,8 @@ def test_every_generator_conv_family_is_built_or_excluded_with_a_reason():
     assert {"NoneGroup+nc32hw32", "NoneGroup+nc64hw64"} <= variants
     assert sum(1 for f in built if f.types.startswith(("s4_", "u4_"))) == 12 + 2
     assert sum(1 for f in built if f.types.startswith("cf32_")) == 3
+    docs = (Path(__file__).resolve().parents[1] / "docs" / "cutlass.md").read_text()
+    assert conv_catalog.conv_family_markdown() in docs, "regenerate docs/cutlass.md's conv tables"
 
 
 def test_knobs_of_a_known_conv_kernel():
