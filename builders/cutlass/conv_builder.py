@@ -20,7 +20,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Optional
 
-from dataset_spec.model import Arg, Buffer, Distribution, KernelRecord, Launch, Problem, SpecError, dtype_kind
+from dataset_spec.model import (DTYPES, Arg, Buffer, Distribution, KernelRecord, Launch, Problem, SpecError,
+                                dtype_kind)
 from dataset_spec.ops import get_op
 from dataset_spec.ops.conv_layouts import interleave_of
 from dataset_spec.ops.conv_nhwc import (OPERANDS, conv_buffers, conv_shapes, operand_density, sparse_unsigned_init,
@@ -161,7 +162,8 @@ def unsigned_saturating(spec) -> bool:
 
 
 def _top(dtype: str) -> int:
-    return element_range(dtype)[1] - 1 if is_packed(dtype) else 255
+    """The largest value of an unsigned dtype (uint4: 15, uint8: 255)."""
+    return element_range(dtype)[1] - 1 if is_packed(dtype) else (1 << 8 * DTYPES[dtype][0]) - 1
 
 
 def epilogue_alpha(spec, size: ConvProblemSize, alpha: float, alpha_given: bool) -> float:
@@ -194,29 +196,24 @@ def make_conv_problem(spec, size: ConvProblemSize, alpha: float, beta: float) ->
                            integer_inputs(k["element_a"], k["element_d"]),
                            integer_inputs(k["element_b"], k["element_d"]), layout=layout, complex_parts=is_complex)
     rank = size.dims
-    density = None
-    if unsigned_saturating(spec):
-        terms = get_op(f"conv{rank}d_{spec.kind}").reduction_length(
-            Problem("sizes", f"conv{rank}d_{spec.kind}", buffers, params={
-                "stride": [size.stride] * rank, "padding": [size.pad] * rank, "groups": size.groups,
-                **({"layout": layout} if layout != "nhwc" else {})}))
-        density = operand_density(terms)
-        inits = [sparse_unsigned_init(density, _top(conv_dtype(k[f"element_{x}"]))) for x in "ab"]
-        buffers = conv_buffers(spec.kind, size.shapes(), conv_dtype(k["element_a"]), conv_dtype(k["element_b"]),
-                               conv_dtype(k["element_d"]), conv_dtype(k["element_c"]) if use_c else "",
-                               *inits, layout=layout, complex_parts=is_complex)
     params = {"conv_kind": spec.kind, "stride": [size.stride] * rank, "padding": [size.pad] * rank,
               "dilation": [1] * rank, "groups": size.groups, "alpha": alpha, "beta": beta,
               "accumulator": conv_dtype(k["element_accumulator"]), "math_input": math_input(spec),
               **({"layout": layout} if layout != "nhwc" else {}),
               **({"complex": {"planar": False}} if is_complex else {}),
-              **({"operand_density": density} if density else {}),
               "shape": {"N": size.n, "C": size.c, "K": size.k, "stride": size.stride, "pad": size.pad,
                         "groups": size.groups,
                         **dict(zip(("D", "H", "W")[-rank:], size.spatial)),
                         **dict(zip(("T", "R", "S")[-rank:], size.taps))}}
-    return Problem(problem_id=group_id(spec, size, alpha, beta), op=f"conv{rank}d_{spec.kind}", buffers=buffers,
-                   params=params)
+    problem = Problem(problem_id=group_id(spec, size, alpha, beta), op=f"conv{rank}d_{spec.kind}", buffers=buffers,
+                      params=params)
+    if unsigned_saturating(spec):
+        density = operand_density(get_op(problem.op).reduction_length(problem))
+        problem.params["operand_density"] = density
+        for name in OPERANDS[spec.kind][0]:
+            buffer = problem.buffer(name)
+            buffer.init = sparse_unsigned_init(density, _top(buffer.dtype))
+    return problem
 
 
 def size_misfit(spec, size: ConvProblemSize) -> str:
