@@ -4,6 +4,9 @@ family; two real kernels (fprop and wgrad) compiled with nvcc and their Params p
 sentinel pointers; a size CUTLASS refuses becomes a not_applicable row."""
 from __future__ import annotations
 
+import math
+from pathlib import Path
+
 import pytest
 
 pytest.importorskip("cutlass_library", reason="nvidia-cutlass is not installed (pip install 'ptxds[cutlass]')")
@@ -28,13 +31,17 @@ def test_every_generator_conv_family_is_built_or_excluded_with_a_reason():
     assert sum(len(f.kernels) for f in sm80) == len(conv_catalog.all_conv_operations(80)) == 9390
     assert len(conv_catalog.all_conv_operations(90)) == 76
     built = [f for f in sm80 if not f.excluded]
-    assert len(built) == 107 and len(sm80) == 126
+    # all of them: sub-byte (packed int4/uint4), interleaved (nc32hw32/nc64hw64) and complex ones too
+    assert len(built) == len(sm80) == 126
     assert {f.conv for f in built} == {f"conv{d}d_{k}" for d in (2, 3) for k in ("fprop", "dgrad", "wgrad")}
     assert len(sm90) == 14 and not any(f.excluded for f in sm90)  # 3.x TMA convs: im2col maps are recorded
     assert sum(len(f.kernels) for f in sm90) == 76
-    reasons = {f.excluded.split(":")[0] for f in sm80 if f.excluded}
-    assert reasons == {"complex-valued convolution", "sub-byte operands (s4)", "sub-byte operands (u4)",
-                       "interleaved layout (nc32hw32)"}
+    variants = {f.variant for f in built}
+    assert {"NoneGroup+nc32hw32", "NoneGroup+nc64hw64"} <= variants
+    assert sum(1 for f in built if f.types.startswith(("s4_", "u4_"))) == 12 + 2
+    assert sum(1 for f in built if f.types.startswith("cf32_")) == 3
+    docs = (Path(__file__).resolve().parents[1] / "docs" / "cutlass.md").read_text()
+    assert conv_catalog.conv_family_markdown() in docs, "regenerate docs/cutlass.md's conv tables"
 
 
 def test_knobs_of_a_known_conv_kernel():
@@ -122,7 +129,7 @@ def test_a_size_the_kernel_cannot_run_is_not_applicable(tmp_path):
 
 def test_bad_requests_are_one_line_errors():
     from dataset_spec.model import SpecError
-    with pytest.raises(SpecError, match="matches none of the 8930 built CUTLASS conv kernels"):
+    with pytest.raises(SpecError, match="matches none of the 9390 built CUTLASS conv kernels"):
         CutlassConvBuilder(BuildOptions(archs=["sm_80"], extra={"family": "nope*"})).work_items()
     with pytest.raises(SpecError, match="pass --arch sm_80 and/or --arch sm_90a"):
         CutlassConvBuilder(BuildOptions(archs=["sm_75"], extra={"family": FPROP})).work_items()
@@ -141,3 +148,54 @@ def test_beta_gives_the_problem_a_c_operand_and_its_pointer_a_patch():
     assert [b.name for b in row.problem.buffers] == ["x", "w", "C", "y"] and row.problem.params["beta"] == 0.5
     assert {p.buffer for p in row.launches[0].args[0].patches} == {"x", "w", "C", "y"}
     assert row.group_id.startswith("cutlass/conv2d_fprop/f16_f16_f16_cf16_f16/a1b0.5/")
+
+
+# one kernel of each family kind built since every conv family is: packed int4 (NHWC),
+# interleaved int8 (nc32hw32 activations, c32rsk32 filters) and complex<float> (SIMT)
+SUB_BYTE = "cutlass_tensorop_s4_i16864fprop_analytic_s4_64x64_256x5_nhwc_align32"
+INTERLEAVED = "cutlass_tensorop_s8_i16832fprop_analytic_s8_128x64_64x6_nc32hw32_align16"
+COMPLEX = "cutlass_simt_cf32_cfprop_analytic_cf32_64x64_8x3_nhwc_align1"
+
+
+@pytest.mark.slow
+@needs_nvcc
+def test_sub_byte_interleaved_and_complex_convs_compile_and_pack():
+    rows = {r.name: r for r in _build([SUB_BYTE, INTERLEAVED, COMPLEX])}
+    assert set(rows) == {SUB_BYTE, INTERLEAVED, COMPLEX}
+    for name, row in rows.items():
+        assert row.status == "built", f"{name}: {row.status_message}"
+        (launch,) = row.launches
+        (param,) = entry_params(row.ptx, launch.entry)
+        assert param.size == len(launch.args[0].blob)
+        assert {p.buffer for p in launch.args[0].patches} == {b.name for b in row.problem.buffers}
+        problem = row.problem
+        assert get_op(problem.op).reduction_length(problem) > 0
+    s4 = rows[SUB_BYTE]
+    assert "mma.sync.aligned.m16n8k64.row.col.s32.s4.s4.s32" in s4.ptx
+    assert [(b.dtype, b.nbytes) for b in s4.problem.buffers][0] == ("int4", 2 * 14 * 14 * 64 // 2)
+    inter = rows[INTERLEAVED]
+    assert inter.problem.params["layout"] == "nc32hw32"
+    assert [b.shape for b in inter.problem.buffers] == [(2, 2, 14, 14, 32), (2, 3, 3, 64, 32), (2, 2, 14, 14, 32)]
+    assert inter.group_id.startswith("cutlass/conv2d_fprop/s8_s8_s32_s8_nc32hw32/")
+    cplx = rows[COMPLEX]
+    assert cplx.problem.params["complex"] == {"planar": False} and "mma.sync" not in cplx.ptx
+    assert [b.shape for b in cplx.problem.buffers][0] == (2, 14, 14, 64, 2)
+
+
+def test_unsigned_saturating_convs_get_sparse_operands_and_a_power_of_two_alpha():
+    from builders.cutlass.conv_builder import epilogue_alpha
+    ops = conv_catalog.load_conv_operations(80)
+    size = parse_size((2, 14, 14, 64, 64, 3, 3, 1, 1), 2)
+    u4 = conv_catalog.describe_conv(ops["cutlass_tensorop_u4_i16864fprop_analytic_u4_128x128_128x5_nhwc_align32"])
+    u8 = conv_catalog.describe_conv(ops["cutlass_tensorop_u8_i16832fprop_analytic_u8_128x128_64x5_nc32hw32_align16"])
+    s4 = conv_catalog.describe_conv(ops[SUB_BYTE])
+    u4_s32 = conv_catalog.describe_conv(ops["cutlass_tensorop_i16864fprop_analytic_u4_128x128_128x5_nhwc_align32"])
+    for spec in (u4, u8):
+        alpha = epilogue_alpha(spec, size, 1.0, False)
+        assert alpha < 1 and math.log2(alpha).is_integer()
+        problem = make_conv_problem(spec, size, alpha, 0.0)
+        assert problem.params["operand_density"] == pytest.approx((16 / 576) ** 0.5)
+        assert problem.buffer("x").init.kind == "normal" and problem.buffer("x").init.params["mean"] < 0
+        assert f"/a{alpha:g}b0/" in problem.problem_id
+    assert epilogue_alpha(u4, size, 0.5, True) == 0.5 and epilogue_alpha(s4, size, 1.0, False) == 1.0
+    assert "operand_density" not in make_conv_problem(u4_s32, size, 1.0, 0.0).params  # s32 output: full range

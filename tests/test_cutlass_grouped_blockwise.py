@@ -72,6 +72,25 @@ def test_sizes_a_tma_epilogue_cannot_store_are_refused_and_built_in_sets_fit():
     assert any(len(size) == 8 and len({m for m, _, _ in size}) > 1 for size in LLM.per_op[OP])  # uneven experts
 
 
+def test_sweep_holds_a_partial_k_block_every_family_accepts():
+    """K = 1040 = 8 x 128 + 16: CUTLASS's ptr-array blockwise mainloop runs ceil(K / 128)
+    k tiles (TMA zero-fills A and B past K) and its scale layout holds ceil(K / 128) blocks
+    along K (tile_atom_to_shape_SFA/SFB), so the ninth block's scale multiplies a 16-product
+    sum, as the reference does; can_implement checks only 16-byte TMA rows of A and B."""
+    partial = [size for size in grouped.sizes_for(SWEEP, OP) if any(k % 128 for _, _, k in size)]
+    assert partial and {k for size in partial for _, _, k in size} == {1040}
+    specs = [catalog.describe_operation(op) for op in catalog.load_manifest_operations(90).values()]
+    specs = [s for s in specs if grouped_blockwise.is_grouped_blockwise(s)]
+    assert len(specs) == 1080
+    for spec in specs:
+        assert grouped.fit([spec], partial[0]) == partial[0] and grouped.misfit(spec, partial[0]) == ""
+    problem = grouped.make_problem(_spec(DEEPSEEK), partial[0], 1.0, 0.0)
+    experts = len(partial[0])
+    rows = sum(m for m, _, _ in partial[0])
+    # SFA: 1 x 128 blocks, 9 along K per row; SFB: 128 x 128 blocks, ceil(384 / 128) x 9 per expert
+    assert problem.buffer("SFA").numel == rows * 9 and problem.buffer("SFB").numel == experts * 3 * 9
+
+
 def test_work_item_carries_the_kinds_sizes():
     builder = CutlassBuilder(BuildOptions(archs=["sm_90a"], extra={"family": DEEPSEEK}))
     (item,) = builder.work_items()

@@ -2,7 +2,9 @@
 generator's Conv2d / Conv3d fprop, dgrad and wgrad kernels: 2.x for SM80, 3.x TMA
 warp-specialized ones for SM90a) -> rows with PTX, a Params blob launch
 (``cutlass::Kernel<Op>`` / ``cutlass::device_kernel<Op>``, the latter with tensormap
-patches and a cluster shape) and a channels-last conv problem (dataset_spec/ops/conv_nhwc.py).
+patches and a cluster shape) and a conv problem (dataset_spec/ops/conv_nhwc.py): channels-last,
+or CUTLASS's interleaved nc32hw32 / nc64hw64 storage, with packed int4/uint4 or
+complex<float> elements where the kernel has them (dataset_spec/ops/conv_layouts.py).
 
 A family (``conv_catalog.conv_family_key``) is built at the shape set's ``conv2d`` /
 ``conv3d`` sizes, rounded so its kernels' alignments, channel iterators and group modes
@@ -18,12 +20,17 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Optional
 
-from dataset_spec.model import Arg, Buffer, Distribution, KernelRecord, Launch, Problem, SpecError
-from dataset_spec.ops.conv_nhwc import OPERANDS, conv_buffers, conv_shapes
+from dataset_spec.model import (DTYPES, Arg, Buffer, Distribution, KernelRecord, Launch, Problem, SpecError,
+                                dtype_kind)
+from dataset_spec.ops import get_op
+from dataset_spec.ops.conv_layouts import interleave_of
+from dataset_spec.ops.conv_nhwc import (OPERANDS, conv_buffers, conv_shapes, operand_density, sparse_unsigned_init,
+                                        stored_moments)
+from dataset_spec.packed import element_range, is_packed
 from ptx_tools import split_module
 from builders.base import Builder, BuildOptions, WorkItem
 from builders.cutlass import conv_catalog
-from builders.cutlass.catalog import DTYPE_NAMES
+from builders.cutlass.conv_catalog import conv_dtype
 from builders.cutlass.compile import (BASE_FLAGS, CutlassCompileError, build_packer, compile_to_ptx, cutlass_version,
                                       nvcc_version)
 from builders.cutlass.conv_pack import ConvNotApplicable, ConvSize, pack_conv_launch
@@ -102,7 +109,9 @@ def fit_to_family(specs: list, size: ConvProblemSize) -> ConvProblemSize:
     operands' alignments; C to the alignment for fixed/few-channel iterators; grouped
     kernels get groups whose K per group fits every member's tile N."""
     knobs = [s.knobs for s in specs]
-    align = math.lcm(*(int(k[f"alignment_{x}"]) for k in knobs for x in "abc"))
+    # interleaved layouts hold channels in blocks of I: C and K multiples of I
+    align = math.lcm(*(int(k[f"alignment_{x}"]) for k in knobs for x in "abc"),
+                     *(interleave_of(k["layout"]) or 1 for k in knobs))
     iterator = knobs[0].get("iterator_algorithm", "")
     group_mode = knobs[0].get("group_mode", "NoneGroup")
     c, k = _round_up(size.c, align), _round_up(size.k, align)
@@ -139,7 +148,38 @@ def function_id(spec, alpha: float, beta: float) -> str:
         name += f"_{rounding}"
     if k["element_a"] == "f32" and k.get("math_element_a") == "tf32":
         name += "_tf32math"
+    if interleave_of(k["layout"]):
+        name += f"_{k['layout']}"
     return f"cutlass/conv{spec.dims}d_{spec.kind}/{name}/a{alpha:g}b{beta:g}"
+
+
+def unsigned_saturating(spec) -> bool:
+    """A saturating unsigned output of unsigned operands (u4 x u4 -> u4, u8 x u8 -> u8):
+    every product is >= 0, so its problem draws sparse operands (conv_nhwc.operand_density)."""
+    k = spec.knobs
+    return (dtype_kind(conv_dtype(k["element_d"])) == "u" and dtype_kind(conv_dtype(k["element_a"])) == "u"
+            and dtype_kind(conv_dtype(k["element_b"])) == "u")
+
+
+def _top(dtype: str) -> int:
+    """The largest value of an unsigned dtype (uint4: 15, uint8: 255)."""
+    return element_range(dtype)[1] - 1 if is_packed(dtype) else (1 << 8 * DTYPES[dtype][0]) - 1
+
+
+def epilogue_alpha(spec, size: ConvProblemSize, alpha: float, alpha_given: bool) -> float:
+    """The alpha a row uses: the user's, or 1; but an ``unsigned_saturating`` conv's sparse
+    operands still sum to about SPARSE_TERMS products of mean E[x] E[w] (tens to thousands),
+    past the output's top. Without --alpha those rows get the power of two that brings
+    the mean sum to the middle of the output's range (a power of two keeps alpha *
+    accumulator exact in the float32 epilogue)."""
+    if alpha_given or not unsigned_saturating(spec):
+        return alpha
+    problem = make_conv_problem(spec, size, 1.0, 0.0)
+    (first, second), out = OPERANDS[spec.kind]
+    means = [stored_moments(problem.buffer(name).init, _top(problem.buffer(name).dtype))[0] for name in (first, second)]
+    mean_sum = get_op(problem.op).reduction_length(problem) * means[0] * means[1]
+    middle = _top(problem.buffer(out).dtype) / 2
+    return 2.0 ** -max(0, round(math.log2(mean_sum / middle)))
 
 
 def group_id(spec, size: ConvProblemSize, alpha: float, beta: float) -> str:
@@ -149,20 +189,31 @@ def group_id(spec, size: ConvProblemSize, alpha: float, beta: float) -> str:
 def make_conv_problem(spec, size: ConvProblemSize, alpha: float, beta: float) -> Problem:
     k = spec.knobs
     use_c = beta != 0 and k["element_c"] != "void"
-    buffers = conv_buffers(spec.kind, size.shapes(), DTYPE_NAMES[k["element_a"]], DTYPE_NAMES[k["element_b"]],
-                           DTYPE_NAMES[k["element_d"]], DTYPE_NAMES[k["element_c"]] if use_c else "",
+    layout = k["layout"] if interleave_of(k["layout"]) else "nhwc"
+    is_complex = k["element_a"].startswith("c")
+    buffers = conv_buffers(spec.kind, size.shapes(), conv_dtype(k["element_a"]), conv_dtype(k["element_b"]),
+                           conv_dtype(k["element_d"]), conv_dtype(k["element_c"]) if use_c else "",
                            integer_inputs(k["element_a"], k["element_d"]),
-                           integer_inputs(k["element_b"], k["element_d"]))
+                           integer_inputs(k["element_b"], k["element_d"]), layout=layout, complex_parts=is_complex)
     rank = size.dims
     params = {"conv_kind": spec.kind, "stride": [size.stride] * rank, "padding": [size.pad] * rank,
               "dilation": [1] * rank, "groups": size.groups, "alpha": alpha, "beta": beta,
-              "accumulator": DTYPE_NAMES[k["element_accumulator"]], "math_input": math_input(spec),
+              "accumulator": conv_dtype(k["element_accumulator"]), "math_input": math_input(spec),
+              **({"layout": layout} if layout != "nhwc" else {}),
+              **({"complex": {"planar": False}} if is_complex else {}),
               "shape": {"N": size.n, "C": size.c, "K": size.k, "stride": size.stride, "pad": size.pad,
                         "groups": size.groups,
                         **dict(zip(("D", "H", "W")[-rank:], size.spatial)),
                         **dict(zip(("T", "R", "S")[-rank:], size.taps))}}
-    return Problem(problem_id=group_id(spec, size, alpha, beta), op=f"conv{rank}d_{spec.kind}", buffers=buffers,
-                   params=params)
+    problem = Problem(problem_id=group_id(spec, size, alpha, beta), op=f"conv{rank}d_{spec.kind}", buffers=buffers,
+                      params=params)
+    if unsigned_saturating(spec):
+        density = operand_density(get_op(problem.op).reduction_length(problem))
+        problem.params["operand_density"] = density
+        for name in OPERANDS[spec.kind][0]:
+            buffer = problem.buffer(name)
+            buffer.init = sparse_unsigned_init(density, _top(buffer.dtype))
+    return problem
 
 
 def size_misfit(spec, size: ConvProblemSize) -> str:
@@ -227,6 +278,7 @@ class CutlassConvBuilder(Builder):
                          else tuple(family) if family else DEFAULT_CONV_FAMILIES)
         self.shape_set = conv_shape_set(s.shapes)
         self.alpha = float(1.0 if s.alpha is None else s.alpha)
+        self.alpha_given = s.alpha is not None
         self.beta = float(0.0 if s.beta is None else s.beta)
         self.per_family = int(s.per_family) if s.per_family is not None else None
         self.batch_size = int(s.batch_size)
@@ -263,7 +315,8 @@ class CutlassConvBuilder(Builder):
             sizes = self.sizes_for(specs)
             if not sizes:
                 continue
-            gids = [group_id(specs[0], size, self.alpha, self.beta) for size in sizes]
+            gids = [group_id(specs[0], size, epilogue_alpha(specs[0], size, self.alpha, self.alpha_given), self.beta)
+                    for size in sizes]
             for start in range(0, len(specs), self.batch_size):
                 chunk = specs[start:start + self.batch_size]
                 items.append(WorkItem(
@@ -271,7 +324,8 @@ class CutlassConvBuilder(Builder):
                     group_id=gids[0], label=f"{len(chunk)} CUTLASS conv kernel(s) x {len(sizes)} size(s) of {key}",
                     payload={"names": [s.name for s in chunk], "sizes": [s.__dict__ for s in sizes],
                              "exact": self.shape_set.exact, "shape_set": self.shape_set.name,
-                             "alpha": self.alpha, "beta": self.beta, "families": list(self.families),
+                             "alpha": self.alpha, "alpha_given": self.alpha_given, "beta": self.beta,
+                             "families": list(self.families),
                              "family": key, "sm": specs[0].sm, "per_family": self.per_family,
                              "limit": self.options.limit,
                              "sample_seed": self.options.sample_seed},
@@ -327,22 +381,23 @@ class CutlassConvBuilder(Builder):
 
     def _row(self, spec, item, size, ptx_by_name, failures, packer) -> KernelRecord:
         p = item.payload
+        alpha = epilogue_alpha(spec, size, p["alpha"], p.get("alpha_given", True))
         if spec.name in failures:
-            return self._record(spec, item, size, "", [], [], "build_failed", failures[spec.name])
+            return self._record(spec, item, size, alpha, "", [], [], "build_failed", failures[spec.name])
         entry, ptx = ptx_by_name[spec.name]
-        misfit = size_misfit(spec, size) or epilogue_misfit(spec, p["alpha"], p["beta"])
+        misfit = size_misfit(spec, size) or epilogue_misfit(spec, alpha, p["beta"])
         if misfit:
-            return self._record(spec, item, size, ptx, [], [], "not_applicable", misfit)
+            return self._record(spec, item, size, alpha, ptx, [], [], "not_applicable", misfit)
         (first, second), out = OPERANDS[spec.kind]
         use_c = p["beta"] != 0
         try:
-            packed = pack_conv_launch(packer, spec.name, size.packer_size(), p["alpha"], p["beta"], use_c,
+            packed = pack_conv_launch(packer, spec.name, size.packer_size(), alpha, p["beta"], use_c,
                                       {"A": first, "B": second, "C": "C", "D": out},
                                       alias_c_to_d=spec.generation == 3)
         except ConvNotApplicable as exc:
-            return self._record(spec, item, size, ptx, [], [], "not_applicable", str(exc))
+            return self._record(spec, item, size, alpha, ptx, [], [], "not_applicable", str(exc))
         except (PackError, ValueError) as exc:
-            return self._record(spec, item, size, ptx, [], [], "build_failed", str(exc))
+            return self._record(spec, item, size, alpha, ptx, [], [], "build_failed", str(exc))
         blob = bytearray(packed.blob)
         for patch in packed.patches:
             blob[patch.offset:patch.offset + patch.size] = bytes(patch.size)
@@ -352,9 +407,9 @@ class CutlassConvBuilder(Builder):
                                   init=Distribution("zeros")))
         launch = Launch(entry=entry, grid=packed.grid, block=packed.block, cluster=packed.cluster,
                         dynamic_smem=packed.dynamic_smem, args=[Arg("blob", blob=bytes(blob), patches=packed.patches)])
-        return self._record(spec, item, size, ptx, [launch], scratch, "built", "")
+        return self._record(spec, item, size, alpha, ptx, [launch], scratch, "built", "")
 
-    def _record(self, spec, item, size, ptx, launches, scratch, status, message) -> KernelRecord:
+    def _record(self, spec, item, size, alpha, ptx, launches, scratch, status, message) -> KernelRecord:
         p = item.payload
         variant = dict(spec.knobs, generation=spec.generation, fitted_size=size.label())
         arch = CONV_ARCHS[spec.sm]
@@ -368,8 +423,8 @@ class CutlassConvBuilder(Builder):
         if p.get("shape_set", "default") != "default":
             provenance["shape_set"] = p["shape_set"]
         return KernelRecord(
-            group_id=group_id(spec, size, p["alpha"], p["beta"]), source="cutlass", variant=variant, name=spec.name,
-            arch=arch, ptx=ptx, launches=launches, problem=make_conv_problem(spec, size, p["alpha"], p["beta"]),
+            group_id=group_id(spec, size, alpha, p["beta"]), source="cutlass", variant=variant, name=spec.name,
+            arch=arch, ptx=ptx, launches=launches, problem=make_conv_problem(spec, size, alpha, p["beta"]),
             scratch=scratch,
             toolchain={"nvcc": nvcc_version(), "nvcc_flags": BASE_FLAGS + [f"-arch={arch}", "-ptx"],
                        "cutlass": cutlass_version()},

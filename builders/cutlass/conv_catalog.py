@@ -83,20 +83,32 @@ def describe_conv(op) -> ConvSpec:
     return ConvSpec(name=op.procedural_name(), generation=3 if is_3x else 2, sm=int(op.arch), knobs=knobs)
 
 
+# Sub-byte elements the conv problems hold packed (dataset_spec/packed.py), as GEMMs do.
+PACKED_CONV_ELEMENTS = ("s4", "u4")
+# complex<float> elements: buffers of their float32 parts (dataset_spec/ops/conv_layouts.py).
+COMPLEX_PART_DTYPES = {"cf32": "float32"}
+
+
+def conv_dtype(element: str) -> str:
+    """The dataset dtype of a conv element (a complex one's: its parts')."""
+    return COMPLEX_PART_DTYPES.get(element) or DTYPE_NAMES[element]
+
+
 def conv_exclusion_reason(op) -> str:
     """Why ptxds does not build this conv operation, or '' when it does."""
+    from dataset_spec.ops.conv_layouts import CHANNELS_LAST, INTERLEAVED
     spec = describe_conv(op)
     k = spec.knobs
-    if k["math_operation"].startswith("multiply_add_complex"):
-        return "complex-valued convolution: the verifier's buffers hold real numbers"
     elements = [k[f"element_{x}"] for x in "abcd"]
-    if any(e in SUB_BYTE for e in elements):
-        return (f"sub-byte operands ({'/'.join(sorted(set(elements) & set(SUB_BYTE)))}): the conv packer "
-                f"and the NHWC problems state byte-sized elements only (GEMMs pack them: dataset_spec/packed.py)")
-    if k["layout"] != "nhwc" and k["layout"] != "ndhwc":
-        return f"interleaved layout ({k['layout']}): buffers are channels-last arrays"
-    if any(e not in DTYPE_NAMES for e in elements):
+    unpacked = sorted(set(elements) & set(SUB_BYTE) - set(PACKED_CONV_ELEMENTS))
+    if unpacked:
+        return f"sub-byte operands ({'/'.join(unpacked)}): dataset_spec/packed.py packs int4/uint4 conv buffers only"
+    if k["layout"] not in CHANNELS_LAST and k["layout"] not in INTERLEAVED:
+        return f"layout {k['layout']}: conv buffers are channels-last or nc32hw32/nc64hw64 interleaved arrays"
+    if any(e not in DTYPE_NAMES and e not in COMPLEX_PART_DTYPES for e in elements):
         return f"element types {'/'.join(elements)} have no dataset dtype"
+    if k["math_operation"].startswith("multiply_add_complex") and k["math_operation"] != "multiply_add_complex":
+        return f"complex math {k['math_operation']}: the conv bound covers the standard 4-product form only"
     return ""
 
 
@@ -220,7 +232,8 @@ def conv_family_markdown(sms=(80, 90)) -> str:
     lines = ["| arch | API | conv | families | kernels | types (math, variant) |", "|---|---|---|---|---|---|"]
     for (sm, gen, conv), (count, kernels, types) in sorted(built.items()):
         lines.append(f"| sm{sm} | {gen}.x | {conv} | {count} | {kernels} | {'; '.join(sorted(types))} |")
-    lines += ["", "| excluded because | families | kernels |", "|---|---|---|"]
-    for reason, (count, kernels) in sorted(excluded.items()):
-        lines.append(f"| {reason} | {count} | {kernels} |")
+    if excluded:
+        lines += ["", "| excluded because | families | kernels |", "|---|---|---|"]
+        for reason, (count, kernels) in sorted(excluded.items()):
+            lines.append(f"| {reason} | {count} | {kernels} |")
     return "\n".join(lines)

@@ -10,9 +10,12 @@ activations ``x`` (N, [D,] H, W, C), filters ``w`` (K, [T,] R, S, C / groups), o
 - ``conv2d_wgrad`` / ``conv3d_wgrad``: dw = alpha sum_{n, p, q} dy (x) window + beta C
 
 ``problem.params``: ``stride``, ``padding``, ``dilation`` (one int per spatial dim),
-``groups``, ``alpha``, ``beta``, ``accumulator``, ``math_input``. Buffers are named by
-their role (x, w, y / dy, w, dx / dy, x, dw; C when beta != 0); each op reads the
-shapes from its buffers. The float64 reference loops over the filter taps (R S, or T R S,
+``groups``, ``alpha``, ``beta``, ``accumulator``, ``math_input``; ``layout`` (default
+``nhwc``; ``nc32hw32`` / ``nc64hw64``: CUTLASS's interleaved storage) and ``complex``
+(complex<float> elements, a last axis of 2) state how the buffers hold the logical
+tensors (conv_layouts.py); ``operand_density`` (unsigned saturating convs) draws both
+operands sparse from their ``init`` (see SPARSE_TERMS). Buffers are named by their role (x, w, y / dy, w, dx / dy, x,
+dw; C when beta != 0); each op reads the shapes from its buffers. The float64 reference loops over the filter taps (R S, or T R S,
 of them) and does one matrix product per tap, so it stays fast at ResNet sizes.
 """
 from __future__ import annotations
@@ -25,11 +28,46 @@ import numpy as np
 
 from ..model import Problem, SpecError
 from ..numerics import FORMATS
+from .conv_layouts import from_interleaved, interleaved_shape, logical_shape, to_interleaved
 from .gemm import gemm_epilogue_roundings, saturate_to_output
 from .spec import OpSpec, _fmt, _inputs_of, _out_name, range_int_products
 
 # (input names, output name) per conv kind
 OPERANDS = {"fprop": (("x", "w"), "y"), "dgrad": (("dy", "w"), "dx"), "wgrad": (("dy", "x"), "dw")}
+FILTERS = ("w", "dw")
+OPERAND_NAMES = ("x", "dx", "w", "dw", "y", "dy", "C")
+
+
+def storage_layout(problem: Problem) -> str:
+    return str(problem.params.get("layout") or "nhwc")
+
+
+def is_complex(problem: Problem) -> bool:
+    return bool(problem.params.get("complex"))
+
+
+def tensor_shape(problem: Problem, name: str) -> tuple:
+    """The logical (channels-last, per-element) shape of buffer ``name``."""
+    shape = tuple(problem.buffer(name).shape)
+    if is_complex(problem):
+        shape = shape[:-1]
+    return logical_shape(shape, storage_layout(problem), name in FILTERS)
+
+
+def load_tensor(problem: Problem, values, name: str) -> np.ndarray:
+    """Buffer ``name``'s values as the logical channels-last array (complex128 for complex)."""
+    storage = np.asarray(values).reshape(problem.buffer(name).shape)
+    if is_complex(problem):
+        storage = storage[..., 0] + 1j * storage[..., 1]
+    return from_interleaved(storage, storage_layout(problem), name in FILTERS)
+
+
+def store_tensor(problem: Problem, name: str, logical: np.ndarray) -> np.ndarray:
+    """A logical array in buffer ``name``'s storage (the inverse of ``load_tensor``)."""
+    storage = to_interleaved(logical, storage_layout(problem), name in FILTERS)
+    if is_complex(problem):
+        storage = np.stack([storage.real, storage.imag], axis=-1)
+    return storage
 
 
 def conv_output_extent(extent: int, filt: int, stride: int, pad: int, dilation: int) -> int:
@@ -68,7 +106,7 @@ class ConvGeometry:
 def geometry(problem: Problem) -> ConvGeometry:
     """The conv's sizes from its buffers' shapes and params (the filter is ``w``, or ``dw``)."""
     kind = conv_kind(problem)
-    names = {b.name: tuple(b.shape) for b in problem.buffers}
+    names = {b.name: tensor_shape(problem, b.name) for b in problem.buffers if b.name in OPERAND_NAMES}
     act = names.get("x") or names.get("dx")
     out = names.get("y") or names.get("dy")
     filt = names.get("w") or names.get("dw")
@@ -134,7 +172,7 @@ def conv_fprop(x, w, g: ConvGeometry):
     """y[n, o, k] = sum_{tap, c} x_pad[n, o * stride + tap * dil, g c] w[k, tap, c] (float64)."""
     xp = _padded(g, x)
     cg, kg = g.c // g.groups, g.k // g.groups
-    y = np.zeros((g.n * math.prod(g.out_spatial), g.k))
+    y = np.zeros((g.n * math.prod(g.out_spatial), g.k), dtype=np.result_type(x, w, np.float64))
     for taps in _tap_chunks(g, cg):
         for grp in range(g.groups):
             cols = _im2col(g, xp, taps, slice(grp * cg, (grp + 1) * cg))
@@ -144,7 +182,8 @@ def conv_fprop(x, w, g: ConvGeometry):
 
 def conv_dgrad(dy, w, g: ConvGeometry):
     """dx = the adjoint of fprop in x: every output gradient scattered back through each tap."""
-    dxp = np.zeros((g.n,) + tuple(h + 2 * p for h, p in zip(g.spatial, g.padding)) + (g.c,))
+    dxp = np.zeros((g.n,) + tuple(h + 2 * p for h, p in zip(g.spatial, g.padding)) + (g.c,),
+                   dtype=np.result_type(dy, w, np.float64))
     cg, kg = g.c // g.groups, g.k // g.groups
     for tap in itertools.product(*(range(t) for t in g.taps)):
         index = (slice(None),) + _tap_window(g, tap)
@@ -158,7 +197,7 @@ def conv_wgrad(dy, x, g: ConvGeometry):
     """dw[k, tap, c] = sum_{n, o} dy[n, o, k] x_pad[n, o * stride + tap * dil, g c]."""
     xp = _padded(g, x)
     cg, kg = g.c // g.groups, g.k // g.groups
-    dw = np.zeros((g.k,) + g.taps + (cg,))
+    dw = np.zeros((g.k,) + g.taps + (cg,), dtype=np.result_type(dy, x, np.float64))
     grads = dy.reshape(-1, g.k)
     for taps in _tap_chunks(g, cg):
         for grp in range(g.groups):
@@ -177,21 +216,21 @@ def conv_kind(problem: Problem) -> str:
 
 
 def conv_exact(inputs, problem, alpha=None, beta=None):
-    """alpha conv + beta C in float64, before any conversion to the output dtype."""
+    """alpha conv + beta C in float64 (complex128 for complex convs), in the output's
+    storage, before any conversion to the output dtype."""
     kind = conv_kind(problem)
     (first, second), out = OPERANDS[kind]
     a, b = _inputs_of(problem, inputs, first, second)
     g = geometry(problem)
-    a = a.reshape(problem.buffer(first).shape)
-    b = b.reshape(problem.buffer(second).shape)
+    a, b = load_tensor(problem, a, first), load_tensor(problem, b, second)
     p = problem.params
     alpha = float(p.get("alpha", 1.0)) if alpha is None else alpha
     beta = float(p.get("beta", 0.0)) if beta is None else beta
     value = alpha * CONV[kind](a, b, g)
     if beta != 0.0:
         c_name = "C" if "C" in inputs else out
-        value = value + beta * inputs[c_name].reshape(problem.buffer(out).shape)
-    return {out: value}
+        value = value + beta * load_tensor(problem, inputs[c_name], c_name)
+    return {out: store_tensor(problem, out, value)}
 
 
 def ref_conv(inputs, problem):
@@ -201,10 +240,26 @@ def ref_conv(inputs, problem):
 
 
 def scale_conv(inputs, problem):
-    """The same conv on |inputs| with |alpha| and |beta|: the sum of |terms| per output."""
+    """The same conv on |inputs| with |alpha| and |beta|: the sum of |terms| per output.
+    Complex: per part, the magnitudes of the real products that make it (as complex_gemm:
+    re = sum ar br - ai bi, im = sum ar bi + ai br)."""
     p = problem.params
-    return conv_exact({k: np.abs(v) for k, v in inputs.items()}, problem,
-                      abs(float(p.get("alpha", 1.0))), abs(float(p.get("beta", 0.0))))
+    alpha, beta = abs(float(p.get("alpha", 1.0))), abs(float(p.get("beta", 0.0)))
+    if not is_complex(problem):
+        return conv_exact({k: np.abs(v) for k, v in inputs.items()}, problem, alpha, beta)
+    kind = conv_kind(problem)
+    (first, second), out = OPERANDS[kind]
+    g = geometry(problem)
+    a, b = (load_tensor(problem, inputs[name], name) for name in (first, second))
+    ar, ai, br, bi = np.abs(a.real), np.abs(a.imag), np.abs(b.real), np.abs(b.imag)
+    conv = CONV[kind]
+    real = alpha * (conv(ar, br, g) + conv(ai, bi, g))
+    imag = alpha * (conv(ar, bi, g) + conv(ai, br, g))
+    if beta != 0.0:
+        c_name = "C" if "C" in inputs else out
+        c = load_tensor(problem, inputs[c_name], c_name)
+        real, imag = real + beta * np.abs(c.real), imag + beta * np.abs(c.imag)
+    return {out: store_tensor(problem, out, real + 1j * imag)}
 
 
 def pointwise_conv(inputs, problem, reference):
@@ -216,15 +271,18 @@ def pointwise_conv(inputs, problem, reference):
 
 def conv_reduction_length(problem: Problem) -> int:
     """Terms summed per output: C/groups * taps (fprop), K/groups * taps (dgrad; an upper
-    bound when stride > 1 leaves some taps out), N * output positions (wgrad)."""
+    bound when stride > 1 leaves some taps out), N * output positions (wgrad); twice that
+    for a complex conv (each part sums two real products per term)."""
     g = geometry(problem)
     taps = math.prod(g.taps)
     kind = conv_kind(problem)
     if kind == "fprop":
-        return (g.c // g.groups) * taps
-    if kind == "dgrad":
-        return (g.k // g.groups) * taps
-    return g.n * math.prod(g.out_spatial)
+        terms = (g.c // g.groups) * taps
+    elif kind == "dgrad":
+        terms = (g.k // g.groups) * taps
+    else:
+        terms = g.n * math.prod(g.out_spatial)
+    return 2 * terms if is_complex(problem) else terms
 
 
 def range_conv(problem, buffer):
@@ -243,6 +301,64 @@ def range_conv(problem, buffer):
     return lo, hi
 
 
+# Unsigned operands of a saturating unsigned output (u4 x u4 -> u4, u8 x u8 -> u8) sum only
+# non-negative products; drawn uniformly, every output of an n-term sum sits within a few
+# percent of n E[x] E[w] (its spread shrinks as 1 / sqrt(n)), so whatever alpha, the
+# stored outputs are one or two values. Such problems state ``params.operand_density``: each
+# operand is drawn in every trial from its ``init``, a normal clipped and rounded to the
+# element range whose mean lies below 0, so about that fraction of elements is nonzero
+# (with values over the whole range) and a sum holds about SPARSE_TERMS nonzero products.
+SPARSE_TERMS = 16
+
+
+def operand_density(terms: int) -> float:
+    """The nonzero fraction of each operand that leaves about SPARSE_TERMS nonzero
+    products in a ``terms``-term sum."""
+    return min(0.5, math.sqrt(SPARSE_TERMS / max(1, terms)))
+
+
+def _normal_cdf(x: float) -> float:
+    return 0.5 * (1.0 + math.erf(x / math.sqrt(2.0)))
+
+
+def _normal_quantile(q: float) -> float:
+    low, high = -12.0, 12.0
+    for _ in range(100):
+        mid = (low + high) / 2
+        low, high = (mid, high) if _normal_cdf(mid) < q else (low, mid)
+    return (low + high) / 2
+
+
+def sparse_unsigned_init(density: float, top: int):
+    """The ``init`` of an unsigned operand with ``density`` nonzero elements: normal, std
+    top / 2, mean such that P(value >= 0.5) = density; storage rounds and clips it to
+    [0, top]."""
+    from ..model import Distribution
+    std = top / 2.0
+    return Distribution("normal", {"mean": 0.5 - std * _normal_quantile(1.0 - density), "std": std})
+
+
+def stored_moments(init, top: int) -> tuple:
+    """(E[v], E[v^2]) of the stored values of ``init`` (rounded and clipped to [0, top])."""
+    mean, std = float(init.params["mean"]), float(init.params["std"])
+    edges = [_normal_cdf((k + 0.5 - mean) / std) for k in range(top)]
+    probs = [edges[0]] + [b - a for a, b in zip(edges, edges[1:])] + [1.0 - edges[-1]]
+    return sum(k * p for k, p in enumerate(probs)), sum(k * k * p for k, p in enumerate(probs))
+
+
+def range_conv_integers(first: str, second: str):
+    """Integer operands: as ``range_int_products`` (the int32 accumulator never wraps),
+    except for a problem with ``params.operand_density``, whose operands keep their sparse
+    ``init`` (None)."""
+    base = range_int_products(conv_reduction_length, first, second)
+
+    def integer_range(problem, buffer):
+        if problem.params.get("operand_density") and buffer.name in (first, second):
+            return None
+        return base(problem, buffer)
+    return integer_range
+
+
 def stress_conv(problem, buffer, context, previous):
     """Operands: tail-heavy, alternating and wide rows along their channels (the innermost
     part of every reduction); C keeps normal values."""
@@ -250,7 +366,8 @@ def stress_conv(problem, buffer, context, previous):
     if buffer.name == "C":
         return st.row_stress((st.p_normal,), buffer.shape, context)
     shape = tuple(buffer.shape)
-    flat = st.row_stress(st.PRODUCTS, (math.prod(shape[:-1]), shape[-1]), context)
+    row = shape[-1] * (shape[-2] if is_complex(problem) else 1)  # a complex row: its parts, interleaved
+    flat = st.row_stress(st.PRODUCTS, (math.prod(shape) // row, row), context)
     return np.asarray(flat).reshape(shape)
 
 
@@ -266,7 +383,7 @@ def _ops():
                 scale_conv, range_conv,
                 f"|alpha| {kind}(|{first}|, |{second}|) + |beta| |C|, n = "
                 + {"fprop": "C/groups x taps", "dgrad": "K/groups x taps", "wgrad": "N x output positions"}[kind],
-                range_int_products(conv_reduction_length, first, second),
+                range_conv_integers(first, second),
                 pointwise_conv, stress_conv,
                 "e S_i, e the epilogue's float32 roundings of one term (alpha, beta, their products, the add)"))
     return specs
@@ -288,12 +405,17 @@ def conv_shapes(n: int, spatial, c: int, k: int, taps, stride, padding, dilation
 
 
 def conv_buffers(kind: str, shapes: dict, dtype_a: str, dtype_b: str, dtype_out: str,
-                 dtype_c: str = "", init_a=None, init_b=None) -> list:
+                 dtype_c: str = "", init_a=None, init_b=None, layout: str = "nhwc",
+                 complex_parts: bool = False) -> list:
     """The problem's buffers for ``kind`` in the order the kernel's operands A, B, (C,) D
-    take them: fprop x, w -> y; dgrad dy, w -> dx; wgrad dy, x -> dw."""
+    take them: fprop x, w -> y; dgrad dy, w -> dx; wgrad dy, x -> dw. ``shapes`` are
+    logical; ``layout`` and ``complex_parts`` give the buffers their storage shapes (a
+    complex buffer's dtype is its parts')."""
     from ..model import Buffer
-    role_shape = {"x": shapes["activation"], "dx": shapes["activation"], "w": shapes["filter"],
-                  "dw": shapes["filter"], "y": shapes["output"], "dy": shapes["output"]}
+    logical = {"x": shapes["activation"], "dx": shapes["activation"], "w": shapes["filter"],
+               "dw": shapes["filter"], "y": shapes["output"], "dy": shapes["output"]}
+    role_shape = {name: interleaved_shape(shape, layout, name in FILTERS) + ((2,) if complex_parts else ())
+                  for name, shape in logical.items()}
     (first, second), out = OPERANDS[kind]
     buffers = [Buffer(first, dtype_a, role_shape[first], "in", init=init_a),
                Buffer(second, dtype_b, role_shape[second], "in", init=init_b)]
