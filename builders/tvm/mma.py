@@ -15,7 +15,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
-from .schedules import Schedule
+from .workloads import MMA_WORKLOADS
 
 WARP_SIZE = 32
 FRAGMENT = 16          # an ldmatrix x4 / two m16n8k16 mma.sync cover a 16x16 tile
@@ -27,8 +27,6 @@ EPILOGUE_PAD = 4       # float32 elements added to each row of the accumulator's
 # each warp fragment as a whole-warp array in local memory instead of registers
 LOWERING_CONFIG = {"tirx.use_async_copy": 1, "tirx.disable_cse_tir": 1}
 DTYPES = {"float16": "f16", "bfloat16": "bf16"}
-# the workloads these schedules take: name -> (operand dtype, output block)
-MMA_WORKLOADS = {"matmul_fp16": "float16", "matmul_bf16": "bfloat16", "batch_matmul_fp16": "float16"}
 
 
 @dataclass(frozen=True)
@@ -265,7 +263,6 @@ def schedule_mma(func, config: MmaConfig, dtype: str):
     sch.compute_at(a_frag, k_step)
     sch.compute_at(b_frag, k_step)
     staged = sch.cache_write(outer, 0, "shared.dyn")
-    sch.storage_align(staged, 0, axis=-2, factor=16, offset=EPILOGUE_PAD)
     c_frag = sch.cache_write(outer, 0, "warp")
     sch.reverse_compute_at(c_frag, warp)
     sch.reverse_compute_at(staged, warp)
@@ -291,7 +288,10 @@ def schedule_mma(func, config: MmaConfig, dtype: str):
     sch.tensorize(fragment_loops[1], names["load_b"])
     sch.tensorize(sch.get_loops(inner)[-3], names["compute"])
     sch.tensorize(sch.get_loops(init)[-2], names["init"])
+    store_name = sch.get(c_frag).name_hint
     sch.tensorize(sch.get_loops(c_frag)[-2], names["store"])
+    # pad the staging rows against bank conflicts (set on the tensorized store, which writes them)
+    sch.storage_align(sch.get_sblock(store_name + "_o"), 0, axis=-2, factor=16, offset=EPILOGUE_PAD)
     sch.unroll(i_step)
     sch.unroll(j_step)
 
@@ -328,9 +328,10 @@ def configs_for(workload) -> list:
     return [c for c in MMA_CONFIGS if not c.unfit(m, n, k)]
 
 
-def mma_schedule(func, workload, key: str) -> Schedule:
-    """The member ``key`` (an MmaConfig key) of ``workload``, or why it could not be made."""
-    from .schedules import tensorize_blocker
+def mma_schedule(func, workload, key: str):
+    """The member ``key`` (an MmaConfig key) of ``workload``: a ``schedules.Schedule``, with
+    the error instead of a module where it could not be made."""
+    from .schedules import Schedule, tensorize_blocker
     (config,) = [c for c in MMA_CONFIGS if c.key == key]
     dtype = MMA_WORKLOADS[workload.name]
     variant = {"generator": "mma", "tensor_core": True, "intrinsic": intrinsic_label(dtype, config.stages),

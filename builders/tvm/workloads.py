@@ -37,6 +37,11 @@ class Workload:
         """float16 operands with float32 accumulation: tensor cores can compute it."""
         return self.name in TENSOR_CORE_WORKLOADS
 
+    @property
+    def tensor_core_members(self) -> bool:
+        """The group gets tensor-core members: WMMA (float16) or mma.sync (float16, bfloat16)."""
+        return self.name in TENSOR_CORE_WORKLOADS or self.name in MMA_WORKLOADS
+
 
 # workloads whose groups also get tensor-core members (float16 operands, float32 accumulation)
 TENSOR_CORE_WORKLOADS = ("matmul_fp16", "batch_matmul_fp16")
@@ -50,6 +55,9 @@ TENSOR_CORE_SCHEDULES = (
     ("dlight-tc/wmma/w4x2f2x2k2", "MatmulTensorization", WMMA, (4, 2, 2, 2, 2)),    # 128x64x32, 8 warps
     ("dlight-tc/wmma/w2x4f4x2k2", "MatmulTensorization", WMMA, (2, 4, 4, 2, 2)),    # 128x128x32, 8 warps
 )
+# workloads whose groups also get mma.sync tensor-core members (builders/tvm/mma.py), with
+# their operand dtype; bfloat16 too, which dlight's WMMA rule does not take
+MMA_WORKLOADS = {"matmul_fp16": "float16", "matmul_bf16": "bfloat16", "batch_matmul_fp16": "float16"}
 # Left out: 64x64 block tiles, (2, 2, 2, 2, 4) and (4, 4, 1, 1, 4), fail in TVM's LowerIntrin
 # ("tvm_access_ptr element type must match the source buffer", float16 vs float32)
 
