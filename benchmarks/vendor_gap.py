@@ -1,5 +1,6 @@
 """How far each verified GEMM-like group's fastest member is from the vendor library: the
-same function through torch (cuBLAS for ``gemm`` and ``batch_matmul``), timed the way
+same function through torch (cuBLAS for ``gemm`` and ``batch_matmul``, float16, bfloat16 or
+float32 operands alike), timed the way
 mirage_baseline.py times it (CUDA events around one call, L2 flushed before each sample,
 median), next to the group's fastest passing member, with the spread of its members.
 
@@ -60,7 +61,8 @@ def main() -> int:
         label, fn = call
         vendor_us = statistics.median(time_call(fn, args.samples))
         best_us, best = timed[0]
-        print(f"| {group_id} | {len(timed)} | {best.name} ({best.variant.get('rule') or best.variant.get('generator', '')}) "
+        how = best.variant.get("intrinsic") or best.variant.get("rule") or best.variant.get("generator", "")
+        print(f"| {group_id} | {len(timed)} | {best.name} ({how}) "
               f"| {best_us:.2f} | {timed[-1][0]:.2f} | {label} | {vendor_us:.2f} | {best_us / vendor_us:.2f}x |")
     return 0
 

@@ -22,9 +22,9 @@ FRAGMENT = 16          # an ldmatrix x4 / two m16n8k16 mma.sync cover a 16x16 ti
 COPY_VECTOR = 8        # 16-bit elements per 16-byte cp.async
 SHARED_PAD = 8         # elements added to each shared-memory row: ldmatrix rows hit distinct banks
 EPILOGUE_PAD = 4       # float32 elements added to each row of the accumulator's shared staging
-# lowering options: pipeline stage 0 becomes cp.async; and no common-subexpression pass, whose
-# let-bound offsets hide the fragment index pattern from LowerWarpMemory, which then keeps
-# each warp fragment as a whole-warp array in local memory instead of registers
+# lowering options: pipeline stage 0 becomes cp.async; and no common-subexpression pass: its
+# let-bound fragment offsets (``cse_v9`` for ``threadIdx.x * 8``) hide the lane coefficient
+# from LowerWarpMemory, which then fails ("require positive constant coefficient on warp index")
 LOWERING_CONFIG = {"tirx.use_async_copy": 1, "tirx.disable_cse_tir": 1}
 DTYPES = {"float16": "f16", "bfloat16": "bf16"}
 
