@@ -5,7 +5,8 @@ members: TVM's dlight schedule, then MetaSchedule samples (design space, rand_st
 until ``schedules`` distinct PTX programs are built, all on CUDA cores. The float16
 workloads (``TENSOR_CORE_WORKLOADS``) have a second item per group and arch, with its own
 key: the tensor-core members (``TENSOR_CORE_SCHEDULES``, dlight's MatmulTensorization
-with WMMA). Samples that MetaSchedule's GPU
+with WMMA); the float16 and bfloat16 matmuls (``MMA_WORKLOADS``) one more, ``<group>/<arch>/mma``:
+the mma.sync members (``mma.MMA_CONFIGS``, ldmatrix and a cp.async pipeline). Samples that MetaSchedule's GPU
 checks reject are redrawn; samples whose normalised PTX equals an earlier member's are
 dropped and counted (``provenance.tvm``). A schedule that TVM or nvcc fails to build is a
 ``build_failed`` row with the message, and the item goes on.
@@ -13,7 +14,7 @@ dropped and counted (``provenance.tvm``). A schedule that TVM or nvcc fails to b
 Options (``BuildOptions.extra``): ``schedules`` (members per group, default 10),
 ``workloads`` (names or group ids to keep; default all), ``shapes`` (a shape set, builders/shapes.py:
 other than ``default``, matmul_fp16, matmul_bf16, matmul_fp32, softmax and rmsnorm at its sizes, one group per
-size), ``tensor_cores`` (on: the float16 groups also get tensor-core members, the default;
+size), ``tensor_cores`` (on: the float16/bfloat16 groups also get tensor-core members, the default;
 off: left out; only: just them). ``sample_seed`` seeds the samples.
 """
 from __future__ import annotations
