@@ -198,7 +198,8 @@ def test_tensor_core_items_leave_cuda_core_keys_alone():
     extra = {i.key for i in full} - {i.key for i in plain}
     assert extra == {f"tvm/{w}/{s}/sm_80/tensorcore" for w in ("matmul_fp16", "batch_matmul_fp16")
                      for s in ("small", "large")} | {
-                        f"tvm/{w}/{s}/sm_80/mma" for w in ("matmul_fp16", "matmul_bf16", "batch_matmul_fp16")
+                        f"tvm/{w}/{s}/sm_80/mma" for w in ("matmul_fp16", "matmul_bf16", "batch_matmul_fp16",
+                                                           "conv2d_nhwc_fp16")
                         for s in ("small", "large")}
     with pytest.raises(ValueError, match="none of the selected workloads has tensor-core members"):
         TvmBuilder(BuildOptions(archs=["sm_80"], extra={"tensor_cores": "only", "workloads": ["row_sum"]})).work_items()

@@ -1,5 +1,5 @@
 """The tvm source's mma.sync tensor-core members (builders/tvm/mma.py): every member of the
-float16 and bfloat16 matmul and the float16 batch_matmul builds for sm_80 and sm_90a with
+float16 and bfloat16 matmul, the float16 batch_matmul and NHWC conv builds for sm_80 and sm_90a with
 mma.sync, ldmatrix and cp.async in its PTX, keeps its fragments in registers, and launches
 what its tile says; the bfloat16 intrinsics are TVM's float16 ones with the dtype swapped."""
 from __future__ import annotations
@@ -7,10 +7,13 @@ from __future__ import annotations
 import pytest
 
 # (group, arch): every MMA_CONFIGS member fits the small matmul; the small batch_matmul
-# (N = 128) leaves out the 256-wide tiles
+# (N = 128) and conv (implicit GEMM 512 x 128 x 576) leave out the tiles wider than 128
 BUILT = (("matmul_fp16/small", "sm_80"), ("matmul_fp16/small", "sm_90a"),
          ("matmul_bf16/small", "sm_80"), ("matmul_bf16/small", "sm_90a"),
-         ("batch_matmul_fp16/small", "sm_80"))
+         ("batch_matmul_fp16/small", "sm_80"), ("conv2d_nhwc_fp16/small", "sm_80"))
+# per group: batch, and the GEMM's M, N, K
+GEMM = {"matmul_fp16/small": (1, 256, 256, 256), "matmul_bf16/small": (1, 256, 256, 256),
+        "batch_matmul_fp16/small": (4, 128, 128, 128), "conv2d_nhwc_fp16/small": (1, 2 * 16 * 16, 128, 9 * 64)}
 
 
 def _blocker() -> str:
@@ -45,14 +48,17 @@ def test_every_mma_member_builds_with_mma_sync_ldmatrix_and_cp_async(mma_rows):
     for (group, arch), rows in mma_rows.items():
         dtype = "bfloat16" if "bf16" in group else "float16"
         short = {"float16": "f16", "bfloat16": "bf16"}[dtype]
-        expected = [c for c in MMA_CONFIGS if not (group.startswith("batch") and 256 in (c.block_m, c.block_n))]
+        batch, m, n, k = GEMM[group]
+        expected = [c for c in MMA_CONFIGS if n % c.block_n == 0 and m % c.block_m == 0]
+        assert len(expected) >= 6
         assert [r.name.split("_small_")[1] for r in rows] == [c.key for c in expected]
         for row, config in zip(rows, expected):
             assert row.status == "built", row.status_message[:800]
             assert row.arch == arch and row.group_id == f"tvm/{group}"
             assert f"mma.sync.aligned.m16n8k16.row.col.f32.{short}.{short}.f32" in row.ptx
             assert "ldmatrix.sync.aligned.m8n8.x4.shared.b16" in row.ptx
-            assert "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16" in row.ptx   # B, row-major
+            # B row-major (K x N) loads transposed; a conv's filter (N x K) does not
+            assert ("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16" in row.ptx) != group.startswith("conv")
             assert {"mma.sync", "ldmatrix", "cp.async"} <= set(feature_tags(row.ptx))
             assert row.variant["tensor_core"] is True
             assert row.variant["intrinsic"] == (f"mma.sync m16n8k16 {short}.{short}.f32 "
@@ -66,13 +72,12 @@ def test_every_mma_member_builds_with_mma_sync_ldmatrix_and_cp_async(mma_rows):
             (launch,), (passed,) = row.launches, row.provenance["tvm_runtime_launches"]
             assert (launch.grid, launch.block) == runtime_dims(passed)
             assert launch.dynamic_smem == passed["tirx.use_dyn_shared_memory"] > 0
-            batch, m, n = (4, 128, 128) if group.startswith("batch") else (1, 256, 256)
             assert launch.grid == ((m // config.block_m) * (n // config.block_n), batch, 1)
             assert launch.block == (32, config.warps, 1)
             # the stages' A and B tiles (rows padded by 8 elements) fit the dynamic shared memory
             staged = 2 * config.stages * (config.block_m * (config.block_k + 8) + config.block_k * (config.block_n + 8))
             assert launch.dynamic_smem >= staged
-            assert [a.buffer for a in launch.args] == [b.name for b in row.problem.buffers]
+            assert sorted(a.buffer for a in launch.args) == sorted(b.name for b in row.problem.buffers)
         assert len({r.ptx_hash for r in rows}) == len(rows)
 
 
@@ -126,3 +131,26 @@ def test_a_tvm_that_cannot_tensorize_gives_build_failed_mma_rows_naming_the_fix(
     rows = builder.build(item)
     assert rows and all(r.status == "build_failed" and not r.ptx for r in rows)
     assert rows[0].status_message.startswith("tvm/matmul_bf16/small mma/b128x128x32/w64x64/s3: apache-tvm-ffi 9.9")
+
+
+def test_conv2d_nhwc_problem_is_the_te_programs_function():
+    """The registry's conv2d_fprop reference, on the workload's Problem, equals the TE
+    program's formula (cross-correlation over the zero-padded NHWC input, KRSC filter)
+    evaluated by direct loops, so the mma members are judged against what they compute."""
+    import numpy as np
+    from dataset_spec.problems import get_op
+    from builders.tvm.mma import configs_for, workload_dims
+    from builders.tvm.workloads import Workload, problem
+    w = Workload("conv2d_nhwc_fp16", "tiny", "conv2d_fprop", (2, 5, 6, 3, 4, 3))
+    prob = problem(w)
+    rng = np.random.default_rng(3)
+    x, filt = rng.normal(size=(2, 5, 6, 3)), rng.normal(size=(4, 3, 3, 3))
+    padded = np.pad(x, ((0, 0), (1, 1), (1, 1), (0, 0)))
+    direct = np.zeros((2, 5, 6, 4))
+    for p in range(5):
+        for q in range(6):
+            window = padded[:, p:p + 3, q:q + 3, :]                     # n, r, s, c
+            direct[:, p, q, :] = np.einsum("nrsc,krsc->nk", window, filt)
+    ref = get_op(prob.op).reference({"x": x, "w": filt}, prob)["y"]
+    np.testing.assert_allclose(ref, direct, rtol=1e-12, atol=1e-12)
+    assert workload_dims(w) == (2 * 5 * 6, 4, 27) and configs_for(w) == []   # no tile divides it

@@ -188,18 +188,23 @@ def _mma_intrin(dtype: str):
 
 
 @functools.lru_cache(maxsize=None)
-def register_intrinsics(dtype: str) -> dict:
+def register_intrinsics(dtype: str, trans_b: bool = False) -> dict:
     """{load_a, load_b, compute, init, store}: names of the tensor intrinsics for ``dtype``
-    operands (TVM's own for float16; registered here, once, for bfloat16)."""
+    operands (TVM's own for float16; registered here, once, for bfloat16); ``trans_b``: B
+    is stored N x K (a conv's filter), float16 only."""
     import tvm.s_tir.tensor_intrin  # noqa: F401  (registers TVM's CUDA intrinsics)
     from tvm.s_tir import TensorIntrin
     from tvm.s_tir.tensor_intrin import cuda as intrin
     shared = {"init": intrin.MMA_fill_16x16_f32_INTRIN, "store": intrin.MMA_store_16x16_f32_shared_dyn_INTRIN_SIMPLE}
+    if dtype == "float16" and trans_b:
+        return {"load_a": intrin.LDMATRIX_f16_A_DYN_INTRIN, "load_b": intrin.LDMATRIX_f16_B_TRANS_DYN_INTRIN,
+                "compute": intrin.MMA_f16f16f32_TRANS_B_INTRIN, **shared}
     if dtype == "float16":
         return {"load_a": intrin.LDMATRIX_f16_A_DYN_INTRIN, "load_b": intrin.LDMATRIX_f16_B_DYN_INTRIN,
                 "compute": intrin.MMA_f16f16f32_INTRIN, **shared}
-    if dtype not in DTYPES:
-        raise ValueError(f"mma.sync schedules take {', '.join(DTYPES)} operands, not {dtype}")
+    if dtype not in DTYPES or trans_b:
+        raise ValueError(f"mma.sync schedules take {', '.join(DTYPES)} operands (B transposed: float16 only), "
+                         f"not {dtype}{' with B transposed' if trans_b else ''}")
     short = DTYPES[dtype]
     names = {"load_a": f"ptxds_mma_ldmatrix_{short}_a_dyn", "load_b": f"ptxds_mma_ldmatrix_{short}_b_dyn",
              "compute": f"ptxds_mma_{short}{short}f32"}
@@ -216,9 +221,46 @@ def _fragment_layout(*axes):
     return (*outer, i // FRAGMENT, j // FRAGMENT, *layout(i % FRAGMENT, j % FRAGMENT))
 
 
-def schedule_mma(func, config: MmaConfig, dtype: str):
+def _implicit_gemm(sch, acc) -> None:
+    """Rewrite an NHWC convolution block ``acc`` (loops n, p, q, k, r, s, c over padded input
+    ``pad[n, p + r, q + s, c]`` and filter ``w[k, r, s, c]``) as a GEMM block with loops
+    (n p q, k, r s c): its operands become A[n p q, r s c] (im2col, never materialised: the
+    shared-memory copy inlines it) and B[k, r s c] (so B is read transposed), its output
+    C[n p q, k]."""
+    block = sch.get(acc)
+    extents = [int(v.dom.extent) for v in block.iter_vars]
+    _, p, q, _, r, s, c = extents
+    a_tile, b_tile, c_tile = (sch.reindex(acc, ("read", 0)), sch.reindex(acc, ("read", 1)),
+                              sch.reindex(acc, ("write", 0)))
+    rows = lambda n_, p_, q_: (n_ * p + p_) * q + q_   # noqa: E731
+    depth = lambda r_, s_, c_: (r_ * s + s_) * c + c_   # noqa: E731
+    sch.transform_layout(a_tile, ("write", 0), lambda n_, p_, q_, r_, s_, c_: (rows(n_, p_, q_), depth(r_, s_, c_)))
+    sch.transform_layout(b_tile, ("write", 0), lambda k_, r_, s_, c_: (k_, depth(r_, s_, c_)))
+    sch.transform_layout(c_tile, ("read", 0), lambda n_, p_, q_, k_: (rows(n_, p_, q_), k_))
+    sch.transform_block_layout(acc, lambda n_, p_, q_, k_, r_, s_, c_: (rows(n_, p_, q_), k_, depth(r_, s_, c_)))
+
+
+def _inline_producers(sch, block) -> None:
+    """Inline every computed producer of ``block`` into it (a conv's im2col and padding)."""
+    producers = sch.get_producers(block)
+    while producers:
+        for producer in producers:
+            sch.compute_inline(producer)
+        producers = sch.get_producers(block)
+
+
+def _inline_consumers(sch, block) -> None:
+    """Inline the chain of elementwise consumers of ``block`` (copies, the cast) into it."""
+    consumers = sch.get_consumers(block)
+    while consumers:
+        sch.reverse_compute_inline(consumers[0])
+        consumers = sch.get_consumers(block)
+
+
+def schedule_mma(func, config: MmaConfig, dtype: str, conv: bool = False):
     """The mma.sync schedule of ``func`` (a TVM matmul or batch_matmul: a float32 reduction
-    block ``acc`` over ``dtype`` operands, then a cast to the output) at ``config``.
+    block ``acc`` over ``dtype`` operands, then a cast to the output; with ``conv``, an NHWC
+    convolution, scheduled as its implicit GEMM) at ``config``.
 
     Loops: blockIdx.x over output tiles (blockIdx.y over the batch), threadIdx.y over warps;
     per k chunk, the A and B tiles are copied to padded dynamic shared memory (pipeline stage
@@ -227,9 +269,11 @@ def schedule_mma(func, config: MmaConfig, dtype: str):
     grid. The accumulators go through shared memory to a coalesced, vectorised store."""
     from tvm import s_tir
     config.check()
-    names = register_intrinsics(dtype)
+    names = register_intrinsics(dtype, trans_b=conv)
     sch = s_tir.Schedule(func, debug_mask="none")
     acc = sch.get_sblock("acc")
+    if conv:
+        _implicit_gemm(sch, acc)
     *batch, i, j, k = sch.get_loops(acc)
     i, i_frag = sch.split(i, [None, FRAGMENT])
     j, j_frag = sch.split(j, [None, FRAGMENT])
@@ -251,6 +295,7 @@ def schedule_mma(func, config: MmaConfig, dtype: str):
     for operand in (0, 1):
         copy = sch.cache_read(outer, operand, "shared.dyn")
         sch.compute_at(copy, k_chunk)
+        _inline_producers(sch, copy)
         fused = sch.fuse(*sch.get_loops(copy)[-2:])
         _, by_warp, by_lane, vector = sch.split(fused, [None, config.warps, WARP_SIZE, COPY_VECTOR])
         sch.bind(by_warp, "threadIdx.y")
@@ -295,8 +340,8 @@ def schedule_mma(func, config: MmaConfig, dtype: str):
     sch.unroll(i_step)
     sch.unroll(j_step)
 
-    # the cast to the output dtype joins the shared-to-global store
-    sch.reverse_compute_inline(sch.get_consumers(staged)[0])
+    # the cast to the output dtype (and a conv's copy back to NHWC) join the shared-to-global store
+    _inline_consumers(sch, staged)
     fused = sch.fuse(*sch.get_loops(staged)[-2:])
     _, lane, vector = sch.split(fused, [None, WARP_SIZE, 4])
     sch.bind(lane, "threadIdx.x")
@@ -316,7 +361,11 @@ def schedule_mma(func, config: MmaConfig, dtype: str):
 
 
 def workload_dims(workload) -> tuple:
-    """(m, n, k) of a matmul or batch_matmul workload."""
+    """(m, n, k) of a matmul or batch_matmul workload, or of a conv's implicit GEMM
+    (N P Q, K, R S C; stride 1, same padding)."""
+    if workload.name.startswith("conv2d"):
+        n, h, w, c, k, r = workload.dims
+        return n * h * w, k, r * r * c
     return tuple(workload.dims[-3:])
 
 
@@ -341,7 +390,7 @@ def mma_schedule(func, workload, key: str):
     if blocker:
         return Schedule("mma", key, variant, error=blocker)
     try:
-        sch = schedule_mma(func, config, dtype)
+        sch = schedule_mma(func, config, dtype, conv=workload.name.startswith("conv2d"))
         variant["trace"] = str(sch.trace)
         return Schedule("mma", key, variant, sch.mod, pass_config=dict(LOWERING_CONFIG))
     except Exception as exc:  # TVM raises its own error types
