@@ -1,4 +1,4 @@
-"""``ptxds build --source tvm``: TVM schedules of eight tensor programs as equivalence groups.
+"""``ptxds build --source tvm``: TVM schedules of eleven tensor programs as equivalence groups.
 
 One work item is one workload (program x size) for one arch; it yields that group's
 members: TVM's dlight schedule, then MetaSchedule samples (design space, rand_state)
