@@ -1,7 +1,8 @@
-"""Tensor-core members from ``mma.sync m16n8k16``: a TIR schedule of the TVM matmul and
-batch_matmul workloads that tiles the output per thread block and per warp, stages A and B
-in dynamic shared memory through a multi-stage ``cp.async`` pipeline, loads 16x16 fragments
-with ``ldmatrix`` and tensorizes the products with TVM's mma intrinsics.
+"""Tensor-core members from ``mma.sync m16n8k16``: a TIR schedule of the TVM matmul,
+batch_matmul and NHWC conv (as its implicit GEMM) workloads that tiles the output per thread
+block and per warp, stages A and B in dynamic shared memory through a multi-stage
+``cp.async`` pipeline, loads 16x16 fragments with ``ldmatrix`` and tensorizes the products
+with TVM's mma intrinsics.
 
 One schedule function, parameterised by an ``MmaConfig`` (block tile, warp tile, k chunk,
 pipeline stages); ``MMA_CONFIGS`` are the members. float16 uses the intrinsics of the
