@@ -132,8 +132,9 @@ class TvmBuilder(Builder):
                         label=f"{w.name} {w.size} {arch} tensor cores",
                         payload={"workload": w, "arch": arch, "tensor_core": True},
                         rows=len(TENSOR_CORE_SCHEDULES)))
-                if w.name in MMA_WORKLOADS and self.tensor_cores:
-                    # the mma.sync members: an item of their own, so the WMMA item keeps its rows too
+                if w.name in MMA_WORKLOADS and self.tensor_cores and mma_configs_for(w):
+                    # the mma.sync members (the tiles that divide the sizes): an item of their own,
+                    # so the WMMA item keeps its rows too
                     items.append(WorkItem(
                         key=f"{w.group_id}/{arch}/mma", group_id=w.group_id,
                         label=f"{w.name} {w.size} {arch} mma.sync",
