@@ -154,3 +154,29 @@ def test_conv2d_nhwc_problem_is_the_te_programs_function():
     ref = get_op(prob.op).reference({"x": x, "w": filt}, prob)["y"]
     np.testing.assert_allclose(ref, direct, rtol=1e-12, atol=1e-12)
     assert workload_dims(w) == (2 * 5 * 6, 4, 27) and configs_for(w) == []   # no tile divides it
+
+
+def test_every_warp_buffer_is_lowered_to_registers(monkeypatch):
+    """TVM 0.27's LowerWarpMemory lowers only the first warp buffer of a sequence: without
+    lower._lower_every_warp_buffer the A and B fragments stay whole-warp arrays (32 lanes x 8
+    elements x 4 fragments x 2 pipeline copies), with it each thread holds its own 8 x 4 x 2.
+    If a newer wheel lowers them all by itself, the first half fails: drop the workaround."""
+    pytest.importorskip("tvm")
+    import re
+    from builders.tvm import lower as lowering
+    from builders.tvm.mma import MMA_CONFIGS, mma_schedule
+    from builders.tvm.schedules import cuda_target, prim_func
+    from builders.tvm.workloads import WORKLOADS, build_te
+    w = next(w for w in WORKLOADS if w.group_id == "tvm/matmul_fp16/small")
+    sch = mma_schedule(prim_func(build_te(w), w.symbol), w, MMA_CONFIGS[0].key)
+    assert not sch.error, sch.error
+
+    def fragments(cuda):
+        return sorted(re.findall(r"half ([AB])_shared_dyn_warp_ptr\[(\d+)\]", cuda))
+
+    fixed = lowering.lower(sch.mod, cuda_target("sm_80"), sch.pass_config).cuda
+    assert fragments(fixed) == [("A", "64"), ("B", "64")]
+    assert "__builtin_assume(threadIdx.x < 32);" in fixed
+    monkeypatch.setattr(lowering, "_lower_every_warp_buffer", lambda device_mod: device_mod)
+    assert fragments(lowering.lower(sch.mod, cuda_target("sm_80"), sch.pass_config).cuda) == [("A", "2048"),
+                                                                                              ("B", "2048")]
