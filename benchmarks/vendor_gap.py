@@ -1,5 +1,6 @@
 """How far each verified GEMM-like group's fastest member is from the vendor library: the
-same function through torch (cuBLAS for ``gemm`` and ``batch_matmul``), timed the way
+same function through torch (cuBLAS for ``gemm`` and ``batch_matmul``, float16, bfloat16 or
+float32 operands alike; cuDNN for ``conv2d_fprop``, channels_last), timed the way
 mirage_baseline.py times it (CUDA events around one call, L2 flushed before each sample,
 median), next to the group's fastest passing member, with the spread of its members.
 
@@ -22,9 +23,32 @@ from benchmarks.mirage_baseline import row_time, time_call  # noqa: E402
 TORCH_DTYPES = ("float16", "bfloat16", "float32")  # named alike in torch
 
 
+def conv_call(problem):
+    """torch's conv2d (cuDNN) of a conv2d_fprop problem: NHWC activations and KRSC filters
+    are torch's NCHW / KCRS tensors in channels_last memory."""
+    import torch
+    buffers = {b.name: b for b in problem.buffers}
+    x, w = buffers["x"], buffers["w"]
+    if x.dtype not in TORCH_DTYPES or w.dtype != x.dtype or problem.params.get("beta", 0.0) != 0.0:
+        return None
+    dtype = getattr(torch, x.dtype)
+    n, h, wd, c = x.shape
+    k, r, s, _ = w.shape
+    X = torch.randn((n, c, h, wd), device="cuda").to(dtype).to(memory_format=torch.channels_last)
+    W = torch.randn((k, c, r, s), device="cuda").to(dtype).to(memory_format=torch.channels_last)
+    p = problem.params
+    stride, padding, dilation = (tuple(p.get(key, default)) if isinstance(p.get(key), list) else p.get(key, default)
+                                 for key, default in (("stride", 1), ("padding", 0), ("dilation", 1)))
+    groups = int(p.get("groups", 1))
+    return ("torch conv2d (cuDNN, channels_last)",
+            lambda: torch.nn.functional.conv2d(X, W, stride=stride, padding=padding, dilation=dilation, groups=groups))
+
+
 def vendor_call(problem):
     """(label, zero-argument callable) of the problem's function in torch, or None."""
     import torch
+    if problem.op == "conv2d_fprop":
+        return conv_call(problem)
     buffers = {b.name: b for b in problem.buffers}
     if problem.op not in ("gemm", "batch_matmul") or "A" not in buffers or "B" not in buffers:
         return None
@@ -60,7 +84,8 @@ def main() -> int:
         label, fn = call
         vendor_us = statistics.median(time_call(fn, args.samples))
         best_us, best = timed[0]
-        print(f"| {group_id} | {len(timed)} | {best.name} ({best.variant.get('rule') or best.variant.get('generator', '')}) "
+        how = best.variant.get("intrinsic") or best.variant.get("rule") or best.variant.get("generator", "")
+        print(f"| {group_id} | {len(timed)} | {best.name} ({how}) "
               f"| {best_us:.2f} | {timed[-1][0]:.2f} | {label} | {vendor_us:.2f} | {best_us / vendor_us:.2f}x |")
     return 0
 

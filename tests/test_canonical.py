@@ -192,18 +192,24 @@ def test_crossource_set_gives_gemm_groups_of_three_sources():
         rows = {pid for pid in sources if pid.startswith(f"function/{op}/")}
         assert len(rows) == len(LLM.rows) and all(sources[pid] == {"triton", "tvm"} for pid in rows), op
     # TVM's default build keeps its own two sizes: fourteen original workloads, the two fp16
-    # batch_matmul ones that bring tensor-core members, bf16 matmul and rmsnorm
-    assert len(selected_workloads(None)) == 20 and {w.size for w in selected_workloads(None)} == {"small", "large"}
+    # batch_matmul ones that bring tensor-core members, bf16 matmul, rmsnorm and the NHWC fp16 conv
+    assert len(selected_workloads(None)) == 22 and {w.size for w in selected_workloads(None)} == {"small", "large"}
     assert [w.group_id for w in selected_workloads(["matmul_fp16"], "crossource")][:1] == [
         "tvm/matmul_fp16/M4096xN4096xK4096"]
     tvm_items = __import__("builders.tvm", fromlist=["TvmBuilder"]).TvmBuilder(
         BuildOptions(archs=["sm_80"], extra={"shapes": "crossource", "schedules": 1})).work_items()
     sampled = [i for i in tvm_items if not i.payload.get("tensor_core")]
     assert len(sampled) == 3 * len(LLM.gemm) + 2 * len(LLM.rows)
-    # the fp16 matmul at every llm size also gets its tensor-core (WMMA) members
-    tensor_core = [i for i in tvm_items if i.payload.get("tensor_core")]
+    # the fp16 matmul at every llm size also gets its tensor-core (WMMA) members, and the fp16
+    # and bf16 matmuls their mma.sync members where a tile divides the size
+    tensor_core = [i for i in tvm_items if i.payload.get("tensor_core") and not i.payload.get("mma")]
     assert sorted(i.group_id for i in tensor_core) == sorted(
         f"tvm/matmul_fp16/M{m}xN{n}xK{k}" for m, n, k in LLM.gemm)
+    from builders.tvm.mma import MMA_CONFIGS
+    mma = [i for i in tvm_items if i.payload.get("mma")]
+    assert sorted(i.group_id for i in mma) == sorted(
+        f"tvm/matmul_{t}/M{m}xN{n}xK{k}" for t in ("fp16", "bf16") for m, n, k in LLM.gemm
+        if any(not c.unfit(m, n, k) for c in MMA_CONFIGS))
 
 
 def test_tilelang_states_every_crossource_function_as_triton_and_tvm_do():

@@ -154,8 +154,9 @@ def tensor_core_rows(tmp_path_factory):
     builder = TvmBuilder(BuildOptions(archs=["sm_80"], extra={"tensor_cores": "only",
                                                                 "workloads": ["matmul_fp16/small"]}))
     items = builder.work_items()
-    assert [i.key for i in items] == ["tvm/matmul_fp16/small/sm_80/tensorcore"]
-    return [r for item in items for r in build_and_finalize(builder, item, False)]
+    # the WMMA item; the mma.sync item beside it is tests/test_tvm_mma.py's
+    assert [i.key for i in items] == ["tvm/matmul_fp16/small/sm_80/tensorcore", "tvm/matmul_fp16/small/sm_80/mma"]
+    return build_and_finalize(builder, items[0], False)
 
 
 def test_tensor_core_members_of_matmul_fp16_build_with_wmma(tensor_core_rows):
@@ -196,7 +197,10 @@ def test_tensor_core_items_leave_cuda_core_keys_alone():
     assert [i.key for i in full if not i.payload.get("tensor_core")] == [i.key for i in plain]
     extra = {i.key for i in full} - {i.key for i in plain}
     assert extra == {f"tvm/{w}/{s}/sm_80/tensorcore" for w in ("matmul_fp16", "batch_matmul_fp16")
-                     for s in ("small", "large")}
+                     for s in ("small", "large")} | {
+                        f"tvm/{w}/{s}/sm_80/mma" for w in ("matmul_fp16", "matmul_bf16", "batch_matmul_fp16",
+                                                           "conv2d_nhwc_fp16")
+                        for s in ("small", "large")}
     with pytest.raises(ValueError, match="none of the selected workloads has tensor-core members"):
         TvmBuilder(BuildOptions(archs=["sm_80"], extra={"tensor_cores": "only", "workloads": ["row_sum"]})).work_items()
 

@@ -1,11 +1,12 @@
-"""``ptxds build --source tvm``: TVM schedules of eight tensor programs as equivalence groups.
+"""``ptxds build --source tvm``: TVM schedules of eleven tensor programs as equivalence groups.
 
 One work item is one workload (program x size) for one arch; it yields that group's
 members: TVM's dlight schedule, then MetaSchedule samples (design space, rand_state)
 until ``schedules`` distinct PTX programs are built, all on CUDA cores. The float16
 workloads (``TENSOR_CORE_WORKLOADS``) have a second item per group and arch, with its own
 key: the tensor-core members (``TENSOR_CORE_SCHEDULES``, dlight's MatmulTensorization
-with WMMA). Samples that MetaSchedule's GPU
+with WMMA); the float16 and bfloat16 matmuls (``MMA_WORKLOADS``) one more, ``<group>/<arch>/mma``:
+the mma.sync members (``mma.MMA_CONFIGS``, ldmatrix and a cp.async pipeline). Samples that MetaSchedule's GPU
 checks reject are redrawn; samples whose normalised PTX equals an earlier member's are
 dropped and counted (``provenance.tvm``). A schedule that TVM or nvcc fails to build is a
 ``build_failed`` row with the message, and the item goes on.
@@ -13,7 +14,7 @@ dropped and counted (``provenance.tvm``). A schedule that TVM or nvcc fails to b
 Options (``BuildOptions.extra``): ``schedules`` (members per group, default 10),
 ``workloads`` (names or group ids to keep; default all), ``shapes`` (a shape set, builders/shapes.py:
 other than ``default``, matmul_fp16, matmul_bf16, matmul_fp32, softmax and rmsnorm at its sizes, one group per
-size), ``tensor_cores`` (on: the float16 groups also get tensor-core members, the default;
+size), ``tensor_cores`` (on: the float16/bfloat16 groups also get tensor-core members, the default;
 off: left out; only: just them). ``sample_seed`` seeds the samples.
 """
 from __future__ import annotations
@@ -29,7 +30,9 @@ from ptx_tools import ptx_hash
 
 from ptx_tools import CompileError, toolchain_versions
 from ptx_tools.ptx_cache import DEFAULT_FLAGS, cached_ptx
-from .workloads import SOURCE, TENSOR_CORE_SCHEDULES, TENSOR_CORE_WORKLOADS, Workload, build_te, problem, shaped_workloads
+from .mma import configs_for as mma_configs_for
+from .workloads import (MMA_WORKLOADS, SOURCE, TENSOR_CORE_SCHEDULES, TENSOR_CORE_WORKLOADS, Workload, build_te,
+                        problem, shaped_workloads)
 
 DEFAULT_SCHEDULES = 10
 ATTEMPTS_PER_MEMBER = 60   # draws that pass MetaSchedule's GPU check, per wanted member, before the item gives up
@@ -110,10 +113,10 @@ class TvmBuilder(Builder):
         items = []
         workloads = selected_workloads(self.settings.workloads, self.settings.shapes)
         if self.tensor_cores == "only":
-            workloads = [w for w in workloads if w.tensor_core_inputs]
+            workloads = [w for w in workloads if w.tensor_core_members]
             if not workloads:
                 raise SpecError("--tensor-cores only: none of the selected workloads has tensor-core members; "
-                                 f"those that do: {', '.join(TENSOR_CORE_WORKLOADS)}")
+                                 f"those that do: {', '.join(dict.fromkeys((*TENSOR_CORE_WORKLOADS, *MMA_WORKLOADS)))}")
         for w in workloads:
             for arch in self.options.archs:
                 if self.tensor_cores != "only":
@@ -129,6 +132,14 @@ class TvmBuilder(Builder):
                         label=f"{w.name} {w.size} {arch} tensor cores",
                         payload={"workload": w, "arch": arch, "tensor_core": True},
                         rows=len(TENSOR_CORE_SCHEDULES)))
+                if w.name in MMA_WORKLOADS and self.tensor_cores and mma_configs_for(w):
+                    # the mma.sync members (the tiles that divide the sizes): an item of their own,
+                    # so the WMMA item keeps its rows too
+                    items.append(WorkItem(
+                        key=f"{w.group_id}/{arch}/mma", group_id=w.group_id,
+                        label=f"{w.name} {w.size} {arch} mma.sync",
+                        payload={"workload": w, "arch": arch, "tensor_core": True, "mma": True},
+                        rows=len(mma_configs_for(w))))
         return items
 
     def build(self, item: WorkItem) -> list:
@@ -137,23 +148,27 @@ class TvmBuilder(Builder):
         return self._build_sampled(item)
 
     def _build_tensor_core(self, item: WorkItem) -> list:
-        """One row per tensor-core schedule (TENSOR_CORE_SCHEDULES) of the item's workload."""
+        """One row per tensor-core schedule of the item's workload: TENSOR_CORE_SCHEDULES (WMMA),
+        or for an mma item the MMA_CONFIGS whose tiles fit it (mma.sync)."""
         from .lower import lower
+        from .mma import mma_schedule
         from .schedules import cuda_target, prim_func, tensor_core
         w: Workload = item.payload["workload"]
         arch = item.payload["arch"]
         func = prim_func(build_te(w), w.symbol)
         target = cuda_target(arch)
         records = []
-        for key, *_ in TENSOR_CORE_SCHEDULES:
-            sch = tensor_core(func, target, key)
+        use_mma = item.payload.get("mma", False)
+        keys = [c.key for c in mma_configs_for(w)] if use_mma else [key for key, *_ in TENSOR_CORE_SCHEDULES]
+        for key in keys:
+            sch = mma_schedule(func, w, key) if use_mma else tensor_core(func, target, key)
             record = self._record(w, arch, problem(w), sch)
             lowered = None
             if sch.error:
                 record.status, record.status_message = "build_failed", f"{w.group_id} {key}: {sch.error}"
             else:
                 try:
-                    lowered = lower(sch.mod, target)
+                    lowered = lower(sch.mod, target, sch.pass_config)
                     record.ptx = cached_ptx(lowered.cuda, arch, "tvm")
                 except Exception as exc:  # nvcc's, or TVM's own errors while lowering
                     record.status, record.status_message = "build_failed", failure_message(f"{w.group_id} {key}", exc)

@@ -11,6 +11,8 @@ launch), for the test that compares the two.
 """
 from __future__ import annotations
 
+import contextlib
+import re
 from dataclasses import dataclass, field
 
 import tvm
@@ -110,18 +112,53 @@ def _launch_param_tags(call) -> list:
     raise LoweringError(f"no launch_params on {call}")
 
 
-def lower(mod, target: Target) -> Lowered:
-    """CUDA C and launches of a scheduled module ``mod`` (one PrimFunc ``main``)."""
+def _warp_buffers(device_mod) -> int:
+    return sum(1 for func in device_mod.functions.values() for stmt in _walk(func.body)
+               if isinstance(stmt, tx.AllocBuffer) and stmt.buffer.scope() == "warp")
+
+
+def _lower_every_warp_buffer(device_mod):
+    """TVM 0.27's LowerWarpMemory lowers only the first warp-scope buffer of a statement
+    sequence to per-thread registers (it hands the rest of the sequence to that buffer's
+    rewriter and stops); a second warp buffer (mma.sync's A and B fragments beside the
+    accumulator) would stay a whole-warp array in local memory. Each run lowers the next one,
+    and the finalising passes run it once more; with at most one warp buffer this is a no-op."""
+    for _ in range(_warp_buffers(device_mod) - 1):
+        device_mod = tx.transform.LowerWarpMemory()(device_mod)
+    return device_mod
+
+
+def _bound_lane_index(cuda: str, launches: list) -> str:
+    """Each kernel's body starts by telling nvcc that threadIdx.x stays below the block's x
+    extent. LowerWarpMemory turns a fragment's register index into
+    ``(threadIdx.x * 8 + 256 * f + 4) / 256``, which TVM's canonical simplifier leaves as it
+    is; without the bound nvcc cannot fold it to ``f`` either, and the fragments (indexed by
+    it) go to local memory."""
+    for launch in launches:
+        head = re.compile(r"(__global__ void (?:__launch_bounds__\(\d+\) )?" + re.escape(launch.entry)
+                          + r"\([^;{]*\) \{\n)")
+        cuda = head.sub(lambda m: m.group(1) + f"  __builtin_assume(threadIdx.x < {launch.block[0]});\n", cuda, count=1)
+    return cuda
+
+
+def lower(mod, target: Target, pass_config: dict | None = None) -> Lowered:
+    """CUDA C and launches of a scheduled module ``mod`` (one PrimFunc ``main``);
+    ``pass_config`` sets options of TVM's lowering passes (``tirx.use_async_copy``)."""
     host = Target("llvm" if tvm.runtime.enabled("llvm") else "c")
     target = target.with_host(host)
-    mod = tx.transform.BindTarget(target)(mod)
-    pipeline, finalize_host, finalize_device = tx.get_default_tir_pipeline(target)
-    mod = pipeline(mod)
-    host_mod, device_mods = split_host_device_mods(mod)
-    if len(device_mods) != 1:
-        raise LoweringError(f"expected one CUDA device module, got {len(device_mods)}")
-    (device_target, device_mod), = device_mods.items()
-    device_mod = finalize_device()(device_mod)
+    # without options, the caller's pass context (TVM's default) applies, as before
+    context = tvm.transform.PassContext(config=dict(pass_config)) if pass_config else contextlib.nullcontext()
+    with context:
+        mod = tx.transform.BindTarget(target)(mod)
+        pipeline, finalize_host, finalize_device = tx.get_default_tir_pipeline(target)
+        mod = pipeline(mod)
+        host_mod, device_mods = split_host_device_mods(mod)
+        if len(device_mods) != 1:
+            raise LoweringError(f"expected one CUDA device module, got {len(device_mods)}")
+        (device_target, device_mod), = device_mods.items()
+        warp_buffers = _warp_buffers(device_mod)
+        device_mod = _lower_every_warp_buffer(device_mod)
+        device_mod = finalize_device()(device_mod)
     cuda = codegen_build(device_mod, device_target).inspect_source()
     kernels = {gv.name_hint: func for gv, func in device_mod.functions.items()}
     launches, runtime = [], []
@@ -146,6 +183,8 @@ def lower(mod, target: Target) -> Lowered:
                                      passed.get("tirx.use_dyn_shared_memory", 0)))
     if not launches:
         raise LoweringError("the lowered program launches no kernel")
+    if warp_buffers > 1:
+        cuda = _bound_lane_index(cuda, launches)
     return Lowered(cuda, launches, _allocations(host_mod), runtime)
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Optional
 
 import tvm
@@ -30,11 +30,12 @@ SHARED_LIMIT = 48 * 1024   # static shared memory per block without an opt-in
 @dataclass
 class Schedule:
     """A scheduled module, or why none could be made."""
-    kind: str                   # metaschedule / dlight
+    kind: str                   # metaschedule / dlight / mma
     key: str                    # unique within the workload
     variant: dict
     mod: Optional[object] = None
     error: str = ""
+    pass_config: dict = field(default_factory=dict)   # lowering options the schedule needs (cp.async)
 
 
 def cuda_target(arch: str) -> Target:

@@ -37,6 +37,11 @@ class Workload:
         """float16 operands with float32 accumulation: tensor cores can compute it."""
         return self.name in TENSOR_CORE_WORKLOADS
 
+    @property
+    def tensor_core_members(self) -> bool:
+        """The group gets tensor-core members: WMMA (float16) or mma.sync (float16, bfloat16)."""
+        return self.name in TENSOR_CORE_WORKLOADS or self.name in MMA_WORKLOADS
+
 
 # workloads whose groups also get tensor-core members (float16 operands, float32 accumulation)
 TENSOR_CORE_WORKLOADS = ("matmul_fp16", "batch_matmul_fp16")
@@ -50,6 +55,10 @@ TENSOR_CORE_SCHEDULES = (
     ("dlight-tc/wmma/w4x2f2x2k2", "MatmulTensorization", WMMA, (4, 2, 2, 2, 2)),    # 128x64x32, 8 warps
     ("dlight-tc/wmma/w2x4f4x2k2", "MatmulTensorization", WMMA, (2, 4, 4, 2, 2)),    # 128x128x32, 8 warps
 )
+# workloads whose groups also get mma.sync tensor-core members (builders/tvm/mma.py), with
+# their operand dtype; bfloat16 too, which dlight's WMMA rule does not take
+MMA_WORKLOADS = {"matmul_fp16": "float16", "matmul_bf16": "bfloat16", "batch_matmul_fp16": "float16",
+                 "conv2d_nhwc_fp16": "float16"}
 # Left out: 64x64 block tiles, (2, 2, 2, 2, 4) and (4, 4, 1, 1, 4), fail in TVM's LowerIntrin
 # ("tvm_access_ptr element type must match the source buffer", float16 vs float32)
 
@@ -90,6 +99,27 @@ def _conv_te(dims, te, topi):
     conv = topi.nn.conv2d_nchw(X, W, stride=1, padding=r // 2, dilation=1)
     Y = te.compute(conv.shape, lambda a, b, i, j: te.max(conv[a, b, i, j] + bias[b], 0.0), name="Y")
     return [X, W, bias, Y]
+
+
+def _conv_nhwc_te(dims, te):
+    """conv2d fprop, NHWC activations, KRSC filters (the registry's conv2d_fprop and CUTLASS's
+    layout), stride 1, padding R // 2, float16 operands with float32 accumulation."""
+    import tvm
+    n, h, w, c, k, r = dims
+    pad = r // 2
+    x = te.placeholder((n, h, w, c), "float16", name="x")
+    filt = te.placeholder((k, r, r, c), "float16", name="w")
+    padded = te.compute(
+        (n, h + 2 * pad, w + 2 * pad, c),
+        lambda a, i, j, ch: te.if_then_else(te.all(i >= pad, i < h + pad, j >= pad, j < w + pad),
+                                            x[a, i - pad, j - pad, ch], tvm.tirx.const(0, "float16")),
+        name="pad")
+    rr, rs, rc = te.reduce_axis((0, r), "rr"), te.reduce_axis((0, r), "rs"), te.reduce_axis((0, c), "rc")
+    acc = te.compute((n, h, w, k), lambda a, p, q, f: te.sum(
+        padded[a, p + rr, q + rs, rc].astype("float32") * filt[f, rr, rs, rc].astype("float32"), axis=[rr, rs, rc]),
+        name="acc")
+    y = te.compute((n, h, w, k), lambda a, p, q, f: acc[a, p, q, f].astype("float16"), name="y")
+    return [x, filt, y]
 
 
 def _depthwise_te(dims, te, topi):
@@ -151,6 +181,8 @@ def build_te(workload: Workload) -> list:
         return _conv_te(d, te, topi)
     if kind == "depthwise_conv2d":
         return _depthwise_te(d, te, topi)
+    if kind == "conv2d_nhwc_fp16":
+        return _conv_nhwc_te(d, te)
     if kind == "softmax":
         return _softmax_te(d, te, topi)
     if kind == "row_sum":
@@ -182,6 +214,13 @@ def problem(workload: Workload) -> Problem:
                        [Buffer("X", "float32", (n, c, h, w)), Buffer("W", "float32", (k, c, r, r)),
                         Buffer("bias", "float32", (k,)), Buffer("Y", "float32", (n, k, h, w), "out")],
                        {"stride": 1, "padding": r // 2, "layout": "NCHW"})
+    if kind == "conv2d_nhwc_fp16":
+        n, h, w, c, k, r = d
+        return Problem(pid, "conv2d_fprop",
+                       [Buffer("x", "float16", (n, h, w, c)), Buffer("w", "float16", (k, r, r, c)),
+                        Buffer("y", "float16", (n, h, w, k), "out")],
+                       {"conv_kind": "fprop", "stride": [1, 1], "padding": [r // 2] * 2, "dilation": [1, 1],
+                        "groups": 1, "alpha": 1.0, "beta": 0.0, "accumulator": "float32"})
     if kind == "depthwise_conv2d":
         n, c, h, w, r = d
         return Problem(pid, "depthwise_conv2d",
@@ -218,6 +257,8 @@ WORKLOADS = [
     Workload("batch_matmul_fp16", "large", "batch_matmul", (16, 512, 512, 512)),
     Workload("conv2d_bias_relu", "small", "conv2d_bias_relu", (1, 32, 28, 28, 64, 3)),
     Workload("conv2d_bias_relu", "large", "conv2d_bias_relu", (8, 64, 56, 56, 64, 3)),
+    Workload("conv2d_nhwc_fp16", "small", "conv2d_fprop", (2, 16, 16, 64, 128, 3)),
+    Workload("conv2d_nhwc_fp16", "large", "conv2d_fprop", (8, 56, 56, 64, 128, 3)),
     Workload("depthwise_conv2d", "small", "depthwise_conv2d", (1, 64, 56, 56, 3)),
     Workload("depthwise_conv2d", "large", "depthwise_conv2d", (8, 256, 112, 112, 3)),
     Workload("softmax", "small", "softmax", (64, 1000)),
