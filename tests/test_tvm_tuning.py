@@ -201,3 +201,28 @@ def test_no_tvm_is_one_line(monkeypatch):
     monkeypatch.setitem(sys.modules, "tvm", None)
     with pytest.raises(tuning.TuningError, match=r"needs TVM.*pip install -e '\.\[tvm\]'"):
         tuning.require_tvm()
+
+
+def test_cli_commit_says_what_it_added_and_refuses_an_unverified_dataset(rounds):
+    from click.testing import CliRunner
+    from ptxds.cli import cli
+    db = str(rounds["db"])
+    again = CliRunner().invoke(cli, ["tune-tvm", "commit", "--db", db, str(rounds["root"] / "r0-verified")])
+    assert again.exit_code == 0, again.output
+    assert "0 measured record(s) added, 0 failed run(s) recorded (run_secs 1e10), 4 already there" in again.output
+    assert f"{GROUP} {ARCH}: 4 records" in again.output
+    unverified = CliRunner().invoke(cli, ["tune-tvm", "commit", "--db", db, str(rounds["root"] / "r0")])
+    assert unverified.exit_code == 1
+    assert unverified.output.strip().count("\n") == 0 and "is not verified" in unverified.output
+
+
+def test_cli_without_tvm_is_one_line(monkeypatch, tmp_path):
+    import sys
+    from click.testing import CliRunner
+    from ptxds.cli import cli
+    monkeypatch.setitem(sys.modules, "tvm", None)
+    result = CliRunner().invoke(cli, ["tune-tvm", "propose", "--db", str(tmp_path / "db"), "--workloads",
+                                      WORKLOAD, "--out", str(tmp_path / "out")])
+    assert result.exit_code == 1
+    assert result.output.startswith("Error: ptxds tune-tvm needs TVM") and result.output.count("\n") == 1
+    assert not (tmp_path / "out").exists()

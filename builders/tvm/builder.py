@@ -99,6 +99,9 @@ class TvmBuilder(Builder):
     pip_extra = "tvm"
     # 280 rows in 686 s on 2 cores
     cpu_seconds_per_row = 4.9
+    # what tuning.py's rows share with the sampled ones (tuning.py does not import this module)
+    min_large_grid = MIN_LARGE_GRID
+    failure_message = staticmethod(failure_message)
 
     def __init__(self, options: BuildOptions | None = None):
         super().__init__(options)

@@ -332,13 +332,25 @@ def tuned_items(builder, workloads: list, db_dir: str, members: int) -> dict:
     return items
 
 
+def default_workloads() -> list:
+    from builders.shapes import load_shape_set
+    from .workloads import shaped_workloads
+    return shaped_workloads(load_shape_set(None))
+
+
+def workload_of(group_id: str):
+    found = [w for w in default_workloads() if w.group_id == group_id]
+    if not found:
+        raise TuningError(f"{group_id} is not a tvm workload group of the default sizes, which tuning takes")
+    return found[0]
+
+
 def database_workloads(db) -> list:
     """The ptxds workload groups (and archs) with passing records in ``db``."""
-    from .builder import selected_workloads
     from .schedules import cuda_target, prim_func
     from .workloads import build_te
     found = []
-    for w in selected_workloads(None):
+    for w in default_workloads():
         func = prim_func(build_te(w), w.symbol)
         _, records = workload_records(db, tuning_module(func, cuda_target("sm_90a")))
         archs = sorted({target_arch(r.target) for r in records if r.target is not None})
@@ -387,7 +399,6 @@ class RowMaker:
     def add(self, sch, provenance: dict) -> None:
         from ptx_tools import ptx_hash
         from ptx_tools.ptx_cache import cached_ptx
-        from .builder import MIN_LARGE_GRID, failure_message
         from .lower import lower
         from .schedules import cuda_target
         from .workloads import problem
@@ -401,12 +412,13 @@ class RowMaker:
         else:
             try:
                 lowered = lower(sch.mod, cuda_target(self.arch))
-                if w.size == "large" and min(math.prod(k.grid) for k in lowered.launches) < MIN_LARGE_GRID:
+                if w.size == "large" and min(math.prod(k.grid) for k in lowered.launches) < self.builder.min_large_grid:
                     self.stats["underfilled"] += 1
                     return
                 record.ptx = cached_ptx(lowered.cuda, self.arch, "tvm")
             except Exception as exc:  # nvcc's, or TVM's own errors while lowering
-                record.status, record.status_message = "build_failed", failure_message(f"{w.group_id} {sch.key}", exc)
+                record.status, record.status_message = "build_failed", self.builder.failure_message(
+                    f"{w.group_id} {sch.key}", exc)
         if record.status == "build_failed":
             self.stats["failed"] += 1
             if self.stats["failed"] <= MAX_FAILED_ROWS:   # keep a few failures, not one per draw
@@ -444,7 +456,6 @@ def commit(db_dir, dataset_dir) -> CommitSummary:
     """Add a verified proposal dataset's measured rows to the database in ``db_dir``."""
     from tvm.s_tir import meta_schedule as ms
     from dataset_spec.dataset import Dataset
-    from .builder import selected_workloads
     from .schedules import cuda_target, prim_func
     from .workloads import build_te
     rows = [r for r in Dataset.open(dataset_dir).records()
@@ -461,7 +472,7 @@ def commit(db_dir, dataset_dir) -> CommitSummary:
     for row in rows:
         by_workload.setdefault((row.group_id, row.arch), []).append(row)
     for (group_id, arch), group_rows in sorted(by_workload.items()):
-        w, = [w for w in selected_workloads([group_id.split("/", 1)[1]])]
+        w = workload_of(group_id)
         func, target = prim_func(build_te(w), w.symbol), cuda_target(arch)
         mod = tuning_module(func, target)
         _, records = workload_records(db, mod)
