@@ -98,7 +98,7 @@ def check_target(records: list, target, db_dir, group_id: str) -> None:
     archs = {target_arch(r.target) for r in records if r.target is not None}
     if archs and archs != {target_arch(target)}:
         raise TuningError(f"{db_dir} holds records of {group_id} for {', '.join(sorted(archs))}, not "
-                          f"{target_arch(target)}: use --arch {sorted(archs)[0]}a (or that arch), or another --db")
+                          f"{target_arch(target)}: give the --arch it measured, or another --db")
 
 
 def mean_secs(record) -> float:
@@ -257,8 +257,11 @@ def _proposals(func, target, payload: dict):
     db = open_database(payload["db"])
     _, records = workload_records(db, tuning_module(func, target))
     rand_state = int(payload["digest"][:8], 16) ^ (payload["seed"] & 0x7FFFFFFF)
+    measured = {trace_json(r.trace) for r in records}
     for i, sch in enumerate(evolutionary_schedules(func, target, db, records, OVERSAMPLE * payload["count"],
                                                    rand_state)):
+        if trace_json(sch.trace) in measured:   # the search's own check lets a few through
+            continue
         yield Schedule("metaschedule", f"evo/{i}", {}, sch.mod), "evolutionary", sch.trace
 
 
