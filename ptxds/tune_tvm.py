@@ -44,9 +44,12 @@ def run_rounds(db_dir, workloads: list, rounds: int, candidates: int, out_dir, a
     """``rounds`` times: propose into ``out_dir/round-<i>``, verify (and time) it on this
     machine's GPU into ``out_dir/round-<i>-verified``, commit that to the database."""
     from builders import source_credits
-    from builders.tvm.tuning import commit
+    from builders.tvm.tuning import commit, require_tvm
     from dataset_spec.dataset import Dataset
     from verify import verify_dataset
+    from verify.driver import init as require_gpu
+    require_tvm()
+    require_gpu()   # a machine without a GPU is one line before any candidate is built
     summary = RunSummary()
     for index in range(rounds):
         proposed = Path(out_dir) / f"round-{index}"

@@ -226,3 +226,16 @@ def test_cli_without_tvm_is_one_line(monkeypatch, tmp_path):
     assert result.exit_code == 1
     assert result.output.startswith("Error: ptxds tune-tvm needs TVM") and result.output.count("\n") == 1
     assert not (tmp_path / "out").exists()
+
+
+def test_cli_run_without_a_gpu_is_one_line_before_any_build(tmp_path):
+    pytest.importorskip("tvm")
+    from click.testing import CliRunner
+    from conftest import gpu_unavailable_reason
+    from ptxds.cli import cli
+    if gpu_unavailable_reason() is None:
+        pytest.skip("a GPU is present: tests/test_tvm_tuning_gpu.py runs the rounds")
+    result = CliRunner().invoke(cli, ["tune-tvm", "run", "--db", str(tmp_path / "db"), "--workloads", WORKLOAD,
+                                      "--rounds", "1", "--out", str(tmp_path / "rounds")])
+    assert result.exit_code == 1 and result.output.startswith("Error: no CUDA") and result.output.count("\n") == 1
+    assert not (tmp_path / "rounds").exists()
