@@ -184,6 +184,10 @@ def test_bad_input_is_one_line(rounds, tmp_path):
     with pytest.raises(tuning.TuningError, match="for sm_90, not sm_80"):
         TvmBuilder(BuildOptions(
             archs=["sm_80"], extra={"workloads": [WORKLOAD], "tuning_db": str(rounds["db"]), "propose": 2})).work_items()
+    # candidates for two archs at once
+    with pytest.raises(tuning.TuningError, match="built for one arch"):
+        TvmBuilder(BuildOptions(archs=["sm_80", ARCH], extra={
+            "workloads": [WORKLOAD], "tuning_db": str(rounds["db"]), "propose": 2})).work_items()
     # a database that measured none of the selected workloads
     with pytest.raises(PtxdsError, match="holds no measured record of the selected workloads.*tvm/matmul_fp16/small"):
         TvmBuilder(BuildOptions(archs=[ARCH], extra={"workloads": ["row_sum/small"],

@@ -203,6 +203,9 @@ def propose_items(builder, workloads: list, db_dir: str, count: int) -> list:
     """One work item per workload and arch: its next ``count`` candidates."""
     from .schedules import cuda_target, prim_func
     from .workloads import build_te
+    if len(builder.options.archs) != 1:
+        raise TuningError(f"tuning candidates are built for one arch, the one they are measured on; got "
+                          f"{', '.join(builder.options.archs)}: give one --arch (sm_90a for an H100)")
     db = open_database(db_dir, create=True)
     digest = database_digest(db_dir)
     items = []
@@ -474,12 +477,18 @@ def commit(db_dir, dataset_dir) -> CommitSummary:
     by_workload: dict = {}
     for row in rows:
         by_workload.setdefault((row.group_id, row.arch), []).append(row)
+    plans = []   # every workload checked before anything is written
     for (group_id, arch), group_rows in sorted(by_workload.items()):
+        if sum(g == group_id for g, _ in by_workload) > 1:
+            raise TuningError(f"{dataset_dir} has candidates of {group_id} for several archs; a database holds one "
+                              "target per workload: propose and commit one --arch per database")
         w = workload_of(group_id)
         func, target = prim_func(build_te(w), w.symbol), cuda_target(arch)
         mod = tuning_module(func, target)
         _, records = workload_records(db, mod)
         check_target(records, target, db_dir, group_id)
+        plans.append((group_id, arch, group_rows, mod, target, records))
+    for group_id, arch, group_rows, mod, target, records in plans:
         workload = db.commit_workload(mod)
         args_info = ms.arg_info.ArgInfo.from_prim_func(mod["main"])
         known = {trace_json(r.trace) for r in records}
