@@ -16,7 +16,7 @@ other than ``default``, matmul_fp16, matmul_bf16, matmul_fp32, softmax and rmsno
 size), ``tensor_cores`` (on: the float16 groups also get tensor-core members, the default;
 off: left out; only: just them), ``tuning_db`` (a MetaSchedule database from ``ptxds
 tune-tvm``: the groups it measured get tuned members, tuning.py), ``propose`` (with
-``tuning_db``: the next tuning candidates instead). ``sample_seed`` seeds the samples.
+``tuning_db``: the next tuning candidates instead, proposals.py). ``sample_seed`` seeds the samples.
 """
 from __future__ import annotations
 
@@ -99,7 +99,7 @@ class TvmBuilder(Builder):
     pip_extra = "tvm"
     # 280 rows in 686 s on 2 cores
     cpu_seconds_per_row = 4.9
-    # what tuning.py's rows share with the sampled ones (tuning.py does not import this module)
+    # what tuning.py's and proposals.py's rows share with the sampled ones (they do not import this module)
     min_large_grid = MIN_LARGE_GRID
     failure_message = staticmethod(failure_message)
 
@@ -125,7 +125,8 @@ class TvmBuilder(Builder):
             from . import tuning
             tuning.require_tvm()
             if self.settings.propose:
-                return tuning.propose_items(self, workloads, self.settings.tuning_db, int(self.settings.propose))
+                from .proposals import propose_items
+                return propose_items(self, workloads, self.settings.tuning_db, int(self.settings.propose))
             # groups the database measured: their CUDA-core item is the tuned one
             tuned = tuning.tuned_items(self, workloads, self.settings.tuning_db, self.schedules)
         if self.tensor_cores == "only":
@@ -153,9 +154,12 @@ class TvmBuilder(Builder):
         return items
 
     def build(self, item: WorkItem) -> list:
+        if item.payload.get("tuning") == "propose":
+            from .proposals import build_propose_item
+            return build_propose_item(self, item)
         if item.payload.get("tuning"):
-            from . import tuning
-            return (tuning.build_propose_item if item.payload["tuning"] == "propose" else tuning.build_tuned_item)(self, item)
+            from .tuning import build_tuned_item
+            return build_tuned_item(self, item)
         if item.payload.get("tensor_core"):
             return self._build_tensor_core(item)
         return self._build_sampled(item)
