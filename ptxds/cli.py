@@ -451,5 +451,97 @@ def add(dataset, group, ptx_file, launch_file, name):
                f"run ptxds verify {dataset} to label it")
 
 
+@cli.group("tune-tvm")
+def tune_tvm():
+    """Tune the tvm source's schedules on times measured by ptxds verify, in a MetaSchedule database.
+
+    A round: propose (here, with TVM) -> ptxds verify (on a GPU) -> commit (here). Then
+    ptxds build --source tvm --tuning-db DB builds the measured schedules as members.
+    """
+
+
+def _workload_names(values) -> list:
+    return [part.strip() for value in values for part in value.split(",") if part.strip()]
+
+
+def _tune_options(func):
+    func = click.option("--seed", type=int, default=0, show_default=True, help="seeds round 0's samples")(func)
+    func = click.option("--arch", default="sm_90a", show_default=True,
+                        help="the target the candidates are built and measured for")(func)
+    func = click.option("--candidates", type=click.IntRange(min=1), default=64, show_default=True,
+                        help="candidates per workload and round")(func)
+    func = click.option("--workloads", "workloads", multiple=True, required=True,
+                        help="tvm workload groups to tune, e.g. matmul_fp16/large (repeatable or comma-separated)")(func)
+    return click.option("--db", "db_dir", required=True, type=click.Path(file_okay=False),
+                        help="the tuning database folder (made when missing)")(func)
+
+
+@tune_tvm.command("propose")
+@_tune_options
+@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False), help="dataset folder of the candidates")
+@click.option("--jobs", type=click.IntRange(min=1), default=None, help="worker processes (default: all cores)")
+@click.option("--silent", is_flag=True, help="no progress bar")
+@library_errors
+def tune_tvm_propose(db_dir, workloads, candidates, arch, seed, out_dir, jobs, silent):
+    """The next candidates of each workload as a tvm dataset: seeded samples while the
+    database has no record of it, then MetaSchedule's evolutionary search from the records.
+
+    Example:
+
+        ptxds tune-tvm propose --db tune/db --workloads matmul_fp16/large --candidates 64 --out tune/r0
+    """
+    from .tune_tvm import propose
+    summary = propose(db_dir, _workload_names(workloads), candidates, out_dir, _parse_archs(arch), seed,
+                      jobs or 0, not silent)
+    _print_build_summary(summary)
+    click.echo(f"next: ptxds verify {out_dir} --out {out_dir}-verified (on a GPU), then "
+               f"ptxds tune-tvm commit --db {db_dir} {out_dir}-verified")
+
+
+@tune_tvm.command("commit")
+@click.option("--db", "db_dir", required=True, type=click.Path(file_okay=False), help="the tuning database folder")
+@click.argument("dataset", type=click.Path(exists=True, file_okay=False))
+@library_errors
+def tune_tvm_commit(db_dir, dataset):
+    """Add a verified candidate dataset's times to the database (again: adds nothing).
+
+    Example:
+
+        ptxds tune-tvm commit --db tune/db tune/r0-verified
+    """
+    from builders.tvm.tuning import commit, require_tvm
+    require_tvm()
+    summary = commit(db_dir, dataset)
+    click.echo(f"{db_dir}: {summary.added} measured record(s) added, {summary.failed} failed run(s) recorded "
+               f"(run_secs 1e10), {summary.already} already there, {summary.not_measured} row(s) not measured")
+    for workload, count in summary.workloads.items():
+        click.echo(f"  {workload}: {count} records")
+    click.echo(f"database sha256: {summary.digest}")
+
+
+@tune_tvm.command("run")
+@_tune_options
+@click.option("--rounds", type=click.IntRange(min=1), default=3, show_default=True, help="propose-verify-commit rounds")
+@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
+              help="folder for each round's candidates (round-<i>) and verified rows (round-<i>-verified)")
+@click.option("--jobs", type=click.IntRange(min=1), default=None, help="build worker processes (default: all cores)")
+@click.option("--silent", is_flag=True, help="no progress bar")
+@library_errors
+def tune_tvm_run(db_dir, workloads, candidates, arch, seed, rounds, out_dir, jobs, silent):
+    """Whole rounds on a machine with TVM and a GPU: propose, verify, commit, --rounds times.
+
+    Example:
+
+        ptxds tune-tvm run --db tune/db --workloads matmul_fp16/large --rounds 3 --out tune
+    """
+    from .tune_tvm import run_rounds
+    summary = run_rounds(db_dir, _workload_names(workloads), rounds, candidates, out_dir, _parse_archs(arch), seed,
+                         jobs or 0, not silent)
+    for index, result in enumerate(summary.rounds):
+        click.echo(f"round {index}: {result.rows} candidate rows -> {result.verified}; {result.commit.added} measured, "
+                   f"{result.commit.failed} failed")
+    click.echo(f"database sha256: {summary.rounds[-1].commit.digest}")
+
+
 def main():
     cli()

@@ -739,19 +739,7 @@ class _Run:
                 row.status = "timeout" if reply["error"] == "timeout" else "crashed"
             row.status_message = f"timing: {reply.get('message', reply['error'])}"
             return
-        stats = reply["stats"]
-        row.time_us_median, row.time_us_iqr = stats["median_us"], stats["iqr_us"]
-        row.time_us_min, row.time_samples = stats["min_us"], stats["samples"]
-        row.time_method = reply.get("method", "events")
-        events = reply.get("event_stats") or (stats if row.time_method == "events" else None)
-        if events:
-            row.time_us_events_median, row.time_us_events_iqr = events["median_us"], events["iqr_us"]
-        if reply.get("fallback_reason"):
-            row.provenance.setdefault("verify", {})["timing_fallback"] = reply["fallback_reason"][:500]
-        row.sm_clock_mhz = reply.get("sm_clock_mhz") or None
-        if not stats["converged"]:
-            note = f"timing did not reach {TARGET_RSE:.2%} RSE (median RSE {stats['rse'] * 100:.2f}%)"
-            row.status_message = f"{row.status_message}; {note}" if row.status_message else note
+        record_timing(row, reply)
 
     def summarise(self, group_id: str, rows: list, results: dict) -> GroupSummary:
         statuses = Counter(results.values())
@@ -789,6 +777,23 @@ class _Run:
         except BaseException as exc:  # surface in the main thread; other threads stop taking groups
             with self.lock:
                 self.error = self.error or exc
+
+
+def record_timing(row: KernelRecord, reply: dict) -> None:
+    """A passing row's timing columns from a GPU worker's timing reply (``Timing.reply``)."""
+    stats = reply["stats"]
+    row.time_us_median, row.time_us_iqr = stats["median_us"], stats["iqr_us"]
+    row.time_us_min, row.time_samples = stats["min_us"], stats["samples"]
+    row.time_method = reply.get("method", "events")
+    events = reply.get("event_stats") or (stats if row.time_method == "events" else None)
+    if events:
+        row.time_us_events_median, row.time_us_events_iqr = events["median_us"], events["iqr_us"]
+    if reply.get("fallback_reason"):
+        row.provenance.setdefault("verify", {})["timing_fallback"] = reply["fallback_reason"][:500]
+    row.sm_clock_mhz = reply.get("sm_clock_mhz") or None
+    if not stats["converged"]:
+        note = f"timing did not reach {TARGET_RSE:.2%} RSE (median RSE {stats['rse'] * 100:.2f}%)"
+        row.status_message = f"{row.status_message}; {note}" if row.status_message else note
 
 
 def select_groups(records: list, pattern: Optional[str]) -> list:

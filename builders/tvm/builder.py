@@ -15,7 +15,9 @@ Options (``BuildOptions.extra``): ``schedules`` (members per group, default 10),
 ``workloads`` (names or group ids to keep; default all), ``shapes`` (a shape set, builders/shapes.py:
 other than ``default``, matmul_fp16, matmul_bf16, matmul_fp32, softmax and rmsnorm at its sizes, one group per
 size), ``tensor_cores`` (on: the float16/bfloat16 groups also get tensor-core members, the default;
-off: left out; only: just them). ``sample_seed`` seeds the samples.
+off: left out; only: just them), ``tuning_db`` (a MetaSchedule database from ``ptxds
+tune-tvm``: the groups it measured get tuned members, tuning.py), ``propose`` (with
+``tuning_db``: the next tuning candidates instead, proposals.py). ``sample_seed`` seeds the samples.
 """
 from __future__ import annotations
 
@@ -74,6 +76,12 @@ class TvmOptions:
     tensor_cores: Optional[str] = field(default=None, metadata={
         "flag": "--tensor-cores", "help": "on (default): float16 groups also get tensor-core members; "
                                           "off: CUDA cores only; only: just the tensor-core members"})
+    tuning_db: Optional[str] = field(default=None, metadata={
+        "flag": "--tuning-db", "path": "dir",
+        "help": "a MetaSchedule tuning database (ptxds tune-tvm): the groups it measured get dlight's schedule, "
+                "the top records and a spread down to the slowest passing one as CUDA-core members"})
+    # ``ptxds tune-tvm propose``: build this many tuning candidates per group from ``tuning_db``
+    propose: Optional[int] = None
 
 
 TENSOR_CORE_CHOICES = {"on": True, "off": False, "only": "only"}
@@ -94,6 +102,9 @@ class TvmBuilder(Builder):
     pip_extra = "tvm"
     # 280 rows in 686 s on 2 cores
     cpu_seconds_per_row = 4.9
+    # what tuning.py's and proposals.py's rows share with the sampled ones (they do not import this module)
+    min_large_grid = MIN_LARGE_GRID
+    failure_message = staticmethod(failure_message)
 
     def __init__(self, options: BuildOptions | None = None):
         super().__init__(options)
@@ -112,6 +123,15 @@ class TvmBuilder(Builder):
     def work_items(self) -> list:
         items = []
         workloads = selected_workloads(self.settings.workloads, self.settings.shapes)
+        tuned = {}
+        if self.settings.tuning_db or self.settings.propose:
+            from . import tuning
+            tuning.require_tvm()
+            if self.settings.propose:
+                from .proposals import propose_items
+                return propose_items(self, workloads, self.settings.tuning_db, int(self.settings.propose))
+            # groups the database measured: their CUDA-core item is the tuned one
+            tuned = tuning.tuned_items(self, workloads, self.settings.tuning_db, self.schedules)
         if self.tensor_cores == "only":
             workloads = [w for w in workloads if w.tensor_core_members]
             if not workloads:
@@ -119,7 +139,9 @@ class TvmBuilder(Builder):
                                  f"those that do: {', '.join(dict.fromkeys((*TENSOR_CORE_WORKLOADS, *MMA_WORKLOADS)))}")
         for w in workloads:
             for arch in self.options.archs:
-                if self.tensor_cores != "only":
+                if self.tensor_cores != "only" and (w.group_id, arch) in tuned:
+                    items.append(tuned[(w.group_id, arch)])
+                elif self.tensor_cores != "only":
                     items.append(WorkItem(
                         key=f"{w.group_id}/{arch}/n{self.schedules}/s{self.options.sample_seed}",
                         group_id=w.group_id, label=f"{w.name} {w.size} {arch}",
@@ -143,6 +165,12 @@ class TvmBuilder(Builder):
         return items
 
     def build(self, item: WorkItem) -> list:
+        if item.payload.get("tuning") == "propose":
+            from .proposals import build_propose_item
+            return build_propose_item(self, item)
+        if item.payload.get("tuning"):
+            from .tuning import build_tuned_item
+            return build_tuned_item(self, item)
         if item.payload.get("tensor_core"):
             return self._build_tensor_core(item)
         return self._build_sampled(item)

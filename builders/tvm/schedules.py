@@ -9,8 +9,8 @@ auto unroll); a sample replays one space's trace with its decisions removed in a
 every sampling instruction draws its decision from ``rand_state``; the CUDA
 postprocessors then rewrite cooperative fetches, bind unbound blocks, apply unrolling and
 check the GPU limits. The trace, with its decisions, is the row's ``variant``: replaying
-it regenerates the schedule. MetaSchedule's mutators are not needed (no search), and are
-not created: constructing them crashes this wheel.
+it regenerates the schedule. MetaSchedule's mutators are not needed here (no search); the
+measured search that uses them is tuning.py's.
 """
 from __future__ import annotations
 
