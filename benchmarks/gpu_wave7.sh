@@ -15,7 +15,7 @@ for ds in .gpu/tvmmma/data .gpu/tvmmma/conv "$@"; do
   timeout 200 python3 -m ptxds verify "$ds" --out "$work/$name" --kernel-timeout 5 --silent 2>&1 | grep -v "^  " | tail -n 3
   echo "$name: $(( $(date +%s) - start )) s wall"
 done
-python3 benchmarks/tvm_groups.py "$work/tvmmma-data" "$work/tvmmma-conv" 2>&1 | tail -n 30
+for d in tvmmma-data tvmmma-conv; do python3 benchmarks/tvm_groups.py "$work/$d" 2>&1 | tail -n 30; done
 python3 benchmarks/vendor_gap.py "$work/tvmmma-data" "$work/tvmmma-conv" 2>&1 | tail -n 20
 for ds in "$@"; do
   name=$(echo "$ds" | sed 's#^\.gpu/##; s#/#-#g')
