@@ -105,7 +105,7 @@ def to_interleaved(logical: np.ndarray, layout: str, is_filter: bool) -> np.ndar
     order = (rank - 1, *middle, 0, rank) if is_filter else (0, rank - 1, *middle, rank)
     storage = split.transpose(order)
     if is_filter:
-        reordered = np.empty_like(storage)
+        reordered = np.empty(storage.shape, dtype=storage.dtype)  # C order, as the buffer is
         reordered[..., filter_channel_slots(storage.shape[-2], step), :] = storage
         return reordered
     return np.ascontiguousarray(storage)
