@@ -10,8 +10,8 @@ import pytest
 
 from dataset_spec.model import Problem, SpecError
 from dataset_spec.ops import get_op
-from dataset_spec.ops.conv_layouts import (from_interleaved, interleaved_shape, logical_shape,
-                                           to_interleaved)
+from dataset_spec.ops.conv_layouts import (filter_channel_slots, from_interleaved, interleaved_shape,
+                                           logical_shape, to_interleaved)
 from dataset_spec.ops.conv_nhwc import (conv_buffers, conv_reduction_length, conv_shapes, operand_density,
                                         sparse_unsigned_init, stored_moments)
 from verify.inputs import float_to_bits
@@ -29,28 +29,67 @@ def cxrskx_offset(k, r, s, c, K, R, S, step):
     return c % step + step * k + step * K * s + step * K * S * r + step * K * S * R * (c // step)
 
 
+def reorder_convk(src: np.ndarray, gemm_k: int, gemm_n: int, step: int) -> np.ndarray:
+    """cutlass::reorder_convK<step>(dest, src, implicit_gemm_problem_size) on a flat
+    TensorCxRSKx<step> filter, transliterated: both seen as RowMajorInterleaved<step> with
+    ldm = TensorCxRSKx's stride(0) = step K, then reorder_column<step> over (k, n) of the
+    implicit GEMM (k < C R S, n < K) (cutlass/util/host_reorder.h, cutlass/layout/matrix.h)."""
+    ldm = step * gemm_n
+
+    def row_major_interleaved(row, column):
+        return (row // step) * ldm + column * step + row % step
+    instruction_shape_col = 8
+    elements_per_thread = instruction_shape_col // 4
+    reordered_elements_per_thread = step // 4
+    dest = np.full_like(src, -1)
+    for n in range(gemm_n):
+        column = ((n // step) * step
+                  + ((n % reordered_elements_per_thread) // elements_per_thread) * instruction_shape_col
+                  + ((n % step) // reordered_elements_per_thread) * elements_per_thread
+                  + (n % elements_per_thread))
+        for k in range(gemm_k):
+            dest[row_major_interleaved(k, column)] = src[row_major_interleaved(k, n)]
+    return dest
+
+
 @pytest.mark.parametrize("layout,step", [("nc32hw32", 32), ("nc64hw64", 64)])
 def test_interleaved_storage_follows_cutlass_index_maps(layout, step):
-    N, H, W, C, K, R, S = 2, 3, 5, 2 * step, 3, 2, 3
+    N, H, W, C, K, R, S = 2, 3, 5, 2 * step, 2 * step, 2, 3
     act = np.arange(N * H * W * C).reshape(N, H, W, C)
     flat = to_interleaved(act, layout, is_filter=False).reshape(-1)
     assert interleaved_shape(act.shape, layout, False) == (N, C // step, H, W, step)
     for n, h, w, c in itertools.product(range(N), range(H), range(W), range(0, C, 7)):
         assert flat[ncxhwx_offset(n, h, w, c, H, W, C, step)] == act[n, h, w, c]
+    # filters: TensorCxRSKx<step> as CUTLASS's interleaved tests fill it, then reorder_convK<step>
     filt = np.arange(K * R * S * C).reshape(K, R, S, C)
+    plain = np.empty(filt.size, dtype=filt.dtype)
+    for k, r, s, c in itertools.product(range(K), range(R), range(S), range(C)):
+        plain[cxrskx_offset(k, r, s, c, K, R, S, step)] = filt[k, r, s, c]
+    want = reorder_convk(plain, C * R * S, K, step)
+    assert (want >= 0).all()
     flat = to_interleaved(filt, layout, is_filter=True).reshape(-1)
     assert interleaved_shape(filt.shape, layout, True) == (C // step, R, S, K, step)
-    for k, r, s, c in itertools.product(range(K), range(R), range(S), range(0, C, 5)):
-        assert flat[cxrskx_offset(k, r, s, c, K, R, S, step)] == filt[k, r, s, c]
+    np.testing.assert_array_equal(flat, want)
+    assert (flat != plain).any()
     for array, is_filter in ((act, False), (filt, True)):
         stored = to_interleaved(array, layout, is_filter)
         assert logical_shape(stored.shape, layout, is_filter) == array.shape
         np.testing.assert_array_equal(from_interleaved(stored, layout, is_filter), array)
 
 
+def test_interleaved_filter_slots_permute_each_block_of_k():
+    slots = filter_channel_slots(64, 32)
+    # one block of 32: thread quads own columns 2t, 2t+1 of each 8-wide MMA tile
+    assert slots[:10].tolist() == [0, 1, 8, 9, 16, 17, 24, 25, 2, 3]
+    assert sorted(slots[:32]) == list(range(32)) and sorted(slots[32:]) == list(range(32, 64))
+    assert sorted(filter_channel_slots(128, 64)) == list(range(128))
+
+
 def test_interleaved_channels_must_fill_whole_blocks():
     with pytest.raises(SpecError, match="multiples of 32"):
         interleaved_shape((2, 4, 4, 48), "nc32hw32", False)
+    with pytest.raises(SpecError, match="filter counts K that are multiples of 64"):
+        interleaved_shape((96, 3, 3, 64), "nc64hw64", True)
     with pytest.raises(SpecError, match="conv layout 'nchw' is unknown"):
         interleaved_shape((2, 4, 4, 48), "nchw", False)
 

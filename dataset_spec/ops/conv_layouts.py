@@ -8,7 +8,14 @@ CUTLASS's ``TensorNCxHWx<I>``, element (n, h, w, c) at
 ``c % I + I (w + W (h + H (c / I + (C / I) n)))``: an array (N, C/I, H, W, I). Their
 filters are ``TensorCxRSKx<I>`` (``c32rsk32`` / ``c64rsk64``), element (k, r, s, c) at
 ``c % I + I (k + K (s + S (r + R (c / I))))``: an array (C/I, R, S, K, I)
-(cutlass/layout/tensor.h, ``operator()`` and ``packed()`` of both).
+(cutlass/layout/tensor.h, ``operator()`` and ``packed()`` of both), except that the filter's
+output channels are stored permuted within each block of I (``filter_channel_slots``): the
+interleaved epilogue writes its accumulators to the output without passing through shared
+memory, so CUTLASS's interleaved kernels expect the filter reordered along K, as its tests
+and examples do with ``cutlass::reorder_convK<I>`` before they launch them
+(test/unit/conv/device/conv2d_testbed_interleaved.h; the reference conv there reads the
+filter before the reorder). CUTLASS has interleaved kernels for fprop only, so the filter
+is always an input.
 
 Complex (``params.complex``): ``cutlass::complex<float>`` elements, real then imaginary
 part, so a buffer is a real array with a last axis of 2 (as complex_gemm's interleaved
@@ -44,8 +51,35 @@ def interleaved_shape(logical: tuple, layout: str, is_filter: bool) -> tuple:
     if channels % step:
         raise SpecError(f"layout {layout} needs channel counts that are multiples of {step}, got {channels}")
     if is_filter:
+        if first % step:
+            raise SpecError(f"layout {layout} needs filter counts K that are multiples of {step}, got {first}")
         return (channels // step, *middle, first, step)
     return (first, channels // step, *middle, step)
+
+
+def filter_channel_slots(count: int, step: int) -> np.ndarray:
+    """Where output channel k of an interleaved filter is stored along K: slot[k].
+
+    cutlass/util/host_reorder.h, ``reorder_column<Interleaved>`` (which ``reorder_convK``
+    calls with ``Interleaved`` = the layout's I, on the filter seen as
+    ``RowMajorInterleaved<I>`` with ldm = stride(0) = I K, so only the column, K, moves)::
+
+        const int InstructionShapeCol = 8;
+        const int ElementsPerThread = InstructionShapeCol / 4;
+        const int ReorderedElementsPerThread = Interleaved / 4;
+        dest.at({k, (n / Interleaved) * Interleaved +
+                        ((n % ReorderedElementsPerThread) / ElementsPerThread) *
+                            InstructionShapeCol +
+                        ((n % Interleaved) / ReorderedElementsPerThread) *
+                            ElementsPerThread +
+                        (n % ElementsPerThread)}) = src.at({k, n});
+    """
+    instruction_cols = 8
+    per_thread = instruction_cols // 4
+    reordered_per_thread = step // 4
+    n = np.arange(count)
+    return ((n // step) * step + ((n % reordered_per_thread) // per_thread) * instruction_cols
+            + ((n % step) // reordered_per_thread) * per_thread + n % per_thread)
 
 
 def logical_shape(storage: tuple, layout: str, is_filter: bool) -> tuple:
@@ -69,7 +103,12 @@ def to_interleaved(logical: np.ndarray, layout: str, is_filter: bool) -> np.ndar
     # split axes: 0 = N or K, 1..rank-2 = spatial or taps, rank-1 = C / I, rank = I
     middle = tuple(range(1, rank - 1))
     order = (rank - 1, *middle, 0, rank) if is_filter else (0, rank - 1, *middle, rank)
-    return np.ascontiguousarray(split.transpose(order))
+    storage = split.transpose(order)
+    if is_filter:
+        reordered = np.empty(storage.shape, dtype=storage.dtype)  # C order, as the buffer is
+        reordered[..., filter_channel_slots(storage.shape[-2], step), :] = storage
+        return reordered
+    return np.ascontiguousarray(storage)
 
 
 def from_interleaved(storage: np.ndarray, layout: str, is_filter: bool) -> np.ndarray:
@@ -80,5 +119,7 @@ def from_interleaved(storage: np.ndarray, layout: str, is_filter: bool) -> np.nd
     rank = storage.ndim - 1
     middle = tuple(range(1, rank - 1))
     order = (rank - 1, *middle, 0, rank) if is_filter else (0, rank - 1, *middle, rank)
+    if is_filter:
+        storage = storage[..., filter_channel_slots(storage.shape[-2], step), :]
     logical = storage.transpose(np.argsort(order))
     return np.ascontiguousarray(logical).reshape(logical.shape[:-2] + (logical.shape[-2] * step,))
