@@ -180,3 +180,13 @@ def test_every_warp_buffer_is_lowered_to_registers(monkeypatch):
     monkeypatch.setattr(lowering, "_lower_every_warp_buffer", lambda device_mod: device_mod)
     assert fragments(lowering.lower(sch.mod, cuda_target("sm_80"), sch.pass_config).cuda) == [("A", "2048"),
                                                                                               ("B", "2048")]
+
+
+def test_shared_memory_beyond_the_arch_limit_is_named():
+    """A member whose dynamic shared memory exceeds what one block of the arch may opt in to
+    (the conv's 256x128x64 three-stage tile on sm_80) is not runnable there: the row says why."""
+    from builders.tvm.mma import shared_memory_misfit
+    assert shared_memory_misfit("sm_80", 159 * 1024) == ""
+    assert shared_memory_misfit("sm_90a", 163.5 * 1024) == ""
+    message = shared_memory_misfit("sm_80", 163.5 * 1024)
+    assert "163.5 KiB" in message and "sm_80 allows 163 KiB" in message

@@ -179,7 +179,7 @@ class TvmBuilder(Builder):
         """One row per tensor-core schedule of the item's workload: TENSOR_CORE_SCHEDULES (WMMA),
         or for an mma item the MMA_CONFIGS whose tiles fit it (mma.sync)."""
         from .lower import lower
-        from .mma import mma_schedule
+        from .mma import mma_schedule, shared_memory_misfit
         from .schedules import cuda_target, prim_func, tensor_core
         w: Workload = item.payload["workload"]
         arch = item.payload["arch"]
@@ -202,6 +202,9 @@ class TvmBuilder(Builder):
                     record.status, record.status_message = "build_failed", failure_message(f"{w.group_id} {key}", exc)
             if record.status != "build_failed":
                 self._attach_launches(record, lowered)
+                misfit = shared_memory_misfit(arch, max(launch.dynamic_smem for launch in record.launches))
+                if misfit:
+                    record.status, record.status_message = "not_applicable", f"{w.group_id} {key}: {misfit}"
             records.append(record)
         return records
 

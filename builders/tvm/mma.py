@@ -72,6 +72,19 @@ class MmaConfig:
             raise ValueError(f"{self.key}: the A and B tiles must split into {per_copy}-element cooperative copies")
 
 
+# The most dynamic shared memory one block may opt in to: A100 (sm_80) 163 KiB, H100 227 KiB
+MAX_DYNAMIC_SHARED = {"sm_80": 163 * 1024, "sm_90a": 227 * 1024}
+
+
+def shared_memory_misfit(arch: str, dynamic_smem: int) -> str:
+    """Why a launch with ``dynamic_smem`` bytes cannot run on ``arch``'s GPUs, or ""."""
+    limit = MAX_DYNAMIC_SHARED.get(arch)
+    if limit is not None and dynamic_smem > limit:
+        return (f"needs {dynamic_smem / 1024:g} KiB of dynamic shared memory per block; "
+                f"{arch} allows {limit // 1024} KiB")
+    return ""
+
+
 MMA_CONFIGS = (
     MmaConfig(128, 128, 32, 64, 64, 3),    # 4 warps, the classic Ampere tile
     MmaConfig(128, 128, 32, 64, 64, 4),
@@ -79,6 +92,9 @@ MMA_CONFIGS = (
     MmaConfig(128, 256, 32, 64, 64, 3),    # 8 warps
     MmaConfig(256, 128, 32, 64, 64, 3),    # 8 warps
     MmaConfig(128, 128, 64, 64, 64, 2),    # a longer k chunk, double buffered
+    MmaConfig(128, 128, 64, 64, 64, 3),    # ... and triple buffered
+    MmaConfig(128, 256, 64, 64, 64, 3),    # 8 warps; 2048^2 outputs in one wave of 128 CTAs
+    MmaConfig(256, 128, 64, 64, 64, 3),
     MmaConfig(64, 64, 32, 32, 32, 4),      # 4 warps, for the small sizes
     MmaConfig(64, 128, 32, 32, 64, 3),
 )
