@@ -64,3 +64,122 @@ def test_unsigned_saturating_gemms_draw_sparse_operands_whose_outputs_spread(sm,
                                             np.where(ref > 0, ref - 1, ref + 1), ref)
     verdict, _ = judge(problem, one_step)
     assert verdict.status == "wrong_result"
+
+
+def first_named(sm: int, prefix: str):
+    ops = catalog.load_manifest_operations(sm)
+    return catalog.describe_operation(ops[min(n for n in ops if n.startswith(prefix))])
+
+
+def logical(values, problem, name):
+    layout = problem.params[f"layout_{name.lower()}"]
+    array = np.asarray(values[name], dtype=np.float64).reshape(problem.buffer(name).shape)
+    return array if layout == "row" else array.T
+
+
+def stored(d: np.ndarray, problem) -> np.ndarray:
+    """A logical M x N result in D's storage order."""
+    return d if problem.params["layout_c"] == "row" else d.T
+
+
+def f16_kernel(problem, accumulate_in_f16: bool):
+    """A mixed-input f16 GEMM as the tensor cores run it: the integer operand converted to
+    f16 exactly, products summed along K in f16 (h16816gemm) or float32, stored as f16."""
+    def kernel(values, ref):
+        a, b = logical(values, problem, "A"), logical(values, problem, "B")
+        acc_type = np.float16 if accumulate_in_f16 else np.float32
+        acc = np.zeros((a.shape[0], b.shape[1]), dtype=acc_type)
+        with np.errstate(all="ignore"):
+            for start in range(0, a.shape[1], 16):  # one MMA's K slice, added to the accumulator
+                part = a[:, start:start + 16] @ b[start:start + 16]
+                acc = (acc.astype(np.float64) + part).astype(acc_type)
+            return stored(acc.astype(np.float16).astype(np.float64), problem)
+    return kernel
+
+
+MIXED_INPUT_F16 = [  # (sm, kernel name prefix, f16 accumulator)
+    (80, "cutlass_tensorop_h16816gemm_f16_s8_128x64_64x4_tn_align16", True),
+    (80, "cutlass_tensorop_h16816gemm_s8_f16_128x64_64x3_tn_align16", True),
+    (80, "cutlass_tensorop_h16816gemm_u8_f16_128x64_64x3_tn_align16", True),
+    (80, "cutlass_tensorop_f16_s16816gemm_f16_s8_", False),
+    (80, "cutlass_tensorop_f16_s16816gemm_f16_u8_", False),
+    (80, "cutlass_tensorop_f16_s16816gemm_u8_f16_", False),
+    (90, "cutlass3x_sm90_tensorop_gemm_s8_f16_f32_f16_f16_cvt_256x256x64_1x2x1_0_tnn_align16_stream_k_warpspecialized_"
+         "cooperative_epi_tma", False),
+    (90, "cutlass3x_sm90_tensorop_gemm_u8_f16_f32_f16_f16_cvt_256x256x64_1x2x1_0_tnn_align16_stream_k_warpspecialized_"
+         "cooperative_epi_tma", False),
+]
+
+
+@pytest.mark.parametrize("sm,prefix,f16_acc", MIXED_INPUT_F16)
+def test_integer_times_f16_domains_keep_every_stress_sum_within_f16(sm, prefix, f16_acc):
+    """An s8/u8 operand (its whole range, up to 255) times an f16 one: the float operand's
+    domain is min(out, acc max) / (4 K alpha max|int|), so on the verifier's own stress
+    draw every sum of |products| fits f16 (it reached 3.4e5 with sqrt(limit) for both) and
+    an f16 kernel (f16 or f32 accumulation) passes every trial; with the old domain the
+    same kernel writes inf where the reference is finite, as the GPU run did."""
+    spec = first_named(sm, prefix)
+    problem = make_problem(spec, *fit_to_family([spec], *DEFAULT_PROBLEM))
+    integer = next(b for b in problem.buffers[:2] if b.dtype in ("int8", "uint8"))
+    floating = next(b for b in problem.buffers[:2] if b is not integer)
+    lo, hi = get_op("gemm").domain(problem, floating.name)
+    top = 255 if integer.dtype == "uint8" else 128
+    assert hi == pytest.approx(65504 / (4 * problem.params["K"] * top))
+    verdict, prepared = judge(problem, f16_kernel(problem, f16_acc))
+    assert verdict.status == "passed", verdict.message
+    (stress,) = [t for t in prepared.trials if t.kind == "stress"]
+    a, b = logical(stress.values, problem, "A"), logical(stress.values, problem, "B")
+    with np.errstate(invalid="ignore"):
+        scale = np.abs(a) @ np.abs(b)
+    assert np.nanmax(scale[np.isfinite(scale)]) <= 65504 / 3  # a quarter, but for f16 rounding up
+    assert np.abs(stress.values[integer.name]).max() == top  # the integer operand's whole range
+    old_hi = (65504 / (4 * problem.params["K"])) ** 0.5  # sqrt(limit), as if both were float
+    problem.params["input_range"] = {floating.name: [lo, old_hi]}
+    verdict, _ = judge(problem, f16_kernel(problem, f16_acc))
+    assert verdict.status == "wrong_result" and "inf" in verdict.message, verdict.message
+
+
+def to_tf32(x: np.ndarray, half_ulp: bool) -> np.ndarray:
+    """float32 -> tf32: round toward zero, or CUTLASS's round_half_ulp_truncate (add half
+    a tf32 ulp to finite values, then truncate)."""
+    bits = np.asarray(x, dtype=np.float32).view(np.uint32).copy()
+    if half_ulp:
+        bits = np.where(np.isfinite(x), bits + np.uint32(0x1000), bits).astype(np.uint32)
+    return (bits & np.uint32(0xFFFFE000)).view(np.float32).astype(np.float64)
+
+
+def three_tf32_kernel(problem):
+    """CUTLASS's 3xTF32 (NumericConverterFastF32): x = big + small, big = tf32 toward zero,
+    small = tf32(x - big) half-ulp; D = big big + big small + small big, stored as f32."""
+    def split(x):
+        x32 = np.asarray(x, dtype=np.float32)
+        big = to_tf32(x32, half_ulp=False)
+        with np.errstate(invalid="ignore"):
+            small = to_tf32((x32 - big.astype(np.float32)).astype(np.float32), half_ulp=True)
+        return big, small
+
+    def kernel(values, ref):
+        (ab, as_), (bb, bs) = split(logical(values, problem, "A")), split(logical(values, problem, "B"))
+        with np.errstate(all="ignore"):
+            return stored((ab @ bb + (ab @ bs + as_ @ bb)).astype(np.float32).astype(np.float64), problem)
+    return kernel
+
+
+def test_3xtf32_states_finite_operands_so_its_split_never_meets_an_infinity():
+    """3xTF32 splits each operand into tf32 big + small = tf32(x - big): an infinite
+    operand gives small = inf - inf = NaN, so the kernel writes NaN where the IEEE
+    reference holds +-inf (the stress trial's one-infinity columns of B). The problem
+    states ``finite_operands``: B's stress rows hold no infinity, and the emulated 3xTF32
+    kernel passes every trial; on the old draw it fails exactly on those columns."""
+    spec = spec_of(80, "cutlass_tensorop_s1688gemm_64x128_32x3_nn_align4")
+    problem = make_problem(spec, *fit_to_family([spec], *DEFAULT_PROBLEM))
+    assert problem.params["finite_operands"] is True
+    verdict, prepared = judge(problem, three_tf32_kernel(problem))
+    assert verdict.status == "passed", verdict.message
+    (stress,) = [t for t in prepared.trials if t.kind == "stress"]
+    assert not np.isinf(stress.values["B"]).any() and np.isnan(stress.values["A"]).any()
+    del problem.params["finite_operands"]
+    verdict, prepared = judge(problem, three_tf32_kernel(problem))
+    assert verdict.status == "wrong_result"
+    (stress,) = [t for t in prepared.trials if t.kind == "stress"]
+    assert np.isinf(stress.values["B"]).any()

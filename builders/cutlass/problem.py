@@ -238,6 +238,8 @@ def make_problem(spec: KernelSpec, m: int, n: int, k: int, alpha: float = 1.0, b
         "accumulator": accumulator_name(spec),
         "math_input": math_input(spec),
     }
+    if spec.knobs.get("math_operation") == "multiply_add_fast_f32":
+        params["finite_operands"] = True  # 3xTF32 splits x into big + tf32(x - big): inf becomes NaN
     if sparse.is_sparse(spec):
         return sparse.make_sparse_problem(spec, g, m, n, k, alpha, beta, group_id(spec, m, n, k, alpha, beta),
                                           DTYPE_NAMES, params, integer_inputs)
