@@ -183,3 +183,46 @@ def test_3xtf32_states_finite_operands_so_its_split_never_meets_an_infinity():
     assert verdict.status == "wrong_result"
     (stress,) = [t for t in prepared.trials if t.kind == "stress"]
     assert np.isinf(stress.values["B"]).any()
+
+
+GROUPED_FP8_OUT = [f"cutlass3x_sm90_tensorop_gemm_grouped_{a}_{b}_f32_void_{d}_256x128x128_1x2x1_0_tnn_align16_"
+                   f"warpspecialized_cooperative_epi_tma"
+                   for a in ("e4m3", "e5m2") for b in ("e4m3", "e5m2") for d in ("e4m3", "e5m2")]
+
+
+@pytest.mark.parametrize("name", GROUPED_FP8_OUT)
+def test_grouped_tma_epilogues_store_16_byte_columns(name):
+    """A grouped TMA epilogue stores each group's column-major D with a tensor map whose
+    strides are 16-byte units: the default MoE size's M = 40 and M = 8 FP8 columns (40 and
+    8 bytes) left D's tails unwritten. Built-in sizes round M to 16 FP8 elements; a user's
+    exact size with a 40-byte column is not_applicable, naming D."""
+    from builders.cutlass import grouped
+    from builders.moe_shapes import DEFAULT_GROUPED
+    spec = spec_of(90, name)
+    assert grouped.tma_epilogue(spec)
+    (size,) = DEFAULT_GROUPED
+    assert [m for m, _, _ in size] == [128, 40, 256, 8]
+    fitted = grouped.fit([spec], size)
+    assert [m for m, _, _ in fitted] == [128, 48, 256, 16]
+    assert all(m % 16 == 0 for m, _, _ in fitted) and grouped.misfit(spec, fitted) == ""
+    exact = tuple((m, n, fk) for (m, n, _), (_, _, fk) in zip(size, fitted))  # K fitted, M as given
+    assert "problem 1: D's contiguous extent M=40 is not a multiple of its alignment 16" in grouped.misfit(spec, exact)
+    problem = grouped.make_problem(spec, fitted, 1.0, 0.0)
+    assert problem.buffer("D").dtype.startswith("float8")
+
+
+def test_grouped_nosmem_and_wide_outputs_keep_their_sizes():
+    """Only a TMA epilogue's 16-byte rule is added: a 'nosmem' FP8-output kernel and a
+    float32-output TMA kernel (40 x 4 bytes) keep the default sizes."""
+    from builders.cutlass import grouped
+    from builders.moe_shapes import DEFAULT_GROUPED
+    ops = catalog.load_manifest_operations(90)
+    nosmem = catalog.describe_operation(ops[min(n for n in ops if n.startswith(
+        "cutlass3x_sm90_tensorop_gemm_grouped_e4m3_e4m3_f32_void_e4m3_") and n.endswith("epi_nosmem"))])
+    f32_out = spec_of(90, "cutlass3x_sm90_tensorop_gemm_grouped_e4m3_e5m2_f32_f32_f32_128x256x128_1x2x1_0_tnn_align16_"
+                          "warpspecialized_cooperative_epi_nosmem")
+    f32_tma = catalog.describe_operation(ops[min(n for n in ops if n.startswith(
+        "cutlass3x_sm90_tensorop_gemm_grouped_e4m3_e4m3_f32_f32_f32_") and n.endswith("epi_tma"))])
+    (size,) = DEFAULT_GROUPED
+    for spec in (nosmem, f32_out, f32_tma):
+        assert [m for m, _, _ in grouped.fit([spec], size)] == [128, 40, 256, 8], spec.name
