@@ -226,3 +226,60 @@ def test_grouped_nosmem_and_wide_outputs_keep_their_sizes():
     (size,) = DEFAULT_GROUPED
     for spec in (nosmem, f32_out, f32_tma):
         assert [m for m, _, _ in grouped.fit([spec], size)] == [128, 40, 256, 8], spec.name
+
+
+def truncating_fp8_gemm(a: np.ndarray, b: np.ndarray, kept_bits: int = 13, chunk: int = 32,
+                        promote: int = 4) -> np.ndarray:
+    """Hopper's FP8 tensor core as CUTLASS drives it (KernelTmaWarpSpecializedCooperative,
+    no fast accumulation): each wgmma adds 32 exact products to its running sum aligned to
+    the largest addend's binade and truncated ``kept_bits`` below it (an e8m13 adder); every
+    ``promote`` wgmmas the sum is added to a float32 accumulator (round to nearest)."""
+    m, k = a.shape
+    main = np.zeros((m, b.shape[1]), dtype=np.float32)
+    temp = np.zeros((m, b.shape[1]))
+    for index, start in enumerate(range(0, k, chunk)):
+        addends = np.concatenate([temp[..., None], a[:, None, start:start + chunk] * b.T[None, :, start:start + chunk]],
+                                 axis=2)
+        biggest = np.abs(addends).max(axis=2)
+        binade = np.floor(np.log2(np.where(biggest > 0, biggest, 1.0))).astype(int)
+        unit = np.ldexp(1.0, binade - kept_bits)[..., None]
+        temp = (np.trunc(addends / unit) * unit).sum(axis=2).astype(np.float32).astype(np.float64)
+        if (index + 1) % promote == 0 or start + chunk >= k:
+            main = (main.astype(np.float64) + temp).astype(np.float32)
+            temp[:] = 0.0
+    return main.astype(np.float64)
+
+
+def test_fp8_bound_covers_a_truncating_tensor_core_for_e4m3_x_e5m2():
+    """The grouped e4m3 x e5m2 -> f32 kernel failed one edge-trial element at 1.1 x its
+    bound (|err| 4.02e3). The fp8_tensor_core bound (u = 2^-13, about 14 bits) is checked
+    against the hardware's truncating aligned adder on the verifier's own draws (every
+    trial but stress, whose infinities the emulation does not model): it holds with
+    margin, and at elements whose bound is near 3.65e3 the emulated error stays under a
+    tenth of the bound, so the failure is not the accumulator model's to absorb."""
+    from builders.cutlass import grouped
+    from builders.moe_shapes import DEFAULT_GROUPED
+    from dataset_spec.ops.grouped_gemm import concat_outputs, members
+    spec = spec_of(90, "cutlass3x_sm90_tensorop_gemm_grouped_e4m3_e5m2_f32_f32_f32_128x256x128_1x2x1_0_tnn_align16_"
+                       "warpspecialized_cooperative_epi_nosmem")
+    problem = grouped.make_problem(spec, grouped.fit([spec], DEFAULT_GROUPED[0]), 1.0, 0.0)
+    assert problem.params["accumulator"] == "fp8_tensor_core"
+    prepared = prepare_problem(problem, "g", None)
+    out_spec = prepared.specs[0]
+    for index, (trial, ref) in enumerate(zip(prepared.trials, prepared.references)):
+        if trial.kind == "stress":
+            continue
+        parts = []
+        for member in members(problem, trial.values):
+            sub = member.problem
+            with np.errstate(all="ignore"):
+                d = truncating_fp8_gemm(logical(member.inputs, sub, "A"), logical(member.inputs, sub, "B"))
+            parts.append((member, stored(d, sub)))
+        out = concat_outputs(problem, parts)["D"].reshape(-1)
+        reference = np.asarray(ref[out_spec.name]).reshape(-1)
+        bound = np.asarray(out_spec.bounds[index]).reshape(-1)
+        ratio = np.abs(out - reference) / bound
+        assert ratio.max() < 0.75, (trial.kind, ratio.max())
+        if trial.kind == "edge":
+            near = (bound > 3655 / 1.25) & (bound < 3655 * 1.25)
+            assert near.sum() > 100 and ratio[near].max() < 0.1
