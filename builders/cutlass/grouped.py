@@ -83,9 +83,9 @@ def _tma_alignment(element: str) -> int:
 def _contiguous(spec) -> dict:
     """Operand -> (the problem dimension its storage is contiguous along, alignment). A TMA
     epilogue stores D (and loads a non-void C) by TMA, so their columns (rows) must be
-    16-byte multiples: the ptr-array kernel encodes each group's D stride in the tensor map
-    in 16-byte units, and a 40-byte FP8 column (M = 40) lands at 32-byte steps, leaving the
-    tail of D unwritten (its shapes live on the device, so can_implement cannot see them)."""
+    16-byte multiples: the ptr-array kernel writes each group's strides into its tensor map
+    on the device (tensormap.replace takes multiples of 16 bytes only), where can_implement
+    never sees the shapes; 40- and 8-byte FP8 columns (M = 40, 8) left D's tails unwritten."""
     lay, k = layouts(spec), spec.knobs
     c_dim = "N" if lay["c"] == "row" else "M"
     extents = {"A": ("K" if lay["a"] == "row" else "M", k["alignment_a"]),
