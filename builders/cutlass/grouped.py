@@ -83,9 +83,9 @@ def _tma_alignment(element: str) -> int:
 def _contiguous(spec) -> dict:
     """Operand -> (the problem dimension its storage is contiguous along, alignment). A TMA
     epilogue stores D (and loads a non-void C) by TMA, so their columns (rows) must be
-    16-byte multiples: the ptr-array kernel writes each group's strides into its tensor map
-    on the device (tensormap.replace takes multiples of 16 bytes only), where can_implement
-    never sees the shapes; 40- and 8-byte FP8 columns (M = 40, 8) left D's tails unwritten."""
+    16-byte multiples (a tensor map's strides are, as cuTensorMapEncodeTiled requires): the
+    ptr-array kernel writes each group's strides into its map on the device, where nothing
+    checks them; 40- and 8-byte FP8 columns (M = 40, 8) left D's tails unwritten."""
     lay, k = layouts(spec), spec.knobs
     c_dim = "N" if lay["c"] == "row" else "M"
     extents = {"A": ("K" if lay["a"] == "row" else "M", k["alignment_a"]),
