@@ -12,8 +12,8 @@ from dataset_spec.model import Problem, SpecError
 from dataset_spec.ops import get_op
 from dataset_spec.ops.conv_layouts import (filter_channel_slots, from_interleaved, interleaved_shape,
                                            logical_shape, to_interleaved)
-from dataset_spec.ops.conv_nhwc import (conv_buffers, conv_reduction_length, conv_shapes, operand_density,
-                                        sparse_unsigned_init, stored_moments)
+from dataset_spec.ops.conv_nhwc import conv_buffers, conv_reduction_length, conv_shapes
+from dataset_spec.ops.unsigned_sums import operand_density, sparse_unsigned_init, stored_moments
 from verify.inputs import float_to_bits
 from verify.outcome import CheckResult, TrialRun, classify
 from verify.runner import prepare_problem

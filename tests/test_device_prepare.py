@@ -313,11 +313,14 @@ def _row_signature(values: np.ndarray, axis: int) -> np.ndarray:
                     axis=1)
 
 
-@pytest.mark.parametrize("layouts", [("row", "row"), ("row", "col"), ("col", "row")])
-def test_gemm_stress_rows_follow_the_host_patterns(layouts):
-    problem = _gemm("bfloat16", 30, 22, 64)
+@pytest.mark.parametrize("layouts,finite", [(("row", "row"), False), (("row", "col"), False),
+                                             (("col", "row"), False), (("row", "row"), True)])
+def test_gemm_stress_rows_follow_the_host_patterns(layouts, finite):
+    """Device stress rows match the host's; ``finite_operands`` (3xTF32) drops B's infinity."""
+    problem = _gemm("float32" if finite else "bfloat16", 30, 22, 64)
     problem = Problem(problem.problem_id, "gemm", problem.buffers,
-                      params={**problem.params, "layout_a": layouts[0], "layout_b": layouts[1]})
+                      params={**problem.params, "layout_a": layouts[0], "layout_b": layouts[1],
+                              **({"finite_operands": True} if finite else {})})
     stress = next(t for t in range(trial_count(problem)) if make_trial_inputs(problem, "g", t).kind == "stress")
     host = make_trial_inputs(problem, "g", stress)
     device = make_trial_inputs_device(problem, "g", stress, CPU)
@@ -325,8 +328,9 @@ def test_gemm_stress_rows_follow_the_host_patterns(layouts):
     for name, axis in k_axis.items():
         h, d = host.values[name], device.values[name].numpy()
         assert np.array_equal(_row_signature(h, axis), _row_signature(d, axis)), name
-        finite = np.isfinite(d)
-        assert np.all(np.abs(d[finite]) <= host.ranges[name][1])
+        finite_values = np.isfinite(d)
+        assert np.all(np.abs(d[finite_values]) <= host.ranges[name][1])
+    assert np.isinf(host.values["B"]).any() != finite and np.isinf(device.values["B"].numpy()).any() != finite
 
 
 def test_float64_stress_keeps_the_domain_top_finite():

@@ -285,6 +285,7 @@ def _row_patterns(torch, draws: _DeviceDraws, mean: float, std: float, lo: float
 
 GEMM_A_ROWS = ("tail_heavy", "constant", "wide", "nan_one", "half_zeros", "normal")  # stress.GEMM_A
 GEMM_B_ROWS = ("tail_heavy", "alternating", "wide", "inf_one", "normal")           # stress.GEMM_B
+FINITE_B_ROWS = ("tail_heavy", "alternating", "wide", "normal")  # stress.PRODUCTS: params.finite_operands
 
 
 def gemm_stress_on_device(problem: Problem, buf, plan, seed: int, device):
@@ -296,7 +297,8 @@ def gemm_stress_on_device(problem: Problem, buf, plan, seed: int, device):
     if buf.name == "A":
         names, axis = GEMM_A_ROWS, (-1 if p.get("layout_a", "row") == "row" else 0)
     elif buf.name == "B":
-        names, axis = GEMM_B_ROWS, (0 if p.get("layout_b", "row") == "row" else -1)
+        names = FINITE_B_ROWS if p.get("finite_operands") else GEMM_B_ROWS
+        axis = 0 if p.get("layout_b", "row") == "row" else -1
     else:
         names, axis = ("normal",), -1
     mean, std = init_moments(buf)

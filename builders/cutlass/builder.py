@@ -37,8 +37,8 @@ from builders.cutlass.kernel_traits import arch_of, entry_params, uses_tma  # no
 from builders.cutlass.compile import (BASE_FLAGS, CutlassCompileError, build_packer, compile_to_ptx,
                                       cutlass_version, nvcc_version)
 from builders.cutlass.packer import PackError, pack_launch
-from builders.cutlass.problem import (DEFAULT_PROBLEM, alignment_misfit, epilogue_misfit, family_id, fit_to_family, group_id,
-                                      kernel_gemm, make_problem)
+from builders.cutlass.problem import (DEFAULT_PROBLEM, alignment_misfit, epilogue_alpha, epilogue_misfit, family_id,
+                                      fit_to_family, group_id, kernel_gemm, make_problem)
 from builders.shapes import ShapeSet, load_shape_set
 from builders.cutlass.source import kernel_source, packer_source
 
@@ -111,6 +111,7 @@ class CutlassBuilder(Builder):
         self.sm_count = int(settings.sm_count)
         self.shape_set = cutlass_shape_set(settings.shapes, settings.problem)
         self.alpha = float(1.0 if settings.alpha is None else settings.alpha)
+        self.alpha_given = settings.alpha is not None
         self.beta = float(0.0 if settings.beta is None else settings.beta)
         self.batch_size = int(settings.batch_size)
         self.per_family = int(settings.per_family) if settings.per_family is not None else None
@@ -152,7 +153,8 @@ class CutlassBuilder(Builder):
             sizes = self.sizes_for(specs)
             planned.append((f"{family}/M{sizes[0][0]}N{sizes[0][1]}K{sizes[0][2]}", arch, family, sizes, specs))
         for first_gid, arch, family, sizes, specs in sorted(planned, key=lambda p: (p[0], p[1])):
-            gids = [f"{family}/M{m}N{n}K{k}" for m, n, k in sizes]
+            gids = [group_id(specs[0], *size, epilogue_alpha(specs[0], *size, self.alpha, self.alpha_given),
+                             self.beta) for size in sizes]
             for start in range(0, len(specs), self.batch_size):
                 chunk = specs[start:start + self.batch_size]
                 if len(sizes) == 1:  # the key every single-size build has always used
@@ -166,7 +168,8 @@ class CutlassBuilder(Builder):
                     key=key, group_id=gids[0], label=label,
                     payload={"names": [s.name for s in chunk], "sm": chunk[0].sm, "arch": arch,
                              "problems": [list(size) for size in sizes], "exact": self.shape_set.exact,
-                             "shape_set": self.shape_set.name, "alpha": self.alpha, "beta": self.beta,
+                             "shape_set": self.shape_set.name, "alpha": self.alpha,
+                             "alpha_given": self.alpha_given, "beta": self.beta,
                              "sm_count": self.sm_count, "families": list(self.families),
                              "per_family": self.per_family,
                              "limit": self.options.limit, "sample_seed": self.options.sample_seed},
@@ -197,7 +200,7 @@ class CutlassBuilder(Builder):
             return grouped.build(self, item)
         specs, ptx_by_name, failures, packer = self.compile_batch(p)
         problems = [tuple(size) for size in p["problems"]]
-        gids = [group_id(specs[0], *size, p["alpha"], p["beta"]) for size in problems]
+        gids = [group_id(specs[0], *size, _row_alpha(specs[0], p, size), p["beta"]) for size in problems]
         rows = []
         for index, size in enumerate(problems):
             shared = ({"groups": gids, "sizes": [list(s) for s in problems], "reused": index > 0}
@@ -213,7 +216,7 @@ class CutlassBuilder(Builder):
             return self._record(spec, item, size, "", [], [], "build_failed", failures[spec.name], shared)
         entry, ptx = ptx_by_name[spec.name]
         size_misfit = alignment_misfit(spec, *size)
-        misfit = size_misfit or epilogue_misfit(spec, p["alpha"], p["beta"])
+        misfit = size_misfit or epilogue_misfit(spec, _row_alpha(spec, p, size), p["beta"])
         if misfit:  # built-in sizes are fitted per group; a user's size, alpha or beta may miss
             status = "not_applicable" if p["exact"] or not size_misfit else "build_failed"
             return self._record(spec, item, size, ptx, [], [], status, misfit, shared)
@@ -258,7 +261,7 @@ class CutlassBuilder(Builder):
     def _launch(self, spec, packer, entry, ptx, p, size):
         m, n, k = size
         use_c = p["beta"] != 0
-        packed = pack_launch(packer, spec.name, m, n, k, p["alpha"], p["beta"], p["sm_count"], use_c,
+        packed = pack_launch(packer, spec.name, m, n, k, _row_alpha(spec, p, size), p["beta"], p["sm_count"], use_c,
                              alias_c_to_d=spec.generation == 3,
                              extra_slots=(BLOCKWISE_SLOTS if is_blockwise(spec) else
                                           sparse.extra_slots(spec) or mixed_input.extra_slots(spec)),
@@ -293,10 +296,11 @@ class CutlassBuilder(Builder):
                         "problem_transposed": g.swapped})
         provenance = self.provenance(spec, p, shared)
         provenance["c_aliases_d"] = spec.generation == 3 and p["beta"] == 0
+        alpha = _row_alpha(spec, p, size)
         return KernelRecord(
-            group_id=group_id(spec, m, n, k, p["alpha"], p["beta"]), source="cutlass", variant=variant, name=spec.name,
+            group_id=group_id(spec, m, n, k, alpha, p["beta"]), source="cutlass", variant=variant, name=spec.name,
             arch=p["arch"], ptx=ptx, launches=launches,
-            problem=make_problem(spec, m, n, k, p["alpha"], p["beta"]), scratch=scratch,
+            problem=make_problem(spec, m, n, k, alpha, p["beta"]), scratch=scratch,
             toolchain=self.toolchain(p), provenance=provenance,
             status=status, status_message=message[-8000:] if message else "")
 
@@ -320,3 +324,9 @@ class CutlassBuilder(Builder):
         if shared:  # the PTX is one compile for every size of this item
             provenance["shared_compile"] = shared
         return provenance
+
+
+def _row_alpha(spec, payload: dict, size) -> float:
+    """The epilogue alpha of ``spec``'s row at ``size`` (problem.epilogue_alpha); payloads
+    written before ``alpha_given`` existed keep their alpha."""
+    return epilogue_alpha(spec, *size, payload["alpha"], payload.get("alpha_given", True))

@@ -20,13 +20,11 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Optional
 
-from dataset_spec.model import (DTYPES, Arg, Buffer, Distribution, KernelRecord, Launch, Problem, SpecError,
-                                dtype_kind)
+from dataset_spec.model import Arg, Buffer, Distribution, KernelRecord, Launch, Problem, SpecError
 from dataset_spec.ops import get_op
 from dataset_spec.ops.conv_layouts import interleave_of
-from dataset_spec.ops.conv_nhwc import (OPERANDS, conv_buffers, conv_shapes, operand_density, sparse_unsigned_init,
-                                        stored_moments)
-from dataset_spec.packed import element_range, is_packed
+from dataset_spec.ops.conv_nhwc import OPERANDS, conv_buffers, conv_shapes
+from dataset_spec.ops.unsigned_sums import is_unsigned_saturating, mid_range_alpha, sparsify
 from ptx_tools import split_module
 from builders.base import Builder, BuildOptions, WorkItem
 from builders.cutlass import conv_catalog
@@ -155,31 +153,20 @@ def function_id(spec, alpha: float, beta: float) -> str:
 
 def unsigned_saturating(spec) -> bool:
     """A saturating unsigned output of unsigned operands (u4 x u4 -> u4, u8 x u8 -> u8):
-    every product is >= 0, so its problem draws sparse operands (conv_nhwc.operand_density)."""
+    every product is >= 0, so its problem draws sparse operands (unsigned_sums.py)."""
     k = spec.knobs
-    return (dtype_kind(conv_dtype(k["element_d"])) == "u" and dtype_kind(conv_dtype(k["element_a"])) == "u"
-            and dtype_kind(conv_dtype(k["element_b"])) == "u")
-
-
-def _top(dtype: str) -> int:
-    """The largest value of an unsigned dtype (uint4: 15, uint8: 255)."""
-    return element_range(dtype)[1] - 1 if is_packed(dtype) else (1 << 8 * DTYPES[dtype][0]) - 1
+    return is_unsigned_saturating(conv_dtype(k["element_a"]), conv_dtype(k["element_b"]), conv_dtype(k["element_d"]))
 
 
 def epilogue_alpha(spec, size: ConvProblemSize, alpha: float, alpha_given: bool) -> float:
     """The alpha a row uses: the user's, or 1; but an ``unsigned_saturating`` conv's sparse
     operands still sum to about SPARSE_TERMS products of mean E[x] E[w] (tens to thousands),
-    past the output's top. Without --alpha those rows get the power of two that brings
-    the mean sum to the middle of the output's range (a power of two keeps alpha *
-    accumulator exact in the float32 epilogue)."""
+    past the output's top. Without --alpha those rows get unsigned_sums.mid_range_alpha."""
     if alpha_given or not unsigned_saturating(spec):
         return alpha
     problem = make_conv_problem(spec, size, 1.0, 0.0)
-    (first, second), out = OPERANDS[spec.kind]
-    means = [stored_moments(problem.buffer(name).init, _top(problem.buffer(name).dtype))[0] for name in (first, second)]
-    mean_sum = get_op(problem.op).reduction_length(problem) * means[0] * means[1]
-    middle = _top(problem.buffer(out).dtype) / 2
-    return 2.0 ** -max(0, round(math.log2(mean_sum / middle)))
+    operands, out = OPERANDS[spec.kind]
+    return mid_range_alpha(problem, operands, out, get_op(problem.op).reduction_length(problem))
 
 
 def group_id(spec, size: ConvProblemSize, alpha: float, beta: float) -> str:
@@ -208,11 +195,7 @@ def make_conv_problem(spec, size: ConvProblemSize, alpha: float, beta: float) ->
     problem = Problem(problem_id=group_id(spec, size, alpha, beta), op=f"conv{rank}d_{spec.kind}", buffers=buffers,
                       params=params)
     if unsigned_saturating(spec):
-        density = operand_density(get_op(problem.op).reduction_length(problem))
-        problem.params["operand_density"] = density
-        for name in OPERANDS[spec.kind][0]:
-            buffer = problem.buffer(name)
-            buffer.init = sparse_unsigned_init(density, _top(buffer.dtype))
+        sparsify(problem, OPERANDS[spec.kind][0], get_op(problem.op).reduction_length(problem))
     return problem
 
 

@@ -19,7 +19,8 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 
-from dataset_spec.model import Arg, Buffer, Distribution, KernelRecord, Launch, SpecError
+from dataset_spec.model import DTYPES, Arg, Buffer, Distribution, KernelRecord, Launch, SpecError
+from dataset_spec.packed import element_bits, is_packed
 from dataset_spec.ops.grouped_gemm import TABLE_NAMES, make_grouped_problem
 from builders.base import WorkItem
 from builders.cutlass import grouped_blockwise, planar_complex_array
@@ -62,12 +63,39 @@ def group_id(spec, size, alpha: float, beta: float) -> str:
     return f"{family_id(spec, alpha, beta)}/{grouped_label(size)}"
 
 
+TMA_STORE_BYTES = 16  # a TMA tensor's global strides are multiples of 16 bytes
+
+
+def tma_epilogue(spec) -> bool:
+    """A 3.x epilogue that stores D (and loads C) through TMA ('epi_tma'; not 'nosmem')."""
+    schedule = spec.knobs.get("epilogue_schedule", "")
+    return spec.generation == 3 and "Tma" in schedule and "NoSmem" not in schedule
+
+
+def _tma_alignment(element: str) -> int:
+    """Elements per 16 bytes: the alignment the generator gives a TMA epilogue's C and D
+    (cutlass_library get_tma_alignment), whatever the operation's own alignment says."""
+    dtype = DTYPE_NAMES[element]
+    bits = element_bits(dtype) if is_packed(dtype) else 8 * DTYPES[dtype][0]
+    return TMA_STORE_BYTES * 8 // bits
+
+
 def _contiguous(spec) -> dict:
-    """Operand -> (the problem dimension its storage is contiguous along, alignment)."""
+    """Operand -> (the problem dimension its storage is contiguous along, alignment). A TMA
+    epilogue stores D (and loads a non-void C) by TMA, so their columns (rows) must be
+    16-byte multiples (a tensor map's strides are, as cuTensorMapEncodeTiled requires): the
+    ptr-array kernel writes each group's strides into its map on the device, where nothing
+    checks them; 40- and 8-byte FP8 columns (M = 40, 8) left D's tails unwritten."""
     lay, k = layouts(spec), spec.knobs
-    return {"A": ("K" if lay["a"] == "row" else "M", k["alignment_a"]),
-            "B": ("N" if lay["b"] == "row" else "K", k["alignment_b"]),
-            "C": ("N" if lay["c"] == "row" else "M", k["alignment_c"])}
+    c_dim = "N" if lay["c"] == "row" else "M"
+    extents = {"A": ("K" if lay["a"] == "row" else "M", k["alignment_a"]),
+               "B": ("N" if lay["b"] == "row" else "K", k["alignment_b"]),
+               "C": (c_dim, k["alignment_c"])}
+    if tma_epilogue(spec):
+        extents["D"] = (c_dim, _tma_alignment(k["element_d"]))
+        if k["element_c"] != "void":
+            extents["C"] = (c_dim, math.lcm(int(k["alignment_c"]), _tma_alignment(k["element_c"])))
+    return extents
 
 
 def misfit(spec, size) -> str:

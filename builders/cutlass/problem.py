@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass
 
 from dataset_spec.model import Buffer, Distribution, Problem
+from dataset_spec.ops.unsigned_sums import is_unsigned_saturating, mid_range_alpha, sparsify
 from builders.cutlass import blockwise, mixed_input, sparse
 from builders.cutlass.kernel_traits import storage_shape
 from builders.cutlass import complex as complex_kind
@@ -135,11 +136,10 @@ def fit_to_family(specs: list, m: int, n: int, k: int) -> tuple:
 
 MATH_INPUT_NAMES = {"tf32": "tf32", "f16": "float16", "bf16": "bfloat16"}
 FP8 = ("e4m3", "e5m2")
-# Integer operands: small values, so every product sum is exact in an int32 accumulator and
-# in the float32 epilogue (|sum| <= K * 64 < 2^24 up to K = 2^18), and a saturating int8
-# store clamps a good share of the outputs. Unsigned operands of an unsigned 8-bit output
-# are 0 or 1: sums of products of 0..7 all exceed 255 at K = 520, so every output would
-# clamp to 255 and a kernel writing the constant would pass (a trivial reference).
+# Integer operands' inits: small values, so every product sum is exact in an int32
+# accumulator and in the float32 epilogue (|sum| <= K * 64 < 2^24 up to K = 2^18). The
+# trials draw a dense GEMM's integer operands over the op's ``integer_range`` instead; an
+# unsigned saturating dense GEMM's operands get sparse inits (``unsigned_saturating``).
 INTEGER_INPUTS = {"s8": Distribution("randint", {"low": -8, "high": 8}),
                   "u8": Distribution("randint", {"low": 0, "high": 8})}
 UNSIGNED_BYTE_OUTPUT_INPUTS = Distribution("randint", {"low": 0, "high": 2})
@@ -150,6 +150,28 @@ def integer_inputs(element: str, element_d: str):
     if element == "u8" and element_d == "u8":
         return UNSIGNED_BYTE_OUTPUT_INPUTS
     return INTEGER_INPUTS.get(element)
+
+
+def unsigned_saturating(spec: KernelSpec) -> bool:
+    """A saturating unsigned output of unsigned operands (u4 x u4 -> u4, u8 x u8 -> u8):
+    every product is >= 0, so its problem draws sparse operands (unsigned_sums.py). Dense
+    and 3.x kernels only: a sparse, complex, scaled or blockwise GEMM builds its own problem."""
+    if sparse.is_sparse(spec) or mixed_input.is_scaled(spec) or complex_kind.is_complex(spec) or _blockwise(spec):
+        return False
+    g = kernel_gemm(spec)
+    if any(e not in DTYPE_NAMES for e in (g.element_a, g.element_b, g.element_d)):
+        return False
+    return is_unsigned_saturating(DTYPE_NAMES[g.element_a], DTYPE_NAMES[g.element_b], DTYPE_NAMES[g.element_d])
+
+
+def epilogue_alpha(spec: KernelSpec, m: int, n: int, k: int, alpha: float, alpha_given: bool) -> float:
+    """The alpha a row uses: the user's, or 1; but an ``unsigned_saturating`` GEMM's sparse
+    operands still sum to about SPARSE_TERMS products of mean E[a] E[b], past the output's
+    top. Without --alpha those rows get unsigned_sums.mid_range_alpha (a power of two, exact
+    in the float32 epilogue)."""
+    if alpha_given or not unsigned_saturating(spec):
+        return alpha
+    return mid_range_alpha(make_problem(spec, m, n, k, 1.0, 0.0), ("A", "B"), "D", k)
 
 
 def epilogue_misfit(spec: KernelSpec, alpha: float, beta: float) -> str:
@@ -216,11 +238,15 @@ def make_problem(spec: KernelSpec, m: int, n: int, k: int, alpha: float = 1.0, b
         "accumulator": accumulator_name(spec),
         "math_input": math_input(spec),
     }
+    if spec.knobs.get("math_operation") == "multiply_add_fast_f32":
+        params["finite_operands"] = True  # 3xTF32 splits x into big + tf32(x - big): inf becomes NaN
     if sparse.is_sparse(spec):
         return sparse.make_sparse_problem(spec, g, m, n, k, alpha, beta, group_id(spec, m, n, k, alpha, beta),
                                           DTYPE_NAMES, params, integer_inputs)
-    return Problem(problem_id=group_id(spec, m, n, k, alpha, beta), op="gemm", buffers=buffers,
-                   params=params)
+    problem = Problem(problem_id=group_id(spec, m, n, k, alpha, beta), op="gemm", buffers=buffers, params=params)
+    if unsigned_saturating(spec):
+        sparsify(problem, ("A", "B"), k)
+    return problem
 
 
 def scratch_init() -> Distribution:

@@ -3,7 +3,8 @@
 One module per family of ops (elementwise, rows, gemm, grouped_gemm, mixed_input_gemm,
 sparse_gemm, complex_gemm, blockwise_gemm, grouped_blockwise_gemm, grouped_complex_gemm, conv,
 conv_nhwc, sequence, llm, custom), each listing its ``OpSpec``s in ``OPS``; ``spec`` holds
-``OpSpec`` and the helpers they share.
+``OpSpec`` and the helpers they share (``unsigned_sums``: sparse operands of unsigned
+saturating GEMMs and convs).
 Each op maps the group's float64 inputs to the float64 value every out/inout buffer must
 hold (``reference``), gives the float64 magnitude scale ``S`` of the terms that produced
 each output element (``error_scale``; ``numerics.BoundTerms`` turns it into a per-element

@@ -14,7 +14,7 @@ activations ``x`` (N, [D,] H, W, C), filters ``w`` (K, [T,] R, S, C / groups), o
 ``nhwc``; ``nc32hw32`` / ``nc64hw64``: CUTLASS's interleaved storage) and ``complex``
 (complex<float> elements, a last axis of 2) state how the buffers hold the logical
 tensors (conv_layouts.py); ``operand_density`` (unsigned saturating convs) draws both
-operands sparse from their ``init`` (see SPARSE_TERMS). Buffers are named by their role (x, w, y / dy, w, dx / dy, x,
+operands sparse from their ``init`` (unsigned_sums.py). Buffers are named by their role (x, w, y / dy, w, dx / dy, x,
 dw; C when beta != 0); each op reads the shapes from its buffers. The float64 reference loops over the filter taps (R S, or T R S,
 of them) and does one matrix product per tap, so it stays fast at ResNet sizes.
 """
@@ -301,62 +301,10 @@ def range_conv(problem, buffer):
     return lo, hi
 
 
-# Unsigned operands of a saturating unsigned output (u4 x u4 -> u4, u8 x u8 -> u8) sum only
-# non-negative products; drawn uniformly, every output of an n-term sum sits within a few
-# percent of n E[x] E[w] (its spread shrinks as 1 / sqrt(n)), so whatever alpha, the
-# stored outputs are one or two values. Such problems state ``params.operand_density``: each
-# operand is drawn in every trial from its ``init``, a normal clipped and rounded to the
-# element range whose mean lies below 0, so about that fraction of elements is nonzero
-# (with values over the whole range) and a sum holds about SPARSE_TERMS nonzero products.
-SPARSE_TERMS = 16
-
-
-def operand_density(terms: int) -> float:
-    """The nonzero fraction of each operand that leaves about SPARSE_TERMS nonzero
-    products in a ``terms``-term sum."""
-    return min(0.5, math.sqrt(SPARSE_TERMS / max(1, terms)))
-
-
-def _normal_cdf(x: float) -> float:
-    return 0.5 * (1.0 + math.erf(x / math.sqrt(2.0)))
-
-
-def _normal_quantile(q: float) -> float:
-    low, high = -12.0, 12.0
-    for _ in range(100):
-        mid = (low + high) / 2
-        low, high = (mid, high) if _normal_cdf(mid) < q else (low, mid)
-    return (low + high) / 2
-
-
-def sparse_unsigned_init(density: float, top: int):
-    """The ``init`` of an unsigned operand with ``density`` nonzero elements: normal, std
-    top / 2, mean such that P(value >= 0.5) = density; storage rounds and clips it to
-    [0, top]."""
-    from ..model import Distribution
-    std = top / 2.0
-    return Distribution("normal", {"mean": 0.5 - std * _normal_quantile(1.0 - density), "std": std})
-
-
-def stored_moments(init, top: int) -> tuple:
-    """(E[v], E[v^2]) of the stored values of ``init`` (rounded and clipped to [0, top])."""
-    mean, std = float(init.params["mean"]), float(init.params["std"])
-    edges = [_normal_cdf((k + 0.5 - mean) / std) for k in range(top)]
-    probs = [edges[0]] + [b - a for a, b in zip(edges, edges[1:])] + [1.0 - edges[-1]]
-    return sum(k * p for k, p in enumerate(probs)), sum(k * k * p for k, p in enumerate(probs))
-
-
 def range_conv_integers(first: str, second: str):
-    """Integer operands: as ``range_int_products`` (the int32 accumulator never wraps),
-    except for a problem with ``params.operand_density``, whose operands keep their sparse
-    ``init`` (None)."""
-    base = range_int_products(conv_reduction_length, first, second)
-
-    def integer_range(problem, buffer):
-        if problem.params.get("operand_density") and buffer.name in (first, second):
-            return None
-        return base(problem, buffer)
-    return integer_range
+    """Integer operands: as ``range_int_products`` (which leaves the operands of a problem
+    with ``params.operand_density`` to their sparse ``init``, unsigned_sums.py)."""
+    return range_int_products(conv_reduction_length, first, second)
 
 
 def stress_conv(problem, buffer, context, previous):

@@ -111,14 +111,31 @@ def range_gemm(problem, buffer):
         return _fmt(buffer.dtype).tiny, out.max_finite / (4 * max(1.0, abs(float(p.get("beta", 1.0)))))
     limit = min(out.max_finite, acc.max_finite) / (4 * k * max(1.0, abs(float(p.get("alpha", 1.0)))))
     lo, hi = max(_fmt(buffer.dtype).tiny, math.sqrt(acc.tiny)), math.sqrt(limit)
+    other = problem.buffer("B" if buffer.name == "A" else "A")
+    if not is_float_dtype(other.dtype):
+        # an integer operand times a float one (mixed-input upcast, 3.x ConvertOnly) keeps
+        # its dtype's whole range (integer_range): the float operand takes the rest of the
+        # budget, so K |int| |float| stays within the limit (an f16 accumulator or output
+        # would overflow to inf where the reference stays finite)
+        low, high = element_range(other.dtype) if is_packed(other.dtype) else _int_range(other.dtype)
+        hi = limit / max(1, abs(low), abs(high - 1))
+        lo = min(lo, hi)
     narrow = FORMATS.get(str(p.get("math_input") or ""))
     if narrow is not None:  # operands rounded to float16/bfloat16 before the multiply
         lo, hi = max(lo, narrow.tiny), min(hi, math.sqrt(narrow.max_finite) / 2)
     return lo, hi
 
 
+def _int_range(dtype: str) -> tuple:
+    """[low, high) of a byte-or-wider integer dtype."""
+    bits = 8 * DTYPES[dtype][0]
+    return (-(2 ** (bits - 1)), 2 ** (bits - 1)) if dtype_kind(dtype) == "i" else (0, 2 ** bits)
+
+
 def stress_gemm(problem, buffer, context, previous):
-    """A's rows and B's columns along K (in their stored layouts); C keeps its init."""
+    """A's rows and B's columns along K (in their stored layouts); C keeps its init. A
+    problem with ``params.finite_operands`` (3xTF32: each float32 operand is split into
+    tf32 big + small = tf32(x - big), and inf - inf is NaN) gets no infinity in B."""
     from .. import stress as st
     p = problem.params
     if buffer.name == "A":
@@ -127,7 +144,7 @@ def stress_gemm(problem, buffer, context, previous):
         return st.row_stress(patterns, buffer.shape, context, axis)
     if buffer.name == "B":
         axis = 0 if p.get("layout_b", "row") == "row" else -1
-        return st.row_stress(st.GEMM_B, buffer.shape, context, axis)
+        return st.row_stress(st.PRODUCTS if p.get("finite_operands") else st.GEMM_B, buffer.shape, context, axis)
     return st.row_stress((st.p_normal,), buffer.shape, context)
 
 

@@ -210,9 +210,10 @@ def range_int_products(length: Callable, *operands: str):
     ``length(problem)``, the op's reduction length), narrowed only where n max|a| max|b|
     could reach 2^31 (the int32 accumulator). An integer operand times a float one (a
     mixed-input GEMM converts the integer to the float type) keeps its full range: the
-    float accumulator does not wrap."""
+    float accumulator does not wrap. The operands of a problem with
+    ``params.operand_density`` (unsigned_sums.py) keep their sparse ``init`` (None)."""
     def integer_range(problem, buffer):
-        if buffer.name not in operands:
+        if buffer.name not in operands or problem.params.get("operand_density"):
             return None
         low, high = _dtype_range(buffer.dtype)
         if any(dtype_kind(problem.buffer(name).dtype) == "f" for name in operands):
