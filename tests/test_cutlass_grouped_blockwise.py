@@ -58,7 +58,8 @@ def test_problem_holds_every_experts_operands_scales_and_tables():
 
 def test_sizes_a_tma_epilogue_cannot_store_are_refused_and_built_in_sets_fit():
     fp8 = _spec(FP8_OUT)  # e4m3 D by TMA along M: 16 rows
-    assert "M=40 must be a multiple of 16" in grouped.misfit(fp8, ((32, 128, 256), (40, 128, 256)))
+    assert "D's contiguous extent M=40 is not a multiple of its alignment 16" in grouped.misfit(
+        fp8, ((32, 128, 256), (40, 128, 256)))
     assert grouped.misfit(_spec(NO_SMEM), ((32, 128, 256), (40, 128, 256))) == ""
     assert "multiple of its alignment 16" in grouped.misfit(fp8, ((32, 128, 200),))  # A's K rows
     assert grouped.fit([fp8], ((40, 100, 200),)) == ((48, 100, 208),)
