@@ -377,7 +377,7 @@ def rewrite(dataset, rewrites, mutants, seed):
               help="output folder (default: DATASET-verified)")
 @click.option("--groups", "groups", default=None, help="only groups matching this glob")
 @click.option("--trials", type=click.IntRange(min=1), default=None,
-              help="trials per group (default: one per trial kind: normal, uniform, wide, edge)")
+              help="trials per group (default: one per trial kind: normal, uniform, wide, edge, stress)")
 @click.option("--no-timing", is_flag=True, help="check equivalence only")
 @click.option("--workers", type=click.IntRange(min=1), default=None,
               help="GPU workers: processes, or Ray actors (default: one per GPU)")
