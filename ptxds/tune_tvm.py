@@ -9,17 +9,14 @@ from pathlib import Path
 
 from builders.base import BuildOptions
 
-DEFAULT_CANDIDATES = 64
 TUNE_ARCH = "sm_90a"
 
 
 def propose(db_dir, workloads: list, candidates: int, out_dir, archs=(TUNE_ARCH,), seed: int = 0,
             jobs: int = 0, progress: bool = True):
     """The next ``candidates`` schedules of each workload as a tvm dataset in ``out_dir``."""
-    from builders.tvm.tuning import open_database, require_tvm
     from .pipeline import run_build
-    require_tvm()
-    open_database(db_dir, create=True)
+    # the builder checks for TVM and opens (or makes) the database before building anything
     options = BuildOptions(archs=list(archs), sample_seed=seed, extra={
         "workloads": list(workloads), "tuning_db": str(db_dir), "propose": int(candidates)})
     return run_build("tvm", out_dir, options, jobs=jobs, progress=progress)

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from builders.base import WorkItem
 
-from .tuning import (PROPOSAL, RowMaker, TuningError, check_target, database_digest, open_database, trace_json,
-                     tuning_module, workload_records, FAILED_RUN_SECS)
+from .rows import RowMaker
+from .tuning import (FAILED_RUN_SECS, MAX_FAILED_ROWS, PROPOSAL, TuningError, check_target, database_digest,
+                     open_database, trace_json, tuning_module, workload_records)
 
 OVERSAMPLE = 2              # evolutionary candidates asked for per wanted row (some underfill or repeat)
 SEARCH_POPULATION = 256     # EvolutionarySearch's population per proposal
@@ -158,12 +159,12 @@ def build_propose_item(builder, item: WorkItem) -> list:
     p = item.payload
     w, arch = p["workload"], p["arch"]
     func, target = prim_func(build_te(w), w.symbol), cuda_target(arch)
-    rows = RowMaker(builder, w, arch)
+    rows = RowMaker(builder, w, arch, max_failed=MAX_FAILED_ROWS)
     for n, (sch, search, trace) in enumerate(_proposals(func, target, p)):
         if rows.built >= p["count"] or n >= p["count"] * 500:
             break
         if sch.error.startswith("postprocessor"):
-            rows.stats["rejected"] += 1   # outside the GPU's limits: draw again
+            rows.reject()
             continue
         sch.variant = {"generator": PROPOSAL, "search": search, "after_trials": p["trials"], **sch.variant}
         if trace is not None:

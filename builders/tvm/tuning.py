@@ -12,13 +12,12 @@ through the verified dataset.
 - tuned members (``ptxds build --source tvm --tuning-db DIR``): for a group whose workload
   and target are in the database, dlight's schedule, the top-k measured records and a spread
   of the rest down to the slowest passing one, each replayed from its trace.
-- the database helpers both use, and ``RowMaker``, which turns schedules into rows.
+- the database helpers both use (rows.py's ``RowMaker`` turns their schedules into rows).
 """
 from __future__ import annotations
 
 import hashlib
 import json
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
@@ -26,6 +25,8 @@ from typing import Optional
 from dataset_spec.errors import PtxdsError
 from dataset_spec.model import BUILD_STATUSES
 from builders.base import WorkItem
+
+from .rows import RowMaker
 
 DB_FILES = ("database_workload.json", "database_tuning_record.json")
 FAILED_RUN_SECS = 1e10      # what MetaSchedule records for a candidate that failed to build or run
@@ -209,7 +210,7 @@ def build_tuned_item(builder, item: WorkItem) -> list:
     w, arch = p["workload"], p["arch"]
     func, target = prim_func(build_te(w), w.symbol), cuda_target(arch)
     mod = tuning_module(func, target)
-    rows = RowMaker(builder, w, arch)
+    rows = RowMaker(builder, w, arch, max_failed=MAX_FAILED_ROWS)
     rows.add(dlight(func, target, w.tensor_core_inputs), {})
     for pick in p["picks"]:
         key = f"tuned/{p['digest'][:16]}/{pick['rank']}"
@@ -221,64 +222,6 @@ def build_tuned_item(builder, item: WorkItem) -> list:
         rows.add(schedule, {"tuning": {"db_digest": p["digest"], "trials": p["trials"], "passing": p["passing"],
                                        "rank": pick["rank"], "measured_us": pick["measured_us"]}})
     return rows.finish()
-
-
-@dataclass
-class RowMaker:
-    """Rows of one item from schedules: lowered, compiled, deduplicated by PTX, with the
-    TVM builder's records, launches and ``provenance.tvm`` counts."""
-    builder: object
-    workload: object
-    arch: str
-    records: list = field(default_factory=list)
-    seen: set = field(default_factory=set)
-    stats: dict = field(default_factory=lambda: {"attempts": 0, "rejected": 0, "underfilled": 0,
-                                                 "duplicates_dropped": 0, "failed": 0})
-
-    @property
-    def built(self) -> int:
-        return sum(r.status == "built" for r in self.records)
-
-    def add(self, sch, provenance: dict) -> None:
-        from ptx_tools import ptx_hash
-        from ptx_tools.ptx_cache import cached_ptx
-        from .lower import lower
-        from .schedules import cuda_target
-        from .workloads import problem
-        w = self.workload
-        self.stats["attempts"] += 1
-        record = self.builder._record(w, self.arch, problem(w), sch)
-        record.provenance.update(provenance)
-        lowered = None
-        if sch.error:
-            record.status, record.status_message = "build_failed", f"{w.group_id} {sch.key}: {sch.error}"
-        else:
-            try:
-                lowered = lower(sch.mod, cuda_target(self.arch))
-                if w.size == "large" and min(math.prod(k.grid) for k in lowered.launches) < self.builder.min_large_grid:
-                    self.stats["underfilled"] += 1
-                    return
-                record.ptx = cached_ptx(lowered.cuda, self.arch, "tvm")
-            except Exception as exc:  # nvcc's, or TVM's own errors while lowering
-                record.status, record.status_message = "build_failed", self.builder.failure_message(
-                    f"{w.group_id} {sch.key}", exc)
-        if record.status == "build_failed":
-            self.stats["failed"] += 1
-            if self.stats["failed"] <= MAX_FAILED_ROWS:   # keep a few failures, not one per draw
-                self.records.append(record)
-            return
-        digest = ptx_hash(record.ptx)
-        if digest in self.seen:
-            self.stats["duplicates_dropped"] += 1
-            return
-        self.seen.add(digest)
-        self.builder._attach_launches(record, lowered)
-        self.records.append(record)
-
-    def finish(self) -> list:
-        for record in self.records:
-            record.provenance["tvm"] = dict(self.stats)
-        return self.records
 
 
 # ---- commit --------------------------------------------------------------------------------
