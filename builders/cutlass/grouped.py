@@ -108,7 +108,7 @@ def misfit(spec, size) -> str:
             if dims[dim] % align:
                 return (f"{spec.name}: problem {i}: {operand}'s contiguous extent {dim}={dims[dim]} is not a "
                         f"multiple of its alignment {align}")
-    return grouped_blockwise.misfit(spec, size) if grouped_blockwise.is_grouped_blockwise(spec) else ""
+    return ""
 
 
 def fit(specs, size) -> tuple:
@@ -119,9 +119,6 @@ def fit(specs, size) -> tuple:
     for spec in specs:
         for dim, align in _contiguous(spec).values():
             multiple[dim] = math.lcm(multiple[dim], int(align))
-        if grouped_blockwise.is_grouped_blockwise(spec):
-            dim, rows = grouped_blockwise.epilogue_row_multiple(spec)
-            multiple[dim] = math.lcm(multiple[dim], rows)
     return tuple(tuple(-(-v // multiple[d]) * multiple[d] for d, v in zip("MNK", mnk)) for mnk in size)
 
 

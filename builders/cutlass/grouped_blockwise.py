@@ -8,8 +8,8 @@ and ``ptr_SFB`` (each problem's scales), which the packer template (host/grouped
 puts in the mainloop Arguments. The scale granularities come from the generator
 (``Sm90BlockwiseScaleConfig<gm, gn, gk>``, MN-major scales, as for BlockwiseUniversal3x).
 The ptr-array mainloop loads scales with 4-byte cp.async, so no scale count needs TMA
-alignment; a TMA epilogue stores D (and reads C) along its contiguous dimension in 16-byte
-rows.
+alignment; a TMA epilogue's 16-byte rows of D (and C) are grouped.py's rule for every grouped
+kind (``grouped._contiguous``).
 """
 from __future__ import annotations
 
@@ -20,8 +20,6 @@ from dataset_spec.ops.grouped_blockwise_gemm import OP, SCALE_TABLES, make_group
 GEMM_KIND = "GroupedBlockwiseUniversal3x"
 SCALE_LAYOUT = "col"  # SM90 ScaleConfig: MN-major SFA and SFB
 LAYOUT_WORDS = {"n": "col", "t": "row"}  # 3.x kernels keep the library's terms
-ELEMENT_BYTES = {"e4m3": 1, "e5m2": 1, "bf16": 2, "f16": 2, "f32": 4}
-TMA_ROW_BYTES = 16
 
 
 def is_grouped_blockwise(spec) -> bool:
@@ -54,27 +52,6 @@ def group_id(spec, size, alpha: float, beta: float) -> str:
 def table_slots(spec, grouped_tables: tuple) -> tuple:
     """The grouped GEMM's tables plus each problem's scale pointers."""
     return tuple(grouped_tables) + SCALE_TABLES
-
-
-def epilogue_row_multiple(spec) -> tuple:
-    """(dimension, multiple): a TMA epilogue's C and D rows along their contiguous dimension
-    must be 16-byte multiples; the no-smem epilogue stores element by element (1)."""
-    dim = "N" if _layouts(spec)["c"] == "row" else "M"
-    if "epi_tma" not in spec.name:
-        return dim, 1
-    sizes = [ELEMENT_BYTES[spec.knobs[f"element_{x}"]] for x in ("c", "d") if spec.knobs[f"element_{x}"] != "void"]
-    return dim, TMA_ROW_BYTES // min(sizes)
-
-
-def misfit(spec, size) -> str:
-    """Why the kernel's epilogue cannot store every problem of ``size``, or ''."""
-    dim, multiple = epilogue_row_multiple(spec)
-    for i, (m, n, _) in enumerate(size):
-        extent = {"M": m, "N": n}[dim]
-        if extent % multiple:
-            return (f"{spec.name}: problem {i}: its TMA epilogue stores D along {dim} in {TMA_ROW_BYTES}-byte "
-                    f"rows, so {dim}={extent} must be a multiple of {multiple}")
-    return ""
 
 
 def make_problem(spec, size, alpha: float, beta: float):

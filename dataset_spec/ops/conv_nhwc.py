@@ -301,12 +301,6 @@ def range_conv(problem, buffer):
     return lo, hi
 
 
-def range_conv_integers(first: str, second: str):
-    """Integer operands: as ``range_int_products`` (which leaves the operands of a problem
-    with ``params.operand_density`` to their sparse ``init``, unsigned_sums.py)."""
-    return range_int_products(conv_reduction_length, first, second)
-
-
 def stress_conv(problem, buffer, context, previous):
     """Operands: tail-heavy, alternating and wide rows along their channels (the innermost
     part of every reduction); C keeps normal values."""
@@ -331,7 +325,7 @@ def _ops():
                 scale_conv, range_conv,
                 f"|alpha| {kind}(|{first}|, |{second}|) + |beta| |C|, n = "
                 + {"fprop": "C/groups x taps", "dgrad": "K/groups x taps", "wgrad": "N x output positions"}[kind],
-                range_conv_integers(first, second),
+                range_int_products(conv_reduction_length, first, second),
                 pointwise_conv, stress_conv,
                 "e S_i, e the epilogue's float32 roundings of one term (alpha, beta, their products, the add)"))
     return specs
