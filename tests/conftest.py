@@ -64,3 +64,21 @@ def vector_add_row(ptx: str, group: str, entry: str, n: int = 1000, name: str = 
                     [Arg.buf("x"), Arg.buf("y"), Arg.buf("out"), Arg.scalar("s32", n)])
     return KernelRecord(group, "test", variant or {"entry": entry}, name or entry, "sm_80", ptx, [launch], problem,
                         **record_kw)
+
+
+def verified_carried(dataset, tmp_path, timeout: int = 1800,
+                     build_hint: str = "the command in this file's docstring") -> list:
+    """The rows ``ptxds verify --no-timing`` writes for a dataset carried to the GPU machine
+    (built beforehand on a CPU machine); the test skips in one line where it was not carried."""
+    import subprocess
+    import sys
+    from pathlib import Path
+    from dataset_spec.shards import read_records
+    dataset = Path(dataset)
+    if not dataset.is_dir():
+        pytest.skip(f"{dataset} was not carried (build it with {build_hint})")
+    out = tmp_path / "verified"
+    proc = subprocess.run([sys.executable, "-m", "ptxds", "verify", str(dataset), "--out", str(out),
+                           "--silent", "--no-timing"], capture_output=True, text=True, timeout=timeout)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return list(read_records(out))

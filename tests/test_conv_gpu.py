@@ -24,13 +24,11 @@ Skipped without a GPU, and where a dataset was not carried.
 """
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from dataset_spec.shards import read_records
+from conftest import verified_carried
 
 pytestmark = pytest.mark.gpu
 
@@ -41,14 +39,7 @@ OPS = {"default": {"conv2d_fprop", "conv2d_dgrad", "conv2d_wgrad", "conv3d_fprop
 
 @pytest.mark.parametrize("name", sorted(OPS))
 def test_every_conv_row_passes(name, tmp_path):
-    DATASET = CONV / name
-    if not DATASET.is_dir():
-        pytest.skip(f"{DATASET} was not carried (build it with the command in this file's docstring)")
-    out = tmp_path / "verified"
-    proc = subprocess.run([sys.executable, "-m", "ptxds", "verify", str(DATASET), "--out", str(out),
-                           "--silent", "--no-timing"], capture_output=True, text=True, timeout=1800)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    rows = list(read_records(out))
+    rows = verified_carried(CONV / name, tmp_path)
     assert {r.problem.op for r in rows} == OPS[name]
     failed = [(r.name, r.status, r.status_message[:300]) for r in rows if r.status not in ("passed", "not_applicable")]
     assert not failed, failed

@@ -18,13 +18,11 @@ Skipped without a GPU, and where a dataset was not carried.
 """
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from dataset_spec.shards import read_records
+from conftest import verified_carried
 
 pytestmark = pytest.mark.gpu
 
@@ -34,14 +32,7 @@ ROWS = {"data": 4, "llm": 20}
 
 @pytest.mark.parametrize("name", sorted(ROWS))
 def test_every_interleaved_conv_row_passes(name, tmp_path):
-    dataset = ROOT / name
-    if not dataset.is_dir():
-        pytest.skip(f"{dataset} was not carried (build it with the command in this file's docstring)")
-    out = tmp_path / "verified"
-    proc = subprocess.run([sys.executable, "-m", "ptxds", "verify", str(dataset), "--out", str(out),
-                           "--silent", "--no-timing"], capture_output=True, text=True, timeout=1800)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    rows = list(read_records(out))
+    rows = verified_carried(ROOT / name, tmp_path)
     assert len(rows) == ROWS[name]
     assert {r.problem.params.get("layout") for r in rows} == {"nc32hw32", "nc64hw64"}
     assert {r.problem.buffer("w").dtype for r in rows} == {"int8", "uint8", "int4", "uint4"}

@@ -19,13 +19,11 @@ Skipped without a GPU, on GPUs before sm_90, and where the dataset was not carri
 """
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from dataset_spec.shards import read_records
+from conftest import verified_carried
 
 pytestmark = pytest.mark.gpu
 
@@ -61,14 +59,7 @@ def test_im2col_record_encodes_a_real_descriptor(sm90_context):
 
 @pytest.mark.parametrize("name", sorted(NOT_APPLICABLE))
 def test_every_sm90_conv_row_passes(sm90_context, name, tmp_path):
-    DATASET = DATASETS / name
-    if not DATASET.is_dir():
-        pytest.skip(f"{DATASET} was not carried (build it with the command in this file's docstring)")
-    out = tmp_path / "verified"
-    proc = subprocess.run([sys.executable, "-m", "ptxds", "verify", str(DATASET), "--out", str(out),
-                           "--silent", "--no-timing"], capture_output=True, text=True, timeout=1800)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    rows = list(read_records(out))
+    rows = verified_carried(DATASETS / name, tmp_path)
     assert {r.problem.op for r in rows} == {"conv2d_fprop", "conv2d_dgrad", "conv2d_wgrad", "conv3d_fprop"}
     assert all(r.arch == "sm_90a" for r in rows)
     failed = [(r.name, r.status, r.status_message[:300]) for r in rows if r.status not in ("passed", "not_applicable")]

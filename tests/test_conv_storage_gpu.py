@@ -18,13 +18,11 @@ Skipped without a GPU, and where a dataset was not carried.
 """
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from dataset_spec.shards import read_records
+from conftest import verified_carried
 
 pytestmark = pytest.mark.gpu
 
@@ -43,14 +41,7 @@ def storage_kinds(rows) -> set:
 
 @pytest.mark.parametrize("name", sorted(ROWS))
 def test_every_sub_byte_interleaved_and_complex_conv_row_passes(name, tmp_path):
-    dataset = ROOT / name
-    if not dataset.is_dir():
-        pytest.skip(f"{dataset} was not carried (build it with the command in this file's docstring)")
-    out = tmp_path / "verified"
-    proc = subprocess.run([sys.executable, "-m", "ptxds", "verify", str(dataset), "--out", str(out),
-                           "--silent", "--no-timing"], capture_output=True, text=True, timeout=1800)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    rows = list(read_records(out))
+    rows = verified_carried(ROOT / name, tmp_path)
     assert len(rows) == ROWS[name]
     assert {"complex", "nc32hw32", "nc64hw64", "nhwc", "int4", "uint4"} <= storage_kinds(rows)
     failed = [(r.name, r.group_id, r.status, r.status_message[:300]) for r in rows if r.status != "passed"]

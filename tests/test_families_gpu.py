@@ -7,13 +7,11 @@ Skipped without a GPU, and where those datasets were not carried.
 """
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from dataset_spec.shards import read_records
+from conftest import verified_carried
 
 pytestmark = pytest.mark.gpu
 
@@ -24,14 +22,7 @@ DATASETS = ("cutlass-sm80", "cutlass-beta", "cutlass-sm90", "cutlass-cvt", "cutl
 
 @pytest.mark.parametrize("name", DATASETS)
 def test_every_family_row_passes(name, tmp_path):
-    dataset = FAMILIES / name
-    if not dataset.is_dir():
-        pytest.skip(f"{dataset} was not carried (build it with the commands in docs/gpu-results.md)")
-    out = tmp_path / "verified"
-    proc = subprocess.run([sys.executable, "-m", "ptxds", "verify", str(dataset), "--out", str(out),
-                           "--silent", "--no-timing"], capture_output=True, text=True, timeout=400)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    rows = list(read_records(out))
+    rows = verified_carried(FAMILIES / name, tmp_path, timeout=400, build_hint="the commands in docs/gpu-results.md")
     assert rows
     failed = [(r.name, r.arch, r.status, r.status_message[:300]) for r in rows
               if r.status not in ("passed", "not_applicable")]
