@@ -82,3 +82,18 @@ def verified_carried(dataset, tmp_path, timeout: int = 1800,
                            "--silent", "--no-timing"], capture_output=True, text=True, timeout=timeout)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     return list(read_records(out))
+
+
+def judge(problem, kernel, reference=None) -> tuple:
+    """(verdict, prepared problem): the verifier's classification of ``kernel`` over every
+    trial of ``problem``, the kernel given as (trial input values, float64 reference of the
+    output) -> float64 output, stored in the output's dtype as a GPU would leave it."""
+    from verify.inputs import float_to_bits
+    from verify.outcome import CheckResult, TrialRun, classify
+    from verify.runner import prepare_problem
+    prepared = prepare_problem(problem, "g", None, **({"reference": reference} if reference else {}))
+    assert prepared.refusal == "", prepared.refusal
+    spec = prepared.specs[0]
+    runs = [TrialRun(trial.trial, {spec.name: float_to_bits(kernel(trial.values, ref[spec.name]), spec.dtype)})
+            for trial, ref in zip(prepared.trials, prepared.references)]
+    return classify(CheckResult(runs), prepared.specs, prepared.references), prepared

@@ -8,9 +8,7 @@ import pytest
 from dataset_spec.model import SpecError
 from dataset_spec.ops import get_op
 from dataset_spec.ops.blockwise_gemm import blockwise_problem, scale_range, scale_shape
-from verify.inputs import to_storage
-from verify.outcome import CheckResult, TrialRun, classify
-from verify.runner import prepare_problem
+from conftest import judge as shared_judge
 
 LAYOUTS = {"a": "row", "b": "col", "c": "col", "sfa": "col", "sfb": "col"}  # CUTLASS's tnn kernels
 KINDS = ["normal", "uniform", "wide", "edge", "stress"]
@@ -62,12 +60,7 @@ def emulate(values, problem, chunk=32):
 
 
 def judge(problem, kernel):
-    prepared = prepare_problem(problem, "g", None, reference="numpy")
-    assert prepared.refusal == "", prepared.refusal
-    spec = prepared.specs[0]
-    runs = [TrialRun(t.trial, {spec.name: to_storage(kernel(t.values, ref[spec.name]), spec.dtype)})
-            for t, ref in zip(prepared.trials, prepared.references)]
-    return classify(CheckResult(runs), prepared.specs, prepared.references), prepared
+    return shared_judge(problem, kernel, reference="numpy")
 
 
 def test_reference_applies_each_blocks_scales():

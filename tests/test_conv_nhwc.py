@@ -10,9 +10,7 @@ import pytest
 from dataset_spec.model import Problem, SpecError
 from dataset_spec.ops import get_op
 from dataset_spec.ops.conv_nhwc import conv_buffers, conv_shapes, conv_reduction_length
-from verify.inputs import to_storage
-from verify.outcome import CheckResult, TrialRun, classify
-from verify.runner import prepare_problem
+from conftest import judge
 
 
 def direct_fprop(x, w, stride, pad, dil, groups):
@@ -136,15 +134,6 @@ def test_shapes_that_disagree_are_one_line_errors():
         get_op("conv2d_fprop").reference({"x": np.zeros((2, 5, 6, 6)), "w": np.zeros((6, 3, 3, 6))}, wrong)
     with pytest.raises(SpecError, match="no output position"):
         conv_shapes(1, (2, 2), 4, 4, (5, 5), (1, 1), (0, 0), (1, 1))
-
-
-def judge(problem, kernel):
-    prepared = prepare_problem(problem, "g", None)
-    assert prepared.refusal == "", prepared.refusal
-    spec = prepared.specs[0]
-    runs = [TrialRun(trial.trial, {spec.name: to_storage(kernel(trial.values, ref[spec.name]), spec.dtype)})
-            for trial, ref in zip(prepared.trials, prepared.references)]
-    return classify(CheckResult(runs), prepared.specs, prepared.references), prepared
 
 
 def rounded_float32_kernel(problem):

@@ -14,9 +14,8 @@ from dataset_spec.ops.conv_layouts import (filter_channel_slots, from_interleave
                                            logical_shape, to_interleaved)
 from dataset_spec.ops.conv_nhwc import conv_buffers, conv_reduction_length, conv_shapes
 from dataset_spec.ops.unsigned_sums import operand_density, sparse_unsigned_init, stored_moments
-from verify.inputs import float_to_bits
-from verify.outcome import CheckResult, TrialRun, classify
 from verify.runner import prepare_problem
+from conftest import judge
 
 
 def ncxhwx_offset(n, h, w, c, H, W, C, step):
@@ -138,15 +137,6 @@ def test_complex_reference_is_four_real_convs(kind):
     np.testing.assert_allclose(got[..., 1], 1.5 * (conv(re[first], im[second]) + conv(im[first], re[second])),
                                rtol=1e-12, atol=1e-12)
     assert conv_reduction_length(cplx) == 2 * conv_reduction_length(real)
-
-
-def judge(problem, kernel):
-    prepared = prepare_problem(problem, "g", None)
-    assert prepared.refusal == "", prepared.refusal
-    spec = prepared.specs[0]
-    runs = [TrialRun(trial.trial, {spec.name: float_to_bits(kernel(trial.values, ref[spec.name]), spec.dtype)})
-            for trial, ref in zip(prepared.trials, prepared.references)]
-    return classify(CheckResult(runs), prepared.specs, prepared.references), prepared
 
 
 def float32_kernel(problem):

@@ -11,23 +11,12 @@ pytest.importorskip("cutlass_library")
 from builders.cutlass import catalog  # noqa: E402
 from builders.cutlass.problem import DEFAULT_PROBLEM, epilogue_alpha, fit_to_family, make_problem  # noqa: E402
 from dataset_spec.ops import get_op  # noqa: E402
-from verify.inputs import float_to_bits  # noqa: E402
-from verify.outcome import CheckResult, TrialRun, classify  # noqa: E402
 from verify.runner import prepare_problem  # noqa: E402
+from conftest import judge  # noqa: E402
 
 
 def spec_of(sm: int, name: str):
     return catalog.describe_operation(catalog.load_manifest_operations(sm)[name])
-
-
-def judge(problem, kernel):
-    """The verifier's verdict on ``kernel(values, reference)`` over every trial."""
-    prepared = prepare_problem(problem, "g", None)
-    assert prepared.refusal == "", prepared.refusal
-    spec = prepared.specs[0]
-    runs = [TrialRun(trial.trial, {spec.name: float_to_bits(kernel(trial.values, ref[spec.name]), spec.dtype)})
-            for trial, ref in zip(prepared.trials, prepared.references)]
-    return classify(CheckResult(runs), prepared.specs, prepared.references), prepared
 
 
 UNSIGNED_SATURATING = [

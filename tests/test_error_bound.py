@@ -7,8 +7,8 @@ import pytest
 
 from dataset_spec.model import Buffer, Problem
 from verify.inputs import from_storage, to_storage
-from verify.outcome import CheckResult, TrialRun, classify
 from verify.runner import prepare_problem
+from conftest import judge
 
 DTYPES = ("float32", "float16", "bfloat16")
 KINDS = ["normal", "uniform", "wide", "edge", "stress"]
@@ -60,19 +60,6 @@ def make_problem(op: str, dtype: str, **params) -> Problem:
         bufs = [Buffer("A", dtype, (64, 384)), Buffer("B", dtype, (384, 96)), Buffer("D", dtype, (64, 96), "out")]
         params.setdefault("K", 384)
     return Problem(f"{op}_{dtype}", op, bufs, params=params)
-
-
-def judge(problem: Problem, kernel) -> tuple:
-    """(verdict, prepared) for a kernel given as (trial inputs values, reference) -> float64 output."""
-    prepared = prepare_problem(problem, "g", None)
-    assert prepared.refusal == "", prepared.refusal
-    out_name = prepared.specs[0].name
-    dtype = prepared.specs[0].dtype
-    runs = []
-    for trial, ref in zip(prepared.trials, prepared.references):
-        out = kernel(trial.values, ref[out_name])
-        runs.append(TrialRun(trial.trial, {out_name: to_storage(out, dtype)}))
-    return classify(CheckResult(runs), prepared.specs, prepared.references), prepared
 
 
 CASES = [(op, dtype) for op in ("vector_add", "softmax", "rmsnorm", "layernorm", "gemm") for dtype in DTYPES]

@@ -11,9 +11,9 @@ from dataset_spec.model import Problem, SpecError
 from dataset_spec.ops import get_op
 from dataset_spec.ops.grouped_blockwise_gemm import TABLE_NAMES, make_grouped_blockwise_problem, members
 from test_blockwise_gemm import emulate as emulate_one
-from verify.inputs import make_trial_inputs, to_storage
-from verify.outcome import CheckResult, TrialRun, classify
+from verify.inputs import make_trial_inputs
 from verify.runner import prepare_problem
+from conftest import judge as shared_judge
 
 LAYOUTS = {"a": "row", "b": "col", "c": "col", "sfa": "col", "sfb": "col"}  # CUTLASS's tnn kernels
 # uneven experts: a partial M tile, a partial K block (K = 272 = 2 x 128 + 16), K of one block
@@ -36,13 +36,8 @@ def emulate(values: dict, problem: Problem) -> np.ndarray:
     return out
 
 
-def judge(problem: Problem, kernel):
-    prepared = prepare_problem(problem, "g", None, reference="numpy")
-    assert prepared.refusal == "", prepared.refusal
-    dtype = problem.buffer("D").dtype
-    runs = [TrialRun(t.trial, {"D": to_storage(kernel(t.values, ref["D"]), dtype)})
-            for t, ref in zip(prepared.trials, prepared.references)]
-    return classify(CheckResult(runs), prepared.specs, prepared.references), prepared
+def judge(problem, kernel):
+    return shared_judge(problem, kernel, reference="numpy")
 
 
 @pytest.mark.parametrize("out,granularity", [("bfloat16", (1, 128, 128)), ("float32", (128, 128, 128)),
