@@ -28,7 +28,7 @@ def main(dataset: str, pattern: str, out: str) -> int:
     worker = GpuWorker(0)
     worker.start()
     try:
-        for row in rows:
+        for index, row in enumerate(rows):
             prepared = prepare_problem(row.problem, row.group_id, reference="numpy")
             if prepared.refusal:
                 print(f"{row.name}: refused: {prepared.refusal}")
@@ -53,7 +53,7 @@ def main(dataset: str, pattern: str, out: str) -> int:
                           f"ratio {ratio.flat[worst]:.3g}")
                     saved.update({f"out_{spec.name}": got, f"ref_{spec.name}": reference[spec.name],
                                   f"bound_{spec.name}": np.broadcast_to(bound, got.shape)})
-                np.savez_compressed(out_dir / f"{row.build_key[:12]}-{trial.trial}.npz", **saved)
+                np.savez_compressed(out_dir / f"row{index}-trial{trial.trial}.npz", **saved)
     finally:
         worker.close()
     return 0

@@ -24,13 +24,14 @@ UNSIGNED_SATURATING = [
     (80, "cutlass_tensorop_u8_i16832gemm_u8_256x64_128x4_tn_align16", 255),
     (90, "cutlass3x_sm90_tensorop_gemm_u8_u8_s32_s8_u8_64x128x128_1x2x1_0_tnn_align16_warpspecialized_pingpong_epi_tma",
      255),
+    (90, "cutlass3x_sm90_sptensorop_spgemm_u8_u8_s32_s8_u8_128x256x128_2x1x1_0_tnn_align32", 255),
 ]
 
 
 @pytest.mark.parametrize("sm,name,top", UNSIGNED_SATURATING)
 def test_unsigned_saturating_gemms_draw_sparse_operands_whose_outputs_spread(sm, name, top):
-    """u4 x u4 -> u4 and u8 x u8 -> u8 GEMMs at the default size: uniform operands made
-    every output saturate (a refused, near-constant reference); the builder's sparse
+    """u4 x u4 -> u4 and u8 x u8 -> u8 GEMMs (dense, and 2:4 sparse whose outputs sum the
+    K/2 kept products) at the default size: uniform operands made every output saturate (a refused, near-constant reference); the builder's sparse
     operands and power-of-two alpha spread the outputs over the range in every trial, a
     correct kernel passes and a one-step error in one element is caught."""
     spec = spec_of(sm, name)
@@ -39,8 +40,9 @@ def test_unsigned_saturating_gemms_draw_sparse_operands_whose_outputs_spread(sm,
     assert alpha < 1 and float(alpha).is_integer() is False and np.log2(alpha).is_integer()
     assert epilogue_alpha(spec, m, n, k, 0.5, True) == 0.5  # --alpha wins
     problem = make_problem(spec, m, n, k, alpha, 0.0)
-    assert problem.params["operand_density"] == pytest.approx((16 / k) ** 0.5)
-    assert get_op("gemm").integer_range(problem, problem.buffer("A")) is None
+    products = k // 2 if problem.op == "sparse_gemm" else k
+    assert problem.params["operand_density"] == pytest.approx((16 / products) ** 0.5)
+    assert get_op(problem.op).integer_range(problem, problem.buffer("A")) is None
     verdict, prepared = judge(problem, lambda values, ref: ref)
     assert verdict.status == "passed", verdict.message
     assert len(prepared.trials) == 5

@@ -154,9 +154,10 @@ def integer_inputs(element: str, element_d: str):
 
 def unsigned_saturating(spec: KernelSpec) -> bool:
     """A saturating unsigned output of unsigned operands (u4 x u4 -> u4, u8 x u8 -> u8):
-    every product is >= 0, so its problem draws sparse operands (unsigned_sums.py). Dense
-    and 3.x kernels only: a sparse, complex, scaled or blockwise GEMM builds its own problem."""
-    if sparse.is_sparse(spec) or mixed_input.is_scaled(spec) or complex_kind.is_complex(spec) or _blockwise(spec):
+    every product is >= 0, so its problem draws sparse operands (unsigned_sums.py). Dense,
+    3.x and 2:4 sparse kernels (the kept values of A are drawn sparse in turn); a complex,
+    scaled or blockwise GEMM builds its own problem."""
+    if mixed_input.is_scaled(spec) or complex_kind.is_complex(spec) or _blockwise(spec):
         return False
     g = kernel_gemm(spec)
     if any(e not in DTYPE_NAMES for e in (g.element_a, g.element_b, g.element_d)):
@@ -171,7 +172,12 @@ def epilogue_alpha(spec: KernelSpec, m: int, n: int, k: int, alpha: float, alpha
     in the float32 epilogue)."""
     if alpha_given or not unsigned_saturating(spec):
         return alpha
-    return mid_range_alpha(make_problem(spec, m, n, k, 1.0, 0.0), ("A", "B"), "D", k)
+    return mid_range_alpha(make_problem(spec, m, n, k, 1.0, 0.0), ("A", "B"), "D", products_per_output(spec, k))
+
+
+def products_per_output(spec: KernelSpec, k: int) -> int:
+    """The products an output sums: K, or the K/2 that a 2:4 sparse A keeps."""
+    return k // 2 if sparse.is_sparse(spec) else k
 
 
 def epilogue_misfit(spec: KernelSpec, alpha: float, beta: float) -> str:
@@ -241,11 +247,12 @@ def make_problem(spec: KernelSpec, m: int, n: int, k: int, alpha: float = 1.0, b
     if spec.knobs.get("math_operation") == "multiply_add_fast_f32":
         params["finite_operands"] = True  # 3xTF32 splits x into big + tf32(x - big): inf becomes NaN
     if sparse.is_sparse(spec):
-        return sparse.make_sparse_problem(spec, g, m, n, k, alpha, beta, group_id(spec, m, n, k, alpha, beta),
-                                          DTYPE_NAMES, params, integer_inputs)
-    problem = Problem(problem_id=group_id(spec, m, n, k, alpha, beta), op="gemm", buffers=buffers, params=params)
+        problem = sparse.make_sparse_problem(spec, g, m, n, k, alpha, beta, group_id(spec, m, n, k, alpha, beta),
+                                             DTYPE_NAMES, params, integer_inputs)
+    else:
+        problem = Problem(problem_id=group_id(spec, m, n, k, alpha, beta), op="gemm", buffers=buffers, params=params)
     if unsigned_saturating(spec):
-        sparsify(problem, ("A", "B"), k)
+        sparsify(problem, ("A", "B"), products_per_output(spec, k))
     return problem
 
 
