@@ -38,6 +38,19 @@ from . import fp8
 C_ACC = 2.0  # margin on the accumulation term: about 6 standard deviations of a random-walk sum
 
 
+def fp8_alignment_magnitudes(values, dtype: str):
+    """|values| of an FP8 operand as an FP8 tensor core weighs them when it aligns products:
+    a nonzero subnormal counts as the format's smallest normal (zero stays 0). The adder
+    aligns every product of an MMA to the largest exponent among them, read from the
+    operands' exponent fields; a subnormal's field holds the smallest normal exponent, so
+    a product of a subnormal claims up to 2^(mantissa bits) times its magnitude, and the
+    others are truncated to that coarser step (docs/verification.md, "FP8 tensor cores").
+    Works on numpy arrays and torch tensors alike."""
+    magnitudes = abs(values)
+    tiny = FORMATS[dtype].tiny
+    return magnitudes + (magnitudes > 0) * (tiny - magnitudes).clip(min=0)
+
+
 def accumulation_coefficient(n: int, u_acc: float) -> float:
     """acc(n): the relative error of an n-term float reduction in any order, the smaller of
     the worst case gamma(n) and the probabilistic C_ACC sqrt(n) u_acc."""

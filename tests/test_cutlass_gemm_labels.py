@@ -13,6 +13,7 @@ from builders.cutlass.problem import DEFAULT_PROBLEM, epilogue_alpha, fit_to_fam
 from dataset_spec.ops import get_op  # noqa: E402
 from verify.runner import prepare_problem  # noqa: E402
 from conftest import judge  # noqa: E402
+from fp8_tensor_core import fp8_tensor_core_matmul  # noqa: E402
 
 
 def spec_of(sm: int, name: str):
@@ -219,35 +220,15 @@ def test_grouped_nosmem_and_wide_outputs_keep_their_sizes():
         assert [m for m, _, _ in grouped.fit([spec], size)] == [128, 40, 256, 8], spec.name
 
 
-def truncating_fp8_gemm(a: np.ndarray, b: np.ndarray, kept_bits: int = 13, chunk: int = 32,
-                        promote: int = 4) -> np.ndarray:
-    """Hopper's FP8 tensor core as CUTLASS drives it (KernelTmaWarpSpecializedCooperative,
-    no fast accumulation): each wgmma adds 32 exact products to its running sum aligned to
-    the largest addend's binade and truncated ``kept_bits`` below it (an e8m13 adder); every
-    ``promote`` wgmmas the sum is added to a float32 accumulator (round to nearest)."""
-    m, k = a.shape
-    main = np.zeros((m, b.shape[1]), dtype=np.float32)
-    temp = np.zeros((m, b.shape[1]))
-    for index, start in enumerate(range(0, k, chunk)):
-        addends = np.concatenate([temp[..., None], a[:, None, start:start + chunk] * b.T[None, :, start:start + chunk]],
-                                 axis=2)
-        biggest = np.abs(addends).max(axis=2)
-        binade = np.floor(np.log2(np.where(biggest > 0, biggest, 1.0))).astype(int)
-        unit = np.ldexp(1.0, binade - kept_bits)[..., None]
-        temp = (np.trunc(addends / unit) * unit).sum(axis=2).astype(np.float32).astype(np.float64)
-        if (index + 1) % promote == 0 or start + chunk >= k:
-            main = (main.astype(np.float64) + temp).astype(np.float32)
-            temp[:] = 0.0
-    return main.astype(np.float64)
-
-
 def test_fp8_bound_covers_a_truncating_tensor_core_for_e4m3_x_e5m2():
     """The grouped e4m3 x e5m2 -> f32 kernel failed one edge-trial element at 1.1 x its
-    bound (|err| 4.02e3). The fp8_tensor_core bound (u = 2^-13, about 14 bits) is checked
-    against the hardware's truncating aligned adder on the verifier's own draws (every
-    trial but stress, whose infinities the emulation does not model): it holds with
-    margin, and at elements whose bound is near 3.65e3 the emulated error stays under a
-    tenth of the bound, so the failure is not the accumulator model's to absorb."""
+    bound (run 70; run 73 saw the same element: |err| 0.22, got -2.53125 for -2.3106). The
+    model of the FP8 tensor core's sum (tests/fp8_tensor_core.py, checked against the H100's
+    outputs in run 73) reproduces it: the element's smallest-subnormal e4m3 operand is
+    aligned by its exponent field. On the verifier's own draws (every trial but stress,
+    whose infinities the model does not handle) the modelled kernel stays within the
+    bound, which weighs subnormal FP8 operands as the smallest normal; on the edge trial
+    the model's error at that element is past the bound over |A| |B| alone."""
     from builders.cutlass import grouped
     from builders.moe_shapes import DEFAULT_GROUPED
     from dataset_spec.ops.grouped_gemm import concat_outputs, members
@@ -255,7 +236,7 @@ def test_fp8_bound_covers_a_truncating_tensor_core_for_e4m3_x_e5m2():
                        "warpspecialized_cooperative_epi_nosmem")
     problem = grouped.make_problem(spec, grouped.fit([spec], DEFAULT_GROUPED[0]), 1.0, 0.0)
     assert problem.params["accumulator"] == "fp8_tensor_core"
-    prepared = prepare_problem(problem, "g", None)
+    prepared = prepare_problem(problem, problem.problem_id, None)  # the dataset row's draws
     out_spec = prepared.specs[0]
     for index, (trial, ref) in enumerate(zip(prepared.trials, prepared.references)):
         if trial.kind == "stress":
@@ -264,7 +245,8 @@ def test_fp8_bound_covers_a_truncating_tensor_core_for_e4m3_x_e5m2():
         for member in members(problem, trial.values):
             sub = member.problem
             with np.errstate(all="ignore"):
-                d = truncating_fp8_gemm(logical(member.inputs, sub, "A"), logical(member.inputs, sub, "B"))
+                d = fp8_tensor_core_matmul(logical(member.inputs, sub, "A"), logical(member.inputs, sub, "B"),
+                                           sub.buffer("A").dtype, sub.buffer("B").dtype)
             parts.append((member, stored(d, sub)))
         out = concat_outputs(problem, parts)["D"].reshape(-1)
         reference = np.asarray(ref[out_spec.name]).reshape(-1)
@@ -272,5 +254,11 @@ def test_fp8_bound_covers_a_truncating_tensor_core_for_e4m3_x_e5m2():
         ratio = np.abs(out - reference) / bound
         assert ratio.max() < 0.75, (trial.kind, ratio.max())
         if trial.kind == "edge":
-            near = (bound > 3655 / 1.25) & (bound < 3655 * 1.25)
-            assert near.sum() > 100 and ratio[near].max() < 0.1
+            failed = 37515  # the element the H100 computed outside the earlier bound
+            assert out[failed] == -2.53125 and abs(reference[failed] + 2.3106348514556885) < 1e-12
+            second = members(problem, trial.values)[1]  # 40 x 128 x 64, D column-major
+            column, row = divmod(failed - second.start, 40)
+            a, b = logical(second.inputs, second.problem, "A"), logical(second.inputs, second.problem, "B")
+            plain = np.abs(a[row]) @ np.abs(b[:, column])  # S over |A| |B|, subnormals as they are
+            terms = get_op("gemm").bound_terms(second.problem, "float32")
+            assert abs(out[failed] - reference[failed]) > terms.scale_coefficient * plain

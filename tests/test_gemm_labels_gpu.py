@@ -2,10 +2,10 @@
 the CPU): the small datasets built into .gpu/gemmfix/<part> pass every trial kind.
 
 A: unsigned saturating u4/u8 GEMMs (sparse operands, mid-range alpha); B: integer x f16
-mixed-input and 3xTF32 kernels on the stress trial; C: grouped FP8-output TMA epilogues at
+mixed-input (all eight SM80 upcast families) and 3xTF32 kernels on the stress trial; C: grouped FP8-output TMA epilogues at
 16-byte column sizes; E: the SM90a 2:4 sparse u8 x u8 -> u8 GEMM (sparse kept values and
-operands, mid-range alpha). (.gpu/gemmfix/D holds the grouped e4m3 x e5m2 kernel whose edge
-trial failed once; it is not asserted here: its verify message names the element to study.)
+operands, mid-range alpha); D: the grouped e4m3 x e5m2 -> f32 GEMM whose edge trial failed
+before the FP8 bound weighed subnormal operands as the tensor core aligns them.
 Skipped where a dataset is not built or no CUDA driver or device is present.
 """
 from pathlib import Path
@@ -17,7 +17,7 @@ from dataset_spec.shards import read_records
 pytestmark = pytest.mark.gpu
 
 ROOT = Path(__file__).resolve().parents[1] / ".gpu" / "gemmfix"
-PARTS = ["A", "A-sm90", "B", "B-sm90", "C", "E"]
+PARTS = ["A", "A-sm90", "B", "B-sm90", "C", "D", "E"]
 
 
 @pytest.mark.parametrize("part", PARTS)

@@ -28,7 +28,7 @@ import numpy as np
 
 from ..model import Buffer, Distribution, Problem, SpecError
 from ..numerics import ACCUMULATORS, FORMATS, BoundTerms, accumulation_coefficient, bound_terms
-from .gemm import _logical, gemm_epilogue_roundings, saturate_to_output
+from .gemm import _logical, gemm_epilogue_roundings, operand_magnitudes, saturate_to_output
 from .spec import OpSpec, _fmt, _inputs_of, _out_dtype, _out_name
 
 OP = "blockwise_scaled_gemm"
@@ -116,7 +116,7 @@ def scale_blockwise(inputs: dict, problem: Problem) -> dict:
     p = problem.params
     magnitudes = Problem(problem.problem_id, problem.op, problem.buffers,
                          {**p, "alpha": abs(float(p.get("alpha", 1.0))), "beta": abs(float(p.get("beta", 0.0)))})
-    return blockwise_exact({name: np.abs(v) for name, v in inputs.items()}, magnitudes)
+    return blockwise_exact(operand_magnitudes(problem, inputs), magnitudes)
 
 
 def pointwise_blockwise(inputs: dict, problem: Problem, reference: dict) -> dict:

@@ -8,7 +8,7 @@ import numpy as np
 from ..fp8 import is_fp8
 from ..model import DTYPES, Problem, SpecError, dtype_kind
 from ..packed import element_range, is_packed
-from ..numerics import FORMATS
+from ..numerics import FORMATS, fp8_alignment_magnitudes
 from .spec import (OpSpec, _fmt, _inputs_of, _out_dtype, _out_name, is_float_dtype, on_magnitudes,
                    range_int_products, range_products)
 
@@ -93,9 +93,19 @@ def pointwise_gemm(inputs, problem, reference):
     return {k: count * v for k, v in scale_gemm(inputs, problem).items()}
 
 
+def operand_magnitudes(problem: Problem, inputs: dict, operands=("A", "B")) -> dict:
+    """|inputs| (numpy arrays or torch tensors), the FP8 ``operands`` of a problem that sums
+    on FP8 tensor cores (``accumulator: fp8_tensor_core``) weighed as its adder aligns them
+    (numerics.fp8_alignment_magnitudes): the magnitude scale S of the error bound."""
+    fp8_sum = problem.params.get("accumulator") == "fp8_tensor_core"
+    return {name: fp8_alignment_magnitudes(v, problem.buffer(name).dtype)
+            if fp8_sum and name in operands and is_fp8(problem.buffer(name).dtype) else abs(v)
+            for name, v in inputs.items()}
+
+
 def scale_gemm(inputs, problem):
     p = problem.params
-    abs_inputs = {k: abs(v) for k, v in inputs.items()}  # abs: numpy arrays and torch tensors (verify)
+    abs_inputs = operand_magnitudes(problem, inputs)
     abs_problem = Problem(problem.problem_id, problem.op, problem.buffers,
                           {**p, "alpha": abs(float(p.get("alpha", 1.0))), "beta": abs(float(p.get("beta", 0.0)))})
     return gemm_exact(abs_inputs, abs_problem)

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..model import Problem, SpecError
 from ..sparse_meta import Sm80SparseFormat, Sm90SparseFormat
-from .gemm import _logical, gemm_epilogue_roundings, range_gemm, saturate_to_output, stress_gemm
+from .gemm import _logical, gemm_epilogue_roundings, operand_magnitudes, range_gemm, saturate_to_output, stress_gemm
 from .spec import OpSpec, _inputs_of, _out_name, range_int_products
 
 FORMATS = {"sm80": Sm80SparseFormat, "sm90": Sm90SparseFormat}
@@ -79,7 +79,8 @@ def ref_sparse_gemm(inputs, problem):
 
 def scale_sparse_gemm(inputs, problem):
     p = problem.params
-    magnitudes = {k: (v if k == "E" else np.abs(v)) for k, v in inputs.items()}
+    weighed = operand_magnitudes(problem, inputs)
+    magnitudes = {k: (v if k == "E" else weighed[k]) for k, v in inputs.items()}
     absolute = Problem(problem.problem_id, problem.op, problem.buffers,
                        {**p, "alpha": abs(float(p.get("alpha", 1.0))), "beta": abs(float(p.get("beta", 0.0)))})
     return sparse_exact(magnitudes, absolute)
