@@ -2,10 +2,11 @@
 the CPU): the small datasets built into .gpu/gemmfix/<part> pass every trial kind.
 
 A: unsigned saturating u4/u8 GEMMs (sparse operands, mid-range alpha); B: integer x f16
-mixed-input (all eight SM80 upcast families) and 3xTF32 kernels on the stress trial; C: grouped FP8-output TMA epilogues at
-16-byte column sizes; E: the SM90a 2:4 sparse u8 x u8 -> u8 GEMM (sparse kept values and
-operands, mid-range alpha); D: the grouped e4m3 x e5m2 -> f32 GEMM whose edge trial failed
-before the FP8 bound weighed subnormal operands as the tensor core aligns them.
+mixed-input (the eight SM80 upcast families) and 3xTF32 kernels on the stress trial; C:
+grouped FP8-output TMA epilogues at 16-byte column sizes; D: the grouped e4m3 x e5m2 -> f32
+GEMM whose edge trial failed before the FP8 bound weighed subnormal operands as the tensor
+core aligns them; E: the SM90a 2:4 sparse u8 x u8 -> u8 GEMM (sparse kept values and
+operands, mid-range alpha).
 Skipped where a dataset is not built or no CUDA driver or device is present.
 """
 from pathlib import Path
