@@ -31,6 +31,9 @@ print("| problem kind | kernels | rows | statuses |\n|---|---|---|---|")
 for op in sorted(by_kind):
     counts = ", ".join(f"{k} {v}" for k, v in sorted(by_kind[op].items()))
     print(f"| {op} | {len(families[op])} | {sum(by_kind[op].values())} | {counts} |")
+for name in sorted({r.name for r in rows}):
+    mine = collections.Counter(r.status for r in rows if r.name == name)
+    print(f"  {name[:110]}: " + ", ".join(f"{k} {v}" for k, v in sorted(mine.items())))
 for r in rows:
     if r.status not in ("passed", "not_applicable"):
         print(f"  {r.status}: {r.name} {r.group_id}: {r.status_message[:300]}")
