@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 pytest.importorskip("cutlass_library", reason="nvidia-cutlass is not installed (pip install 'ptxds[cutlass]')")
@@ -18,7 +19,7 @@ from builders.cutlass.conv_builder import (CutlassConvBuilder, fit_to_family,  #
 from builders.cutlass.builder import entry_params  # noqa: E402
 from builders.shapes import LLM, SWEEP  # noqa: E402
 from dataset_spec.ops import get_op  # noqa: E402
-from conftest import needs_nvcc  # noqa: E402
+from conftest import judge, needs_nvcc  # noqa: E402
 
 FPROP = "cutlass_tensorop_h16816fprop_optimized_64x128_64x3_nhwc_align4"
 WGRAD = "cutlass_tensorop_h16816wgrad_optimized_64x128_64x3_nhwc_align4"
@@ -197,5 +198,30 @@ def test_unsigned_saturating_convs_get_sparse_operands_and_a_power_of_two_alpha(
         assert problem.params["operand_density"] == pytest.approx((16 / 576) ** 0.5)
         assert problem.buffer("x").init.kind == "normal" and problem.buffer("x").init.params["mean"] < 0
         assert f"/a{alpha:g}b0/" in problem.problem_id
-    assert epilogue_alpha(u4, size, 0.5, True) == 0.5 and epilogue_alpha(s4, size, 1.0, False) == 1.0
+    assert epilogue_alpha(u4, size, 0.5, True) == 0.5
+    assert "operand_density" not in make_conv_problem(s4, size, 1.0, 0.0).params  # signed: full-range operands
     assert "operand_density" not in make_conv_problem(u4_s32, size, 1.0, 0.0).params  # s32 output: full range
+    assert epilogue_alpha(u4_s32, size, 1.0, False) == 1.0
+
+
+@pytest.mark.parametrize("name", [SUB_BYTE, "cutlass_tensorop_s8_i16832fprop_analytic_s8_128x128_64x5_nc32hw32_align16"])
+def test_signed_saturating_convs_get_a_power_of_two_alpha_that_spreads_their_outputs(name):
+    """s4 -> s4 and s8 -> s8 convs: full-range operands saturated 97-100% of the outputs at
+    alpha 1 (a check of little more than signs). spread_alpha's power of two leaves most of
+    a uniform trial's outputs inside the range, a correct kernel passes, and a kernel that
+    keeps only the sign (stores +-top) is caught."""
+    from builders.cutlass.conv_builder import epilogue_alpha
+    spec = conv_catalog.describe_conv(conv_catalog.load_conv_operations(80)[name])
+    size = parse_size((2, 14, 14, 64, 64, 3, 3, 1, 1), 2)
+    alpha = epilogue_alpha(spec, size, 1.0, False)
+    assert alpha < 1 and math.log2(alpha).is_integer()
+    problem = make_conv_problem(spec, size, alpha, 0.0)
+    top = {"int4": 7, "int8": 127}[problem.buffer("y").dtype]
+    verdict, prepared = judge(problem, lambda values, ref: ref)
+    assert verdict.status == "passed", verdict.message
+    for trial, ref in zip(prepared.trials, prepared.references):
+        y = np.asarray(ref["y"])
+        if trial.kind in ("normal", "uniform"):
+            assert np.mean(np.abs(y) >= top) < 0.25 and len(np.unique(y)) > top, (trial.kind, np.mean(np.abs(y) >= top))
+    verdict, _ = judge(problem, lambda values, ref: np.sign(ref) * top)
+    assert verdict.status == "wrong_result"

@@ -58,6 +58,37 @@ def test_unsigned_saturating_gemms_draw_sparse_operands_whose_outputs_spread(sm,
     assert verdict.status == "wrong_result"
 
 
+SIGNED_SATURATING = [
+    (80, "cutlass_tensorop_s4_i16864gemm_s4_128x128_128x5_tn_align32", 7),
+    (80, "cutlass_tensorop_s8_i16832gemm_s8_128x128_128x4_tn_align16", 127),
+    (90, "cutlass3x_sm90_sptensorop_spgemm_s8_s8_s32_s8_s8_", 127),
+]
+
+
+@pytest.mark.parametrize("sm,name,top", SIGNED_SATURATING)
+def test_signed_saturating_gemms_get_a_power_of_two_alpha_that_spreads_their_outputs(sm, name, top):
+    """s4 -> s4 and s8 -> s8 GEMMs (dense and 2:4 sparse) keep full-range operands; at alpha 1
+    97-100% of their outputs saturated. spread_alpha's power of two leaves most outputs of
+    a uniform trial inside the range; a correct kernel passes and one that stores only the
+    sign (+-top) is caught; an integer-epilogue kernel (s8 -> s32) keeps alpha 1."""
+    spec = first_named(sm, name)
+    m, n, k = fit_to_family([spec], *DEFAULT_PROBLEM)
+    alpha = epilogue_alpha(spec, m, n, k, 1.0, False)
+    assert alpha < 1 and np.log2(alpha).is_integer()
+    problem = make_problem(spec, m, n, k, alpha, 0.0)
+    assert "operand_density" not in problem.params
+    verdict, prepared = judge(problem, lambda values, ref: ref)
+    assert verdict.status == "passed", verdict.message
+    for trial, ref in zip(prepared.trials, prepared.references):
+        d = np.asarray(ref["D"])
+        if trial.kind in ("normal", "uniform"):
+            assert np.mean(np.abs(d) >= top) < 0.25 and len(np.unique(d)) > top, (trial.kind, np.mean(np.abs(d) >= top))
+    verdict, _ = judge(problem, lambda values, ref: np.sign(ref) * top)
+    assert verdict.status == "wrong_result"
+    integer_epilogue = first_named(80, "cutlass_tensorop_i16832gemm_s8_")
+    assert epilogue_alpha(integer_epilogue, m, n, k, 1.0, False) == 1.0
+
+
 def first_named(sm: int, prefix: str):
     ops = catalog.load_manifest_operations(sm)
     return catalog.describe_operation(ops[min(n for n in ops if n.startswith(prefix))])

@@ -6,7 +6,9 @@ mixed-input (the eight SM80 upcast families) and 3xTF32 kernels on the stress tr
 grouped FP8-output TMA epilogues at 16-byte column sizes; D: the grouped e4m3 x e5m2 -> f32
 GEMM whose edge trial failed before the FP8 bound weighed subnormal operands as the tensor
 core aligns them; E: the SM90a 2:4 sparse u8 x u8 -> u8 GEMM (sparse kept values and
-operands, mid-range alpha).
+operands, mid-range alpha); S and S-conv: one kernel of each of the 7 signed saturating GEMM
+families (s4/s8 outputs, dense and sparse) and 14 conv families, with spread_alpha's power of
+two (built with the commands in docs/gpu-results.md, run 75).
 Skipped where a dataset is not built or no CUDA driver or device is present.
 """
 from pathlib import Path
@@ -18,7 +20,7 @@ from dataset_spec.shards import read_records
 pytestmark = pytest.mark.gpu
 
 ROOT = Path(__file__).resolve().parents[1] / ".gpu" / "gemmfix"
-PARTS = ["A", "A-sm90", "B", "B-sm90", "C", "D", "E"]
+PARTS = ["A", "A-sm90", "B", "B-sm90", "C", "D", "E", "S", "S-conv"]
 
 
 @pytest.mark.parametrize("part", PARTS)

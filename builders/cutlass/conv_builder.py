@@ -24,7 +24,8 @@ from dataset_spec.model import Arg, Buffer, Distribution, KernelRecord, Launch, 
 from dataset_spec.ops import get_op
 from dataset_spec.ops.conv_layouts import interleave_of
 from dataset_spec.ops.conv_nhwc import OPERANDS, conv_buffers, conv_shapes
-from dataset_spec.ops.unsigned_sums import is_unsigned_saturating, mid_range_alpha, sparsify
+from dataset_spec.ops.unsigned_sums import (is_signed_saturating, is_unsigned_saturating, mid_range_alpha,
+                                             sparsify, spread_alpha)
 from ptx_tools import split_module
 from builders.base import Builder, BuildOptions, WorkItem
 from builders.cutlass import conv_catalog
@@ -158,15 +159,29 @@ def unsigned_saturating(spec) -> bool:
     return is_unsigned_saturating(conv_dtype(k["element_a"]), conv_dtype(k["element_b"]), conv_dtype(k["element_d"]))
 
 
+def signed_saturating(spec) -> bool:
+    """A saturating int8/int4 output of integer products through a float epilogue: its
+    full-range sums would saturate almost every output (unsigned_sums.spread_alpha)."""
+    k = spec.knobs
+    if k.get("element_epilogue") in ("s32", "u32") or k["element_a"].startswith("c"):
+        return False
+    return is_signed_saturating(conv_dtype(k["element_a"]), conv_dtype(k["element_b"]), conv_dtype(k["element_d"]))
+
+
 def epilogue_alpha(spec, size: ConvProblemSize, alpha: float, alpha_given: bool) -> float:
     """The alpha a row uses: the user's, or 1; but an ``unsigned_saturating`` conv's sparse
     operands still sum to about SPARSE_TERMS products of mean E[x] E[w] (tens to thousands),
-    past the output's top. Without --alpha those rows get unsigned_sums.mid_range_alpha."""
-    if alpha_given or not unsigned_saturating(spec):
+    past the output's top, and a ``signed_saturating`` one's full-range sums spread far past
+    it. Without --alpha those rows get unsigned_sums.mid_range_alpha or spread_alpha."""
+    if alpha_given or not (unsigned_saturating(spec) or signed_saturating(spec)):
         return alpha
     problem = make_conv_problem(spec, size, 1.0, 0.0)
     operands, out = OPERANDS[spec.kind]
-    return mid_range_alpha(problem, operands, out, get_op(problem.op).reduction_length(problem))
+    op = get_op(problem.op)
+    if unsigned_saturating(spec):
+        return mid_range_alpha(problem, operands, out, op.reduction_length(problem))
+    ranges = [op.integer_range(problem, problem.buffer(name)) for name in operands]
+    return spread_alpha(ranges, op.reduction_length(problem), problem.buffer(out).dtype)
 
 
 def group_id(spec, size: ConvProblemSize, alpha: float, beta: float) -> str:

@@ -11,7 +11,9 @@ import math
 from dataclasses import dataclass
 
 from dataset_spec.model import Buffer, Distribution, Problem
-from dataset_spec.ops.unsigned_sums import is_unsigned_saturating, mid_range_alpha, sparsify
+from dataset_spec.ops import get_op
+from dataset_spec.ops.unsigned_sums import (is_signed_saturating, is_unsigned_saturating, mid_range_alpha,
+                                             sparsify, spread_alpha)
 from builders.cutlass import blockwise, mixed_input, sparse
 from builders.cutlass.kernel_traits import storage_shape
 from builders.cutlass import complex as complex_kind
@@ -165,14 +167,36 @@ def unsigned_saturating(spec: KernelSpec) -> bool:
     return is_unsigned_saturating(DTYPE_NAMES[g.element_a], DTYPE_NAMES[g.element_b], DTYPE_NAMES[g.element_d])
 
 
+def signed_saturating(spec: KernelSpec) -> bool:
+    """A saturating int8/int4 output of integer products through a float epilogue (s8 x s8
+    -> s8, s4 x s4 -> s4, s8 x s4 -> s8): full-range operands would saturate almost every
+    output, so its rows get a power-of-two alpha (unsigned_sums.spread_alpha)."""
+    if mixed_input.is_scaled(spec) or complex_kind.is_complex(spec) or _blockwise(spec):
+        return False
+    if spec.knobs.get("element_epilogue") in ("s32", "u32"):
+        return False  # an integer epilogue takes integer alphas only
+    g = kernel_gemm(spec)
+    if any(e not in DTYPE_NAMES for e in (g.element_a, g.element_b, g.element_d)):
+        return False
+    return is_signed_saturating(DTYPE_NAMES[g.element_a], DTYPE_NAMES[g.element_b], DTYPE_NAMES[g.element_d])
+
+
 def epilogue_alpha(spec: KernelSpec, m: int, n: int, k: int, alpha: float, alpha_given: bool) -> float:
     """The alpha a row uses: the user's, or 1; but an ``unsigned_saturating`` GEMM's sparse
     operands still sum to about SPARSE_TERMS products of mean E[a] E[b], past the output's
-    top. Without --alpha those rows get unsigned_sums.mid_range_alpha (a power of two, exact
-    in the float32 epilogue)."""
-    if alpha_given or not unsigned_saturating(spec):
+    top, and a ``signed_saturating`` one's full-range sums spread far past it. Without
+    --alpha those rows get unsigned_sums.mid_range_alpha or spread_alpha (powers of two,
+    exact in the float32 epilogue)."""
+    if alpha_given:
         return alpha
-    return mid_range_alpha(make_problem(spec, m, n, k, 1.0, 0.0), ("A", "B"), "D", products_per_output(spec, k))
+    if unsigned_saturating(spec):
+        return mid_range_alpha(make_problem(spec, m, n, k, 1.0, 0.0), ("A", "B"), "D", products_per_output(spec, k))
+    if signed_saturating(spec):
+        problem = make_problem(spec, m, n, k, 1.0, 0.0)
+        op = get_op(problem.op)
+        ranges = [op.integer_range(problem, problem.buffer(name)) for name in ("A", "B")]
+        return spread_alpha(ranges, products_per_output(spec, k), problem.buffer("D").dtype)
+    return alpha
 
 
 def products_per_output(spec: KernelSpec, k: int) -> int:
