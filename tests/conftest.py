@@ -1,6 +1,7 @@
 """Shared pytest setup: GPU tests skip cleanly (one line saying why) without a CUDA driver."""
 import functools
 
+import numpy as np
 import pytest
 
 
@@ -97,3 +98,31 @@ def judge(problem, kernel, reference=None) -> tuple:
     runs = [TrialRun(trial.trial, {spec.name: float_to_bits(kernel(trial.values, ref[spec.name]), spec.dtype)})
             for trial, ref in zip(prepared.trials, prepared.references)]
     return classify(CheckResult(runs), prepared.specs, prepared.references), prepared
+
+
+def assert_saturating_outputs_spread(problem, top: int) -> None:
+    """A saturating integer output (its top ``top``): a correct kernel passes every trial,
+    a uniform trial's references stay mostly inside the range (under 25% at +-top, more
+    than ``top`` distinct values), and a kernel that stores only signs (+-top) fails."""
+    verdict, prepared = judge(problem, lambda values, ref: ref)
+    assert verdict.status == "passed", verdict.message
+    out = prepared.specs[0].name
+    for trial, ref in zip(prepared.trials, prepared.references):
+        values = np.asarray(ref[out])
+        if trial.kind in ("normal", "uniform"):
+            saturated = np.mean(np.abs(values) >= top)
+            assert saturated < 0.25 and len(np.unique(values)) > top, (trial.kind, saturated)
+    verdict, _ = judge(problem, lambda values, ref: np.sign(ref) * top)
+    assert verdict.status == "wrong_result"
+
+
+def tvm_tensor_cores_or_skip(tmp_path_factory, cache_name: str) -> None:
+    """Skip where TVM is not installed or cannot tensorize here (schedules.tensorize_blocker);
+    otherwise point TVM's compile cache at a fresh folder for the module's builds."""
+    import os
+    pytest.importorskip("tvm")
+    from builders.tvm.schedules import tensorize_blocker
+    blocker = tensorize_blocker()
+    if blocker:
+        pytest.skip(blocker)
+    os.environ["PTXDS_TVM_CACHE"] = str(tmp_path_factory.mktemp(cache_name))

@@ -8,6 +8,7 @@ import pytest
 
 from dataset_spec.model import Buffer, Problem
 from dataset_spec.problems import get_op
+from conftest import tvm_tensor_cores_or_skip
 
 SMALL = ("softmax/small", "row_sum/small", "conv2d_bias_relu/small", "matmul_fp16/small")
 
@@ -135,19 +136,9 @@ def test_batch_matmul_and_row_sum_references():
     assert 0 < lo < hi <= 3.41e38 / 4 / 9
 
 
-def _tensorize_blocker():
-    pytest.importorskip("tvm")
-    from builders.tvm.schedules import tensorize_blocker
-    return tensorize_blocker()
-
-
 @pytest.fixture(scope="module")
 def tensor_core_rows(tmp_path_factory):
-    blocker = _tensorize_blocker()
-    if blocker:
-        pytest.skip(blocker)
-    import os
-    os.environ["PTXDS_TVM_CACHE"] = str(tmp_path_factory.mktemp("tvm-tc-cache"))
+    tvm_tensor_cores_or_skip(tmp_path_factory, "tvm-tc-cache")
     from builders.base import BuildOptions
     from builders.tvm import TvmBuilder
     from ptxds.pipeline import build_and_finalize

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import pytest
 
+from conftest import tvm_tensor_cores_or_skip
+
 # (group, arch): every MMA_CONFIGS member fits the small matmul; the small batch_matmul
 # (N = 128) and conv (implicit GEMM 512 x 128 x 576) leave out the tiles wider than 128
 BUILT = (("matmul_fp16/small", "sm_80"), ("matmul_fp16/small", "sm_90a"),
@@ -16,19 +18,9 @@ GEMM = {"matmul_fp16/small": (1, 256, 256, 256), "matmul_bf16/small": (1, 256, 2
         "batch_matmul_fp16/small": (4, 128, 128, 128), "conv2d_nhwc_fp16/small": (1, 2 * 16 * 16, 128, 9 * 64)}
 
 
-def _blocker() -> str:
-    pytest.importorskip("tvm")
-    from builders.tvm.schedules import tensorize_blocker
-    return tensorize_blocker()
-
-
 @pytest.fixture(scope="module")
 def mma_rows(tmp_path_factory):
-    blocker = _blocker()
-    if blocker:
-        pytest.skip(blocker)
-    import os
-    os.environ["PTXDS_TVM_CACHE"] = str(tmp_path_factory.mktemp("tvm-mma-cache"))
+    tvm_tensor_cores_or_skip(tmp_path_factory, "tvm-mma-cache")
     from builders.base import BuildOptions
     from builders.tvm import TvmBuilder
     from ptxds.pipeline import build_and_finalize

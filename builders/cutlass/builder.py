@@ -200,31 +200,33 @@ class CutlassBuilder(Builder):
             return grouped.build(self, item)
         specs, ptx_by_name, failures, packer = self.compile_batch(p)
         problems = [tuple(size) for size in p["problems"]]
-        gids = [group_id(specs[0], *size, _row_alpha(specs[0], p, size), p["beta"]) for size in problems]
+        # one family per item, so one alpha per size for every kernel of it
+        alphas = [_row_alpha(specs[0], p, size) for size in problems]
+        gids = [group_id(specs[0], *size, alpha, p["beta"]) for size, alpha in zip(problems, alphas)]
         rows = []
-        for index, size in enumerate(problems):
+        for index, (size, alpha) in enumerate(zip(problems, alphas)):
             shared = ({"groups": gids, "sizes": [list(s) for s in problems], "reused": index > 0}
                       if len(problems) > 1 else None)
             for spec in specs:
-                rows.append(self._row(spec, item, size, ptx_by_name, failures, packer, shared))
+                rows.append(self._row(spec, item, size, alpha, ptx_by_name, failures, packer, shared))
         return rows
 
-    def _row(self, spec, item, size, ptx_by_name, failures, packer, shared) -> KernelRecord:
+    def _row(self, spec, item, size, alpha, ptx_by_name, failures, packer, shared) -> KernelRecord:
         """One kernel at one size: built, build_failed (compile/pack) or not_applicable."""
         p = item.payload
         if spec.name in failures:
-            return self._record(spec, item, size, "", [], [], "build_failed", failures[spec.name], shared)
+            return self._record(spec, item, size, alpha, "", [], [], "build_failed", failures[spec.name], shared)
         entry, ptx = ptx_by_name[spec.name]
         size_misfit = alignment_misfit(spec, *size)
-        misfit = size_misfit or epilogue_misfit(spec, _row_alpha(spec, p, size), p["beta"])
+        misfit = size_misfit or epilogue_misfit(spec, alpha, p["beta"])
         if misfit:  # built-in sizes are fitted per group; a user's size, alpha or beta may miss
             status = "not_applicable" if p["exact"] or not size_misfit else "build_failed"
-            return self._record(spec, item, size, ptx, [], [], status, misfit, shared)
+            return self._record(spec, item, size, alpha, ptx, [], [], status, misfit, shared)
         try:
-            launch, scratch = self._launch(spec, packer, entry, ptx, p, size)
+            launch, scratch = self._launch(spec, packer, entry, ptx, p, size, alpha)
         except (PackError, ValueError) as exc:
-            return self._record(spec, item, size, ptx, [], [], "build_failed", str(exc), shared)
-        return self._record(spec, item, size, ptx, [launch], scratch, "built", "", shared)
+            return self._record(spec, item, size, alpha, ptx, [], [], "build_failed", str(exc), shared)
+        return self._record(spec, item, size, alpha, ptx, [launch], scratch, "built", "", shared)
 
     def _compile(self, specs, arch):
         """name -> (entry, standalone PTX), and name -> error message for failures."""
@@ -258,10 +260,10 @@ class CutlassBuilder(Builder):
             found[spec.name] = (entries[0], ptx)
         return found
 
-    def _launch(self, spec, packer, entry, ptx, p, size):
+    def _launch(self, spec, packer, entry, ptx, p, size, alpha):
         m, n, k = size
         use_c = p["beta"] != 0
-        packed = pack_launch(packer, spec.name, m, n, k, _row_alpha(spec, p, size), p["beta"], p["sm_count"], use_c,
+        packed = pack_launch(packer, spec.name, m, n, k, alpha, p["beta"], p["sm_count"], use_c,
                              alias_c_to_d=spec.generation == 3,
                              extra_slots=(BLOCKWISE_SLOTS if is_blockwise(spec) else
                                           sparse.extra_slots(spec) or mixed_input.extra_slots(spec)),
@@ -287,7 +289,7 @@ class CutlassBuilder(Builder):
                         args=[Arg("blob", blob=bytes(blob), patches=packed.patches)])
         return launch, scratch
 
-    def _record(self, spec, item, size, ptx, launches, scratch, status, message, shared) -> KernelRecord:
+    def _record(self, spec, item, size, alpha, ptx, launches, scratch, status, message, shared) -> KernelRecord:
         p = item.payload
         m, n, k = size
         g = kernel_gemm(spec)
@@ -296,7 +298,6 @@ class CutlassBuilder(Builder):
                         "problem_transposed": g.swapped})
         provenance = self.provenance(spec, p, shared)
         provenance["c_aliases_d"] = spec.generation == 3 and p["beta"] == 0
-        alpha = _row_alpha(spec, p, size)
         return KernelRecord(
             group_id=group_id(spec, m, n, k, alpha, p["beta"]), source="cutlass", variant=variant, name=spec.name,
             arch=p["arch"], ptx=ptx, launches=launches,

@@ -154,31 +154,32 @@ def integer_inputs(element: str, element_d: str):
     return INTEGER_INPUTS.get(element)
 
 
+def _plain_types(spec: KernelSpec):
+    """(A, B, D) project dtypes of a dense, 3.x or 2:4 sparse GEMM; None for a complex,
+    scaled or blockwise one (it builds its own problem) or an element the project lacks."""
+    if mixed_input.is_scaled(spec) or complex_kind.is_complex(spec) or _blockwise(spec):
+        return None
+    g = kernel_gemm(spec)
+    elements = (g.element_a, g.element_b, g.element_d)
+    return tuple(DTYPE_NAMES[e] for e in elements) if all(e in DTYPE_NAMES for e in elements) else None
+
+
 def unsigned_saturating(spec: KernelSpec) -> bool:
     """A saturating unsigned output of unsigned operands (u4 x u4 -> u4, u8 x u8 -> u8):
-    every product is >= 0, so its problem draws sparse operands (unsigned_sums.py). Dense,
-    3.x and 2:4 sparse kernels (the kept values of A are drawn sparse in turn); a complex,
-    scaled or blockwise GEMM builds its own problem."""
-    if mixed_input.is_scaled(spec) or complex_kind.is_complex(spec) or _blockwise(spec):
-        return False
-    g = kernel_gemm(spec)
-    if any(e not in DTYPE_NAMES for e in (g.element_a, g.element_b, g.element_d)):
-        return False
-    return is_unsigned_saturating(DTYPE_NAMES[g.element_a], DTYPE_NAMES[g.element_b], DTYPE_NAMES[g.element_d])
+    every product is >= 0, so its problem draws sparse operands (unsigned_sums.py); a 2:4
+    sparse kernel's kept values of A are drawn sparse in turn."""
+    types = _plain_types(spec)
+    return types is not None and is_unsigned_saturating(*types)
 
 
 def signed_saturating(spec: KernelSpec) -> bool:
     """A saturating int8/int4 output of integer products through a float epilogue (s8 x s8
     -> s8, s4 x s4 -> s4, s8 x s4 -> s8): full-range operands would saturate almost every
-    output, so its rows get a power-of-two alpha (unsigned_sums.spread_alpha)."""
-    if mixed_input.is_scaled(spec) or complex_kind.is_complex(spec) or _blockwise(spec):
-        return False
-    if spec.knobs.get("element_epilogue") in ("s32", "u32"):
-        return False  # an integer epilogue takes integer alphas only
-    g = kernel_gemm(spec)
-    if any(e not in DTYPE_NAMES for e in (g.element_a, g.element_b, g.element_d)):
-        return False
-    return is_signed_saturating(DTYPE_NAMES[g.element_a], DTYPE_NAMES[g.element_b], DTYPE_NAMES[g.element_d])
+    output, so its rows get a power-of-two alpha (unsigned_sums.spread_alpha). An integer
+    epilogue takes integer alphas only."""
+    types = _plain_types(spec)
+    return (types is not None and spec.knobs.get("element_epilogue") not in ("s32", "u32")
+            and is_signed_saturating(*types))
 
 
 def epilogue_alpha(spec: KernelSpec, m: int, n: int, k: int, alpha: float, alpha_given: bool) -> float:
