@@ -27,21 +27,17 @@ def conv_call(problem):
     """torch's conv2d (cuDNN) of a conv2d_fprop problem: NHWC activations and KRSC filters
     are torch's NCHW / KCRS tensors in channels_last memory."""
     import torch
-    buffers = {b.name: b for b in problem.buffers}
-    x, w = buffers["x"], buffers["w"]
+    from dataset_spec.ops.conv_nhwc import geometry
+    x, w = problem.buffer("x"), problem.buffer("w")
     if x.dtype not in TORCH_DTYPES or w.dtype != x.dtype or problem.params.get("beta", 0.0) != 0.0:
         return None
     dtype = getattr(torch, x.dtype)
-    n, h, wd, c = x.shape
-    k, r, s, _ = w.shape
-    X = torch.randn((n, c, h, wd), device="cuda").to(dtype).to(memory_format=torch.channels_last)
-    W = torch.randn((k, c, r, s), device="cuda").to(dtype).to(memory_format=torch.channels_last)
-    p = problem.params
-    stride, padding, dilation = (tuple(p.get(key, default)) if isinstance(p.get(key), list) else p.get(key, default)
-                                 for key, default in (("stride", 1), ("padding", 0), ("dilation", 1)))
-    groups = int(p.get("groups", 1))
+    g = geometry(problem)
+    X = torch.randn((g.n, g.c, *g.spatial), device="cuda").to(dtype).to(memory_format=torch.channels_last)
+    W = torch.randn((g.k, g.c // g.groups, *g.taps), device="cuda").to(dtype).to(memory_format=torch.channels_last)
     return ("torch conv2d (cuDNN, channels_last)",
-            lambda: torch.nn.functional.conv2d(X, W, stride=stride, padding=padding, dilation=dilation, groups=groups))
+            lambda: torch.nn.functional.conv2d(X, W, stride=g.stride, padding=g.padding, dilation=g.dilation,
+                                               groups=g.groups))
 
 
 def vendor_call(problem):

@@ -13,6 +13,18 @@ from dataset_spec.model import KernelRecord
 
 from .options import NoOptions, options_from_extra
 
+# Dynamic shared memory one block may opt into (cudaFuncAttributeMaxDynamicSharedMemorySize)
+MAX_DYNAMIC_SMEM = {"sm_80": 163 * 1024, "sm_90": 227 * 1024, "sm_90a": 227 * 1024}
+
+
+def shared_memory_misfit(arch: str, dynamic_smem: int) -> str:
+    """Why a launch with ``dynamic_smem`` bytes cannot run on ``arch``'s GPUs, or ""."""
+    limit = MAX_DYNAMIC_SMEM.get(arch)
+    if limit is not None and dynamic_smem > limit:
+        return (f"needs {dynamic_smem / 1024:g} KiB of dynamic shared memory per block; "
+                f"{arch} allows {limit // 1024} KiB")
+    return ""
+
 
 @dataclass
 class BuildOptions:

@@ -460,10 +460,6 @@ def tune_tvm():
     """
 
 
-def _workload_names(values) -> list:
-    return [part.strip() for value in values for part in value.split(",") if part.strip()]
-
-
 def _tune_options(func):
     func = click.option("--seed", type=int, default=0, show_default=True, help="seeds round 0's samples")(func)
     func = click.option("--arch", default="sm_90a", show_default=True,
@@ -491,7 +487,7 @@ def tune_tvm_propose(db_dir, workloads, candidates, arch, seed, out_dir, jobs, s
         ptxds tune-tvm propose --db tune/db --workloads matmul_fp16/large --candidates 64 --out tune/r0
     """
     from .tune_tvm import propose
-    summary = propose(db_dir, _workload_names(workloads), candidates, out_dir, _parse_archs(arch), seed,
+    summary = propose(db_dir, list(workloads), candidates, out_dir, _parse_archs(arch), seed,
                       jobs or 0, not silent)
     _print_build_summary(summary)
     click.echo(f"next: ptxds verify {out_dir} --out {out_dir}-verified (on a GPU), then "
@@ -535,7 +531,7 @@ def tune_tvm_run(db_dir, workloads, candidates, arch, seed, rounds, out_dir, job
         ptxds tune-tvm run --db tune/db --workloads matmul_fp16/large --rounds 3 --out tune
     """
     from .tune_tvm import run_rounds
-    summary = run_rounds(db_dir, _workload_names(workloads), rounds, candidates, out_dir, _parse_archs(arch), seed,
+    summary = run_rounds(db_dir, list(workloads), rounds, candidates, out_dir, _parse_archs(arch), seed,
                          jobs or 0, not silent)
     for index, result in enumerate(summary.rounds):
         click.echo(f"round {index}: {result.rows} candidate rows -> {result.verified}; {result.commit.added} measured, "

@@ -35,7 +35,8 @@ def mma_rows(tmp_path_factory):
 
 def test_every_mma_member_builds_with_mma_sync_ldmatrix_and_cp_async(mma_rows):
     from builders.tvm.lower import runtime_dims
-    from builders.tvm.mma import MMA_CONFIGS, shared_memory_misfit
+    from builders.base import shared_memory_misfit
+    from builders.tvm.mma import MMA_CONFIGS
     from ptx_tools import feature_tags
     too_large = []
     for (group, arch), rows in mma_rows.items():
@@ -179,7 +180,7 @@ def test_every_warp_buffer_is_lowered_to_registers(monkeypatch):
     fixed = lowering.lower(sch.mod, cuda_target("sm_80"), sch.pass_config).cuda
     assert fragments(fixed) == [("A", "64"), ("B", "64")]
     assert "__builtin_assume(threadIdx.x < 32);" in fixed
-    monkeypatch.setattr(lowering, "_lower_every_warp_buffer", lambda device_mod: device_mod)
+    monkeypatch.setattr(lowering, "_lower_every_warp_buffer", lambda device_mod, warp_buffers: device_mod)
     assert fragments(lowering.lower(sch.mod, cuda_target("sm_80"), sch.pass_config).cuda) == [("A", "2048"),
                                                                                               ("B", "2048")]
 
@@ -187,7 +188,7 @@ def test_every_warp_buffer_is_lowered_to_registers(monkeypatch):
 def test_shared_memory_beyond_the_arch_limit_is_named():
     """A member whose dynamic shared memory exceeds what one block of the arch may opt in to
     (the conv's 256x128x64 three-stage tile on sm_80) is not runnable there: the row says why."""
-    from builders.tvm.mma import shared_memory_misfit
+    from builders.base import shared_memory_misfit
     assert shared_memory_misfit("sm_80", 159 * 1024) == ""
     assert shared_memory_misfit("sm_90a", 163.5 * 1024) == ""
     message = shared_memory_misfit("sm_80", 163.5 * 1024)

@@ -9,15 +9,15 @@ CPU before any GPU run. Ambiguous readings are written down in docs/mirage.md.
 from __future__ import annotations
 
 import math
-
 from dataclasses import dataclass, field
 from typing import Optional
+
+from builders.base import MAX_DYNAMIC_SMEM
 
 from .graph import AXES, BINARY, UNARY, MuGraph, MuGraphError
 
 SMEM_ALIGN = 16           # ldmatrix and 16-byte cp.async need 16-byte aligned rows
-SMEM_LIMIT = 163 * 1024   # the smaller opt-in limit of the targets (sm_80); sm_90a allows 227 KiB
-SMEM_LIMITS = {"sm_80": SMEM_LIMIT, "sm_90a": 227 * 1024}
+SMEM_LIMITS = {arch: MAX_DYNAMIC_SMEM[arch] for arch in ("sm_80", "sm_90a")}  # the targets' opt-in limits
 MAX_STAGES = 3            # shared-memory stages of a pipelined for-loop tile load
 
 
@@ -320,7 +320,7 @@ def _tile(buffer, tensor_shape, tile_shape, dim_map, forloop_dim, forloop_range)
                 forloop_range)
 
 
-def _allocate(kernel: KernelPlan, smem_limit: int = SMEM_LIMIT) -> int:
+def _allocate(kernel: KernelPlan, smem_limit: int = SMEM_LIMITS["sm_80"]) -> int:
     """Offsets for every shared buffer (all stages of a staged one, back to back). Buffers
     are placed one after the other, as Mirage does; when that exceeds the limit, a buffer
     reuses the space of buffers whose last use precedes its first definition (the loop body

@@ -20,7 +20,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Optional
 
-from builders.base import Builder, BuildOptions, WorkItem
+from builders.base import Builder, BuildOptions, WorkItem, shared_memory_misfit
 from dataset_spec.model import Arg, KernelRecord, Launch, Patch, SpecError
 from ptx_tools import CompileError, ptx_hash, toolchain_versions
 from ptx_tools.ptx_cache import cached_ptx
@@ -34,7 +34,6 @@ NVCC_FLAGS = ("-std=c++20", "-O3", "-w")
 TENSORMAP_BYTES = 128
 # the most dynamic shared memory one block may opt in to (CUDA C Programming Guide, compute
 # capabilities table): a launch above it fails on every GPU of the arch
-MAX_DYNAMIC_SMEM = {"sm_80": 163 * 1024, "sm_90a": 227 * 1024}
 
 
 def tilelang_version() -> str:
@@ -89,11 +88,10 @@ class SharedMemoryError(RuntimeError):
 
 
 def check_shared_memory(lowered, arch: str) -> None:
-    limit = MAX_DYNAMIC_SMEM.get(arch)
     for call in lowered.calls:
-        if limit is not None and call.dynamic_smem > limit:
-            raise SharedMemoryError(f"{call.entry} needs {call.dynamic_smem} bytes of dynamic shared memory; "
-                                    f"{arch} allows at most {limit}")
+        misfit = shared_memory_misfit(arch, call.dynamic_smem)
+        if misfit:
+            raise SharedMemoryError(f"{call.entry} {misfit}")
 
 
 def launch_of(call) -> Launch:

@@ -45,7 +45,7 @@ from pathlib import Path
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from builders.base import Builder, BuildOptions, WorkItem
+from builders.base import Builder, BuildOptions, WorkItem, shared_memory_misfit
 from builders.shapes import OP_KINDS, ShapeSet, load_shape_set, shape_label, shape_params
 from builders.triton.recover import Recovery, recover_launch_facts
 from dataset_spec.documents import load_document
@@ -56,7 +56,6 @@ ARCH_CC = {"sm_80": 80, "sm_90a": 90, "sm_90": 90}
 TRITON_DTYPES = {"float16": "fp16", "bfloat16": "bf16", "float32": "fp32"}
 SCALAR_TYPES = {"i32": "s32", "i64": "s64", "u32": "u32", "u64": "u64", "fp32": "f32",
                 "f32": "f32", "fp64": "f64", "i16": "s16", "i8": "s8", "i1": "b8"}
-MAX_DYNAMIC_SMEM = {"sm_80": 163 * 1024, "sm_90a": 227 * 1024, "sm_90": 227 * 1024}
 SCRATCH_PARAMS = (("global_scratch", "global_scratch_size"), ("profile_scratch", "profile_scratch_size"))
 PERSISTENT_PROGRAMS = 132  # SMs of an H100 SXM: one persistent program each
 NO_PROBLEM_HINT = ("map it with a problem spec file (--problem FILE, see docs/triton-dump.md): "
@@ -563,9 +562,9 @@ class TritonBuilder(Builder):
 
 
 def check_shared_memory(metadata: dict, arch: str) -> None:
-    shared, limit = int(metadata.get("shared") or 0), MAX_DYNAMIC_SMEM.get(arch)
-    if limit and shared > limit:
-        raise RuntimeError(f"needs {shared} bytes of shared memory, {arch} allows {limit}")
+    misfit = shared_memory_misfit(arch, int(metadata.get("shared") or 0))
+    if misfit:
+        raise RuntimeError(misfit)
 
 
 # --------------------------------------------------------------------------- dump ingestion

@@ -117,13 +117,13 @@ def _warp_buffers(device_mod) -> int:
                if isinstance(stmt, tx.AllocBuffer) and stmt.buffer.scope() == "warp")
 
 
-def _lower_every_warp_buffer(device_mod):
+def _lower_every_warp_buffer(device_mod, warp_buffers: int):
     """TVM 0.27's LowerWarpMemory lowers only the first warp-scope buffer of a statement
     sequence to per-thread registers (it hands the rest of the sequence to that buffer's
     rewriter and stops); a second warp buffer (mma.sync's A and B fragments beside the
     accumulator) would stay a whole-warp array in local memory. Each run lowers the next one,
     and the finalising passes run it once more; with at most one warp buffer this is a no-op."""
-    for _ in range(_warp_buffers(device_mod) - 1):
+    for _ in range(warp_buffers - 1):
         device_mod = tx.transform.LowerWarpMemory()(device_mod)
     return device_mod
 
@@ -137,7 +137,10 @@ def _bound_lane_index(cuda: str, launches: list) -> str:
     for launch in launches:
         head = re.compile(r"(__global__ void (?:__launch_bounds__\(\d+\) )?" + re.escape(launch.entry)
                           + r"\([^;{]*\) \{\n)")
-        cuda = head.sub(lambda m: m.group(1) + f"  __builtin_assume(threadIdx.x < {launch.block[0]});\n", cuda, count=1)
+        cuda, found = head.subn(lambda m: m.group(1) + f"  __builtin_assume(threadIdx.x < {launch.block[0]});\n",
+                                cuda, count=1)
+        if not found:  # TVM's codegen wrote the kernel's head in a form this does not know
+            raise LoweringError(f"cannot find the head of kernel {launch.entry} in the CUDA source to bound threadIdx.x")
     return cuda
 
 
@@ -157,7 +160,7 @@ def lower(mod, target: Target, pass_config: dict | None = None) -> Lowered:
             raise LoweringError(f"expected one CUDA device module, got {len(device_mods)}")
         (device_target, device_mod), = device_mods.items()
         warp_buffers = _warp_buffers(device_mod)
-        device_mod = _lower_every_warp_buffer(device_mod)
+        device_mod = _lower_every_warp_buffer(device_mod, warp_buffers)
         device_mod = finalize_device()(device_mod)
     cuda = codegen_build(device_mod, device_target).inspect_source()
     kernels = {gv.name_hint: func for gv, func in device_mod.functions.items()}

@@ -73,18 +73,6 @@ class MmaConfig:
 
 
 # The most dynamic shared memory one block may opt in to: A100 (sm_80) 163 KiB, H100 227 KiB
-MAX_DYNAMIC_SHARED = {"sm_80": 163 * 1024, "sm_90a": 227 * 1024}
-
-
-def shared_memory_misfit(arch: str, dynamic_smem: int) -> str:
-    """Why a launch with ``dynamic_smem`` bytes cannot run on ``arch``'s GPUs, or ""."""
-    limit = MAX_DYNAMIC_SHARED.get(arch)
-    if limit is not None and dynamic_smem > limit:
-        return (f"needs {dynamic_smem / 1024:g} KiB of dynamic shared memory per block; "
-                f"{arch} allows {limit // 1024} KiB")
-    return ""
-
-
 MMA_CONFIGS = (
     MmaConfig(128, 128, 32, 64, 64, 3),    # 4 warps, the classic Ampere tile
     MmaConfig(128, 128, 32, 64, 64, 4),

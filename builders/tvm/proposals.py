@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from builders.base import WorkItem
 
-from .rows import RowMaker
+from .rows import DRAWS_PER_MEMBER, RowMaker
 from .tuning import (FAILED_RUN_SECS, MAX_FAILED_ROWS, PROPOSAL, TuningError, check_target, database_digest,
                      open_database, trace_json, tuning_module, workload_records)
 
@@ -161,7 +161,7 @@ def build_propose_item(builder, item: WorkItem) -> list:
     func, target = prim_func(build_te(w), w.symbol), cuda_target(arch)
     rows = RowMaker(builder, w, arch, max_failed=MAX_FAILED_ROWS)
     for n, (sch, search, trace) in enumerate(_proposals(func, target, p)):
-        if rows.built >= p["count"] or n >= p["count"] * 500:
+        if rows.built >= p["count"] or n >= p["count"] * DRAWS_PER_MEMBER:
             break
         if sch.error.startswith("postprocessor"):
             rows.reject()

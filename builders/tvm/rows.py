@@ -11,6 +11,7 @@ from ptx_tools import CompileError, ptx_hash
 from ptx_tools.ptx_cache import cached_ptx
 
 MIN_LARGE_GRID = 132       # blocks per launch of a large workload: one wave on an H100
+DRAWS_PER_MEMBER = 500     # draws of any kind per wanted member (a large matmul passes the check ~1 in 40)
 
 
 def failure_message(where: str, exc: Exception) -> str:
@@ -34,6 +35,12 @@ class RowMaker:
     stats: dict = field(default_factory=lambda: {"attempts": 0, "rejected": 0, "underfilled": 0,
                                                  "duplicates_dropped": 0, "failed": 0})
 
+    def __post_init__(self):
+        from .schedules import cuda_target
+        from .workloads import problem
+        # once per item: an item may draw hundreds of schedules
+        self.problem, self.target = problem(self.workload), cuda_target(self.arch)
+
     @property
     def built(self) -> int:
         return sum(r.status == "built" for r in self.records)
@@ -45,18 +52,16 @@ class RowMaker:
 
     def add(self, sch, provenance: dict) -> None:
         from .lower import LoweringError, lower
-        from .schedules import cuda_target
-        from .workloads import problem
         w = self.workload
         self.stats["attempts"] += 1
-        record = self.builder._record(w, self.arch, problem(w), sch)
+        record = self.builder._record(w, self.arch, self.problem, sch)
         record.provenance.update(provenance)
         lowered = None
         if sch.error:
             record.status, record.status_message = "build_failed", f"{w.group_id} {sch.key}: {sch.error}"
         else:
             try:
-                lowered = lower(sch.mod, cuda_target(self.arch), sch.pass_config)
+                lowered = lower(sch.mod, self.target, sch.pass_config)
                 if w.size == "large" and min(math.prod(k.grid) for k in lowered.launches) < MIN_LARGE_GRID:
                     self.stats["underfilled"] += 1   # less than one wave: slow to verify, drawn again
                     return

@@ -190,7 +190,7 @@ def workload_of(group_id: str):
 
 
 def database_workloads(db) -> list:
-    """The ptxds workload groups (and archs) with passing records in ``db``."""
+    """The ptxds workload groups (and archs) with records in ``db``."""
     from .schedules import cuda_target, prim_func
     from .workloads import build_te
     found = []
