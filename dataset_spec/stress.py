@@ -161,9 +161,74 @@ def p_tail_heavy(c, m, n):
     return _normal(c, m, n) * ramp
 
 
+def stratified_unit(rng: np.random.Generator, shape) -> np.ndarray:
+    """Uniform [0, 1) values of ``shape``, one in each of n equal strata (n elements) at
+    random positions: still uniform per element, but a log-uniform draw over B binades
+    from them puts a value in every binade once n >= 2B, where an independent draw of
+    that size misses several (the coverage record counts them, dataset_spec/coverage.py)."""
+    n = int(np.prod(shape, dtype=np.int64))
+    return ((rng.permutation(n) + rng.random(n)) / max(n, 1)).reshape(shape)
+
+
+def log_uniform(rng: np.random.Generator, lo: float, hi: float, shape) -> np.ndarray:
+    """Random sign, magnitude log-uniform over [lo, hi], stratified (``stratified_unit``)."""
+    magnitude = np.exp(math.log(lo) + (math.log(hi) - math.log(lo)) * stratified_unit(rng, shape))
+    return np.where(rng.random(shape) < 0.5, -magnitude, magnitude)
+
+
 def p_wide(c, m, n):
-    magnitude = np.exp(c.rng.uniform(math.log(c.lo), math.log(c.hi), (m, n)))
-    return np.where(c.rng.random((m, n)) < 0.5, -magnitude, magnitude)
+    return log_uniform(c.rng, c.lo, c.hi, (m, n))
+
+
+def p_lo_one_hot(c, m, n):
+    """One element per row at the domain's bottom (lo to 2 lo, random sign), the rest 0:
+    a GEMM output from such a row is lo |b|, below the output's smallest normal where b is
+    small and lo is the operand's smallest normal (float16, FP8): a conversion that flushes
+    subnormal results to zero fails there."""
+    x = np.zeros((m, n))
+    sign = np.where(c.rng.random(m) < 0.5, -1.0, 1.0)
+    x[np.arange(m), c.rng.integers(0, n, m)] = sign * c.lo * (1.0 + c.rng.random(m))
+    return x
+
+
+def p_neg_inf_one(c, m, n):
+    x = _normal(c, m, n)
+    x[np.arange(m), c.rng.integers(0, n, m)] = -np.inf
+    return x
+
+
+# exp's range in float32: exp(x) underflows below -103.3 (2^-149) and overflows above 88.7;
+# rows spread past EXP_RANGE make most of their exps 0 after the max is subtracted
+EXP_RANGE = 104.0
+
+
+def p_negative_spread(c, m, n):
+    """All negative, spread over 4 EXP_RANGE below a maximum near -0.5 (or the domain's
+    top, if smaller): after the max is subtracted most exps underflow to 0, and a kernel
+    that clamps, skips or mis-scales underflowed terms shows."""
+    spread = min(4 * EXP_RANGE, c.hi / 2)
+    return -(0.5 + c.rng.uniform(0.0, spread, (m, n)))
+
+
+def _max_at(c, m, n, column):
+    x = c.rng.normal(0.0, 2.0, (m, n))
+    if n > 1:
+        others = np.delete(x, column % n, axis=1)
+        x[:, column] = others.max(axis=1) + min(EXP_RANGE + 16.0, c.hi / 4)
+    return x
+
+
+def p_max_first_far(c, m, n):
+    """The maximum in the first column, above the rest by more than exp's range: every
+    other exp underflows, the output is one-hot (an online softmax that starts its running
+    max at the first element never rescales; one that starts at 0 or -inf must)."""
+    return _max_at(c, m, n, 0)
+
+
+def p_max_last_far(c, m, n):
+    """The maximum in the last column by more than exp's range: an online softmax
+    rescales everything it summed to 0 at the very end."""
+    return _max_at(c, m, n, -1)
 
 
 def p_top(c, m, n):
@@ -171,13 +236,21 @@ def p_top(c, m, n):
 
 
 SOFTMAX = (p_negative, p_masked, p_max_last, p_constant, p_large_offset, p_large_spread, p_increasing,
-           p_nan_one, p_normal)
-NORM = (p_zero, p_tiny, p_near_eps, p_large_mean, p_big, p_one_hot, p_constant, p_nan_one, p_normal)
+           p_nan_one, p_normal, p_negative_spread, p_max_first_far, p_max_last_far)
+# +-inf rows: rmsnorm gives NaN at the infinity and 0 elsewhere (x * rsqrt(inf) = x * 0),
+# layernorm NaN everywhere (x - inf, inf - inf): the reference computes both as IEEE does
+NORM = (p_zero, p_tiny, p_near_eps, p_large_mean, p_big, p_one_hot, p_constant, p_nan_one, p_normal,
+        p_inf_one, p_neg_inf_one)
 # a GEMM's A rows against B's columns: constant rows of A meet alternating columns of B
-# (exact cancellation with a large magnitude scale), tail-heavy meets tail-heavy
-GEMM_A = (p_tail_heavy, p_constant, p_wide, p_nan_one, p_half_zeros, p_normal)
-GEMM_B = (p_tail_heavy, p_alternating, p_wide, p_inf_one, p_normal)
+# (exact cancellation with a large magnitude scale), tail-heavy meets tail-heavy; all-zero
+# rows of A and columns of B (a kernel that skips storing the outputs of a zero row), and
+# rows of A with one element at the domain's bottom (subnormal results)
+GEMM_A = (p_tail_heavy, p_constant, p_wide, p_nan_one, p_half_zeros, p_normal, p_zero, p_lo_one_hot)
+GEMM_B = (p_tail_heavy, p_alternating, p_wide, p_inf_one, p_normal, p_zero)
 PRODUCTS = (p_tail_heavy, p_alternating, p_wide, p_normal)
+# finite GEMM operands (3xTF32, integer outputs): the patterns above without NaN or infinity
+GEMM_A_FINITE = tuple(p for p in GEMM_A if p is not p_nan_one)
+GEMM_B_FINITE = tuple(p for p in GEMM_B if p is not p_inf_one)
 ROW_SUM = (p_alternating, p_tail_heavy, p_wide, p_nan_one, p_inf_one, p_constant, p_normal)
 # ops whose domain must hold (no max subtraction, float16 intermediates): in-domain rows only
 GENERIC = (p_constant, p_alternating, p_one_hot, p_wide, p_normal)
@@ -245,19 +318,87 @@ def square_stress(shape, context: StressContext) -> np.ndarray:
     return out.reshape(shape)
 
 
-def integer_stress(shape, rng: np.random.Generator, low: int, high: int) -> np.ndarray:
-    """Integers in [low, high): rows all at the top, all at the bottom, alternating top and
-    bottom, then elements that are an extreme half the time (uniform otherwise)."""
+def zero_slice(values: np.ndarray, axis: int, index: int) -> np.ndarray:
+    """``values`` with one index along ``axis`` set to 0 (a GEMM operand's all-zero column
+    of A or row of B: one K index that contributes nothing to any output): ``index``, or
+    the next one (cyclically) whose slice holds no deliberate NaN or infinity, so the
+    stress rows keep every special they drew."""
+    values = np.array(values, dtype=np.float64)
+    length = values.shape[axis]
+    if length > 2:  # short reductions keep every index: zeroing one would leave no pattern
+        moved = np.moveaxis(values, axis, 0)
+        finite = np.isfinite(moved.reshape(length, -1)).all(axis=1)
+        choice = free_index(finite, index)
+        if choice is not None:
+            moved[choice] = 0.0
+    return values
+
+
+def free_index(finite, index: int):
+    """The first index from ``index`` on (cyclically) where ``finite`` is true, or None."""
+    length = len(finite)
+    for step in range(length):
+        if bool(finite[(index + step) % length]):
+            return (index + step) % length
+    return None
+
+
+def k_slice(length: int, operand: str) -> int:
+    """The K index zeroed in a stress operand: the middle of K for A, one after it for B,
+    so each zero slice meets the other operand's data (never the tail-heavy last 8)."""
+    return length // 2 + (1 if operand == "B" else 0)
+
+
+def nonfinite_fill(shape) -> np.ndarray:
+    """NaN, +inf and -inf in turn: an operand the reference never reads (C when beta = 0:
+    BLAS and CUTLASS do not read C then, so 0 * C is never computed)."""
+    n = int(np.prod(shape, dtype=np.int64))
+    return np.array([np.nan, np.inf, -np.inf])[np.arange(n) % 3].reshape(shape)
+
+
+def small_values(low: int, high: int) -> np.ndarray:
+    """-1, 0, 1 where [low, high) holds them (unsigned ranges: 0, 1)."""
+    return np.array([v for v in (-1, 0, 1) if low <= v < high] or [low], dtype=np.float64)
+
+
+def integer_stress(shape, rng: np.random.Generator, low: int, high: int, axis: int = -1) -> np.ndarray:
+    """Integers in [low, high): rows (along ``axis``, the reduction axis) all at the top,
+    all at the bottom, alternating top and bottom, one-hot (a single 1, or -1, the rest
+    0), small values (-1, 0, 1 in turn, shifted by one per row), then elements that are an
+    extreme (both ends, the values next to them, 0, +-1) half the time, uniform otherwise.
+    A one-hot row of A against a small-values column of B gives sums of -1, 0 and 1,
+    which full-range operands almost never produce (a kernel that skips writing small
+    results would pass)."""
     shape = tuple(shape)
+    if len(shape) > 1:
+        moved = tuple(np.moveaxis(np.empty(shape, dtype=np.int8), axis, -1).shape)
+        return np.moveaxis(_integer_rows(moved, rng, low, high), -1, axis).copy()
+    return _integer_rows(shape, rng, low, high)
+
+
+def _integer_rows(shape, rng, low: int, high: int) -> np.ndarray:
     length = shape[-1] if shape else 1
     rows = int(np.prod(shape[:-1], dtype=np.int64)) if len(shape) > 1 else 1
     top, bottom = high - 1, low
+    extremes = np.array(sorted({low, high - 1, min(low + 1, high - 1), max(high - 2, low)}
+                               | {v for v in (0, -1, 1) if low <= v < high}), dtype=np.float64)
     out = np.where(rng.random((rows, length)) < 0.5,
-                   np.where(rng.random((rows, length)) < 0.5, top, bottom),
+                   extremes[rng.integers(0, extremes.size, (rows, length))],
                    rng.integers(low, high, (rows, length)))
     if len(shape) > 1:
+        small = small_values(low, high)
+        unit = 1.0 if high > 1 else float(low)
         patterns = [np.full(length, top), np.full(length, bottom),
                     np.where(np.arange(length) % 2 == 0, top, bottom)]
         for index, pattern in enumerate(patterns[:rows]):
             out[index] = pattern
+        # rows 3..5 one-hot, 6..8 small values: several of each, so that a one-hot row
+        # meets every shift of the small-values rows in a product
+        for index in range(3, min(rows, 9)):
+            if index < 6:
+                row = np.zeros(length)
+                row[index % length] = unit if index % 2 or low >= 0 else -unit
+            else:
+                row = small[(np.arange(length) + index) % small.size]
+            out[index] = row
     return out.astype(np.float64).reshape(shape)

@@ -30,13 +30,16 @@ class BufferPlan:
     shaped by ``kind`` over ``integer_range``, high exclusive), ``stress`` (the op's stress
     rows over ``domain``), ``draw`` (its ``init`` under ``kind``, '' for as given, with
     ``domain`` for wide/edge), ``table`` (a values table, the same in every trial) or
-    ``derived`` (made by the op, ``OpSpec.derive``). ``index`` seeds the buffer's own random stream."""
+    ``derived`` (made by the op, ``OpSpec.derive``). ``index`` seeds the buffer's own random stream.
+    ``axis``: the axis an integer operand is reduced along (its stress rows lie along it;
+    None: the last axis)."""
     name: str
     index: int
     how: str
     kind: str = ""
     domain: Optional[tuple] = None
     integer_range: Optional[tuple] = None
+    axis: Optional[int] = None
 
 
 @dataclass(frozen=True)
@@ -87,7 +90,9 @@ def trial_spec(problem: Problem, trial: int) -> TrialSpec:
         span = op.integer_range(problem, buf) if (not is_float(buf.dtype) and op is not None
                                                   and op.integer_range is not None) else None
         if span is not None:
-            plans.append(BufferPlan(buf.name, index, INTEGERS, kind, integer_range=tuple(int(v) for v in span)))
+            axis = op.reduction_axis(problem, buf) if op.reduction_axis is not None else None
+            plans.append(BufferPlan(buf.name, index, INTEGERS, kind, integer_range=tuple(int(v) for v in span),
+                                    axis=axis))
         elif is_float(buf.dtype) and kind == "stress" and buf.init.kind in FLOAT_DISTRIBUTIONS:
             plans.append(BufferPlan(buf.name, index, STRESS, kind, domain=op.domain(problem, buf.name)))
         else:

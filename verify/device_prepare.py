@@ -24,7 +24,7 @@ from dataset_spec.model import Problem
 from dataset_spec.trials import DRAW, FLOAT_DISTRIBUTIONS, INTEGERS, STRESS, is_float, trial_spec
 
 from . import device_rng
-from .inputs import EDGE_FRACTION, MAGNITUDE, TrialInputs, _moments, edge_values, trial_seed
+from .inputs import EDGE_FRACTION, MAGNITUDE, TrialInputs, _moments, edge_every_special, edge_values, trial_seed
 
 # Ops whose reference, error scale and pointwise scale are written with operators numpy and
 # torch share (reference.ARRAY_API_OPS)
@@ -38,10 +38,25 @@ _INT_LIMITS = {"int8": (-128, 127), "uint8": (0, 255), "int16": (-32768, 32767),
                "int32": (-2 ** 31, 2 ** 31 - 1), "int64": (-2 ** 63, 2 ** 63 - 1)}
 # Random streams of one buffer: each purpose its own, so values never share counters.
 _S_MAIN, _S_SIGN, _S_REPLACE, _S_PICK, _S_WIDE, _S_WIDE_SIGN, _S_TINY = 0, 4, 6, 8, 10, 12, 14
+_S_ORDER = 18  # the edge draw's placement of every special
+
+
+def stratified_unit_on_device(seed: int, index: int, stream: int, n: int, device):
+    """stress.stratified_unit on the device: one uniform value in each of n equal strata,
+    the strata in a random order (argsort of stream ``stream + 1``), the offsets from ``stream``."""
+    import torch
+    order = torch.argsort(device_rng.uniform(seed, index, stream + 1, n, device))
+    offsets = device_rng.uniform(seed, index, stream, n, device)
+    return (order.to(torch.float64) + offsets) / max(n, 1)
 
 
 def device_supported(problem: Problem) -> bool:
-    """Whether this module can make ``problem``'s trials (some trials may still fall back)."""
+    """Whether this module can make ``problem``'s trials (some trials may still fall back).
+    An integer output converted from float math is judged with the host's rounding
+    allowance (ops.spec.integer_rounding_bound), so its problem stays on the host."""
+    from dataset_spec.ops.spec import float_math, outputs_hold_specials
+    if problem.op in DEVICE_OPS and not outputs_hold_specials(problem) and float_math(problem):
+        return False
     return problem.op in DEVICE_OPS and all(b.dtype in _TORCH_STORAGE for b in problem.buffers
                                             if b.role in ("in", "inout", "out"))
 
@@ -80,14 +95,17 @@ def draw_on_device(dist, shape, seed: int, index: int, device, kind: str = "", d
 
     if kind == "wide" and base in FLOAT_DISTRIBUTIONS:
         lo, hi = domain
-        magnitude = torch.exp(math.log(lo) + (math.log(hi) - math.log(lo)) * u(_S_MAIN))
+        strata = stratified_unit_on_device(seed, index, _S_MAIN, n, device)
+        magnitude = torch.exp(math.log(lo) + (math.log(hi) - math.log(lo)) * strata)
         return torch.where(u(_S_SIGN) < 0.5, -magnitude, magnitude).reshape(shape)
     if kind == "edge" and base in FLOAT_DISTRIBUTIONS:
         mean, std = _moments(dist)
         values = torch.clamp(device_rng.normal(seed, index, _S_MAIN, n, device, mean, std), -domain[1], domain[1])
         specials = torch.from_numpy(edge_values(dtype, domain)).to(device)
         picks = specials[torch.clamp((u(_S_PICK) * specials.numel()).long(), max=specials.numel() - 1)]
-        return torch.where(u(_S_REPLACE) < EDGE_FRACTION, picks, values).reshape(shape)
+        order = torch.argsort(u(_S_ORDER))
+        picks, replace = edge_every_special(picks, u(_S_REPLACE) < EDGE_FRACTION, specials, order)
+        return torch.where(replace, picks, values).reshape(shape)
     if kind and base in FLOAT_DISTRIBUTIONS:
         mean, std = _moments(dist)
         if kind in ("normal", "uniform") and kind != base:
@@ -258,9 +276,20 @@ def _row_patterns(torch, draws: _DeviceDraws, mean: float, std: float, lo: float
         # 2^e in float64 (torch.ldexp's power is float32, which a large exponent overflows)
         return (torch.round(mantissa * 8.0) / 8.0 * torch.pow(2.0, exponent.to(torch.float64))).expand(m, n)
 
-    def wide(m, n):
-        magnitude = torch.exp(draws.uniform((m, n), math.log(lo), math.log(hi)))
+    def wide(m, n):  # stress.log_uniform: stratified
+        strata = stratified_unit_on_device(draws.seed, draws.index, draws.stream, m * n, draws.device)
+        draws.stream += 2
+        magnitude = torch.exp(math.log(lo) + (math.log(hi) - math.log(lo)) * strata.reshape(m, n))
         return torch.where(draws.uniform((m, n)) < 0.5, -magnitude, magnitude)
+
+    def zero(m, n):
+        return torch.zeros((m, n), dtype=torch.float64, device=draws.device)
+
+    def lo_one_hot(m, n):  # stress.p_lo_one_hot
+        x = zero(m, n)
+        sign = 1.0 - 2.0 * (draws.uniform((m,)) < 0.5).to(torch.float64)
+        x[torch.arange(m, device=draws.device), draws.integers(0, n, m)] = sign * lo * (1.0 + draws.uniform((m,)))
+        return x
 
     def one_special(value):
         def pattern(m, n):
@@ -280,20 +309,25 @@ def _row_patterns(torch, draws: _DeviceDraws, mean: float, std: float, lo: float
 
     return {"tail_heavy": tail_heavy, "constant": constant, "wide": wide, "nan_one": one_special(math.nan),
             "inf_one": one_special(math.inf), "half_zeros": half_zeros, "normal": normal,
-            "alternating": alternating}
+            "alternating": alternating, "zero": zero, "lo_one_hot": lo_one_hot}
 
 
-GEMM_A_ROWS = ("tail_heavy", "constant", "wide", "nan_one", "half_zeros", "normal")  # stress.GEMM_A
-GEMM_B_ROWS = ("tail_heavy", "alternating", "wide", "inf_one", "normal")           # stress.GEMM_B
-FINITE_B_ROWS = ("tail_heavy", "alternating", "wide", "normal")  # stress.PRODUCTS: params.finite_operands
+GEMM_A_ROWS = ("tail_heavy", "constant", "wide", "nan_one", "half_zeros", "normal", "zero",
+               "lo_one_hot")                                                                   # stress.GEMM_A
+GEMM_B_ROWS = ("tail_heavy", "alternating", "wide", "inf_one", "normal", "zero")             # stress.GEMM_B
+FINITE_B_ROWS = ("tail_heavy", "alternating", "wide", "normal", "zero")  # stress.GEMM_B_FINITE: finite_operands
 
 
 def gemm_stress_on_device(problem: Problem, buf, plan, seed: int, device):
     """stress_gemm on the device: A's rows and B's columns along K take the row patterns
-    r % P of stress.GEMM_A / GEMM_B (C: normal rows), finite values clipped to the domain."""
+    r % P of stress.GEMM_A / GEMM_B with one K index zeroed (stress.zero_slice), finite
+    values clipped to the domain; C normal rows, or NaN and infinities when beta = 0."""
     import torch
-    from dataset_spec.ops.spec import init_moments
+    from dataset_spec import stress
+    from dataset_spec.ops.spec import init_moments, reads_buffer
     p = problem.params
+    if buf.name == "C" and not reads_buffer(problem, "C"):
+        return torch.from_numpy(stress.nonfinite_fill(buf.shape)).to(device)
     if buf.name == "A":
         names, axis = GEMM_A_ROWS, (-1 if p.get("layout_a", "row") == "row" else 0)
     elif buf.name == "B":
@@ -313,6 +347,10 @@ def gemm_stress_on_device(problem: Problem, buf, plan, seed: int, device):
         count = len(range(index, rows, len(names)))
         if count:
             out[index::len(names)] = patterns[name](count, length)
+    if buf.name in ("A", "B") and length > 2:  # stress.zero_slice at stress.k_slice
+        choice = stress.free_index(torch.isfinite(out).all(dim=0).tolist(), stress.k_slice(length, buf.name))
+        if choice is not None:
+            out[:, choice] = 0.0
     values = torch.movedim(out.reshape(tuple(moved) + (length,)), -1, axis)
     finite = torch.isfinite(values)  # stress.clip_finite
     return torch.where(finite, torch.clamp(values, -hi, hi), values).contiguous()

@@ -242,10 +242,12 @@ def _moments(dist: Distribution) -> tuple:
 
 
 def draw_wide(shape, rng: np.random.Generator, domain: tuple) -> np.ndarray:
-    """Random sign, magnitude log-uniform over [lo, hi]."""
+    """Random sign, magnitude log-uniform over [lo, hi], stratified so that every binade
+    of the domain is drawn once the buffer has twice as many elements
+    (dataset_spec.stress.log_uniform)."""
+    from dataset_spec.stress import log_uniform
     lo, hi = domain
-    magnitude = np.exp(rng.uniform(np.log(lo), np.log(hi), shape))
-    return np.where(rng.random(shape) < 0.5, -magnitude, magnitude)
+    return log_uniform(rng, lo, hi, tuple(shape))
 
 
 def edge_values(dtype: str, domain: tuple) -> np.ndarray:
@@ -273,13 +275,31 @@ def edge_values(dtype: str, domain: tuple) -> np.ndarray:
 
 def draw_edge(dist: Distribution, shape, rng: np.random.Generator, dtype: str, domain: tuple) -> np.ndarray:
     """Normal data (the buffer's mean and spread, clipped to the domain) with EDGE_FRACTION
-    of the elements replaced by ``edge_values`` at random positions."""
+    of the elements replaced by ``edge_values`` at random positions, every special value
+    at least once where the buffer has room (``edge_every_special``)."""
     mean, std = _moments(dist)
     base = np.clip(rng.normal(mean, std, shape), -domain[1], domain[1])
     specials = edge_values(dtype, domain)
     replace = rng.random(shape) < EDGE_FRACTION
     picks = specials[rng.integers(0, specials.size, shape)]
+    picks, replace = edge_every_special(picks, replace, specials, rng.permutation(int(np.prod(shape, dtype=np.int64))))
     return np.where(replace, picks, base)
+
+
+def edge_every_special(picks, replace, specials, order):
+    """``picks`` and ``replace`` with special j also placed at element ``order[j]`` (a
+    random permutation): every special value is drawn once the buffer has
+    1 / EDGE_FRACTION times as many elements as there are specials, where independent
+    picks of that size miss a few (the coverage record counts them). numpy or torch."""
+    n = min(int(specials.shape[0]), max(0, int(order.shape[0] * EDGE_FRACTION)))
+    if n == 0:
+        return picks, replace
+    shape = picks.shape
+    picks, replace = picks.reshape(-1).clone() if hasattr(picks, "clone") else picks.reshape(-1).copy(), \
+        replace.reshape(-1).clone() if hasattr(replace, "clone") else replace.reshape(-1).copy()
+    picks[order[:n]] = specials[:n]
+    replace[order[:n]] = True
+    return picks.reshape(shape), replace.reshape(shape)
 
 
 def draw(dist: Distribution, shape, rng: np.random.Generator, kind: str = "", dtype: str = "float32",
@@ -325,21 +345,24 @@ def draw(dist: Distribution, shape, rng: np.random.Generator, kind: str = "", dt
 
 
 def integer_extremes(low: int, high: int) -> np.ndarray:
-    """The edge values of [low, high): both ends, 0, -1 and 1 where inside."""
-    values = {low, high - 1} | {v for v in (0, -1, 1) if low <= v < high}
+    """The edge values of [low, high): both ends, the values next to them, 0, -1 and 1
+    where inside."""
+    values = {low, high - 1, min(low + 1, high - 1), max(high - 2, low)} | {v for v in (0, -1, 1) if low <= v < high}
     return np.array(sorted(values), dtype=np.int64)
 
 
-def draw_integers(shape, rng: np.random.Generator, low: int, high: int, kind: str = "") -> np.ndarray:
+def draw_integers(shape, rng: np.random.Generator, low: int, high: int, kind: str = "",
+                  axis: Optional[int] = None) -> np.ndarray:
     """Integers in [low, high) following the trial kind: ``wide``, random sign and
     magnitude log-uniform up to the range's ends; ``edge``, runs of one value (run lengths
     geometric, mean EDGE_RUN, along the last axis), half of them extremes (both ends, 0,
-    -1, 1); ``stress``, rows at the top, at the bottom, alternating, then extremes half
-    the time (dataset_spec/stress.py); any other kind (normal, uniform), uniform."""
+    -1, 1); ``stress``, rows (along ``axis``, the reduction axis) at the top, at the
+    bottom, alternating, one-hot, small values, then extremes half the time
+    (dataset_spec/stress.py); any other kind (normal, uniform), uniform."""
     shape = tuple(shape)
     if kind == "stress":
         from dataset_spec.stress import integer_stress
-        return integer_stress(shape, rng, low, high)
+        return integer_stress(shape, rng, low, high, -1 if axis is None else axis)
     if kind == "wide":
         if low >= 0:  # offsets from low, log-uniform from 0 up to the top
             offset = np.floor(np.exp(rng.uniform(0.0, np.log(high - low + 1.0), shape))) - 1
@@ -409,7 +432,7 @@ def make_trial_inputs(problem: Problem, group_id: str, trial: int) -> TrialInput
             continue
         if plan.how == INTEGERS:
             low, high = plan.integer_range
-            drawn = draw_integers(buf.shape, rng, low, high, plan.kind)
+            drawn = draw_integers(buf.shape, rng, low, high, plan.kind, plan.axis)
             ranges[buf.name] = [low, high - 1]
         elif plan.how == DRAW:
             drawn = draw(buf.init, buf.shape, rng, plan.kind, buf.dtype, plan.domain)

@@ -5,6 +5,7 @@ import math
 
 import numpy as np
 
+from ..numerics import FORMATS
 from .spec import OpSpec, _fmt, _inputs_of, _out_dtype, _out_name, range_int_sum
 
 
@@ -52,10 +53,27 @@ def stress_square(problem, buffer, context, previous):
     return square_stress(buffer.shape, context)
 
 
+def coverage_vector_add(problem) -> list:
+    """NaN and infinities of both signs in x and y (inf + -inf is NaN), and the sum's
+    subnormal and top-binade results."""
+    from ..coverage import CoverageItem, output_items
+    out = _out_name(problem)
+    if problem.buffer("x").dtype not in FORMATS:
+        return output_items(problem, out)
+    items = [CoverageItem("x", "nan"), CoverageItem("x", "inf"), CoverageItem("y", "neg_inf"),
+             CoverageItem(out, "nan"), CoverageItem(out, "top_binade")]
+    return items + [CoverageItem(out, "subnormal")] if problem.buffer(out).dtype in FORMATS else items
+
+
+def coverage_square(problem) -> list:
+    from ..coverage import CoverageItem
+    return [CoverageItem("x", "nan"), CoverageItem("x", "inf"), CoverageItem("x", "neg_inf")]
+
+
 OPS = [
     OpSpec("vector_add", ref_vector_add, lambda p: 1, "out = x + y", scale_vector_add, range_vector_add,
            "0 (exactly rounded)", range_int_sum(lambda p: 1, operands=2), pointwise_vector_add, stress_vector_add,
-           "|out_i| when the output is narrower than float32 (double rounding), else 0"),
+           "|out_i| when the output is narrower than float32 (double rounding), else 0", coverage=coverage_vector_add),
     OpSpec("square", ref_square, lambda p: 1, "out = x * x", None, range_square, "x * x",
-           stress=stress_square),
+           stress=stress_square, coverage=coverage_square),
 ]

@@ -9,8 +9,10 @@ from ..fp8 import is_fp8
 from ..model import DTYPES, Problem, SpecError, dtype_kind
 from ..packed import element_range, is_packed
 from ..numerics import FORMATS, fp8_alignment_magnitudes
+from typing import Optional
+
 from .spec import (OpSpec, _fmt, _inputs_of, _out_dtype, _out_name, is_float_dtype, on_magnitudes,
-                   range_int_products, range_products)
+                   outputs_hold_specials, range_int_products, range_products, reads_buffer)
 
 
 def _logical(array: np.ndarray, layout: str) -> np.ndarray:
@@ -142,27 +144,111 @@ def _int_range(dtype: str) -> tuple:
     return (-(2 ** (bits - 1)), 2 ** (bits - 1)) if dtype_kind(dtype) == "i" else (0, 2 ** bits)
 
 
+def a_k_axis(problem: Problem) -> int:
+    """A's K axis in storage: -1 for a row-major A (M x K), 0 for a column-major one."""
+    return -1 if problem.params.get("layout_a", "row") == "row" else 0
+
+
+def b_k_axis(problem: Problem) -> int:
+    """B's K axis in storage: 0 for a row-major B (K x N), -1 for a column-major one."""
+    return 0 if problem.params.get("layout_b", "row") == "row" else -1
+
+
+def gemm_reduction_axis(problem: Problem, buffer) -> Optional[int]:
+    return {"A": a_k_axis(problem), "B": b_k_axis(problem)}.get(buffer.name)
+
+
 def stress_gemm(problem, buffer, context, previous):
-    """A's rows and B's columns along K (in their stored layouts); C keeps its init. A
-    problem with ``params.finite_operands`` (3xTF32: each float32 operand is split into
-    tf32 big + small = tf32(x - big), and inf - inf is NaN) gets no infinity in B."""
+    """A's rows and B's columns along K (in their stored layouts), each with one K index
+    all zero (a zero column of A, a zero row of B); C keeps its init, or when beta = 0 is
+    NaN and infinities throughout (C is not read then). A problem with
+    ``params.finite_operands`` (3xTF32: each float32 operand is split into tf32 big +
+    small = tf32(x - big), and inf - inf is NaN) gets no infinity in B; an integer output
+    no NaN or infinity at all (OpSpec.stress_values). An FP8 e4m3 output gets rows that
+    meet at its top binade (``top_output_rows``)."""
     from .. import stress as st
     p = problem.params
-    if buffer.name == "A":
-        axis = -1 if p.get("layout_a", "row") == "row" else 0
-        patterns = st.GEMM_A if is_float_dtype(buffer.dtype) else st.PRODUCTS
-        return st.row_stress(patterns, buffer.shape, context, axis)
-    if buffer.name == "B":
-        axis = 0 if p.get("layout_b", "row") == "row" else -1
-        return st.row_stress(st.PRODUCTS if p.get("finite_operands") else st.GEMM_B, buffer.shape, context, axis)
+    if buffer.name in ("A", "B"):
+        axis = a_k_axis(problem) if buffer.name == "A" else b_k_axis(problem)
+        if buffer.name == "A":
+            patterns = st.GEMM_A if is_float_dtype(buffer.dtype) else st.PRODUCTS
+        else:
+            patterns = st.GEMM_B_FINITE if p.get("finite_operands") else st.GEMM_B
+        values = st.row_stress(patterns, buffer.shape, context, axis)
+        values = st.zero_slice(values, axis, st.k_slice(buffer.shape[axis], buffer.name))
+        return top_output_rows(problem, buffer, values, axis)
+    if buffer.name == "C" and not reads_buffer(problem, "C"):
+        return st.nonfinite_fill(buffer.shape)
     return st.row_stress((st.p_normal,), buffer.shape, context)
+
+
+TOP_OUTPUT_ROWS = 3  # rows of A and columns of B (from the last) that meet at an FP8 output's top
+
+
+def top_output_rows(problem: Problem, buffer, values: np.ndarray, axis: int) -> np.ndarray:
+    """For an FP8 e4m3 output (saturating, cvt.rn.satfinite): the last TOP_OUTPUT_ROWS rows
+    of A and columns of B along K hold one value t, with K alpha t^2 = 3/2 of the output's
+    top binade, so their products land inside it (256..448). The domain keeps K |a| |b|
+    a quarter below the output's top; these rows go past it on purpose, which the
+    saturating conversion allows. Other outputs: ``values`` unchanged."""
+    out = problem.buffer(_out_name(problem)).dtype
+    if out != "float8_e4m3" or not is_float_dtype(buffer.dtype):
+        return values
+    k = gemm_reduction_length(problem)
+    alpha = abs(float(problem.params.get("alpha", 1.0))) or 1.0
+    top = 2.0 ** math.floor(math.log2(FORMATS[out].max_finite))
+    t = math.sqrt(1.5 * top / (k * alpha))
+    t = min(t, FORMATS[buffer.dtype].max_finite)
+    moved = np.moveaxis(np.array(values, dtype=np.float64), axis, -1)
+    rows = moved.reshape(-1, moved.shape[-1])
+    if rows.shape[0] > 2 * TOP_OUTPUT_ROWS:
+        rows[-TOP_OUTPUT_ROWS:] = t
+    return np.moveaxis(rows.reshape(moved.shape), -1, axis)
+
+
+def coverage_gemm(problem: Problem) -> list:
+    """Zero rows and columns of A and B, C's NaN and infinities when beta = 0, NaN in A
+    and infinity in B where the output holds them, and D's subnormal, FP8-top and small
+    integer results."""
+    from ..coverage import CoverageItem, output_items
+    items = []
+    for name, axis in (("A", a_k_axis(problem)), ("B", b_k_axis(problem))):
+        if is_float_dtype(problem.buffer(name).dtype):
+            items += [CoverageItem(name, "zero_row", axis), CoverageItem(name, "zero_slice", axis)]
+    if outputs_hold_specials(problem):
+        if is_float_dtype(problem.buffer("A").dtype):
+            items.append(CoverageItem("A", "nan"))
+        if is_float_dtype(problem.buffer("B").dtype) and not problem.params.get("finite_operands"):
+            items.append(CoverageItem("B", "inf"))
+    if any(b.name == "C" and b.role == "in" for b in problem.buffers) and not reads_buffer(problem, "C"):
+        items.append(CoverageItem("C", "nonfinite_all"))
+    out = _out_name(problem)
+    return items + output_items(problem, out, subnormal=is_float_dtype(problem.buffer("A").dtype),
+                                saturating=_saturating(problem, out))
+
+
+def _saturating(problem: Problem, out: str) -> bool:
+    """An integer output narrower than the int32 accumulator (it saturates)."""
+    dtype = problem.buffer(out).dtype
+    return not is_float_dtype(dtype) and (is_packed(dtype) or DTYPES[dtype][0] < 4)
 
 
 def stress_batch_matmul(problem, buffer, context, previous):
     from .. import stress as st
     if buffer.name == "A":
-        return st.row_stress(st.GEMM_A, buffer.shape, context, -1)
-    return st.row_stress(st.GEMM_B, buffer.shape, context, -2)
+        values = st.row_stress(st.GEMM_A, buffer.shape, context, -1)
+        return st.zero_slice(values, -1, st.k_slice(buffer.shape[-1], "A"))
+    values = st.row_stress(st.GEMM_B, buffer.shape, context, -2)
+    return st.zero_slice(values, -2, st.k_slice(buffer.shape[-2], "B"))
+
+
+def coverage_batch_matmul(problem: Problem) -> list:
+    from ..coverage import CoverageItem, output_items
+    items = []
+    if is_float_dtype(problem.buffer("A").dtype):
+        items += [CoverageItem("A", "zero_row", -1), CoverageItem("B", "zero_row", -2), CoverageItem("A", "nan"),
+                  CoverageItem("B", "inf")]
+    return items + output_items(problem, _out_name(problem), subnormal=False)
 
 
 def ref_batch_matmul(inputs, problem):
@@ -184,9 +270,11 @@ OPS = [
     OpSpec("gemm", ref_gemm, gemm_reduction_length, "D = alpha A@B + beta C with layouts", scale_gemm,
            range_gemm, "|alpha| |A| @ |B| + |beta| |C|, n = K", range_int_products(gemm_reduction_length, "A", "B"),
            pointwise_gemm, stress_gemm,
-           "e S_i, e the epilogue's float32 roundings of one term (alpha, beta, their products, the add)"),
+           "e S_i, e the epilogue's float32 roundings of one term (alpha, beta, their products, the add)",
+           coverage=coverage_gemm, reduction_axis=gemm_reduction_axis, exact=gemm_exact),
     OpSpec("batch_matmul", ref_batch_matmul, batch_matmul_length, "C[b] = A[b] @ B[b]", scale_batch_matmul,
            range_products(batch_matmul_length), "|A[b]| @ |B[b]|, n = K",
            range_int_products(batch_matmul_length, "A", "B"),
-           stress=stress_batch_matmul),
+           stress=stress_batch_matmul, coverage=coverage_batch_matmul,
+           reduction_axis=lambda problem, buffer: {"A": -1, "B": -2}.get(buffer.name)),
 ]

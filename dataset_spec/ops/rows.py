@@ -170,19 +170,43 @@ def ref_row_sum(inputs, problem):
 scale_row_sum = on_magnitudes(ref_row_sum)
 
 
+def coverage_softmax(problem) -> list:
+    """All-negative rows spread past exp's range, the maximum far ahead at either end,
+    -inf and NaN in x."""
+    from ..coverage import CoverageItem
+    return [CoverageItem("x", "negative_spread_row", -1), CoverageItem("x", "max_first_far", -1),
+            CoverageItem("x", "max_last_far", -1), CoverageItem("x", "neg_inf"), CoverageItem("x", "nan")]
+
+
+def coverage_norm(problem) -> list:
+    """Rows with +inf and with -inf, NaN in x, and the output's subnormal results."""
+    from ..coverage import CoverageItem
+    return [CoverageItem("x", "inf_row", -1), CoverageItem("x", "neg_inf_row", -1), CoverageItem("x", "nan"),
+            CoverageItem("x", "zero_row", -1)]
+
+
+def coverage_row_sum(problem) -> list:
+    from ..coverage import CoverageItem, output_items
+    items = []
+    if problem.buffer("x").dtype in FORMATS:
+        items = [CoverageItem("x", "nan"), CoverageItem("x", "inf")]
+    return items + output_items(problem, _out_name(problem), subnormal=False)
+
+
 OPS = [
     OpSpec("softmax", ref_softmax, _last_dim, "row softmax over the last dim of x", scale_softmax,
            range_softmax, "2 out_i (the normaliser's sum and online rescalings), n = row length",
-           pointwise_scale=pointwise_softmax, stress=stress_rows("SOFTMAX"),
+           pointwise_scale=pointwise_softmax, stress=stress_rows("SOFTMAX"), coverage=coverage_softmax,
            pointwise_text="out_i (4 (|x_i - max x| + sum_j out_j |x_j - max x|) + 6)"),
     OpSpec("rmsnorm", ref_rmsnorm, _last_dim, "x / rms(x) * w per row", None, range_norm,
            "|out_i| (every error is relative), n = row length", pointwise_scale=pointwise_rmsnorm,
-           stress=stress_rows("NORM"),
+           stress=stress_rows("NORM"), coverage=coverage_norm,
            pointwise_text="6 |out_i|, + gamma(n) / (2 u_acc) |out_i| on rows of biased roundings"),
     OpSpec("layernorm", ref_layernorm, _last_dim, "(x - mean) / std * w + b per row", scale_layernorm,
            range_norm, "(|x_i - mean| + |x_i| + mean|x|) / std * |w_i| + |b_i|, n = row length",
-           pointwise_scale=pointwise_layernorm, stress=stress_rows("NORM"),
+           pointwise_scale=pointwise_layernorm, stress=stress_rows("NORM"), coverage=coverage_norm,
            pointwise_text="6 S_i, + gamma(n) / (2 u_acc) |x_i - mean| / std |w_i| on rows of biased roundings"),
     OpSpec("row_sum", ref_row_sum, _last_dim, "out[i] = sum_j x[i, j]", scale_row_sum, range_sum,
-           "sum_j |x[i, j]|, n = row length", range_int_sum(_last_dim), stress=stress_rows("ROW_SUM")),
+           "sum_j |x[i, j]|, n = row length", range_int_sum(_last_dim), stress=stress_rows("ROW_SUM"),
+           coverage=coverage_row_sum),
 ]

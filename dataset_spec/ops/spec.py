@@ -35,6 +35,14 @@ class OpSpec:
     ``derived_inputs``: input buffers whose contents the op makes for every trial instead of
     drawing them from a distribution (a sparse operand's metadata); ``derive(problem,
     buffer, rng) -> float64 array`` gives one trial's values, in the buffer's storage dtype.
+    ``coverage(problem) -> [coverage.CoverageItem]``: the op's own coverage items beyond
+    the per-buffer ones (structured rows, special and small outputs; dataset_spec/coverage.py).
+    ``reduction_axis(problem, buffer) -> int``: the axis an input is reduced along (stress
+    rows of integer operands lie along it; None: the last axis).
+    ``exact(inputs, problem) -> {out: float64}``: the value before the conversion to an
+    integer output (a float epilogue's input); with it, an integer output computed in float
+    may differ by one where that value lies within its float bound of a rounding boundary
+    (``integer_rounding_bound``).
     """
     name: str
     reference: Callable  # (inputs: dict[str, ndarray float64], problem) -> dict[str, ndarray]
@@ -49,6 +57,9 @@ class OpSpec:
     pointwise_text: str = "0"
     derived_inputs: tuple = ()
     derive: Optional[Callable] = None
+    coverage: Optional[Callable] = None
+    reduction_axis: Optional[Callable] = None
+    exact: Optional[Callable] = None
 
     def bound_terms(self, problem: Problem, dtype: str) -> BoundTerms:
         p = problem.params
@@ -94,6 +105,11 @@ class OpSpec:
                 with np.errstate(invalid="ignore", over="ignore"):
                     scales = self.scales(inputs, problem, reference)
                 pointwise = self.pointwise_scales(inputs, problem, reference)
+            if self.exact is not None and float_math(problem) and not is_float_dtype(dtype):
+                out[name] = integer_rounding_bound(self.exact(inputs, problem)[name], ref, dtype,
+                                                   float_terms(self.bound_terms(problem, "float32")),
+                                                   scales[name], pointwise.get(name))
+                continue
             out[name] = self.bound_terms(problem, dtype).bound(ref, scales[name], pointwise.get(name))
         return out
 
@@ -107,7 +123,15 @@ class OpSpec:
         values = self.stress(problem, buffer, context, previous) if self.stress is not None else None
         if values is None:
             values = stress.row_stress(stress.GENERIC, buffer.shape, context)
-        return np.asarray(values, dtype=np.float64).reshape(buffer.shape)
+        values = np.asarray(values, dtype=np.float64).reshape(buffer.shape)
+        if not outputs_hold_specials(problem) and reads_buffer(problem, buffer.name):
+            # an integer output cannot hold NaN or infinity, and how a kernel converts them
+            # (cvt.rni.sat: NaN -> 0) is not the function: such problems get finite stress
+            finite = np.isfinite(values)
+            if not finite.all():
+                values = np.where(finite, values, np.clip(rng.normal(mean, max(std, 1e-30), values.shape),
+                                                          -domain[1], domain[1]))
+        return values
 
     def domain(self, problem: Problem, buffer_name: str) -> tuple:
         """(lo, hi) magnitudes for a float input buffer under wide/edge/stress trials."""
@@ -120,11 +144,66 @@ class OpSpec:
             lo, hi = DEFAULT_INPUT_RANGE
         fmt = FORMATS.get(problem.buffer(buffer_name).dtype)
         if fmt is not None:
-            hi = min(hi, fmt.max_finite / 2)
+            # half the range keeps sums of two in range; an FP8 operand gets the whole of
+            # it: e4m3's top binade (256..448) shares its exponent with NaN, where a decoder
+            # that treats exponent 1111 as IEEE's infinity or NaN goes wrong
+            hi = min(hi, fmt.max_finite if problem.buffer(buffer_name).dtype.startswith("float8") else fmt.max_finite / 2)
             lo = max(lo, fmt.subnormal_min)
         if not 0 < lo <= hi:
             raise SpecError(f"problem {problem.problem_id}: input range of {buffer_name} is empty ({lo}, {hi})")
         return lo, hi
+
+
+def outputs_hold_specials(problem: Problem) -> bool:
+    """Whether every out/inout buffer is a float dtype (one that holds NaN and infinity):
+    only then may stress inputs carry them (an integer output's conversion of NaN is not
+    part of the function)."""
+    return all(is_float_dtype(b.dtype) for b in problem.buffers if b.role in ("out", "inout"))
+
+
+def reads_buffer(problem: Problem, name: str) -> bool:
+    """False for C of an epilogue with beta = 0: BLAS and CUTLASS do not read C then (a
+    NaN in C gives no NaN in D), so the reference never touches it."""
+    return not (name == "C" and float(problem.params.get("beta") or 0.0) == 0.0)
+
+
+def float_math(problem: Problem) -> bool:
+    """Whether an integer output is converted from float arithmetic: a float operand, or an
+    alpha or beta that float32 does not hold exactly (the epilogue's product then differs
+    from the float64 one). Integer operands summed exactly, scaled by float32-exact
+    alpha/beta, convert exactly: their outputs must match bit for bit."""
+    if any(b.role in ("in", "inout") and is_float_dtype(b.dtype) and not b.table and b.name != "C"
+           and b.name not in SCALE_NAMES for b in problem.buffers):
+        return True
+    p = problem.params
+    return any(float(np.float32(float(p.get(k, d)))) != float(p.get(k, d)) for k, d in (("alpha", 1.0), ("beta", 0.0)))
+
+
+SCALE_NAMES = ("SFA", "SFB", "S", "Z")  # per-block scales: float, but applied to an exact sum
+
+
+def float_terms(terms: BoundTerms) -> BoundTerms:
+    """``terms`` without the output's own rounding: the bound of the float value an
+    integer output is converted from (the conversion is handled by the caller)."""
+    return BoundTerms(0.0, terms.u_in, terms.u_acc, terms.n, 0.0, terms.tiny_acc, 0.0)
+
+
+def integer_rounding_bound(exact, reference, dtype: str, terms: BoundTerms, scale, pointwise=None):
+    """Per element, how far a correct integer output may lie from ``reference``: the
+    kernel's float value lies within ``b`` (``terms`` on ``scale`` and ``pointwise``) of
+    the exact one, and the conversion (round half to even, saturate) is monotone, so its
+    output lies between the conversions of exact - b and exact + b. 0 where the exact
+    value is farther than b from every rounding boundary; 1 next to one (a float32 sum at
+    K = 4096 lands on the other side of .5 for a few elements in 65,536); NaN/inf
+    references keep 0. Array methods only (numpy or torch)."""
+    from .gemm import saturate_to_output
+    with np.errstate(invalid="ignore", over="ignore"):
+        b = terms.bound(np.zeros(np.shape(reference)), scale, pointwise)
+        low = saturate_to_output(exact - b, dtype)
+        high = saturate_to_output(exact + b, dtype)
+        below, above = abs(reference - low), abs(high - reference)
+        out = (below + above + abs(below - above)) / 2  # max, for numpy and torch alike
+    return np.where(np.isfinite(np.asarray(out, dtype=np.float64)), out, 0.0)
 
 
 def init_moments(buffer) -> tuple:

@@ -1,0 +1,285 @@
+"""Value coverage: the values and row patterns a problem's trials must reach, and what a
+trial's drawn inputs and reference actually hold.
+
+Each op declares its items (``coverage_items``): per float input buffer drawn from a
+distribution, every binade of its domain (``OpSpec.domain``), subnormals where the domain
+reaches them, +0 and -0, the dtype's top binade where the domain reaches it, and NaN and
+infinities where the op's stress rows carry them (its reference defines the result); per
+integer input buffer drawn over a range, 0, +-1, both ends and the values next to them;
+then the op's own items (``OpSpec.coverage``): structured rows (all-zero rows and columns
+of GEMM operands, softmax rows beyond exp's range, norm rows with infinities, C of NaN and
+infinities at beta = 0) and outputs (subnormal results, an FP8 output's top binade, small
+integer results). ``measure`` counts, for one trial, how often each item occurs in the
+stored inputs and the float64 reference; ``measure_trials`` sums them over a group's trials,
+which ``ptxds verify`` records as ``provenance.verify.coverage``.
+
+Items are plain data (``CoverageItem``); how each kind (``what``) is counted lives here.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+
+from .model import Problem, dtype_kind
+from .numerics import FORMATS
+
+# softmax: exp underflows in float32 below -103.3, so rows spread past this lose terms
+EXP_RANGE = 104.0
+
+VALUE_KINDS = ("binade", "subnormal", "zero", "neg_zero", "top_binade", "nan", "inf", "neg_inf", "int")
+ROW_KINDS = ("zero_row", "zero_slice", "negative_spread_row", "max_first_far", "max_last_far", "inf_row",
+             "neg_inf_row", "nonfinite_all")
+
+
+@dataclass(frozen=True)
+class CoverageItem:
+    """One thing a problem's trials must draw: ``what`` (a value kind of VALUE_KINDS or a
+    row kind of ROW_KINDS) in buffer ``buffer`` (an input, or an output's reference);
+    ``arg``: the binade's exponent, the integer value, or the axis rows run along."""
+    buffer: str
+    what: str
+    arg: Optional[float] = None
+
+    @property
+    def key(self) -> str:
+        if self.arg is None:
+            return f"{self.buffer}:{self.what}"
+        arg = int(self.arg) if float(self.arg).is_integer() else self.arg
+        return f"{self.buffer}:{self.what}:{arg}"
+
+    @property
+    def family(self) -> str:
+        """The key without a binade's exponent (the card groups binades)."""
+        return f"{self.buffer}:{self.what}" if self.what == "binade" else self.key
+
+
+def _exponent(value: float) -> int:
+    """floor(log2(value)) for value > 0, exactly (frexp: no rounding of log2)."""
+    return int(math.frexp(value)[1]) - 1
+
+
+def top_binade_floor(dtype: str) -> float:
+    """The smallest value of ``dtype``'s top binade: 2^floor(log2(max finite))."""
+    return 2.0 ** _exponent(FORMATS[dtype].max_finite)
+
+
+def float_input_items(problem: Problem, name: str, domain: tuple, specials=()) -> list:
+    """A float input's items: binades [lo, hi] of its domain (normal ones; below the
+    dtype's smallest normal the item is ``subnormal``), +0, -0, the top binade where the
+    domain reaches it, and ``specials`` (nan, inf, neg_inf)."""
+    dtype = problem.buffer(name).dtype
+    fmt = FORMATS[dtype]
+    lo, hi = domain
+    low = max(_exponent(lo), _exponent(fmt.tiny))
+    items = [CoverageItem(name, "binade", e) for e in range(low, _exponent(hi) + 1)]
+    if lo <= fmt.tiny:  # the edge trial draws subnormals where the domain reaches the smallest normal
+        items.append(CoverageItem(name, "subnormal"))
+    items += [CoverageItem(name, "zero"), CoverageItem(name, "neg_zero")]
+    if hi >= top_binade_floor(dtype):
+        items.append(CoverageItem(name, "top_binade"))
+    items += [CoverageItem(name, s) for s in specials]
+    return items
+
+
+def integer_values(low: int, high: int) -> list:
+    """The integers an integer buffer over [low, high) must take: 0 and +-1 where inside,
+    both ends and the values next to them."""
+    values = {low, high - 1, min(low + 1, high - 1), max(high - 2, low)}
+    values |= {v for v in (-1, 0, 1) if low <= v < high}
+    return sorted(values)
+
+
+def integer_input_items(name: str, integer_range: tuple) -> list:
+    low, high = (int(v) for v in integer_range)
+    return [CoverageItem(name, "int", v) for v in integer_values(low, high)]
+
+
+def small_integer_items(problem: Problem, name: str, saturating: bool = False) -> list:
+    """An integer output's small results (-1, 0, 1 where its dtype holds them) and, for an
+    output narrower than its accumulator (``saturating``), both saturated ends."""
+    from .ops.spec import _dtype_range
+    low, high = _dtype_range(problem.buffer(name).dtype)
+    values = [v for v in (-1, 0, 1) if low <= v < high]
+    if saturating:
+        values += [low, high - 1]
+    return [CoverageItem(name, "int", v) for v in sorted(set(values))]
+
+
+def output_items(problem: Problem, name: str, subnormal: bool = True, top_fp8: bool = True,
+                 small_integers: bool = True, saturating: bool = False) -> list:
+    """An output's items, as an op declares them: subnormal results where a flush to zero
+    is caught (float16 and FP8 outputs: their smallest normal is far above the floor of
+    the bound, float32 flush-to-zero of intermediates), the top binade of an FP8 e4m3
+    output, and an integer output's small (and saturated) results."""
+    dtype = problem.buffer(name).dtype
+    items = []
+    if dtype in FORMATS:
+        if subnormal and (dtype == "float16" or dtype.startswith("float8")):
+            items.append(CoverageItem(name, "subnormal"))
+        if top_fp8 and dtype == "float8_e4m3":
+            items.append(CoverageItem(name, "top_binade"))
+    elif small_integers and dtype_kind(dtype) in ("i", "u"):
+        items += small_integer_items(problem, name, saturating)
+    return items
+
+
+def coverage_items(problem: Problem) -> list:
+    """Every item ``problem``'s trials must draw: the per-buffer items of its inputs, then
+    the op's own (``OpSpec.coverage``). Declared from the op and the buffers, not from the
+    trial plan, so a problem that narrows its trial kinds shows what it no longer draws."""
+    from .ops import get_op
+    from .trials import FLOAT_DISTRIBUTIONS, is_float
+    op = get_op(problem.op)
+    items = []
+    for buf in problem.buffers:
+        if buf.role not in ("in", "inout") or buf.table or buf.name in op.derived_inputs:
+            continue
+        if is_float(buf.dtype) and buf.dtype in FORMATS:
+            if buf.init is not None and buf.init.kind in FLOAT_DISTRIBUTIONS:
+                items += float_input_items(problem, buf.name, op.domain(problem, buf.name))
+        elif op.integer_range is not None:
+            span = op.integer_range(problem, buf)
+            if span is not None:
+                items += integer_input_items(buf.name, span)
+    if op.coverage is not None:
+        items += op.coverage(problem)
+    seen, unique = set(), []
+    for item in items:
+        if item.key not in seen:
+            seen.add(item.key)
+            unique.append(item)
+    return unique
+
+
+def _host(value) -> np.ndarray:
+    """A float64 numpy array of an input or reference (torch tensors are brought back)."""
+    if hasattr(value, "detach"):
+        value = value.detach().to("cpu").numpy()
+    return np.asarray(value, dtype=np.float64)
+
+
+def _rows(values: np.ndarray, axis) -> np.ndarray:
+    """(rows, length): the 1-D slices of ``values`` along ``axis``."""
+    axis = -1 if axis is None else int(axis)
+    if values.ndim == 0:
+        return values.reshape(1, 1)
+    moved = np.moveaxis(values, axis, -1)
+    return moved.reshape(-1, moved.shape[-1])
+
+
+def _count_values(values: np.ndarray, dtype: str, wanted: list) -> dict:
+    """{item key: elements} for value items of one buffer."""
+    flat = values.reshape(-1)
+    out = {}
+    finite = np.isfinite(flat)
+    magnitude = np.abs(np.where(finite, flat, 0.0))
+    binades = [i for i in wanted if i.what == "binade"]
+    if binades:
+        normal = magnitude[(magnitude > 0) & (magnitude >= FORMATS[dtype].tiny if dtype in FORMATS else True)]
+        exponents, counts = np.unique(np.frexp(normal)[1] - 1, return_counts=True)
+        by_exponent = dict(zip(exponents.tolist(), counts.tolist()))
+        for item in binades:
+            out[item.key] = int(by_exponent.get(int(item.arg), 0))
+    for item in wanted:
+        what = item.what
+        if what == "binade":
+            continue
+        if what == "subnormal":
+            count = np.count_nonzero((magnitude > 0) & (magnitude < FORMATS[dtype].tiny)) if dtype in FORMATS else 0
+        elif what == "zero":
+            count = np.count_nonzero((flat == 0) & ~np.signbit(flat))
+        elif what == "neg_zero":
+            count = np.count_nonzero((flat == 0) & np.signbit(flat))
+        elif what == "top_binade":
+            count = np.count_nonzero(finite & (magnitude >= top_binade_floor(dtype))) if dtype in FORMATS else 0
+        elif what == "nan":
+            count = np.count_nonzero(np.isnan(flat))
+        elif what == "inf":
+            count = np.count_nonzero(np.isposinf(flat))
+        elif what == "neg_inf":
+            count = np.count_nonzero(np.isneginf(flat))
+        elif what == "int":
+            count = np.count_nonzero(flat == float(item.arg))
+        else:
+            continue
+        out[item.key] = int(count)
+    return out
+
+
+def _count_rows(values: np.ndarray, item: CoverageItem) -> int:
+    """Rows (or slices, or the whole buffer) of one row kind."""
+    what = item.what
+    if what == "nonfinite_all":
+        flat = values.reshape(-1)
+        return int(flat.size > 0 and not np.isfinite(flat).any() and np.isnan(flat).any() and np.isinf(flat).any())
+    if what == "zero_slice":  # one index along the axis whose slice across the other axes is all zero
+        rows = _rows(values, item.arg)
+        return int(np.count_nonzero((rows == 0).all(axis=0))) if rows.shape[0] > 1 else 0
+    rows = _rows(values, item.arg)
+    if what == "zero_row":
+        return int(np.count_nonzero((rows == 0).all(axis=1))) if rows.shape[1] > 1 else 0
+    if what in ("inf_row", "neg_inf_row"):
+        test = np.isposinf if what == "inf_row" else np.isneginf
+        return int(np.count_nonzero(test(rows).any(axis=1)))
+    finite_rows = np.isfinite(rows).all(axis=1) & (rows.shape[1] > 1)
+    with np.errstate(invalid="ignore"):
+        if what == "negative_spread_row":
+            hit = finite_rows & (rows.max(axis=1) < 0) & (rows.max(axis=1) - rows.min(axis=1) > EXP_RANGE)
+        elif what in ("max_first_far", "max_last_far"):
+            column = 0 if what == "max_first_far" else rows.shape[1] - 1
+            if rows.shape[1] < 2:
+                return 0
+            others = np.delete(rows, column, axis=1).max(axis=1)
+            hit = finite_rows & (rows[:, column] - others > EXP_RANGE)
+        else:
+            return 0
+    return int(np.count_nonzero(hit))
+
+
+def measure(problem: Problem, items: list, values: dict, reference: Optional[dict] = None) -> dict:
+    """{item key: count} of one trial: value items count elements, row items rows (or
+    slices), ``nonfinite_all`` 1 when the whole buffer is NaN and infinities. Inputs are
+    the trial's stored values, outputs its float64 reference (converted as stored)."""
+    reference = reference or {}
+    by_buffer = {}
+    for item in items:
+        by_buffer.setdefault(item.buffer, []).append(item)
+    out = {}
+    for name, wanted in by_buffer.items():
+        source = values.get(name) if name in values else reference.get(name)
+        if source is None:
+            out.update({item.key: 0 for item in wanted})
+            continue
+        array = _host(source).reshape(problem.buffer(name).shape)
+        dtype = problem.buffer(name).dtype
+        out.update(_count_values(array, dtype, [i for i in wanted if i.what in VALUE_KINDS]))
+        for item in wanted:
+            if item.what in ROW_KINDS:
+                out[item.key] = _count_rows(array, item)
+    return out
+
+
+def measure_trials(problem: Problem, trials: list, references: list, items: Optional[list] = None) -> dict:
+    """{item key: count} summed over a group's trials (``trials``: each with ``values``;
+    ``references``: per trial, output name -> reference)."""
+    items = coverage_items(problem) if items is None else items
+    total = {item.key: 0 for item in items}
+    for index, trial in enumerate(trials):
+        reference = references[index] if index < len(references) else {}
+        for key, count in measure(problem, items, dict(trial.values), reference).items():
+            total[key] += count
+    return total
+
+
+def missing(counts: dict) -> list:
+    """The declared items no trial drew."""
+    return sorted(key for key, count in counts.items() if not count)
+
+
+def family_of(key: str) -> str:
+    """An item key with a binade's exponent dropped ("A:binade:-3" -> "A:binade")."""
+    parts = key.split(":")
+    return ":".join(parts[:2]) if len(parts) > 2 and parts[1] == "binade" else key
