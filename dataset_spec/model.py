@@ -18,8 +18,9 @@ from .packed import PACKED_DTYPES, packed_nbytes
 
 
 # 3: pairs.mutation; 4: kernels.trial_errors and witness, pairs.witness, equivalent null for
-# surviving mutants. Older shards read the new columns as null.
-SCHEMA_VERSION = 4
+# surviving mutants; 5: kernels.sol_ratio and roofline_us (checked timing). Older shards read
+# the new columns as null.
+SCHEMA_VERSION = 5
 
 DTYPES = {
     # name: (bytes per element, kind)
@@ -59,6 +60,17 @@ VERIFY_STATUSES = (
     # a mutant that passed and whose mutated instruction never ran on any trial (coverage
     # probe, verify/coverage.py): equivalent for this problem
     "unexercised",
+    # a timed launch's outputs differ from the checked run's on the same inputs: the kernel
+    # computes while checked and not while timed (verify/checked_timing.py); no time is kept
+    "timing_mismatch",
+    # the time is below the GPU's roofline for the work the problem needs (verify/roofline.py)
+    "faster_than_roofline",
+    # outputs change when every buffer moves to fresh pages between runs: the kernel keeps an
+    # address from an earlier launch
+    "stale_binding",
+    # the launches did not finish while part of the SMs were held by another kernel: they need
+    # their blocks resident together without a cooperative launch (verify/residency.py)
+    "residency_deadlock",
 )
 # Every trial kind the verifier knows (dataset_spec/trials.py plans them, verify/inputs.py
 # draws them), and the ones trials cycle through by default: normal and non-integer uniform
@@ -432,6 +444,8 @@ class KernelRecord:
     time_method: Optional[str] = None         # "cupti" (kernel durations) or "events"
     time_us_events_median: Optional[float] = None
     time_us_events_iqr: Optional[float] = None
+    roofline_us: Optional[float] = None       # the least time the problem's work takes on this GPU
+    sol_ratio: Optional[float] = None         # roofline_us / time_us_median (1 = speed of light)
     gpu_name: Optional[str] = None
     sm_clock_mhz: Optional[int] = None
     driver_version: Optional[str] = None

@@ -65,6 +65,7 @@ KERNELS_SCHEMA = pa.schema([
     ("time_us_min", pa.float64()), ("time_samples", pa.int32()),
     ("time_method", pa.string()), ("time_us_events_median", pa.float64()),
     ("time_us_events_iqr", pa.float64()),
+    ("roofline_us", pa.float64()), ("sol_ratio", pa.float64()),
     ("gpu_name", pa.string()), ("sm_clock_mhz", pa.int32()), ("driver_version", pa.string()),
     ("trial_errors", pa.list_(TRIAL_ERROR)), ("witness", WITNESS),
 ], metadata={"ptxds.schema_version": str(SCHEMA_VERSION), "ptxds.config": "kernels"})
@@ -87,7 +88,7 @@ VERIFIER_COLUMNS = (
     "max_abs_err", "max_rel_err", "atol", "rtol", "trials", "deterministic", "max_err_ratio",
     "catches_rel_err", "output_hash", "max_disagreement", "sanitizer", "time_us_median",
     "time_us_iqr", "time_us_min", "time_samples", "time_method", "time_us_events_median",
-    "time_us_events_iqr", "gpu_name", "sm_clock_mhz", "driver_version", "trial_errors", "witness",
+    "time_us_events_iqr", "roofline_us", "sol_ratio", "gpu_name", "sm_clock_mhz", "driver_version", "trial_errors", "witness",
 )
 
 

@@ -143,6 +143,8 @@ class DeviceInfo:
     pci_bus_id: str
     driver_version: str
     device_count: int
+    memory_clock_khz: int = 0   # peak memory clock (the roofline's bandwidth where no table has the GPU)
+    memory_bus_bits: int = 0
 
     @property
     def arch(self) -> str:
@@ -175,6 +177,8 @@ def device_info(ordinal: int = 0) -> DeviceInfo:
         pci_bus_id=bus.split(b"\0", 1)[0].decode(),
         driver_version=driver_version(),
         device_count=device_count(),
+        memory_clock_khz=_attr(dev, "CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE"),
+        memory_bus_bits=_attr(dev, "CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH"),
     )
 
 

@@ -126,6 +126,7 @@ class FencedBuffer(DeviceBuffer):
         self.page = page
         self.nbytes = int(nbytes)
         self.read_only = read_only
+        self.fence_ends = fence_ends
         gran = page.granularity
         self.data_size = _round_up(max(self.nbytes, 1), gran)
         self.handle = check(cu.cuMemCreate(self.data_size, page.prop, 0), "cuMemCreate")

@@ -23,8 +23,10 @@ from .l2flush import FLUSH_READ_ENTRY
 
 # The entry of hold.HOLD_PTX: it spins while a batch is enqueued and is never a member's kernel.
 HOLD_KERNEL_NAME = "ptxds_hold_stream"
-# Kernels of the timer's own, never a member's: the hold, and the L2 flush's read-back.
-TIMER_KERNEL_NAMES = (HOLD_KERNEL_NAME, FLUSH_READ_ENTRY)
+# The entry that hashes each timed sample's outputs (checked_timing.CHECKSUM_ENTRY).
+CHECKSUM_KERNEL_NAME = "ptxds_output_checksum"
+# Kernels of the timer's own, never a member's: the hold, the L2 flush's read-back, the hashes.
+TIMER_KERNEL_NAMES = (HOLD_KERNEL_NAME, FLUSH_READ_ENTRY, CHECKSUM_KERNEL_NAME)
 FLUSH_FORCED = 1  # CUPTI_ACTIVITY_FLAG_FLUSH_FORCED
 
 

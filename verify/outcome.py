@@ -33,7 +33,7 @@ ERROR_STATUS = {
 }
 
 # What a diagnosis found when a trial's runs disagree (TrialRun.varies_with).
-VARIES_WITH = ("", "poison", "guard", "schedule")
+VARIES_WITH = ("", "poison", "guard", "schedule", "binding")
 
 # Floating-point global atomics and reductions: a correct kernel that uses them may round
 # differently from run to run, so bitwise differences alone do not fail it.
@@ -41,12 +41,42 @@ _ATOMIC_OPCODE = re.compile(r"\b(?:atom|red|cp\.reduce\.async\.bulk)((?:\.[\w:]+
 _FLOAT_TYPES = {"f16", "f16x2", "bf16", "bf16x2", "f32", "f64"}
 
 
-def float_atomics(ptx: str) -> bool:
-    """Whether ``ptx`` has an atomic add or reduction add on a floating-point type."""
-    for match in _ATOMIC_OPCODE.finditer(ptx):
+_CALL = re.compile(r"\bcall(?:\.uni)?\s+(?:\([^)]*\)\s*,\s*)?([A-Za-z_$][\w$]*)")
+
+
+def _has_float_atomic(text: str) -> bool:
+    for match in _ATOMIC_OPCODE.finditer(text):
         parts = set(match.group(1).split(".")[1:])
         if "add" in parts and parts & _FLOAT_TYPES:
             return True
+    return False
+
+
+def float_atomics(ptx: str, entries=None) -> bool:
+    """Whether the code that ``entries`` run (the launch sequence's entries and every
+    function they call, directly or not) has an atomic or reduction add on a floating-point
+    type; with ``entries`` None, anywhere in ``ptx``. An entry that is never launched
+    excuses nothing: its atomics cannot reorder the launched kernels' sums. PTX the parser
+    cannot read is searched whole."""
+    if entries is None:
+        return _has_float_atomic(ptx)
+    from ptx_tools.parse import parse_ptx
+    try:
+        module = parse_ptx(ptx)
+        bodies = {f.name: f.body or "" for f in module.functions}
+    except Exception:  # unreadable PTX: judge it whole rather than not at all
+        return _has_float_atomic(ptx)
+    seen, todo = set(), [e for e in entries if e in bodies]
+    if len(todo) != len(set(entries)):
+        return _has_float_atomic(ptx)
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        if _has_float_atomic(bodies[name]):
+            return True
+        todo.extend(callee for callee in _CALL.findall(bodies[name]) if callee in bodies and callee not in seen)
     return False
 
 
@@ -71,6 +101,8 @@ class TrialRun:
     poisons: dict = field(default_factory=dict)
     varies_with: str = ""
     variation: str = ""
+    # run 3 ran while part of the SMs were held: why it did not finish within its deadline
+    stalled: str = ""
 
 
 @dataclass
@@ -199,6 +231,13 @@ def classify(result: CheckResult, specs: list, references: list, host_references
                 return _failure("unwritten_output", f"trial {run.trial}: {n} of {size} elements of {spec.name} "
                                 "never written (they hold each run's poison)", run.trial, spec.name, trials=trials)
     for run in result.runs:
+        if run.stalled:
+            return _failure("residency_deadlock", f"trial {run.trial}: {run.stalled}", run.trial, trials=trials)
+    for run in result.runs:
+        if run.varies_with == "binding":
+            return _failure("stale_binding", f"trial {run.trial}: outputs change when every buffer moves to fresh "
+                            f"pages between runs, so the kernel uses an address kept from an earlier launch "
+                            f"({run.variation})", run.trial, trials=trials)
         if run.varies_with == "poison":
             return _failure("wrong_result", f"trial {run.trial}: the kernel reads its own output: outputs change "
                             f"with the poison written there before the run ({run.variation})", run.trial,

@@ -4,8 +4,10 @@ Every buffer is fenced (``fence.FencedBuffer``: read-only inputs, read-only guar
 beside each end, where the virtual memory API is available) or sits between two guard
 regions of one allocation (``driver.GuardedBuffer``). Before each run the guards get that
 run's random fill and outputs one of the trial's two poisons; ``guard_hits`` reports guard
-bytes a kernel changed. Used by the isolated workers of ``ptxds verify`` and by anyone who
-wants to run or time a downloaded row by hand (the benchmarks do)."""
+bytes a kernel changed. ``use_fresh_set`` moves every buffer to a second set of
+allocations (other physical pages) and fills the first set with junk, so an address a
+kernel kept from an earlier launch reads junk. Used by the isolated workers of ``ptxds
+verify`` and by anyone who wants to run or time a downloaded row by hand (the benchmarks do)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -34,6 +36,10 @@ class LoadedRow:
     smem_note: str = ""                  # why extra shared memory was not added, when it was not
     fill: Optional[np.ndarray] = None    # the guard fill of the last prepare
     tables: dict = field(default_factory=dict)  # name -> addresses table contents of the last prepare
+    # the second buffer set (fresh physical pages) and the set in use: 0 the first, 1 the fresh one
+    fresh_buffers: Optional[dict] = None
+    buffer_set: int = 0
+    first_buffers: Optional[dict] = None
 
     def prepare(self, inputs: dict, seed: int = 0, poison: int = 0, fill: Optional[np.ndarray] = None,
                 placement: str = "after") -> None:
@@ -82,13 +88,33 @@ class LoadedRow:
             launch.enqueue()
 
     def launch_set(self, placement: str = "after", extra_smem: bool = False) -> list:
-        """The row's launches with buffer addresses of ``placement``; ``extra_smem``: each
-        launch asks for more dynamic shared memory than it needs (fewer blocks fit on an
-        SM), where there is room; falls back to the plain launches and sets ``smem_note``."""
-        key = (placement, extra_smem)
+        """The row's launches with buffer addresses of ``placement`` (in the buffer set in
+        use); ``extra_smem``: each launch asks for more dynamic shared memory than it needs
+        (fewer blocks fit on an SM), where there is room; falls back to the plain launches
+        and sets ``smem_note``."""
+        key = (placement, extra_smem, self.buffer_set)
         if key not in self.launch_sets:
             self.launch_sets[key] = _pack_launches(self, placement, extra_smem)
         return self.launch_sets[key]
+
+    def use_fresh_set(self, junk_word: int = 0xDEADBEEF) -> None:
+        """Run on a second set of buffers, allocated now (once per row) while the first set
+        stays mapped: other physical pages, other addresses. The first set is filled with
+        ``junk_word``, so a kernel reading through an address kept from an earlier launch
+        reads junk (or faults where the pages are fenced), never the current data."""
+        if self.first_buffers is None:
+            self.first_buffers = self.buffers
+        if self.fresh_buffers is None:
+            self.fresh_buffers = _allocate(self.record, self.first_buffers)
+        for buf in self.first_buffers.values():
+            buf.place("after")
+            buf.fill_word(4, junk_word)
+        self.buffers, self.buffer_set = self.fresh_buffers, 1
+
+    def use_first_set(self) -> None:
+        """Back to the buffers the row was loaded with (a no-op when already there)."""
+        if self.first_buffers is not None:
+            self.buffers, self.buffer_set = self.first_buffers, 0
 
     def guard_hits(self) -> list:
         """Writes found in guard regions since the last ``prepare``: dicts with the buffer,
@@ -101,7 +127,9 @@ class LoadedRow:
         return hits
 
     def free(self) -> None:
-        for buf in self.buffers.values():
+        for buf in (self.first_buffers or self.buffers).values():
+            buf.free()
+        for buf in (self.fresh_buffers or {}).values():
             buf.free()
         self.module.unload()
 
@@ -153,16 +181,11 @@ def load_row(record, stream, cubin: Optional[bytes] = None, guards: bool = True,
             module = None
     if module is None:
         module = Module.from_ptx(record.ptx)
-    buffers, specs = {}, {}
+    buffers, specs = {}, {buf.name: buf for buf in record.buffers()}
     row = None
     try:
-        for buf in record.buffers():
-            if guard_page is not None and guards:
-                read_only = buf.role == "in" and fence_inputs
-                buffers[buf.name] = FencedBuffer(guard_page, buf.nbytes, read_only, fence_ends)
-            else:
-                buffers[buf.name] = GuardedBuffer(buf.nbytes, GUARD_BYTES if guards else 0)
-            specs[buf.name] = buf
+        how = (guard_page if guards else None, guards, fence_inputs, fence_ends)
+        _allocate(record, None, how, into=buffers)
         fences = "vmm" if guard_page is not None and guards else "arena"
         row = LoadedRow(record.build_key, module, buffers, specs, [], load_path, fences=fences, record=record,
                         stream=stream)
@@ -173,3 +196,32 @@ def load_row(record, stream, cubin: Optional[bytes] = None, guards: bool = True,
         module.unload()
         raise
     return row
+
+
+def _allocate(record, like: Optional[dict], how: Optional[tuple] = None, into: Optional[dict] = None) -> dict:
+    """Buffers for every buffer of ``record``: fenced (``how`` = (guard page, guards,
+    fence inputs, fence ends)) or in guarded arena allocations; ``like``: a loaded set whose
+    kinds and fences the new set copies. On failure the buffers made so far are freed."""
+    from .driver import GUARD_BYTES, GuardedBuffer
+    from .fence import FencedBuffer
+    buffers = {} if into is None else into
+    try:
+        for buf in record.buffers():
+            if like is not None:
+                model = like[buf.name]
+                if isinstance(model, FencedBuffer):
+                    buffers[buf.name] = FencedBuffer(model.page, buf.nbytes, model.read_only, model.fence_ends)
+                else:
+                    buffers[buf.name] = GuardedBuffer(buf.nbytes, model.guard)
+                continue
+            page, guards, fence_inputs, fence_ends = how
+            if page is not None:
+                buffers[buf.name] = FencedBuffer(page, buf.nbytes, buf.role == "in" and fence_inputs, fence_ends)
+            else:
+                buffers[buf.name] = GuardedBuffer(buf.nbytes, GUARD_BYTES if guards else 0)
+    except BaseException:
+        if into is None:
+            for b in buffers.values():
+                b.free()
+        raise
+    return buffers

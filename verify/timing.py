@@ -1,7 +1,9 @@
 """Kernel timing: CUPTI kernel durations, with CUDA events beside them and as the fallback.
 
-Each sample is [scratch re-init, L2 flush, start event, launch sequence, end event]; the
-re-init and flush sit outside the events (the flush last, so scratch starts cold too). The
+Each sample is [inputs of the sample's set copied in, outputs and scratch filled or
+re-initialised, L2 flush, start event, launch sequence, end event, output hashes]; all but the
+launches sit outside the events (the flush last, so scratch starts cold too), and the hashes
+are judged after each batch (``checked_timing``). The
 flush writes a buffer of twice the L2 and reads it back, so L2 holds clean lines and the
 kernel pays no write-back of the flush's data (``l2flush``).
 Samples go to the stream in batches with no host sync between them: syncing after every
@@ -171,7 +173,7 @@ class SampleSet:
 def time_launches(stream, launches: Sequence, flush, before: Optional[Callable[[], None]] = None,
                   budget_s: float = 1.0, min_samples: int = MIN_SAMPLES, max_samples: int = MAX_SAMPLES,
                   target_rse: float = TARGET_RSE, warmup: int = 3, warmup_s: float = WARMUP_SECONDS,
-                  hold=None, kernel_clock=None, no_clock_reason: str = "") -> Timing:
+                  hold=None, kernel_clock=None, no_clock_reason: str = "", checker=None) -> Timing:
     """Time a launch sequence (``PreparedLaunch`` objects) on ``stream``.
 
     ``flush``: the L2 flush run before each sample: an ``l2flush.L2Flush``, or any object
@@ -180,16 +182,23 @@ def time_launches(stream, launches: Sequence, flush, before: Optional[Callable[[
     (re-initialising zero-init scratch such as semaphores). ``hold``: a ``hold.StreamHold``
     that keeps the GPU waiting while each batch is enqueued. ``kernel_clock``: a
     ``kernel_clock.KernelClock`` for CUPTI kernel durations (None: events only, for
-    ``no_clock_reason``). Warm-up runs for at least ``warmup`` sequences and ``warmup_s``
+    ``no_clock_reason``). ``checker``: a ``checked_timing.CheckedSamples`` whose prologue
+    (inputs of the sample's set, fresh fills) precedes every run and whose epilogue hashes
+    every sample's outputs, judged after each batch (it raises ``TimingMismatch``). Warm-up runs for at least ``warmup`` sequences and ``warmup_s``
     seconds, so clocks have ramped up after the idle time of the correctness checks.
     """
     from .driver import Event, check, cu
 
+    def prepare(i: int) -> None:
+        if checker is not None:
+            checker.prologue(i)
+        if before is not None:
+            before()
+
     def enqueue_prologue(i: int) -> None:
         # Re-initialise scratch first, then flush: the flush must also evict the scratch
         # lines the re-init just wrote, or a kernel with a workspace (stream-K) starts warm.
-        if before is not None:
-            before()
+        prepare(i)
         flush.enqueue(i, stream)
 
     def synchronize() -> None:
@@ -200,8 +209,7 @@ def time_launches(stream, launches: Sequence, flush, before: Optional[Callable[[
         # One bare run of the sequence (scratch re-initialised first, outside it) names the
         # row's kernels as CUPTI sees them; any kernel the driver runs for a flush or a copy
         # is then not counted as the member's.
-        if before is not None:
-            before()
+        prepare(0)
         synchronize()
         samples.start()
         for launch in launches:
@@ -223,8 +231,11 @@ def time_launches(stream, launches: Sequence, flush, before: Optional[Callable[[
     # the flush's write, and its read kernel traced like a launch
     commands_per_flush = 1 + commands_per_launch * (flush.commands - 1)
     commands_per_sample = (2 + commands_per_flush + commands_per_launch * len(launches)
-                           + (1 if before is not None else 0))
-    held_batch = max(1, MAX_HELD_COMMANDS // commands_per_sample) if hold is not None else MAX_BATCH
+                           + (1 if before is not None else 0)
+                           + (checker.commands * commands_per_launch if checker is not None else 0))
+    held_batch = max(1, (MAX_HELD_COMMANDS - 1) // commands_per_sample) if hold is not None else MAX_BATCH
+    if checker is not None and checker.max_batch:
+        held_batch = min(held_batch, checker.max_batch)
     events = [(Event(), Event()) for _ in range(MAX_BATCH)]
     start_wall = time.perf_counter()
     sample_wall = None
@@ -235,16 +246,21 @@ def time_launches(stream, launches: Sequence, flush, before: Optional[Callable[[
             k = batch_size(sample_wall, remaining) if sample_wall else min(5, remaining)
             k = min(k, held_batch)
             t0 = time.perf_counter()
+            first_sample = len(samples.event_us)
             if hold is not None:
                 hold.hold()
             try:
+                if checker is not None:
+                    checker.begin_batch()
                 for j in range(k):
-                    enqueue_prologue(len(samples.event_us) + j)
+                    enqueue_prologue(first_sample + j)
                     start, end = events[j]
                     start.record(stream)
                     for launch in launches:
                         launch.enqueue()
                     end.record(stream)
+                    if checker is not None:
+                        checker.epilogue(first_sample + j, j)
             finally:
                 if hold is not None:
                     hold.release()
@@ -254,6 +270,8 @@ def time_launches(stream, launches: Sequence, flush, before: Optional[Callable[[
             # CUPTI can hand over all of their records.
             synchronize()
             sample_wall = (time.perf_counter() - t0) / k
+            if checker is not None:
+                checker.judge_batch(first_sample, k)
             samples.add_batch([end.elapsed_ms(start) * 1000.0 for start, end in events[:k]], len(launches))
     finally:
         for start, end in events:

@@ -66,6 +66,11 @@ class _Worker:
                 self.arena_reason = f"the guard page could not be mapped ({exc})"
         from .driver import NoiseKernel
         self.noise = NoiseKernel(self.ctx.info.sm_count)
+        self.holder, self.holder_reason = None, ""  # residency.SmHolder, made on first use
+        self.checksums = None  # checked_timing.Checksums, made on first use
+        self.kept: dict = {}   # input key -> checked_timing.KeptRun of the loaded row's checks
+        self.last_run_s = 0.0  # wall seconds of the last unhindered run's launches
+        self.stalled = ""      # why the last held run did not finish in time ('' when it did)
 
     # ---- row set-up -------------------------------------------------------------------
     def _load_row(self, record, cubin: Optional[bytes], fence: str = "all") -> str:
@@ -85,27 +90,60 @@ class _Worker:
             return "vmm"
         return f"arena: {self.arena_reason or 'fences lifted to attribute a fault'}"
 
+    def _sm_holder(self):
+        """The SM holder (residency.py), made once; None (with ``holder_reason``) where it
+        cannot be."""
+        if self.holder is None and not self.holder_reason:
+            from .driver import DriverError
+            from .residency import SmHolder
+            try:
+                self.holder = SmHolder(self.ctx.info.sm_count, self.ctx.device)
+            except DriverError as exc:
+                if exc.sticky:
+                    raise
+                self.holder_reason = f"the SM holder could not be loaded ({exc.name})"
+        return self.holder
+
     def _run(self, inputs: dict, seed: int, poison: int, fill, placement: str = "after",
              extra_smem: bool = False, noise: bool = False) -> dict:
-        """One run of the row: prepare, launch (beside the noise kernel, or with extra
-        shared memory, when asked), wait, download the outputs."""
+        """One run of the row: prepare, launch (beside the noise kernel and while part of
+        the SMs are held, or with extra shared memory, when asked), wait, download the
+        outputs. After a held run, ``stalled`` says why the row did not finish in time
+        ('' when it did)."""
         from .driver import DriverError, check, cu
         self.row.prepare(inputs, seed, poison, fill, placement)
         launches = self.row.launch_set(placement, extra_smem)
+        self.stalled = ""
+        holder = self._sm_holder() if noise else None
+        held = holder.hold() if holder is not None else 0
         if noise:
             self.noise.enqueue()
+        started = time.perf_counter()
         try:
             for launch in launches:
                 launch.enqueue()
         except DriverError as exc:
+            if holder is not None:
+                holder.release()
             # more shared memory can leave a cluster unschedulable: run without it
             if not extra_smem or exc.sticky or exc.call != "cuLaunchKernelEx":
                 raise
             check(cu.cuStreamSynchronize(self.ctx.stream), "cuStreamSynchronize")
             self.row.smem_note = f"no extra shared memory: the launch refused it ({exc.name})"
-            self.row.launch_sets[(placement, True)] = self.row.launch_set(placement, False)
+            self.row.launch_sets[(placement, True, self.row.buffer_set)] = self.row.launch_set(placement, False)
             return self._run(inputs, seed, poison, fill, placement, False, noise)
+        if holder is not None:
+            from .residency import deadline_s
+            limit = deadline_s(self.last_run_s)
+            late = holder.finish_within(self.ctx.stream, limit)
+            if late is not None and held:
+                self.stalled = (f"the launches did not finish within {limit:.2f} s ({late / max(self.last_run_s, 1e-6):.0f}x "
+                                f"their unhindered time) while {held} of {self.ctx.info.sm_count} SMs were held by "
+                                "another kernel; they finished once it let go, so the kernel needs blocks to be "
+                                "resident together, which only a cooperative launch promises")
         check(cu.cuStreamSynchronize(self.ctx.stream), "cuStreamSynchronize")
+        if not noise and placement == "after" and not extra_smem:
+            self.last_run_s = time.perf_counter() - started
         if noise:
             self.noise.synchronize()
         return self._download(("out", "inout"))
@@ -157,10 +195,11 @@ class _Worker:
             kind = "jit_failed" if exc.call.startswith(("cuModuleLoad", "cuModuleGetFunction")) else "launch_failed"
             return CheckResult(error="crashed" if exc.sticky else kind, message=str(exc), fatal=exc.sticky)
         runs = []
-        atomics = float_atomics(record.ptx)
+        atomics = float_atomics(record.ptx, [launch.entry for launch in record.launches])
+        self.kept, keep = {}, set(job.get("keep") or ())
         try:
             for trial, key, seed in job["trials"]:
-                runs.append(self._trial(trial, self.inputs[key], seed, lap))
+                runs.append(self._trial(trial, self.inputs[key], seed, lap, key if key in keep else None, atomics))
         except DriverError as exc:
             during_launch = exc.call == "cuLaunchKernelEx" and not exc.sticky
             if self.device_outputs:  # a failed row is judged by its error alone: keep no device memory
@@ -172,32 +211,59 @@ class _Worker:
         return CheckResult(runs=runs, load_path=load_path, seconds=seconds, float_atomics=atomics,
                            fences=self._fences(), notes=notes)
 
-    def _trial(self, trial: int, inputs: dict, seed: int, lap) -> TrialRun:
-        """Run 1 (guard fill 1, poison 1), run 2 (fill 2, poison 2, the other placement,
-        extra shared memory) and run 3 (run 1 again beside the noise kernel). Equal bits:
-        done. Otherwise, extra runs tell what the outputs depend on: the schedule (a plain
-        repeat of run 1 differs, or run 2's fill and poison alone do not change run 1), the
-        poison (run 1 with poison 2 differs) or else the guard fill."""
+    def _keep(self, key: str, atomics: bool) -> None:
+        """Right after run 1 of a trial the timing job will use: its output hashes, and
+        where runs may differ by design (float atomics) its outputs on the host."""
+        from .checked_timing import Checksums, KeptRun
+        from .inputs import STORAGE_NUMPY, storage_shape
+        from .timing import MAX_BATCH
+        if self.checksums is None:
+            self.checksums = Checksums(self.ctx.info.sm_count, MAX_BATCH * 8)
+        names = [n for n, spec in self.row.specs.items() if spec.role in ("out", "inout")]
+        outputs = None
+        if atomics:
+            outputs = {n: self.row.buffers[n].download(STORAGE_NUMPY[self.row.specs[n].dtype],
+                                                       storage_shape(self.row.specs[n].dtype, self.row.specs[n].shape))
+                       for n in names}
+        self.kept[key] = KeptRun(self.checksums.of([self.row.buffers[n] for n in names], self.ctx.stream), outputs)
+
+    def _trial(self, trial: int, inputs: dict, seed: int, lap, keep_key: Optional[str] = None,
+               atomics: bool = False) -> TrialRun:
+        """Run 1 (guard fill 1, poison 1), run 2 (fill 2, poison 2, every buffer on fresh
+        pages in the other placement, extra shared memory) and run 3 (run 1 again beside
+        the noise kernel, while half the SMs are held). Equal bits: done. Otherwise, extra
+        runs tell what the outputs depend on: the buffers' pages (run 2 repeated on the first
+        buffers agrees with run 1, on fresh ones it does not), the schedule (a plain repeat
+        of run 1 differs, or run 2's fill and poison alone do not change run 1), the poison
+        (run 1 with poison 2 differs) or else the guard fill."""
         from .device_outputs import changed_outside, is_tensor
         from .inputs import BITS_NUMPY, guard_fill, poison_words, unwritten_mask
         fills = guard_fill(seed, 1), guard_fill(seed, 2, finite=True)
         out_of_bounds: list = []
 
-        def run(poison: int, fill, **how) -> dict:
+        def run(poison: int, fill, fresh: bool = False, **how) -> dict:
             lap("upload")
-            outputs = self._run(inputs, seed, poison, fill, **how)
-            lap("kernel")
-            out_of_bounds.extend(hit for hit in self.row.guard_hits() if hit not in out_of_bounds)
+            if fresh:
+                self.row.use_fresh_set()
+            try:
+                outputs = self._run(inputs, seed, poison, fill, **how)
+                lap("kernel")
+                out_of_bounds.extend(hit for hit in self.row.guard_hits() if hit not in out_of_bounds)
+            finally:
+                self.row.use_first_set()
             lap("download")
             return outputs
 
         first = run(0, fills[0])
+        if keep_key is not None:
+            self._keep(keep_key, atomics)
         after = {}
         if not (self.row.fences == "vmm" and self.row.buffers and self._inputs_fenced()):
             after = self._download(("in",))  # unfenced inputs: compare their bits after the run
         tables = dict(self.row.tables)  # the addresses tables run 1 read
-        second = run(1, fills[1], placement="before", extra_smem=True)
+        second = run(1, fills[1], fresh=True, placement="before", extra_smem=True)
         third = run(0, fills[0], noise=True)
+        stalled = self.stalled
         poisons = {name: poison_words(spec.dtype, seed) for name, spec in self.row.specs.items()
                    if spec.role == "out" and spec.init is None}
 
@@ -226,8 +292,13 @@ class _Worker:
             varies, variation, rerun = "schedule", "a repeat of run 1 beside a concurrent noise kernel differs", third
         elif differs(first, second) and not only_unwritten(first, second):
             if not differs(first, run(1, fills[1])):
-                varies = "schedule"
-                variation = "run 2 differs only through extra dynamic shared memory and buffer placement"
+                if differs(first, run(1, fills[1], fresh=True)):
+                    varies = "binding"
+                    variation = ("run 2's fill and poison on the first buffers agree with run 1; on fresh buffers, "
+                                 "the first ones holding junk, they do not")
+                else:
+                    varies = "schedule"
+                    variation = "run 2 differs only through extra dynamic shared memory and buffer placement"
             else:
                 repeat = run(0, fills[0])
                 if differs(first, repeat):
@@ -238,7 +309,7 @@ class _Worker:
                     varies, variation = "guard", "run 1 repeated with the second guard fill differs"
         before = {name: inputs[name] if name in inputs else tables[name] for name in after}
         result = TrialRun(trial, first, rerun, inputs_changed(before, after), out_of_bounds,
-                          second if differs(first, second) else None, poisons, varies, variation)
+                          second if differs(first, second) else None, poisons, varies, variation, stalled)
         lap("compare")
         return result
 
@@ -248,43 +319,47 @@ class _Worker:
                    if self.row.specs[name].role == "in" and isinstance(buf, FencedBuffer))
 
     def time_job(self, job: dict) -> dict:
+        """Time the row just checked on a freshly loaded module, every sample checked
+        (checked_timing.py): ``job["sets"]`` names the ordinary trials' inputs, [(key, seed)],
+        whose checked runs this worker kept; ``job["record"]``/``job["cubin"]`` reload the row."""
+        from dataset_spec.model import KernelRecord
+        from .checked_timing import CheckedSamples, TimingMismatch
         from .driver import check, cu
-        from .inputs import init_array
         from .kernel_clock import shared_clock
         from .timing import time_launches
         if self.row is None or self.row.build_key != job["build_key"]:
             return {"error": "crashed", "message": "timing asked for a row that is not loaded", "fatal": False}
+        sets = [(self.inputs.get(key), seed, self.kept.get(key)) for key, seed in job.get("sets") or ()]
+        if not sets or any(storage is None or kept is None for storage, _, kept in sets):
+            return {"error": "unchecked", "message": "timing needs the checked runs of its input sets, which this "
+                    "worker does not hold (it restarted after the checks): not timed", "fatal": False}
+        exact = not any(kept.outputs is not None for _, _, kept in sets)
+        record = KernelRecord.from_json(job["record"]) if job.get("record") else self.row.record
+        self._load_row(record, job.get("cubin"))  # a fresh module: its globals hold their initial values
         stream = self.ctx.stream
-        self.row.write_tables("after")  # the placement of the launches timed
-        reinit = []
-        for name, buf in self.row.buffers.items():
-            spec = self.row.specs[name]
-            if spec.role == "scratch" and spec.init is not None:
-                host = np.ascontiguousarray(init_array(spec))
-                self.row.init_host[name] = host
-                reinit.append((buf, host, not host.any()))
-
-        def before():
-            for buf, host, zero in reinit:
-                if zero:
-                    buf.fill_bytes(0, stream)
-                else:
-                    buf.upload_async(host, stream)
-
+        storage, seed, _ = sets[0]
+        self.row.prepare(storage, seed, 0, None, "after")  # tables, guards, placement
+        checker = CheckedSamples(self.row, stream, sets, self.checksums, salt=int(seed) ^ 0x5EED, exact=exact)
         if self.hold is None:
             from .hold import StreamHold
             self.hold = StreamHold(stream)
-        # A copy from pageable host memory may wait for the stream, which a held stream
-        # never frees: such rows are enqueued ahead without the hold.
-        hold = self.hold if all(zero for _, _, zero in reinit) else None
         # CUPTI is started once per worker process, on its first timing job; where it cannot
         # be, every row is timed with events and says why.
         clock, no_clock_reason = shared_clock()
-        timing = time_launches(stream, self.row.launches, self.flush, before if reinit else None, hold=hold,
-                               budget_s=job.get("budget_s", 1.0), max_samples=job.get("max_samples", 2000),
-                               kernel_clock=clock, no_clock_reason=no_clock_reason)
+        try:
+            timing = time_launches(stream, self.row.launches, self.flush, None, hold=self.hold,
+                                   budget_s=job.get("budget_s", 1.0), max_samples=job.get("max_samples", 2000),
+                                   kernel_clock=clock, no_clock_reason=no_clock_reason, checker=checker)
+        except TimingMismatch as exc:
+            check(cu.cuStreamSynchronize(stream), "cuStreamSynchronize")
+            return {"error": "timing_mismatch", "message": str(exc), "fatal": False}
+        finally:
+            checker.close()
         check(cu.cuStreamSynchronize(stream), "cuStreamSynchronize")
-        return timing.reply(self.sm_clock(self.ctx.info))
+        reply = timing.reply(self.sm_clock(self.ctx.info))
+        reply["checked_samples"] = checker.judged
+        reply["input_sets"] = len(sets)
+        return reply
 
     def serve(self) -> None:
         from .driver import DriverError, sm_clock_mhz
@@ -442,10 +517,11 @@ class GpuWorker:
     device_outputs_ok = True
 
     def check(self, record_json: str, group: str, trials: list, cubin: Optional[bytes], timeout: float,
-              device_outputs: bool = False) -> CheckResult:
+              device_outputs: bool = False, keep: Optional[list] = None) -> CheckResult:
         """Run one row. ``trials``: list of (trial, key, seed, storage dict); inputs the worker
         already holds for this group are not sent again. ``device_outputs``: keep outputs on
-        the GPU where the worker can (torch with CUDA), the parent judging them there."""
+        the GPU where the worker can (torch with CUDA), the parent judging them there.
+        ``keep``: input keys whose checked run the worker keeps for timing."""
         if not self.alive:
             self.kill()
             self.start()
@@ -453,7 +529,8 @@ class GpuWorker:
             self.sent_keys, self.sent_group = set(), group
         inputs = {key: storage for _, key, _, storage in trials if key not in self.sent_keys}
         job = {"type": "check", "record": record_json, "group": group, "cubin": cubin, "inputs": inputs,
-               "trials": [(t, key, seed) for t, key, seed, _ in trials], "device_outputs": device_outputs}
+               "trials": [(t, key, seed) for t, key, seed, _ in trials], "device_outputs": device_outputs,
+               "keep": list(keep or ())}
         try:
             result = self._request(job, timeout)
         except WorkerTimeout as exc:
@@ -547,8 +624,12 @@ class GpuWorker:
         except (WorkerTimeout, WorkerDied, KeyError):
             return None
 
-    def time(self, build_key: str, budget_s: float, timeout: float, max_samples: int = 2000) -> dict:
-        job = {"type": "time", "build_key": build_key, "budget_s": budget_s, "max_samples": max_samples}
+    def time(self, build_key: str, budget_s: float, timeout: float, max_samples: int = 2000,
+             sets: Optional[list] = None, record_json: str = "", cubin: Optional[bytes] = None) -> dict:
+        """Time the row last checked on this worker. ``sets``: [(input key, seed)] of the
+        ordinary trials to alternate (their checked runs were kept: ``check(keep=...)``)."""
+        job = {"type": "time", "build_key": build_key, "budget_s": budget_s, "max_samples": max_samples,
+               "sets": list(sets or ()), "record": record_json, "cubin": cubin}
         try:
             reply = self._request(job, timeout)
         except WorkerTimeout as exc:

@@ -189,7 +189,8 @@ class GpuActor:
     def info(self) -> dict:
         return {"start_error": self.start_error} if self.worker is None else dict(self.worker.info)
 
-    def check(self, record_json: str, group: str, trials: list, new_inputs: dict, cubin, timeout: float):
+    def check(self, record_json: str, group: str, trials: list, new_inputs: dict, cubin, timeout: float,
+              keep=None):
         if group != self.group:
             self.group, self.inputs = group, {}
         self.inputs.update(new_inputs)
@@ -197,10 +198,11 @@ class GpuActor:
         if missing:  # restarted since the driver sent them: ask again with every input
             return None
         return self.worker.check(record_json, group, [(t, key, seed, self.inputs[key]) for t, key, seed in trials],
-                                 cubin, timeout)
+                                 cubin, timeout, keep=keep)
 
-    def time(self, build_key: str, budget_s: float, timeout: float, max_samples: int) -> dict:
-        return self.worker.time(build_key, budget_s, timeout, max_samples)
+    def time(self, build_key: str, budget_s: float, timeout: float, max_samples: int, sets=None,
+             record_json: str = "", cubin=None) -> dict:
+        return self.worker.time(build_key, budget_s, timeout, max_samples, sets, record_json, cubin)
 
     def close(self) -> None:
         if self.worker is not None:
@@ -231,21 +233,22 @@ class RayGpuWorker:
         raise ExecutorUnavailable(f"GPU actor {self.ordinal} lost {MAX_ACTOR_CALL_TRIES} times "
                                   f"({type(last).__name__}); rerun the same command to resume")
 
-    def check(self, record_json: str, group: str, trials: list, cubin, timeout: float):
+    def check(self, record_json: str, group: str, trials: list, cubin, timeout: float, keep=None):
         def payload(everything: bool):
             if group != self.sent_group or everything:
                 self.sent_group, self.sent_keys = group, set()
             new = {key: storage for _, key, _, storage in trials if key not in self.sent_keys}
             self.sent_keys |= set(new)
-            return (record_json, group, [(t, key, seed) for t, key, seed, _ in trials], new, cubin, timeout)
+            return (record_json, group, [(t, key, seed) for t, key, seed, _ in trials], new, cubin, timeout, keep)
 
         result = self._call("check", *payload(False), resend=lambda: payload(True))
         if result is None:  # the actor restarted between calls and lost the group's inputs
             result = self._call("check", *payload(True), resend=lambda: payload(True))
         return result
 
-    def time(self, build_key: str, budget_s: float, timeout: float, max_samples: int = 2000) -> dict:
-        return self._call("time", build_key, budget_s, timeout, max_samples)
+    def time(self, build_key: str, budget_s: float, timeout: float, max_samples: int = 2000, sets=None,
+             record_json: str = "", cubin=None) -> dict:
+        return self._call("time", build_key, budget_s, timeout, max_samples, sets, record_json, cubin)
 
     def close(self) -> None:
         try:
