@@ -13,117 +13,22 @@ integer results). ``measure`` counts, for one trial, how often each item occurs 
 stored inputs and the float64 reference; ``measure_trials`` sums them over a group's trials,
 which ``ptxds verify`` records as ``provenance.verify.coverage``.
 
-Items are plain data (``CoverageItem``); how each kind (``what``) is counted lives here.
+Items are plain data (``ops.items.CoverageItem``, which the op families import); how each
+kind (``what``) is counted lives here.
 """
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
 from typing import Optional
 
 import numpy as np
 
-from .model import Problem, dtype_kind
+from .model import Problem
 from .numerics import FORMATS
+from .ops.items import (ROW_KINDS, VALUE_KINDS, CoverageItem, float_input_items, integer_input_items,  # noqa: F401
+                        output_items, small_integer_items, top_binade_floor)
 
 # softmax: exp underflows in float32 below -103.3, so rows spread past this lose terms
 EXP_RANGE = 104.0
-
-VALUE_KINDS = ("binade", "subnormal", "zero", "neg_zero", "top_binade", "nan", "inf", "neg_inf", "int")
-ROW_KINDS = ("zero_row", "zero_slice", "negative_spread_row", "max_first_far", "max_last_far", "inf_row",
-             "neg_inf_row", "nonfinite_all")
-
-
-@dataclass(frozen=True)
-class CoverageItem:
-    """One thing a problem's trials must draw: ``what`` (a value kind of VALUE_KINDS or a
-    row kind of ROW_KINDS) in buffer ``buffer`` (an input, or an output's reference);
-    ``arg``: the binade's exponent, the integer value, or the axis rows run along."""
-    buffer: str
-    what: str
-    arg: Optional[float] = None
-
-    @property
-    def key(self) -> str:
-        if self.arg is None:
-            return f"{self.buffer}:{self.what}"
-        arg = int(self.arg) if float(self.arg).is_integer() else self.arg
-        return f"{self.buffer}:{self.what}:{arg}"
-
-    @property
-    def family(self) -> str:
-        """The key without a binade's exponent (the card groups binades)."""
-        return f"{self.buffer}:{self.what}" if self.what == "binade" else self.key
-
-
-def _exponent(value: float) -> int:
-    """floor(log2(value)) for value > 0, exactly (frexp: no rounding of log2)."""
-    return int(math.frexp(value)[1]) - 1
-
-
-def top_binade_floor(dtype: str) -> float:
-    """The smallest value of ``dtype``'s top binade: 2^floor(log2(max finite))."""
-    return 2.0 ** _exponent(FORMATS[dtype].max_finite)
-
-
-def float_input_items(problem: Problem, name: str, domain: tuple, specials=()) -> list:
-    """A float input's items: binades [lo, hi] of its domain (normal ones; below the
-    dtype's smallest normal the item is ``subnormal``), +0, -0, the top binade where the
-    domain reaches it, and ``specials`` (nan, inf, neg_inf)."""
-    dtype = problem.buffer(name).dtype
-    fmt = FORMATS[dtype]
-    lo, hi = domain
-    low = max(_exponent(lo), _exponent(fmt.tiny))
-    items = [CoverageItem(name, "binade", e) for e in range(low, _exponent(hi) + 1)]
-    if lo <= fmt.tiny:  # the edge trial draws subnormals where the domain reaches the smallest normal
-        items.append(CoverageItem(name, "subnormal"))
-    items += [CoverageItem(name, "zero"), CoverageItem(name, "neg_zero")]
-    if hi >= top_binade_floor(dtype):
-        items.append(CoverageItem(name, "top_binade"))
-    items += [CoverageItem(name, s) for s in specials]
-    return items
-
-
-def integer_values(low: int, high: int) -> list:
-    """The integers an integer buffer over [low, high) must take: 0 and +-1 where inside,
-    both ends and the values next to them."""
-    values = {low, high - 1, min(low + 1, high - 1), max(high - 2, low)}
-    values |= {v for v in (-1, 0, 1) if low <= v < high}
-    return sorted(values)
-
-
-def integer_input_items(name: str, integer_range: tuple) -> list:
-    low, high = (int(v) for v in integer_range)
-    return [CoverageItem(name, "int", v) for v in integer_values(low, high)]
-
-
-def small_integer_items(problem: Problem, name: str, saturating: bool = False) -> list:
-    """An integer output's small results (-1, 0, 1 where its dtype holds them) and, for an
-    output narrower than its accumulator (``saturating``), both saturated ends."""
-    from .ops.spec import _dtype_range
-    low, high = _dtype_range(problem.buffer(name).dtype)
-    values = [v for v in (-1, 0, 1) if low <= v < high]
-    if saturating:
-        values += [low, high - 1]
-    return [CoverageItem(name, "int", v) for v in sorted(set(values))]
-
-
-def output_items(problem: Problem, name: str, subnormal: bool = True, top_fp8: bool = True,
-                 small_integers: bool = True, saturating: bool = False) -> list:
-    """An output's items, as an op declares them: subnormal results where a flush to zero
-    is caught (float16 and FP8 outputs: their smallest normal is far above the floor of
-    the bound, float32 flush-to-zero of intermediates), the top binade of an FP8 e4m3
-    output, and an integer output's small (and saturated) results."""
-    dtype = problem.buffer(name).dtype
-    items = []
-    if dtype in FORMATS:
-        if subnormal and (dtype == "float16" or dtype.startswith("float8")):
-            items.append(CoverageItem(name, "subnormal"))
-        if top_fp8 and dtype == "float8_e4m3":
-            items.append(CoverageItem(name, "top_binade"))
-    elif small_integers and dtype_kind(dtype) in ("i", "u"):
-        items += small_integer_items(problem, name, saturating)
-    return items
 
 
 def coverage_items(problem: Problem) -> list:

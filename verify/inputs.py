@@ -270,7 +270,12 @@ def edge_values(dtype: str, domain: tuple) -> np.ndarray:
         values += [fmt.subnormal_min, fmt.tiny / 2, fmt.tiny - fmt.subnormal_min]
     values = from_storage(float_to_bits(values, dtype), dtype)
     values = np.unique(values[(values >= lo * (1 - 2 * u)) | (values < fmt.tiny)])
-    return np.concatenate([[0.0, -0.0], values, -values])
+    # +-0 and the domain's ends first: a small buffer that holds only a few specials (the edge draw
+    # places the first ones, edge_every_special) then still reaches its top and bottom binades
+    normal = values[values >= fmt.tiny]
+    ends = [float(values.max())] + ([float(normal.min())] if normal.size and normal.min() != values.max() else [])
+    rest = [v for v in values.tolist() if v not in ends]
+    return np.array([0.0, -0.0] + ends + [-v for v in ends] + rest + [-v for v in rest])
 
 
 def draw_edge(dist: Distribution, shape, rng: np.random.Generator, dtype: str, domain: tuple) -> np.ndarray:

@@ -327,7 +327,8 @@ def _ops():
                 + {"fprop": "C/groups x taps", "dgrad": "K/groups x taps", "wgrad": "N x output positions"}[kind],
                 range_int_products(conv_reduction_length, first, second),
                 pointwise_conv, stress_conv,
-                "e S_i, e the epilogue's float32 roundings of one term (alpha, beta, their products, the add)"))
+                "e S_i, e the epilogue's float32 roundings of one term (alpha, beta, their products, the add)",
+                exact=conv_exact))
     return specs
 
 

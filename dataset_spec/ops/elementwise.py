@@ -56,7 +56,7 @@ def stress_square(problem, buffer, context, previous):
 def coverage_vector_add(problem) -> list:
     """NaN and infinities of both signs in x and y (inf + -inf is NaN), and the sum's
     subnormal and top-binade results."""
-    from ..coverage import CoverageItem, output_items
+    from .items import CoverageItem, output_items
     out = _out_name(problem)
     if problem.buffer("x").dtype not in FORMATS:
         return output_items(problem, out)
@@ -66,7 +66,7 @@ def coverage_vector_add(problem) -> list:
 
 
 def coverage_square(problem) -> list:
-    from ..coverage import CoverageItem
+    from .items import CoverageItem
     return [CoverageItem("x", "nan"), CoverageItem("x", "inf"), CoverageItem("x", "neg_inf")]
 
 

@@ -174,9 +174,8 @@ def stress_gemm(problem, buffer, context, previous):
             patterns = st.GEMM_A if is_float_dtype(buffer.dtype) else st.PRODUCTS
         else:
             patterns = st.GEMM_B_FINITE if p.get("finite_operands") else st.GEMM_B
-        values = st.row_stress(patterns, buffer.shape, context, axis)
-        values = st.zero_slice(values, axis, st.k_slice(buffer.shape[axis], buffer.name))
-        return top_output_rows(problem, buffer, values, axis)
+        values = top_output_rows(problem, buffer, st.row_stress(patterns, buffer.shape, context, axis), axis)
+        return st.zero_slice(values, axis, st.k_slice(buffer.shape[axis], buffer.name))
     if buffer.name == "C" and not reads_buffer(problem, "C"):
         return st.nonfinite_fill(buffer.shape)
     return st.row_stress((st.p_normal,), buffer.shape, context)
@@ -210,7 +209,7 @@ def coverage_gemm(problem: Problem) -> list:
     """Zero rows and columns of A and B, C's NaN and infinities when beta = 0, NaN in A
     and infinity in B where the output holds them, and D's subnormal, FP8-top and small
     integer results."""
-    from ..coverage import CoverageItem, output_items
+    from .items import CoverageItem, output_items
     items = []
     for name, axis in (("A", a_k_axis(problem)), ("B", b_k_axis(problem))):
         if is_float_dtype(problem.buffer(name).dtype):
@@ -218,13 +217,18 @@ def coverage_gemm(problem: Problem) -> list:
     if outputs_hold_specials(problem):
         if is_float_dtype(problem.buffer("A").dtype):
             items.append(CoverageItem("A", "nan"))
-        if is_float_dtype(problem.buffer("B").dtype) and not problem.params.get("finite_operands"):
+        if holds_infinity(problem.buffer("B").dtype) and not problem.params.get("finite_operands"):
             items.append(CoverageItem("B", "inf"))
     if any(b.name == "C" and b.role == "in" for b in problem.buffers) and not reads_buffer(problem, "C"):
         items.append(CoverageItem("C", "nonfinite_all"))
     out = _out_name(problem)
     return items + output_items(problem, out, subnormal=is_float_dtype(problem.buffer("A").dtype),
                                 saturating=_saturating(problem, out))
+
+
+def holds_infinity(dtype: str) -> bool:
+    """Float dtypes with an infinity (FP8 e4m3 has none: its stores of inf become NaN)."""
+    return is_float_dtype(dtype) and dtype != "float8_e4m3"
 
 
 def _saturating(problem: Problem, out: str) -> bool:
@@ -243,7 +247,7 @@ def stress_batch_matmul(problem, buffer, context, previous):
 
 
 def coverage_batch_matmul(problem: Problem) -> list:
-    from ..coverage import CoverageItem, output_items
+    from .items import CoverageItem, output_items
     items = []
     if is_float_dtype(problem.buffer("A").dtype):
         items += [CoverageItem("A", "zero_row", -1), CoverageItem("B", "zero_row", -2), CoverageItem("A", "nan"),

@@ -173,20 +173,20 @@ scale_row_sum = on_magnitudes(ref_row_sum)
 def coverage_softmax(problem) -> list:
     """All-negative rows spread past exp's range, the maximum far ahead at either end,
     -inf and NaN in x."""
-    from ..coverage import CoverageItem
+    from .items import CoverageItem
     return [CoverageItem("x", "negative_spread_row", -1), CoverageItem("x", "max_first_far", -1),
             CoverageItem("x", "max_last_far", -1), CoverageItem("x", "neg_inf"), CoverageItem("x", "nan")]
 
 
 def coverage_norm(problem) -> list:
     """Rows with +inf and with -inf, NaN in x, and the output's subnormal results."""
-    from ..coverage import CoverageItem
+    from .items import CoverageItem
     return [CoverageItem("x", "inf_row", -1), CoverageItem("x", "neg_inf_row", -1), CoverageItem("x", "nan"),
             CoverageItem("x", "zero_row", -1)]
 
 
 def coverage_row_sum(problem) -> list:
-    from ..coverage import CoverageItem, output_items
+    from .items import CoverageItem, output_items
     items = []
     if problem.buffer("x").dtype in FORMATS:
         items = [CoverageItem("x", "nan"), CoverageItem("x", "inf")]

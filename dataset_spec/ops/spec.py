@@ -195,12 +195,13 @@ def integer_rounding_bound(exact, reference, dtype: str, terms: BoundTerms, scal
     output lies between the conversions of exact - b and exact + b. 0 where the exact
     value is farther than b from every rounding boundary; 1 next to one (a float32 sum at
     K = 4096 lands on the other side of .5 for a few elements in 65,536); NaN/inf
-    references keep 0. Array methods only (numpy or torch)."""
-    from .gemm import saturate_to_output
+    references keep 0."""
+    lowest, highest = _dtype_range(dtype)
     with np.errstate(invalid="ignore", over="ignore"):
         b = terms.bound(np.zeros(np.shape(reference)), scale, pointwise)
-        low = saturate_to_output(exact - b, dtype)
-        high = saturate_to_output(exact + b, dtype)
+        # the epilogue's conversion (gemm.saturate_to_output): round half to even, saturate
+        low = np.clip(np.rint(exact - b), lowest, highest - 1)
+        high = np.clip(np.rint(exact + b), lowest, highest - 1)
         below, above = abs(reference - low), abs(high - reference)
         out = (below + above + abs(below - above)) / 2  # max, for numpy and torch alike
     return np.where(np.isfinite(np.asarray(out, dtype=np.float64)), out, 0.0)
