@@ -210,6 +210,48 @@ def _scale_text(op: str) -> str:
     return spec.scale_text.replace("|", "\\|") if spec else "?"
 
 
+COVERAGE_TEXT = ("Per op, the coverage items its groups' trials drew (`provenance.verify.coverage`: per item, "
+                 "how often): every binade of each float input's domain, subnormals, +-0, the top binade, NaN and "
+                 "infinities where defined, integer extremes and their neighbours, structured rows (all-zero GEMM "
+                 "rows and columns, softmax rows beyond exp's range, norm rows with infinities, C of NaN at beta = 0) "
+                 "and outputs (subnormal, FP8-top and small integer results). Items are counted per group: drawn / "
+                 "declared summed over the op's groups; binades are listed as one family.")
+
+
+def coverage_by_op(rows: list) -> dict:
+    """op -> (groups, items drawn, items declared, groups with every item, Counter of
+    missed item families), one record per group (its first row that carries one)."""
+    from .coverage import family_of
+    seen, out = set(), {}
+    for row in rows:
+        if row["group_id"] in seen:
+            continue
+        record = (json.loads(row["provenance"] or "{}").get("verify") or {}).get("coverage")
+        if not isinstance(record, dict) or not record or "error" in record:
+            continue
+        seen.add(row["group_id"])
+        problem = json.loads(row["problem"] or "{}")
+        op = row.get("op") or problem.get("op", "?")
+        groups, drawn, declared, complete, missed = out.get(op, (0, 0, 0, 0, Counter()))
+        misses = [key for key, count in record.items() if not count]
+        missed.update({family_of(key) for key in misses})
+        out[op] = (groups + 1, drawn + len(record) - len(misses), declared + len(record),
+                   complete + (not misses), missed)
+    return out
+
+
+def _coverage_table(rows: list) -> str:
+    by_op = coverage_by_op(rows)
+    if not by_op:
+        return ""
+    body = []
+    for op, (groups, drawn, declared, complete, missed) in sorted(by_op.items()):
+        worst = ", ".join(f"`{key}` ({n})" for key, n in missed.most_common(4)) or "-"
+        body.append([op, groups, f"{drawn} / {declared}", f"{complete} / {groups}", worst])
+    return COVERAGE_TEXT + "\n\n" + _table(
+        ["op", "groups", "items drawn / declared", "groups with every item", "most often missed (groups)"], body)
+
+
 def _timing_methods(rows: list) -> str:
     counts = Counter(row.get("time_method") for row in rows if row.get("time_method"))
     return ", ".join(f"{method}: {n} rows" for method, n in sorted(counts.items())) or "no row was timed"
@@ -403,7 +445,11 @@ def write_card(root, title: str = "PTX equivalence groups", credits=None) -> Pat
     if verified:
         parts += ["## Verification", "", VERIFY_METHOD, "", "### Sanitizers", "", SANITIZER_POLICY, "",
                   _sanitizer_line(rows), "", "### Sensitivity of the error bound", "",
-                  _sensitivity_table(rows), "", f"Timing methods: {_timing_methods(rows)}.", "",
+                  _sensitivity_table(rows), ""]
+        coverage = _coverage_table(rows)
+        if coverage:
+            parts += ["### Value coverage", "", coverage, ""]
+        parts += [f"Timing methods: {_timing_methods(rows)}.", "",
                   "### Results", "", _results_table(rows), ""]
         cross = _cross_source_table(rows)
         if cross:
