@@ -49,6 +49,8 @@ from .device_outputs import device_inputs
 from .judge import device_of, is_tensor, judge_device, on_device
 from .reference import choose_backend, reference_outputs, torch_for
 from .timing import TARGET_RSE
+from .roofline import judge as roofline_judge
+from dataset_spec.work import problem_work
 from .outcome import Consensus, OutputSpec, Verdict, classify
 from .sanitize import TOOLS, race_errors, racing_members, run_sanitizer, sanitizer_status
 from .coverage import apply_coverage, explain_survivors, measure_site
@@ -57,6 +59,15 @@ from .race_focus import automatic_sanitizer, barrier_never_ordered, delay_reason
 from .race_delays import CHANGED_ORDER, DROPPED_BARRIER, delay_member_runs, judge_delays
 
 PASS_THROUGH = ("build_failed", "no_problem", "not_applicable")
+# Statuses whose rows keep their time: every other status is a failed check, and a time is
+# only kept where the kernel was shown to compute the function.
+TIMED_STATUSES = ("passed", "unexercised")
+TIMING_COLUMNS = ("time_us_median", "time_us_iqr", "time_us_min", "time_samples", "time_method",
+                  "time_us_events_median", "time_us_events_iqr", "sm_clock_mhz", "roofline_us", "sol_ratio")
+# Trial kinds whose inputs are timed (ordinary data, never the stress rows' special values),
+# in order of preference; at least two sets alternate between samples where the plan has them.
+TIMING_KINDS = ("normal", "uniform", "wide", "edge")
+TIMING_SETS = 2
 INPUT_GENERATORS = ("auto", "host")
 PREFETCH_GROUPS = 4
 # Groups whose inputs, references and bounds are prepared ahead of the GPU, and the host
@@ -568,11 +579,12 @@ class _Run:
                     payload = [(t.trial, f"{digest}:{t.trial}", t.seed, gpu_inputs[digest][i])
                                for i, t in enumerate(prepared.trials)]
                     check = worker.check(row.to_json(), group_id, payload, cubin, self.kernel_timeout,
-                                         device_outputs=True)
+                                         device_outputs=True, **self._keep(prepared, digest))
                 else:
                     payload = [(t.trial, f"{digest}:{t.trial}", t.seed, storage)
                                for t, storage in zip(prepared.trials, prepared.host_storage())]
-                    check = worker.check(row.to_json(), group_id, payload, cubin, self.kernel_timeout)
+                    check = worker.check(row.to_json(), group_id, payload, cubin, self.kernel_timeout,
+                                         **self._keep(prepared, digest))
             with self.lock:
                 for phase, seconds in (check.seconds or {}).items():
                     self.stage_seconds[f"run.{phase}"] += seconds
@@ -597,7 +609,7 @@ class _Run:
                 consensus_by_digest[digest].add(row.build_key, verdict.outputs, verdict.max_err_ratio)
                 if self.timing:
                     with self.stopwatch("time"):
-                        self._time(worker, new_row)
+                        self._time(worker, new_row, prepared, digest, cubin)
             out_rows.append(new_row)
             results[row.build_key] = new_row.status
             if isinstance(new_row.output_hash, Future):  # hashed on the host while the next member runs
@@ -615,7 +627,14 @@ class _Run:
         with self.stopwatch("delays"):
             self._delay_races(worker, group_id, out_rows, results, problems)
         explain_survivors(out_rows)
+        drop_unearned_times(out_rows)
         return out_rows, results
+
+    def _keep(self, prepared: "_ProblemTrials", digest: str) -> dict:
+        """The check's ``keep`` argument: the input keys of the trials timing will use."""
+        if not self.timing:
+            return {}
+        return {"keep": [f"{digest}:{t.trial}" for t in timing_trials(prepared.trials)]}
 
     def _resolve_hash(self, row: KernelRecord) -> None:
         with self.stopwatch("judge.hash"):
@@ -743,18 +762,25 @@ class _Run:
                 row.status_message = f"{message}; {row.status_message}" if row.status_message else message
                 results[row.build_key] = "disagrees"
 
-    def _time(self, worker, row: KernelRecord) -> None:
-        timeout = self.kernel_timeout + 3 * self.time_budget + 10.0
+    def _time(self, worker, row: KernelRecord, prepared: "_ProblemTrials", digest: str,
+              cubin: Optional[bytes]) -> None:
+        timeout = 2 * self.kernel_timeout + 3 * self.time_budget + 10.0
+        sets = [(f"{digest}:{t.trial}", t.seed) for t in timing_trials(prepared.trials)]
         with self.quiet_gpu(worker.ordinal):
-            reply = worker.time(row.build_key, self.time_budget, timeout, MAX_TIMING_SAMPLES)
+            reply = worker.time(row.build_key, self.time_budget, timeout, MAX_TIMING_SAMPLES, sets=sets,
+                                record_json=row.to_json(), cubin=cubin)
         if reply.get("error"):
             # The row passed its checks; a timing failure is noted, not a status change,
-            # unless the kernel crashed or hung while being timed.
-            if reply["error"] in ("timeout", "died", "crashed"):
-                row.status = "timeout" if reply["error"] == "timeout" else "crashed"
+            # unless the kernel crashed, hung or computed something else while being timed.
+            if reply["error"] in ("timeout", "died", "crashed", "timing_mismatch"):
+                row.status = {"timeout": "timeout", "timing_mismatch": "timing_mismatch"}.get(reply["error"], "crashed")
             row.status_message = f"timing: {reply.get('message', reply['error'])}"
             return
         record_timing(row, reply)
+        row.provenance.setdefault("verify", {})["timing"] = {
+            "input_trials": [t.trial for t in timing_trials(prepared.trials)],
+            "checked_samples": reply.get("checked_samples"), "fresh_module": True}
+        apply_roofline(row, worker.info)
 
     def summarise(self, group_id: str, rows: list, results: dict) -> GroupSummary:
         statuses = Counter(results.values())
@@ -809,6 +835,43 @@ def record_timing(row: KernelRecord, reply: dict) -> None:
     if not stats["converged"]:
         note = f"timing did not reach {TARGET_RSE:.2%} RSE (median RSE {stats['rse'] * 100:.2f}%)"
         row.status_message = f"{row.status_message}; {note}" if row.status_message else note
+
+
+def timing_trials(trials: list) -> list:
+    """The trials whose inputs timing alternates: up to TIMING_SETS of the ordinary kinds,
+    in TIMING_KINDS order (normal and uniform by default); the first trial where a plan has
+    none of them."""
+    chosen = []
+    for kind in TIMING_KINDS:
+        chosen += [t for t in trials if t.kind == kind and t not in chosen]
+    chosen = chosen[:TIMING_SETS]
+    return chosen or list(trials[:1])
+
+
+def apply_roofline(row: KernelRecord, device: dict) -> None:
+    """``roofline_us`` and ``sol_ratio`` of a timed row; a time below the floor by more
+    than its noise makes it ``faster_than_roofline`` (and it keeps no time)."""
+    verdict = roofline_judge(problem_work(row.problem, get_op(row.problem.op).reduction_length),
+                             row.time_us_median, row.time_us_iqr, device)
+    if verdict is None:
+        return
+    row.roofline_us, row.sol_ratio = verdict.floor_us, verdict.sol_ratio
+    row.provenance.setdefault("verify", {})["roofline"] = verdict.note
+    if verdict.too_fast:
+        message = (f"median time {row.time_us_median:.3g} us is below the roofline floor {verdict.floor_us:.3g} us "
+                   f"({verdict.bound}-bound: {verdict.note['dram_bytes']} bytes, {verdict.note['flops']} flops) by "
+                   f"more than its noise: the kernel skipped work")
+        row.status = "faster_than_roofline"
+        row.status_message = f"{message}; {row.status_message}" if row.status_message else message
+
+
+def drop_unearned_times(rows: list) -> None:
+    """A time is a claim like a label: rows that failed any check keep none."""
+    for row in rows:
+        if row.status not in TIMED_STATUSES and row.time_us_median is not None:
+            row.provenance.setdefault("verify", {})["dropped_time_us"] = row.time_us_median
+            for name in TIMING_COLUMNS:
+                setattr(row, name, None)
 
 
 def select_groups(records: list, pattern: Optional[str]) -> list:
