@@ -39,7 +39,7 @@ def test_every_member_gets_its_expected_status_and_time(tmp_path):
     built = tmp_path / "built"
     build_suite(built)
     assert not [r.name for r in read_records(built) if r.status == "build_failed"]
-    verify_dataset(built, tmp_path / "verified", kernel_timeout=60.0, progress=False, time_budget=0.1)
+    verify_dataset(built, tmp_path / "verified", kernel_timeout=30.0, progress=False, time_budget=0.1)
     rows = read_records(tmp_path / "verified")
     print("\n" + table(rows))
     assert len(rows) == len(read_records(built))
