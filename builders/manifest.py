@@ -201,6 +201,7 @@ def _read_problem(data: dict, folder: Path) -> Problem:
         raise _FieldError("problem.op", str(exc)) from None
     buffers = [_read_buffer(b, f"problem.buffers[{i}]", default_role="in")
                for i, b in enumerate(_expect_list(spec["buffers"], "problem.buffers"))]
+    _check_same_shapes(op, buffers)
     params = dict(spec.get("params") or {})
     if op == "custom":
         params = _resolve_reference(params, folder)
@@ -219,12 +220,39 @@ def _read_problem(data: dict, folder: Path) -> Problem:
         raise _FieldError("problem.buffers", _SUBJECT.sub("", str(exc), count=1)) from None
 
 
+def _read_shape(value: Any, path: str) -> list:
+    """A size or a list of sizes, each a positive integer: a quoted number or a float is
+    refused, not split into digits or truncated."""
+    dims = value if isinstance(value, list) else [value]
+    for dim in dims:
+        if isinstance(dim, bool) or not isinstance(dim, int) or dim < 1:
+            hint = "; write the number without quotes" if isinstance(dim, str) and dim.strip().isdigit() else ""
+            raise _FieldError(path, f"must be a positive integer or a list of them, got {_show(value)}{hint}")
+    if not dims:
+        raise _FieldError(path, "must be a positive integer or a non-empty list of them, got []")
+    return list(dims)
+
+
+# Built-in elementwise ops compute out[i] from x[i] (and y[i]): every buffer has one shape.
+SAME_SHAPE_OPS = ("vector_add", "square")
+
+
+def _check_same_shapes(op: str, buffers: list) -> None:
+    if op not in SAME_SHAPE_OPS or not buffers:
+        return
+    first = buffers[0]
+    for index, buffer in enumerate(buffers[1:], start=1):
+        if tuple(buffer.shape) != tuple(first.shape):
+            raise _FieldError(f"problem.buffers[{index}].shape",
+                              f"op {op} is elementwise, so every buffer has {first.name}'s shape "
+                              f"{list(first.shape)}; {buffer.name} has {list(buffer.shape)}")
+
+
 def _read_buffer(value: Any, path: str, default_role: str) -> Buffer:
     spec = _expect_mapping(value, path, BUFFER_FIELDS, required=("name", "dtype", "shape"))
     spec = dict(spec)
     spec.setdefault("role", default_role)
-    if isinstance(spec["shape"], int):
-        spec["shape"] = [spec["shape"]]
+    spec["shape"] = _read_shape(spec["shape"], f"{path}.shape")
     if "init" in spec and spec["init"] is not None:
         spec["init"] = _read_init(spec["init"], f"{path}.init")
     try:

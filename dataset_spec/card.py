@@ -7,19 +7,122 @@ import json
 from collections import Counter, defaultdict
 from pathlib import Path
 
+from .errors import PtxdsError
 from .group_stats import group_stats
 from .labels import kill_rates, mutant_class, race_hazards
-from .model import BUILD_STATUSES, SCHEMA_VERSION
+from .model import BUILD_STATUSES, SCHEMA_VERSION, VERIFY_STATUSES
 from .ops import OPS
 from .shards import SPLITS, read_split_table, read_table, shards_fingerprint, splits_present
 from .splits import crossing_hashes, moved_by_hash
 
+# Every card ptxds writes says so in its first paragraph; a README.md without it is the
+# user's own file, which a write into that folder must not replace.
+CARD_SIGNATURE = "built by ptxds"
+
+
+class ForeignReadmeError(PtxdsError, ValueError):
+    """The folder's README.md was not written by ptxds, so its card would replace it."""
+
+
+def foreign_readme(root) -> str:
+    """Why writing a card into ``root`` would replace a README.md ptxds did not write ('' when
+    there is none, or it is a ptxds card)."""
+    path = Path(root) / "README.md"
+    try:
+        text = path.read_text(errors="replace")
+    except (FileNotFoundError, NotADirectoryError):  # no README.md (or no folder) yet
+        return ""
+    except IsADirectoryError:
+        text = ""
+    if text.startswith("---") and CARD_SIGNATURE in text:
+        return ""
+    return (f"{path} was not written by ptxds, and a dataset folder's README.md is its card; "
+            "give a new or empty folder (or move that README.md away)")
+
+
+def check_card_replaceable(root) -> None:
+    """Raise ``ForeignReadmeError`` when a card would replace the user's own README.md."""
+    reason = foreign_readme(root)
+    if reason:
+        raise ForeignReadmeError(reason)
+
+
+# What every column of the ``kernels`` config holds (the card's column dictionary).
+COLUMNS = {
+    "schema_version": "the row's schema version (the card says which columns older versions lack)",
+    "kernel_id": "hash of the normalised PTX, the launches, the problem and the arch; `unbuilt-...` for a row "
+                 "that did not build",
+    "build_key": "hash of source, group, variant, arch and name: what a resumed build skips",
+    "group_id": "the equivalence group: one function at one size; every member solves the same problem",
+    "source": "the builder that made the row (triton, cutlass, tvm, ptx, ...)",
+    "name": "the source's own name of the kernel",
+    "arch": "the target the PTX was compiled and assembled for (sm_80, sm_90a, ...)",
+    "op": "the reference op of the problem (gemm, softmax, ...)",
+    "problem_id": "the problem's id",
+    "variant": "JSON: the knobs that make this member (tiles, stages, warps, schedule, ...)",
+    "problem": "JSON: buffers (name, dtype, shape, role, input distribution), scalars, op parameters, tolerance",
+    "ptx": "the normalised PTX text",
+    "ptx_hash": "hash of the normalised PTX (no PTX hash is in two splits)",
+    "launches": "the launch sequence: entry, grid, block, cluster, dynamic shared memory, and each argument "
+                "(buffer, scalar, null pointer, or a by-value blob with pointer patch offsets)",
+    "scratch": "JSON: scratch buffers the member needs beyond the problem's",
+    "resources": "per entry, from ptxas: registers, static shared memory, spills, stack, constant bytes",
+    "features": "instruction features the PTX uses (mma.sync, wgmma, cp.async, TMA, ldmatrix, mbarrier, ...)",
+    "toolchain": "JSON: compiler and tool versions",
+    "provenance": "JSON: generator, command, seeds, upstream version, licence; after verify, its settings",
+    "status": "built, build_failed, no_problem or not_applicable after a build; after ptxds verify one of "
+              + ", ".join(VERIFY_STATUSES) + " (only `passed` rows are equivalent members)",
+    "status_message": "why a row is not `built`/`passed` (the compiler's or the verifier's message)",
+    "sass": "the SASS text (builds with --sass only)",
+    "max_abs_err": "verify: largest absolute error against the float64 reference over all trials",
+    "max_rel_err": "verify: largest relative error over all trials",
+    "atol": "verify: the absolute floor of the error bound",
+    "rtol": "verify: the relative part of the error bound",
+    "trials": "verify: how many trials ran",
+    "deterministic": "verify: whether a rerun gave the same bits",
+    "max_err_ratio": "verify: largest |error| / bound (a passing row is at most 1)",
+    "catches_rel_err": "verify: the smallest uniform relative error the bound catches for this group",
+    "output_hash": "verify: hash of the outputs of the first trial; equal hashes are bit-identical members",
+    "max_disagreement": "verify: largest difference from the group's consensus member",
+    "sanitizer": "verify: JSON of compute-sanitizer findings (with --sanitize, or racecheck of mutants)",
+    "time_us_median": "verify: median kernel time in microseconds (see time_method)",
+    "time_us_iqr": "verify: interquartile range of the time samples, microseconds",
+    "time_us_min": "verify: fastest sample, microseconds",
+    "time_samples": "verify: number of timed samples",
+    "roofline_us": "verify: the least time the problem's work can take on this GPU (bytes at peak bandwidth, "
+                   "flops at peak rate)",
+    "sol_ratio": "verify: roofline_us / time_us_median, the speed-of-light fraction (1 = the roofline)",
+    "time_method": "verify: cupti (the GPU's own kernel durations) or events (CUDA events)",
+    "time_us_events_median": "verify: median time from CUDA events around the launch sequence",
+    "time_us_events_iqr": "verify: interquartile range of the CUDA-event times",
+    "roofline_us": "verify: the least time the problem's bytes and flops take on this GPU (speed of light)",
+    "sol_ratio": "verify: roofline_us / time_us_median (1 is the speed of light; above 1 is refused)",
+    "gpu_name": "verify: the GPU that ran the row",
+    "sm_clock_mhz": "verify: the SM clock during timing",
+    "driver_version": "verify: the CUDA driver version",
+    "trial_errors": "verify: per trial its kind, seed and errors (abs, rel, output ulps, |err|/bound, "
+                    "bad and total elements); null before verify",
+    "witness": "verify: for a wrong result, the trial and element where it differs, with the reference, "
+               "the member's value and the consensus member's value",
+}
+
+
+def _columns_section() -> list:
+    return ["## Columns", "", "The `kernels` config (the `pairs` config has `kernel_a`, `kernel_b`, `group_a`, "
+            "`group_b`, `equivalent`, `label_source`, `mutation` and `witness`). Columns marked *verify* are "
+            "null until `ptxds verify` runs.", "",
+            _table(["column", "meaning"], [[f"`{name}`", text.replace("|", "\\|")] for name, text in COLUMNS.items()]),
+            ""]
+
+
 VERIFY_METHOD = """\
 Every group was run on a GPU by `ptxds verify`. Per trial the verifier draws the inputs
-with a recorded seed from one of four kinds (`provenance.verify.trial_kinds`): normal,
-non-integer uniform, *wide* (random sign, magnitudes log-uniform over the op's whole safe
-domain) and *edge* (zeros, -0.0, the largest safe magnitude, subnormals, values beside
-rounding boundaries, mixed into normal data). It computes a float64 reference from the
+with a recorded seed from one of five kinds by default (`provenance.verify.trial_kinds`):
+normal, non-integer uniform, *wide* (random sign, magnitudes log-uniform over the op's whole
+safe domain), *edge* (zeros, -0.0, the largest safe magnitude, subnormals, values beside
+rounding boundaries, mixed into normal data) and *stress* (each op's inputs where its
+classic bugs live: all-negative or masked softmax rows, norm rows below eps, full-range
+integers, K tails). It computes a float64 reference from the
 stored inputs, poisons every output and scratch buffer, surrounds every buffer with guard
 regions, runs each member's launch sequence in an isolated worker process, and checks:
 no write outside a buffer (`out_of_bounds_write`, naming buffer and offset), inputs
@@ -368,7 +471,7 @@ Two configs split the same rows two ways.
   fewer than three sizes are all in `train`. Here the same PTX does sit on both sides
   (a kernel compiled once serves every size): the question is the unseen size."""
 
-HOW_TO_USE = """\
+QUESTIONS = """\
 ## How to use this dataset
 
 | research question | config | split to evaluate on |
@@ -379,6 +482,11 @@ HOW_TO_USE = """\
 | Which kernel of a group is fastest? (learned compiler, autotuner) | `kernels`, grouped by `group_id` | `test` |
 | Does a generated kernel compute the function? (kernel generation) | `kernels` (problem, launches, reference) | any: run the verifier on the new PTX |
 
+A split that no function of this dataset hashed into is absent (a dataset of a few
+functions may have no `test`); the splits present are {splits}.
+"""
+
+HOW_TO_USE = QUESTIONS + """
 How labels were obtained: every member was run on a GPU against a float64 reference with
 a per-element error bound, one trial per input kind (`trial_errors` lists each trial's
 kind, seed and errors), and members that pass were compared with each other. Known
@@ -388,20 +496,64 @@ label; a negative's `witness` holds the element it differs at, with the wrong me
 value, the reference and the consensus member's value (other members' outputs are not
 kept); rows of one function at several sizes share PTX.
 
-Re-threshold with your own tolerance, per trial kind, and iterate pairs:
+Re-threshold with your own tolerance, per trial kind, and iterate pairs (a row that did not
+pass has no trials to judge, or failed them: keep the status test):
 
 ```python
 from datasets import load_dataset
-kernels = load_dataset({root!r}, "kernels", split="train")
-# passed the normal and uniform trials within 4 output ulps
+kernels = load_dataset({root!r}, "kernels", split={split!r})
+# passed, and the normal and uniform trials within 4 output ulps
 def tight(row):
-    return all(t["max_ulp_err"] <= 4 for t in row["trial_errors"] or [] if t["kind"] in ("normal", "uniform"))
+    return row["status"] == "passed" and all(
+        t["max_ulp_err"] <= 4 for t in row["trial_errors"] or [] if t["kind"] in ("normal", "uniform"))
 ok = {{r["kernel_id"] for r in kernels.filter(tight)}}
-pairs = load_dataset({root!r}, "pairs", split="train").filter(lambda p: p["equivalent"] is not None)
+pairs = load_dataset({root!r}, "pairs", split={split!r}).filter(lambda p: p["equivalent"] is not None)
 for p in pairs.filter(lambda p: p["kernel_a"] in ok):
     print(p["kernel_a"], p["kernel_b"], p["equivalent"], (p["witness"] or {{}}).get("flat_index"))
 ```
 """
+
+HOW_TO_USE_OLD_ROWS = QUESTIONS + """
+How labels were obtained: every member was run on a GPU against a float64 reference
+(`status`, `max_err_ratio`). Rows of schema version below 4 have no `trial_errors` and no
+`witness` columns, so a snippet using them fails on this dataset; `ptxds verify` on this folder writes its rows in the current version.
+
+```python
+from datasets import load_dataset
+kernels = load_dataset({root!r}, "kernels", split={split!r})
+ok = kernels.filter(lambda r: r["status"] == "passed")
+```
+"""
+
+HOW_TO_USE_UNVERIFIED = QUESTIONS + """
+This dataset is **not verified yet**: its rows were built (PTX assembled by ptxas, status
+`built` or `build_failed`) and none has been checked or timed yet, so no row is labelled
+or known to be equivalent, the verifier's columns are null and there is no `pairs` config.
+Run `ptxds verify {root}` on a machine with a GPU to label and time every member.
+
+```python
+from datasets import load_dataset
+kernels = load_dataset({root!r}, "kernels", split={split!r})
+built = kernels.filter(lambda r: r["status"] == "built")   # assembled; not yet checked on a GPU
+```
+"""
+
+
+TRIAL_ERRORS_SINCE = 4  # the schema version that added trial_errors and witness
+
+
+def _schema_line(rows: list) -> str:
+    """The schema version of the rows present: the current one, or which older ones remain
+    (a resplit keeps rows as they were written)."""
+    versions = Counter(r["schema_version"] or 0 for r in rows)
+    old = {v: n for v, n in versions.items() if v < SCHEMA_VERSION}
+    if not old:
+        return f"Schema version {SCHEMA_VERSION}."
+    listed = ", ".join(f"{n} of version {v}" for v, n in sorted(old.items()))
+    lacking = (f" (`trial_errors` and `witness` came in version {TRIAL_ERRORS_SINCE})"
+               if min(old) < TRIAL_ERRORS_SINCE else "")
+    return (f"Rows of an older schema: {listed} (current: {SCHEMA_VERSION}); they lack the columns added "
+            f"since{lacking}, which read as null.")
 
 
 def write_card(root, title: str = "PTX equivalence groups", credits=None) -> Path:
@@ -411,9 +563,14 @@ def write_card(root, title: str = "PTX equivalence groups", credits=None) -> Pat
     root = Path(root)
     columns = ["group_id", "source", "arch", "status", "provenance", "toolchain",
                "name", "time_us_median", "op", "problem", "catches_rel_err", "time_method", "variant",
-               "kernel_id", "sanitizer"]
+               "kernel_id", "sanitizer", "schema_version"]
     rows = read_split_table(root, "kernels", columns=columns + ["ptx_hash", "build_key"]).to_pylist()
     verified = any(r["status"] not in BUILD_STATUSES for r in rows)
+    check_card_replaceable(root)  # never replace a README.md that is not a ptxds card
+    old_rows = sum((r["schema_version"] or 0) < TRIAL_ERRORS_SINCE for r in rows)
+    present = splits_present(root, "kernels")
+    split = "test" if "test" in present else (present or ["train"])[0]
+    how_to_use = HOW_TO_USE_UNVERIFIED if not verified else HOW_TO_USE_OLD_ROWS if old_rows else HOW_TO_USE
     pairs = read_table(root, "pairs", columns=["equivalent", "label_source", "mutation"]).to_pylist()
     splits = [r["split"] for r in rows]
     pair_count = len(pairs)
@@ -427,14 +584,15 @@ def write_card(root, title: str = "PTX equivalence groups", credits=None) -> Pat
         "the problem (buffers, dtypes, shapes, input distributions, reference op, "
         "tolerance) and the exact launch sequence (entry, grid, block, cluster, dynamic "
         "shared memory, and how each kernel parameter is filled).",
-        "", f"Schema version {SCHEMA_VERSION}. {len(rows)} kernel rows in "
+        "", f"{_schema_line(rows)} {len(rows)} kernel rows in "
         f"{len({r['group_id'] for r in rows})} groups; {pair_count} pair rows.", "",
         "## Size", "", _size_table(rows), "", "## Status", "", _status_table(rows), "",
         "## Splits", "", SPLITS_TEXT.format(moved=moved_by_hash(rows, splits),
                                           crossing=len(crossing_hashes(rows, splits))),
-        "", HOW_TO_USE.format(root=str(root)), "## How to load", "", "```python", "from datasets import load_dataset",
+        "", how_to_use.format(root=str(root), split=split, splits=", ".join(f"`{s}`" for s in present) or "none"),
+        "## How to load", "", "```python", "from datasets import load_dataset",
         f"kernels = load_dataset({str(root)!r}, 'kernels')",
-        "row = kernels['train'][0]",
+        f"row = kernels[{split!r}][0]",
         "print(row['name'], row['launches'][0]['grid'], row['launches'][0]['args'])",
         "```", "",
         "`variant`, `problem`, `toolchain`, `provenance` and `scratch` are JSON strings "
@@ -454,6 +612,7 @@ def write_card(root, title: str = "PTX equivalence groups", credits=None) -> Pat
         cross = _cross_source_table(rows)
         if cross:
             parts += ["### Across sources", "", cross, ""]
+    parts += _columns_section()
     parts += _labels_section(pairs, rows)
     parts += _plots_section(root)
     path = root / "README.md"

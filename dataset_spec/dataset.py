@@ -1,6 +1,7 @@
 """``Dataset``: the operations on a dataset folder that exists, in one place.
 
-Open it (a folder that is not a dataset is one line naming why), read its rows and groups,
+Open it (a folder that is not a dataset is one line naming why; so is a damaged part
+file, ``damaged_parts``), read its rows and groups,
 the statistics of each group, and append rows: written as one atomic part file, then
 published (rows into their canonical splits, pairs regenerated, the card rewritten).
 Rows appended must be final (``ptxds.finalize`` normalises and assembles built rows;
@@ -12,14 +13,44 @@ from __future__ import annotations
 from collections import defaultdict
 from pathlib import Path
 
+import pyarrow.parquet as pq
+
+from .card import check_card_replaceable
 from .errors import PtxdsError
 from .group_stats import GroupStats, group_stats
 from .pairs import publish
-from .shards import ShardWriter, done_keys, not_a_dataset_reason, read_records
+from .schema import SCHEMAS
+from .shards import ShardWriter, done_keys, not_a_dataset_reason, part_files, read_records
 
 
 class NotADatasetError(PtxdsError, ValueError):
     """The folder holds no kernels/<split>/part-*.parquet."""
+
+
+class DamagedPartError(PtxdsError, ValueError):
+    """A part file of a dataset folder is not a whole Parquet file (cut short, emptied)."""
+
+
+def damaged_parts(root) -> list:
+    """(path, reason) of each part file under ``root`` that does not read as Parquet: ptxds
+    writes parts whole (temp file, fsync, rename), so such a file was cut short or changed
+    by something else (a copy that stopped, a full disk)."""
+    found = []
+    for config in SCHEMAS:
+        for path in part_files(root, config):
+            try:
+                pq.ParquetFile(path).read()
+            except Exception as exc:  # noqa: BLE001 (any reader failure: the file is not whole)
+                found.append((path, str(exc).splitlines()[0] if str(exc) else type(exc).__name__))
+    return found
+
+
+def damaged_message(damaged: list) -> str:
+    """One line naming the damaged part files and the way back."""
+    path, reason = damaged[0]
+    more = f" (and {len(damaged) - 1} more)" if len(damaged) > 1 else ""
+    return (f"{path} is not a whole Parquet file ({reason}){more}; delete it and run the same ptxds build "
+            "(or verify) again: it resumes and writes that file's rows anew")
 
 
 class Dataset:
@@ -73,12 +104,15 @@ class Dataset:
         """Rows into their canonical splits, pairs regenerated, the ``*_by_shape`` configs,
         then the card. Returns ``ResplitSummary``."""
         self._records = None
+        check_card_replaceable(self.root)  # before any row moves: the card is written last
         return publish(self.root, self.credits)
 
     def append(self, rows: list):
         """Write final rows, then publish."""
+        check_card_replaceable(self.root)  # refused before a row is written, not after
         self.write(rows)
         return self.publish()
 
 
-__all__ = ["Dataset", "GroupStats", "NotADatasetError", "group_stats"]
+__all__ = ["DamagedPartError", "Dataset", "GroupStats", "NotADatasetError", "damaged_message", "damaged_parts",
+           "group_stats"]

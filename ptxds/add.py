@@ -47,6 +47,14 @@ def load_launch_override(path: Optional[str]) -> dict:
     if unknown:
         raise AddError(f"--launch {path}: unknown launch field(s) {unknown}; "
                        f"known: entry, grid, block, cluster, dynamic_smem, args")
+    for key in ("dynamic_smem", "grid", "block", "cluster"):
+        if key not in data:
+            continue
+        value = data[key]
+        numbers = value if key != "dynamic_smem" and isinstance(value, list) else [value]
+        if not numbers or any(isinstance(v, bool) or not isinstance(v, int) or v < 0 for v in numbers):
+            want = "a number of bytes, e.g. 4096" if key == "dynamic_smem" else "a list of up to 3 integers, e.g. [128, 1, 1]"
+            raise AddError(f"--launch {path}: {key} must be {want}, got {value!r}")
     return data
 
 
@@ -90,8 +98,9 @@ def build_added_record(dataset, group: str, ptx_path: str, launch_path: Optional
                        f"--launch overrides a single-launch member only")
     try:
         launches = [Launch(**dict(dataclasses.asdict(l), **override)) if override else l for l in base.launches]
-    except (SpecError, TypeError) as exc:
-        raise AddError(f"--launch {launch_path}: {exc}") from None
+    except (ValueError, TypeError) as exc:  # SpecError, or a field of the wrong type ("lots" bytes)
+        raise AddError(f"--launch {launch_path}: {str(exc).splitlines()[0]}; give numbers such as "
+                       "dynamic_smem: 4096, block: [128, 1, 1]") from None
     name = name or Path(ptx_path).stem
     variant = {"member": name, "base_member": base.name, "base_kernel_id": base.kernel_id, "hand_edited": True}
     provenance = {"generator": "ptxds add", "ptx_file": Path(ptx_path).name, "base_kernel_id": base.kernel_id,

@@ -2,8 +2,12 @@
 function and print a summary. Library errors become one-line ``Error:`` messages."""
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
+import shlex
+import signal
+import sys
 from collections import Counter
 from pathlib import Path
 
@@ -18,8 +22,9 @@ SOURCE_CLASSES = source_classes()  # their Options give ``build`` its source fla
 
 
 def library_errors(func):
-    """Turn the library's expected failures (every ``PtxdsError``, and a missing file) into
-    one-line click errors naming cause and fix."""
+    """Turn the library's expected failures (every ``PtxdsError``, a missing file, a folder
+    that cannot be written, a damaged part file) into one-line click errors naming cause
+    and fix."""
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
         try:
@@ -28,7 +33,46 @@ def library_errors(func):
             message = exc.one_line() if isinstance(exc, PtxdsError) else str(exc).splitlines()[0]
             # an option the chosen source does not take is a usage error, like click's own
             raise (click.UsageError if getattr(exc, "usage", False) else click.ClickException)(message) from None
+        except Exception as exc:  # noqa: BLE001 (only the two kinds below are reworded)
+            message = _damaged_folder_message(exc, kwargs) or _os_error_message(exc)
+            if message:
+                raise click.ClickException(message) from None
+            raise
     return wrapper
+
+
+def _damaged_folder_message(exc: Exception, kwargs: dict) -> str:
+    """For a Parquet reader's error: the damaged part file of a dataset folder the command
+    was given, and how to recover ('' when the error is something else)."""
+    try:
+        import pyarrow as pa
+    except ImportError:
+        return ""
+    if not isinstance(exc, pa.ArrowException):
+        return ""
+    from dataset_spec.dataset import damaged_message, damaged_parts
+    folders = [kwargs.get("dataset"), kwargs.get("out_dir"), *(kwargs.get("datasets") or ())]
+    for folder in folders:
+        if folder and Path(folder).is_dir():
+            damaged = damaged_parts(folder)
+            if damaged:
+                return damaged_message(damaged)
+    return ""
+
+
+def _os_error_message(exc: Exception) -> str:
+    """One line for a failed read or write of the file system (a read-only folder, a full
+    disk); '' for anything else."""
+    import errno
+    if not isinstance(exc, OSError) or exc.errno is None:
+        return ""
+    where = f" {exc.filename}" if exc.filename else ""
+    if exc.errno == errno.ENOSPC:
+        return (f"no space left on the device of{where}; free some space and run the same command again "
+                "(a build or verify resumes where it stopped)")
+    if exc.errno in (errno.EACCES, errno.EROFS, errno.EPERM):
+        return f"cannot write{where}: {exc.strerror}; give a folder you can write"
+    return f"{exc.strerror or exc}:{where}" if where else f"{exc.strerror or exc}"
 
 
 def executor_options(func):
@@ -47,9 +91,13 @@ def _executor(name: str, address, jobs: int = 0):
 
 def _parse_archs(value: str) -> list:
     archs = [a.strip() for a in value.split(",") if a.strip()]
+    if not archs:
+        raise click.BadParameter(f"give at least one arch, comma-separated: {', '.join(KNOWN_ARCHS)}",
+                                 param_hint="'--arch'")
     bad = [a for a in archs if a not in KNOWN_ARCHS]
     if bad:
-        raise click.BadParameter(f"unknown arch {bad[0]!r}; use one of {', '.join(KNOWN_ARCHS)}")
+        raise click.BadParameter(f"unknown arch {bad[0]!r}; use one of {', '.join(KNOWN_ARCHS)}",
+                                 param_hint="'--arch'")
     return archs
 
 
@@ -57,6 +105,19 @@ def _parse_archs(value: str) -> list:
 @click.version_option(package_name="ptxds")
 def cli():
     """Build, verify and publish datasets of PTX equivalence groups."""
+
+
+class SourceChoice(click.Choice):
+    """``--source``: one of the registered sources (listed in the help); another name is a
+    usage error that lists them."""
+
+    def __init__(self):
+        super().__init__(sorted(BUILDERS))
+
+    def convert(self, value, param, ctx):
+        if value not in self.choices:
+            raise click.UsageError(f"unknown source {value!r}; known sources: {', '.join(self.choices)}", ctx)
+        return value
 
 
 def source_options(func):
@@ -70,7 +131,9 @@ def source_options(func):
     for name, (field, sources) in reversed(list(seen.items())):
         meta = field.metadata
         kind, _ = field_type(SOURCE_CLASSES[sources[0]].Options, field)
-        if meta.get("path"):
+        if meta.get("choices"):
+            kind = click.Choice(list(meta["choices"]))
+        elif meta.get("path"):
             kind = click.Path(exists=True, file_okay=meta["path"] in ("file", "any"),
                               dir_okay=meta["path"] in ("dir", "any"))
         elif meta.get("min") is not None:
@@ -96,14 +159,14 @@ def _given_source_options(flags: dict) -> dict:
 
 
 @cli.command()
-@click.option("--source", "source", required=True, help=f"one of: {', '.join(sorted(BUILDERS))}")
+@click.option("--source", "source", required=True, type=SourceChoice(), help="where the kernels come from")
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False), help="dataset folder")
 @click.option("--arch", "arch", default="sm_80,sm_90a", show_default=True, help="comma-separated targets")
 @click.option("--limit", type=click.IntRange(min=1), default=None,
               help="build at most N rows: whole work items are taken, in order (or sampled with --sample-seed), "
                    "while their rows fit in N; the first item is always built (a TVM item is one group's "
                    "schedule search, --schedules rows; a Triton or CUTLASS item is one kernel, one row per size)")
-@click.option("--sample-seed", type=int, default=0, help="with --limit: sample items with this seed")
+@click.option("--sample-seed", type=int, default=None, help="with --limit: sample items with this seed")
 @click.option("--jobs", type=click.IntRange(min=1), default=None, help="local: worker processes (default: all cores)")
 @source_options
 @click.option("--option", "option_pairs", multiple=True, metavar="KEY=VALUE",
@@ -139,28 +202,77 @@ def build(source, out_dir, arch, limit, sample_seed, jobs, option_pairs, options
     from builders.options import load_options_file, options_to_extra, parse_option_pairs
     from builders.shapes import load_shape_set
     from .pipeline import run_build
-    load_shape_set(shapes)  # a bad name or file is one line before any work
+    if sample_seed is not None and limit is None:
+        raise click.UsageError("--sample-seed picks which work items --limit keeps; give --limit N too")
+    archs = _parse_archs(arch)
     values = {**(load_options_file(options_file) if options_file else {}), **parse_option_pairs(option_pairs),
               **_given_source_options(source_flags)}
+    # shapes set with --option or --options counts, unless --shapes itself was given
+    option_shapes = values.pop("shapes", None)
+    if option_shapes is not None:
+        if click.get_current_context().get_parameter_source("shapes") == click.core.ParameterSource.COMMANDLINE:
+            if str(option_shapes) != shapes:
+                raise click.UsageError(f"--shapes {shapes} and the option shapes={option_shapes} disagree; give one")
+        else:
+            shapes = str(option_shapes)
+    load_shape_set(shapes)  # a bad name or file is one line before any work
     source, settings = resolve_source_options(source, values, shapes)
-    options = BuildOptions(archs=_parse_archs(arch), limit=limit, sample_seed=sample_seed,
+    options = BuildOptions(archs=archs, limit=limit, sample_seed=sample_seed or 0,
                            extra=options_to_extra(settings))
+    if sass and not dry_run:
+        _require_nvdisasm()
     if dry_run:
         from .pipeline import plan_build
         _print_plan(plan_build(source, out_dir, options), jobs)
         return
     runner = _executor(executor, address, jobs or 0)
+    command = "ptxds " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:2] == ["build"] else ""
     try:
-        summary = run_build(source, out_dir, options, sass=sass, progress=not silent,
-                            flush_rows=flush_rows, executor=runner, cache_dir=cache_dir)
+        with _sigterm_interrupts():
+            summary = run_build(source, out_dir, options, sass=sass, progress=not silent,
+                                flush_rows=flush_rows, executor=runner, cache_dir=cache_dir, command=command)
     finally:
         runner.close()
     _print_build_summary(summary)
     if summary.interrupted:
         raise click.ClickException("interrupted; run the same command again to resume")
+    if summary.failed_items and not summary.rows_written and len(summary.failed_items) >= summary.items_total \
+            - summary.items_skipped:
+        label, message = summary.failed_items[0]
+        raise click.ClickException(f"every work item failed ({len(summary.failed_items)}), nothing was written; "
+                                   f"the first: {label}: {str(message).splitlines()[0] if message else ''}")
+
+
+@contextlib.contextmanager
+def _sigterm_interrupts():
+    """SIGTERM (a scheduler's stop, ``kill``) ends a build as Ctrl-C does: the rows made so
+    far are written and the card is published, so the folder stays loadable."""
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+    try:
+        previous = signal.signal(signal.SIGTERM, interrupt)
+    except ValueError:  # not the main thread (a library caller): leave signals alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _require_nvdisasm() -> None:
+    """``--sass`` disassembles with nvdisasm, which the ``sass`` extra installs."""
+    from ptx_tools import find_tool
+    from ptx_tools.errors import ToolchainError
+    try:
+        find_tool("nvdisasm")
+    except ToolchainError:
+        raise click.ClickException("--sass needs nvdisasm, which the sass extra installs: "
+                                   "pip install 'ptxds[sass]'") from None
 
 
 DRY_RUN_LISTED = 20
+BUILD_FAILURES_LISTED = 5
 
 
 def _print_plan(plan, jobs) -> None:
@@ -188,6 +300,12 @@ def _print_build_summary(summary) -> None:
     for status, n in sorted(summary.by_status.items()):
         click.echo(f"{status:<16}{n:>8}")
     click.echo(f"groups touched: {len(summary.groups)}")
+    if summary.build_failures:
+        click.echo("why rows did not build (status_message; `ptxds info DIR` lists them again):")
+        for message, n in summary.build_failures.most_common(BUILD_FAILURES_LISTED):
+            click.echo(f"  {n:>5} x {message}")
+        if len(summary.build_failures) > BUILD_FAILURES_LISTED:
+            click.echo(f"  ... and {len(summary.build_failures) - BUILD_FAILURES_LISTED} other messages")
     for label, message in summary.failed_items:
         click.echo(f"failed item {label}: {message}", err=True)
 
@@ -204,14 +322,19 @@ def info(dataset, as_json):
 
         ptxds info data/triton
     """
+    from .pipeline import build_incomplete
     from .report import gather
     from .report.text import as_dict, format_text
     from dataset_spec.resplit import split_check
     report = gather(dataset)
     splits = split_check(dataset)
+    incomplete = build_incomplete(dataset)
     if as_json:
-        click.echo(json.dumps({**as_dict(report), "splits": splits}, indent=2, sort_keys=True))
+        click.echo(json.dumps({**as_dict(report), "splits": splits, "incomplete": incomplete or None},
+                              indent=2, sort_keys=True))
         return
+    if incomplete:
+        click.echo(f"INCOMPLETE: {incomplete}")
     click.echo(format_text(report))
     click.echo("splits (kernels): " + ", ".join(f"{k} {v}" for k, v in splits["kernels"].items())
                + f"; by shape: " + (", ".join(f"{k} {v}" for k, v in splits["kernels_by_shape"].items()) or "none")
@@ -235,7 +358,7 @@ def resplit(dataset):
         ptxds resplit data/triton-verified
     """
     from dataset_spec.dataset import Dataset
-    summary = Dataset(dataset, credits=source_credits).publish()
+    summary = Dataset.open(dataset, credits=source_credits).publish()
     click.echo(f"{dataset}: {summary.rows} rows, {summary.moved} moved "
                f"({summary.crossing_before} ptx_hash value(s) crossed splits before, 0 now; "
                f"{summary.moved_by_hash} row(s) off their function's split to keep a PTX on one side)")
@@ -301,9 +424,24 @@ def show_witness(dataset, which):
     record = by_id.get(which)
     if record is None:
         raise click.ClickException(f"no row with kernel_id or build_key {which} in {dataset}; "
-                                   f"`ptxds info {dataset}` lists its groups")
+                                   f"`ptxds info {dataset}` lists its groups and failures")
+    version = _schema_version_of(dataset, record.build_key)
+    if witness is None and version < SCHEMA_VERSION_WITH_WITNESS:
+        raise click.ClickException(f"row {which} was written in schema version {version}, which has no witness "
+                                   f"column (added in version {SCHEMA_VERSION_WITH_WITNESS}); verify the dataset "
+                                   f"again (ptxds verify {dataset} --out NEW) to record witnesses")
     result = regenerate(record, witness)
     click.echo("\n".join(result.lines()))
+
+
+SCHEMA_VERSION_WITH_WITNESS = 4  # the version that added trial_errors and witness
+
+
+def _schema_version_of(dataset, build_key: str) -> int:
+    """The schema version the row with ``build_key`` was last written in."""
+    from dataset_spec.shards import latest_rows, read_table
+    rows = latest_rows(read_table(dataset, "kernels", columns=["build_key", "schema_version"]).to_pylist())
+    return next((r["schema_version"] or 0 for r in rows if r["build_key"] == build_key), 0)
 
 
 @cli.command()

@@ -56,6 +56,20 @@ def assemble_once(ptx: str, arch: str, sass: bool):
     return copy.deepcopy(_assembly_memo[key])
 
 
+def failure_line(exc) -> str:
+    """One line for a failed step (an exception or its text): its first line, and when that
+    only announces a tool's log ("ptxas failed (exit 255):"), the log's first line naming an
+    error (ptxas's own line with the PTX line number and the reason)."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    if not lines:
+        return ""
+    first = lines[0]
+    if first.endswith(":") and len(lines) > 1:
+        detail = next((line for line in lines[1:] if "error" in line.lower()), lines[1])
+        first = f"{first} {' '.join(detail.split())}"
+    return first
+
+
 def finalize_record(record: KernelRecord, sass: bool = False) -> KernelRecord:
     if record.status != "built" or not record.ptx:
         if record.ptx:
@@ -71,7 +85,7 @@ def finalize_record(record: KernelRecord, sass: bool = False) -> KernelRecord:
         assembly = assemble_once(record.ptx, record.arch, sass)
     except (PtxError, LaunchMismatch, AssemblyError) as exc:
         record.status = "build_failed"
-        record.status_message = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+        record.status_message = f"{type(exc).__name__}: {failure_line(exc)}"
         record.ptx_hash = ptx_hash(record.ptx)
         record.kernel_id = f"unbuilt-{record.build_key}"
         return record

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from dataset_spec.canonical import canonical_record
+from dataset_spec.card import check_card_replaceable
 from dataset_spec.dataset import Dataset
 from dataset_spec.errors import PtxdsError
 
@@ -87,6 +88,7 @@ def merge_datasets(inputs: list, out_dir, credits=None) -> MergeSummary:
     if any(Path(i).resolve() == out for i in inputs):
         raise MergeError(f"--out {out_dir} is one of the inputs; merge into a new folder")
     datasets = [Dataset.open(i) for i in inputs]
+    check_card_replaceable(out)  # the merged card must not replace the user's README.md
     target = Dataset(out_dir, credits=credits)
     present = Dataset.open(out_dir).records() if target.done_keys() else []
     rows, summary = merge_rows([d.records() for d in datasets], present)

@@ -1,28 +1,69 @@
 """The build pipeline: builder work items -> an executor's workers (compile + finalise;
 local processes or Ray tasks) -> crash-safe shards written by this driver alone -> dataset
 card. Resumable: work items whose rows are already in the output folder are skipped, and
-rows land only as whole, fsynced part files."""
+rows land only as whole, fsynced part files. A folder being built holds ``BUILDING`` until
+the card is written, so ``ptxds info`` can say a build stopped before its end."""
 from __future__ import annotations
 
 import contextlib
+import json
+import os
 import random
 import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from builders import BUILDERS, load_builder, source_credits
+from builders import BUILDERS, EXTRA_OF_PACKAGE, MissingSourceDependency, load_builder, source_credits
 from builders.base import BuildOptions, WorkItem
+from dataset_spec.card import check_card_replaceable
 from dataset_spec.dataset import Dataset
+from dataset_spec.errors import PtxdsError
 from dataset_spec.model import SpecError
 from dataset_spec.shards import remove_stale_temp_files
 from ptx_tools import find_tool
 
 from .executors import BuildTask, build_and_finalize  # noqa: F401 (tests build one item)
 from .executors.local import LocalExecutor
+from .finalize import failure_line
 
 FLUSH_ROWS = 64
 FLUSH_SECONDS = 15.0
+# Present in a dataset folder from a build's start until its card is written.
+BUILDING = ".ptxds-building"
+
+
+class OutputFolderError(PtxdsError, OSError):
+    """The --out folder cannot take a dataset (not writable, not a folder)."""
+
+
+def check_out_dir(out: Path) -> None:
+    """Before any work: the folder can be made and written, and holds no README.md that a
+    card would replace (``card.check_card_replaceable``)."""
+    if out.exists() and not out.is_dir():
+        raise OutputFolderError(f"--out {out} is a file; give a folder")
+    check_card_replaceable(out)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe = out / f".ptxds-write-test-{os.getpid()}"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        raise OutputFolderError(f"cannot write to --out {out}: {exc.strerror or exc}; "
+                                "give a folder you can write") from None
+
+
+def build_incomplete(root) -> str:
+    """What ``ptxds info`` says of a folder whose build has not finished ('' when none)."""
+    path = Path(root) / BUILDING
+    if not path.exists():
+        return ""
+    try:
+        started = json.loads(path.read_text()).get("command", "ptxds build")
+    except (OSError, ValueError):
+        started = "ptxds build"
+    return (f"a build into this folder did not finish (or is still running): run `{started}` again to resume; "
+            "until it ends the card may be missing or stale, and load_dataset may not see every config")
 
 
 @dataclass
@@ -35,6 +76,7 @@ class BuildSummary:
     rows_written: int = 0
     by_status: Counter = field(default_factory=Counter)
     by_arch: Counter = field(default_factory=Counter)
+    build_failures: Counter = field(default_factory=Counter)  # status_message -> build_failed rows
     groups: set = field(default_factory=set)
     failed_items: list = field(default_factory=list)
     seconds: float = 0.0
@@ -82,7 +124,15 @@ class BuildPlan:
 def selected_items(source: str, builder, options: BuildOptions) -> list:
     """The builder's work items under ``--limit``/``--sample-seed``; an empty selection is an
     error before anything is written."""
-    items = select_items(builder.work_items(), options.limit, options.sample_seed)
+    try:
+        work = builder.work_items()
+    except ModuleNotFoundError as exc:  # a source that imports its optional package on use
+        package = (exc.name or "").split(".")[0]
+        if not package or package in ("builders", "dataset_spec", "ptx_tools", "verify", "ptxds"):
+            raise
+        raise MissingSourceDependency(f"source {source!r} needs the Python package {package!r}; install it with "
+                                      f"pip install 'ptxds[{EXTRA_OF_PACKAGE.get(package, source)}]'") from None
+    items = select_items(work, options.limit, options.sample_seed)
     if not items:
         raise SpecError(f"--source {source} selects no work item with these options (archs "
                         f"{', '.join(options.archs)}); nothing was written")
@@ -102,13 +152,14 @@ def plan_build(source: str, out_dir, options: BuildOptions) -> BuildPlan:
 
 def run_build(source: str, out_dir, options: BuildOptions, jobs: int = 0, sass: bool = False,
               progress: bool = True, flush_rows: int = FLUSH_ROWS, executor=None,
-              cache_dir=None) -> BuildSummary:
+              cache_dir=None, command: str = "") -> BuildSummary:
     """Build ``source`` into ``out_dir`` and (re)write its card. Safe to rerun, with any
     executor: items whose rows are on disk are skipped, and a row whose ``build_key`` is
     already written (a retried task's duplicate) is dropped here, so no row lands twice; a
     row whose ``build_key`` another item of this run made is a builder bug, reported as a
     failed item. ``executor``: from ``executors.make_executor`` (default: local with ``jobs``
-    processes). ``cache_dir``: a compile cache folder every worker shares."""
+    processes). ``cache_dir``: a compile cache folder every worker shares. ``command``: the
+    command line a stopped build is resumed with (what ``ptxds info`` tells)."""
     start = time.time()
     find_tool("ptxas")  # a missing toolchain is one clear error before any work
     builder_cls = load_builder(source)
@@ -116,8 +167,12 @@ def run_build(source: str, out_dir, options: BuildOptions, jobs: int = 0, sass: 
     items = selected_items(source, builder, options)
     out = Path(out_dir)
     builder.check_output(out)  # e.g. one problem per group across builds into one folder
-    out.mkdir(parents=True, exist_ok=True)
+    made = not out.exists()
+    check_out_dir(out)
     remove_stale_temp_files(out)
+    marker = out / BUILDING
+    marker.write_text(json.dumps({"command": command or f"ptxds build --source {source} --out {out_dir}",
+                                  "pid": os.getpid(), "started": time.time()}))
     written = Dataset(out).done_keys()
     finished = {item_of_key(k) for k in written}
     todo = [item for item in items if item.key not in finished]
@@ -155,6 +210,8 @@ def run_build(source: str, out_dir, options: BuildOptions, jobs: int = 0, sass: 
         for record in fresh:
             summary.by_status[record.status] += 1
             summary.by_arch[record.arch] += 1
+            if record.status == "build_failed":
+                summary.build_failures[_short(failure_line(record.status_message or "no message"))] += 1
             summary.groups.add(record.group_id)
         pending.extend(fresh)
         if len(pending) >= flush_rows or time.time() - last_flush > FLUSH_SECONDS:
@@ -173,9 +230,23 @@ def run_build(source: str, out_dir, options: BuildOptions, jobs: int = 0, sass: 
     finally:
         flush()
         bar.close()
-    Dataset(out, credits=source_credits).publish()
+    if Dataset(out).done_keys():
+        Dataset(out, credits=source_credits).publish()
+    # else no row at all (every item failed): no card for an empty dataset
+    if not summary.interrupted:
+        marker.unlink(missing_ok=True)
+    if made and not any(out.iterdir()):
+        out.rmdir()  # this build made the folder and left nothing in it
     summary.seconds = time.time() - start
     return summary
+
+
+SUMMARY_MESSAGE_CHARS = 240
+
+
+def _short(text: str) -> str:
+    """A message cut to one terminal-friendly line (the row keeps the whole of it)."""
+    return text if len(text) <= SUMMARY_MESSAGE_CHARS else text[:SUMMARY_MESSAGE_CHARS - 3] + "..."
 
 
 def _progress_bar(total: int, label: str, enabled: bool):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import statistics
 
+from ..finalize import failure_line
 from .gather import Report
 
 
@@ -26,6 +27,8 @@ def as_dict(report: Report) -> dict:
         "rows": s.rows, "groups": s.groups,
         "members_per_group": {"min": s.members_min, "max": s.members_max},
         "sources": s.sources, "archs": s.archs, "statuses": s.statuses, "shapes": s.shapes,
+        "group_ids": [g.group_id for g in report.groups],
+        "build_failures": _build_failures(report),
     }
     if not s.verified:
         return out
@@ -55,6 +58,32 @@ def as_dict(report: Report) -> dict:
     return out
 
 
+def _build_failures(report: Report) -> list:
+    """Rows that did not build, with the compiler's message (the summary counts them only)."""
+    return [{"group": g.group_id, "name": m.name, "arch": m.arch, "message": failure_line(m.status_message or "")}
+            for g in report.groups for m in g.members if m.status == "build_failed"]
+
+
+def _group_lines(report: Report) -> list:
+    """One line per group of a dataset not verified yet: its id, members and statuses (the
+    ids ``verify --groups`` and ``add --group`` take)."""
+    width = max([len("group")] + [len(g.group_id) for g in report.groups]) + 2
+    lines = ["", f"{'group':<{width}}{'members':>8}  statuses"]
+    for g in report.groups:
+        statuses = {}
+        for m in g.members:
+            statuses[m.status] = statuses.get(m.status, 0) + 1
+        lines.append(f"{g.group_id:<{width}}{len(g.members):>8}  {_counts(statuses)}")
+    return lines
+
+
+def _failure_lines(report: Report) -> list:
+    failures = _build_failures(report)
+    if not failures:
+        return []
+    return ["", "build failures:"] + [f"  {f['group']} {f['name']} ({f['arch']}): {f['message']}" for f in failures]
+
+
 def _fmt_quantiles(q: dict | None, fmt: str, suffix: str = "") -> str:
     if not q:
         return "-"
@@ -72,7 +101,7 @@ def format_text(report: Report) -> str:
     if not s.verified:
         lines.append("not verified yet: run ptxds verify on a machine with a GPU for times and checks; "
                      "until then the dataset has no `pairs` config (load_dataset(DIR, 'pairs') fails)")
-        return "\n".join(lines)
+        return "\n".join(lines + _group_lines(report) + _failure_lines(report))
     data = as_dict(report)
     lines += [
         f"GPU: {_counts(s.gpus)}; SM clock MHz: {_counts(s.sm_clocks_mhz)}; driver: {_counts(s.drivers)}",
@@ -84,6 +113,7 @@ def format_text(report: Report) -> str:
         fastest_us = f"{g['fastest_us']:.2f}" if g["fastest_us"] else "-"
         spread = f"{g['spread']:.2f}x" if g["spread"] else "-"
         lines.append(f"{g['group']:<{width}}{g['members']:>8}{g['passed']:>8}{fastest_us:>12}{spread:>8}  {g['fastest'] or '-'}")
+    lines += _failure_lines(report)
     failures = [(g["group"], f) for g in data["per_group"] for f in g["failures"]]
     if failures:
         lines += ["", "failures:"]
