@@ -371,8 +371,9 @@ def resplit(dataset):
 @click.argument("datasets", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False))
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
               help="the merged dataset folder (new, or a dataset to add the rows to)")
+@click.option("--silent", is_flag=True, help="no progress bar")
 @library_errors
-def merge(datasets, out_dir):
+def merge(datasets, out_dir, silent):
     """Merge datasets of several sources into one: every member of one function (its
     canonical problem: op, dtypes, layouts, size, epilogue) joins one group
     function/<op>/..., whatever its source; rows are unverified again (verify the merged
@@ -383,7 +384,7 @@ def merge(datasets, out_dir):
         ptxds merge data/triton data/cutlass data/tvm --out data/crossource
     """
     from .merge import merge_datasets
-    summary = merge_datasets(list(datasets), out_dir, credits=source_credits)
+    summary = merge_datasets(list(datasets), out_dir, credits=source_credits, progress=not silent)
     cross = summary.cross_source_groups
     click.echo(f"{out_dir}: {summary.rows} rows written ({summary.moved} into canonical groups, "
                f"{summary.duplicates} duplicates (build key or kernel id) skipped); {len(summary.groups)} canonical groups, "
@@ -481,8 +482,9 @@ def report(dataset, out_dir, knobs, max_groups, no_card):
 @click.option("--mutants", type=click.IntRange(min=0), default=4, show_default=True,
               help="mutants (one semantic change each) to add per group")
 @click.option("--seed", type=int, default=0, show_default=True, help="picks operators and sites")
+@click.option("--silent", is_flag=True, help="no progress bar")
 @library_errors
-def rewrite(dataset, rewrites, mutants, seed):
+def rewrite(dataset, rewrites, mutants, seed, silent):
     """Add rewritten members and mutants to every group; ptxds verify labels them.
 
     Example:
@@ -490,7 +492,7 @@ def rewrite(dataset, rewrites, mutants, seed):
         ptxds rewrite data/triton --rewrites 2 --mutants 4 --seed 0
     """
     from .rewrite import rewrite_dataset
-    summary = rewrite_dataset(dataset, rewrites=rewrites, mutants=mutants, seed=seed)
+    summary = rewrite_dataset(dataset, rewrites=rewrites, mutants=mutants, seed=seed, progress=not silent)
     click.echo(f"{dataset}: {summary.rewrites_written} rewritten members and {summary.mutants_written} "
                f"mutants added to {summary.groups} groups ({summary.already_present} already present)")
     for name, n in sorted(summary.by_operator.items()):

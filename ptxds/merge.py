@@ -17,6 +17,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tqdm import tqdm
+
 from dataset_spec.canonical import canonical_record
 from dataset_spec.card import check_card_replaceable
 from dataset_spec.dataset import Dataset
@@ -50,7 +52,7 @@ def _follow_bases(rows: list, new_ids: dict) -> None:
                 row.provenance = dict(row.provenance, **{key: new_ids[row.provenance[key]]})
 
 
-def merge_rows(inputs: list, present: list = ()) -> tuple:
+def merge_rows(inputs: list, present: list = (), progress: bool = False) -> tuple:
     """(rows to write, summary) for the rows of ``inputs`` (lists of KernelRecord), less
     those ``present`` (rows already in the target) has: by build key, or by kernel id (the
     same code run the same way on the same function, e.g. one Triton kernel of a default
@@ -59,8 +61,10 @@ def merge_rows(inputs: list, present: list = ()) -> tuple:
     seen = {r.build_key for r in present}
     seen_ids = {r.kernel_id for r in present}
     rows, new_ids = [], {}
+    bar = tqdm(total=sum(len(records) for records in inputs), desc="merge", unit="row", disable=not progress)
     for records in inputs:
         for record in records:
+            bar.update(1)
             if record.build_key in seen:
                 summary.duplicates += 1
                 continue
@@ -74,6 +78,7 @@ def merge_rows(inputs: list, present: list = ()) -> tuple:
             seen_ids.add(row.kernel_id)
             summary.moved += row is not record
             rows.append(row)
+    bar.close()
     _follow_bases(rows, new_ids)
     for row in rows:
         if row.group_id.startswith("function/"):
@@ -82,8 +87,9 @@ def merge_rows(inputs: list, present: list = ()) -> tuple:
     return rows, summary
 
 
-def merge_datasets(inputs: list, out_dir, credits=None) -> MergeSummary:
-    """Merge the dataset folders ``inputs`` into ``out_dir`` (new, or a dataset to add to)."""
+def merge_datasets(inputs: list, out_dir, credits=None, progress: bool = False) -> MergeSummary:
+    """Merge the dataset folders ``inputs`` into ``out_dir`` (new, or a dataset to add to);
+    ``progress``: a bar of the rows merged."""
     out = Path(out_dir).resolve()
     if any(Path(i).resolve() == out for i in inputs):
         raise MergeError(f"--out {out_dir} is one of the inputs; merge into a new folder")
@@ -91,7 +97,7 @@ def merge_datasets(inputs: list, out_dir, credits=None) -> MergeSummary:
     check_card_replaceable(out)  # the merged card must not replace the user's README.md
     target = Dataset(out_dir, credits=credits)
     present = Dataset.open(out_dir).records() if target.done_keys() else []
-    rows, summary = merge_rows([d.records() for d in datasets], present)
+    rows, summary = merge_rows([d.records() for d in datasets], present, progress)
     if rows:
         summary.pairs = target.append(rows).pairs
     return summary

@@ -18,6 +18,8 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tqdm import tqdm
+
 from builders import source_credits
 from dataset_spec.dataset import Dataset
 from dataset_spec.model import SpecError, make_build_key
@@ -190,10 +192,11 @@ def _mutant(base, context: Context, index: int, seed: int, present: set, summary
     return None
 
 
-def rewrite_dataset(root, rewrites: int = 2, mutants: int = 4, seed: int = 0, groups=None) -> RewriteSummary:
+def rewrite_dataset(root, rewrites: int = 2, mutants: int = 4, seed: int = 0, groups=None,
+                    progress: bool = False) -> RewriteSummary:
     """Append ``rewrites`` rewritten members and ``mutants`` mutants to every group of
     ``root`` (per group, bases taking turns). Safe to rerun: rows already present (same
-    base, operators, seed and index) are skipped."""
+    base, operators, seed and index) are skipped. ``progress``: a bar of groups done."""
     if rewrites < 0 or mutants < 0:
         raise SpecError(f"--rewrites and --mutants must be >= 0, got {rewrites} and {mutants}")
     root = Path(root)
@@ -208,7 +211,7 @@ def rewrite_dataset(root, rewrites: int = 2, mutants: int = 4, seed: int = 0, gr
             if groups is None or record.group_id in groups:
                 by_group[record.group_id].append(record)
     summary = RewriteSummary(groups=len(by_group))
-    for group, bases in sorted(by_group.items()):
+    for group, bases in tqdm(sorted(by_group.items()), desc="rewrite", unit="group", disable=not progress):
         bases.sort(key=lambda r: r.kernel_id)
         contexts = {}  # one parse of each base, however many rows it gives
         new, made = [], set()

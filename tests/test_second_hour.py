@@ -475,3 +475,22 @@ def test_usage_errors_exit_2_with_a_usage_line(tmp_path, args, message):
 def test_build_help_lists_the_sources():
     assert "[cutlass|cutlass-conv|handhack|mirage|ptx|tilelang|triton|triton-dump|tvm]" in \
         run_cli("build", "--help").output
+
+
+# ---- 11 and 20. long steps show progress; what the README's commands write is ignored -------
+
+def test_merge_and_rewrite_show_progress_unless_silent(dataset, tmp_path):
+    loud = run_cli("merge", dataset, "--out", tmp_path / "m1")
+    assert loud.exit_code == 0 and re.search(r"merge: 100%.* \d+/\d+ ", loud.output), loud.output
+    quiet = run_cli("merge", dataset, "--out", tmp_path / "m2", "--silent")
+    assert quiet.exit_code == 0 and "merge: " not in quiet.output and "100%" not in quiet.output
+    result = run_cli("rewrite", dataset, "--rewrites", "0", "--mutants", "0", "--silent")
+    assert result.exit_code == 0 and "100%" not in result.output
+
+
+def test_folders_the_readme_commands_write_are_git_ignored():
+    readme = (ROOT / "README.md").read_text()
+    ignored = set((ROOT / ".gitignore").read_text().splitlines())
+    tops = {path.split("/")[0] for path in re.findall(r"--(?:out|db) ([\w./-]+)", readme)}
+    assert tops >= {"data", "tune"}
+    assert all(f"/{top}/" in ignored for top in tops), tops - {line.strip("/") for line in ignored}
