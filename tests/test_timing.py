@@ -362,26 +362,89 @@ def test_cupti_time_of_two_spinning_kernels_is_their_length_and_below_events():
         module.unload()
 
 
+# Spins, then adds: out[i] = x[i] + y[i] for i < n, by a grid-stride loop (a row whose timed
+# outputs the worker can check against its checked run).
+SPIN_ADD_PTX = r"""
+.version 7.0
+.target sm_70
+.address_size 64
+
+.visible .entry ptxds_test_spin_add(
+	.param .u64 p_ns, .param .u64 p_x, .param .u64 p_y, .param .u64 p_out, .param .u32 p_n, .param .u32 p_write
+)
+{
+	.reg .pred 	%p<4>;
+	.reg .b32 	%r<8>;
+	.reg .f32 	%f<4>;
+	.reg .b64 	%rd<16>;
+
+	ld.param.u64 	%rd1, [p_ns];
+	ld.param.u64 	%rd5, [p_x];
+	ld.param.u64 	%rd6, [p_y];
+	ld.param.u64 	%rd7, [p_out];
+	ld.param.u32 	%r1, [p_n];
+	ld.param.u32 	%r6, [p_write];
+	mov.u64 	%rd2, %globaltimer;
+$L__spin:
+	mov.u64 	%rd3, %globaltimer;
+	sub.s64 	%rd4, %rd3, %rd2;
+	setp.lt.u64 	%p1, %rd4, %rd1;
+	@%p1 bra 	$L__spin;
+	setp.eq.u32 	%p3, %r6, 0;
+	@%p3 bra 	$L__done;
+	mov.u32 	%r2, %tid.x;
+	mov.u32 	%r3, %ntid.x;
+$L__loop:
+	setp.ge.u32 	%p2, %r2, %r1;
+	@%p2 bra 	$L__done;
+	mul.wide.u32 	%rd8, %r2, 4;
+	add.s64 	%rd9, %rd5, %rd8;
+	add.s64 	%rd10, %rd6, %rd8;
+	add.s64 	%rd11, %rd7, %rd8;
+	ld.global.f32 	%f1, [%rd9];
+	ld.global.f32 	%f2, [%rd10];
+	add.rn.f32 	%f3, %f1, %f2;
+	st.global.f32 	[%rd11], %f3;
+	add.u32 	%r2, %r2, %r3;
+	bra 	$L__loop;
+$L__done:
+	ret;
+}
+"""
+
+
+def _spin_add_row(write: int, build_key: str):
+    from dataset_spec.model import Arg, Buffer, KernelRecord, Launch, Problem
+    problem = Problem("spin", "vector_add", [Buffer("x", "float32", (256,)), Buffer("y", "float32", (256,)),
+                                             Buffer("out", "float32", (256,), role="out")])
+    launch = Launch("ptxds_test_spin_add", (1,), (32,),
+                    [Arg.scalar("u64", SPIN_NS), Arg.buf("x"), Arg.buf("y"), Arg.buf("out"),
+                     Arg.scalar("u32", 256), Arg.scalar("u32", write)])
+    return problem, KernelRecord("spin", "test", {}, build_key, "sm_70", SPIN_ADD_PTX, [launch, launch], problem,
+                                 build_key=build_key)
+
+
 @pytest.mark.gpu
 def test_worker_times_a_row_with_cupti():
     pytest.importorskip("cupti")
-    from dataset_spec.model import Arg, Buffer, KernelRecord, Launch, Problem
     from verify.inputs import make_trial_inputs
     from verify.worker import GpuWorker
-    problem = Problem("spin", "vector_add", [Buffer("x", "float32", (256,)), Buffer("y", "float32", (256,)),
-                                             Buffer("out", "float32", (256,), role="out")])
-    launch = Launch("ptxds_test_spin", (1,), (32,), [Arg.scalar("u64", SPIN_NS)])
-    row = KernelRecord("spin", "test", {}, "spin_twice", "sm_70", SPIN_PTX, [launch, launch], problem,
-                       build_key="spin-twice")
+    problem, row = _spin_add_row(1, "spin-twice")
     trial = make_trial_inputs(problem, "spin", 0)
     worker = GpuWorker(0)
     try:
-        check = worker.check(row.to_json(), "spin", [(0, "k0", trial.seed, trial.storage)], None, 60.0)
+        check = worker.check(row.to_json(), "spin", [(0, "k0", trial.seed, trial.storage)], None, 60.0,
+                             keep=["k0"])
         assert check.error is None, check.message
-        reply = worker.time("spin-twice", 0.3, 60.0)
+        # a row whose checked run was not kept is not timed
+        assert worker.time("spin-twice", 0.3, 60.0)["error"] == "unchecked"
+        reply = worker.time("spin-twice", 0.3, 60.0, sets=[("k0", trial.seed)], record_json=row.to_json())
     finally:
         worker.close()
-    assert set(reply) == {"stats", "method", "event_stats", "sm_clock_mhz", "fallback_reason"}, reply
+    assert set(reply) == {"stats", "method", "event_stats", "sm_clock_mhz", "fallback_reason", "checked_samples",
+                          "input_sets"}, reply
+    # every timed sample's outputs were judged against the checked run
+    assert reply["checked_samples"] >= reply["stats"]["samples"] >= 10 and reply["input_sets"] == 1
     assert reply["method"] == "cupti" and reply["fallback_reason"] == "", reply
     assert 0 < reply["stats"]["median_us"] <= reply["event_stats"]["median_us"] * 1.01
     assert reply["stats"]["median_us"] >= 2 * SPIN_NS / 1000 * 0.95
@@ -469,3 +532,26 @@ def test_ncu_driver_mode_needs_no_positional_dataset(tmp_path):
     assert "arguments are required" not in done.stderr, done.stderr
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and "dataset folder is required" in done.stderr
+
+
+@pytest.mark.gpu
+def test_a_row_that_stops_writing_while_timed_gets_no_time():
+    """The checks ran a row that writes; the same entry with writing switched off is then
+    timed in its place (as a kernel that computes only while checked would behave): every
+    sample is judged against the checked run, so the worker answers timing_mismatch."""
+    pytest.importorskip("cupti")
+    from verify.inputs import make_trial_inputs
+    from verify.worker import GpuWorker
+    problem, row = _spin_add_row(1, "spin-lazy")
+    _, lazy = _spin_add_row(0, "spin-lazy")
+    trial = make_trial_inputs(problem, "spin", 0)
+    worker = GpuWorker(0)
+    try:
+        check = worker.check(row.to_json(), "spin", [(0, "k0", trial.seed, trial.storage)], None, 60.0,
+                             keep=["k0"])
+        assert check.error is None, check.message
+        reply = worker.time("spin-lazy", 0.3, 60.0, sets=[("k0", trial.seed)], record_json=lazy.to_json())
+    finally:
+        worker.close()
+    assert reply.get("error") == "timing_mismatch", reply
+    assert "differs from the checked run" in reply["message"]

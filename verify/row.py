@@ -40,6 +40,7 @@ class LoadedRow:
     fresh_buffers: Optional[dict] = None
     buffer_set: int = 0
     first_buffers: Optional[dict] = None
+    fresh_note: str = ""                 # why run 2 did not move to fresh pages, when it did not
 
     def prepare(self, inputs: dict, seed: int = 0, poison: int = 0, fill: Optional[np.ndarray] = None,
                 placement: str = "after") -> None:
@@ -105,7 +106,17 @@ class LoadedRow:
         if self.first_buffers is None:
             self.first_buffers = self.buffers
         if self.fresh_buffers is None:
-            self.fresh_buffers = _allocate(self.record, self.first_buffers)
+            from .driver import DriverError
+            try:
+                self.fresh_buffers = _allocate(self.record, self.first_buffers)
+            except DriverError as exc:
+                if exc.sticky:
+                    raise
+                # no room for a second set (a very large row): run 2 stays on the first one
+                self.fresh_note = f"run 2 on the first buffers: a second set could not be allocated ({exc.name})"
+                self.fresh_buffers = {}
+        if not self.fresh_buffers:
+            return
         for buf in self.first_buffers.values():
             buf.place("after")
             buf.fill_word(4, junk_word)

@@ -605,11 +605,13 @@ class _Run:
                 new_row.sanitizer = json.dumps(findings, sort_keys=True)
                 apply_sanitizer_status(new_row, sanitizer_status(findings))
                 race_counts[row.build_key] = race_errors(findings)
+            elif new_row.status == "passed" and tail_buffers(row):
+                self._memcheck_tails(row, new_row, prepared)
             if new_row.status == "passed":
                 consensus_by_digest[digest].add(row.build_key, verdict.outputs, verdict.max_err_ratio)
                 if self.timing:
                     with self.stopwatch("time"):
-                        self._time(worker, new_row, prepared, digest, cubin)
+                        self._time(worker, new_row, prepared, digest, cubin, row.to_json())
             out_rows.append(new_row)
             results[row.build_key] = new_row.status
             if isinstance(new_row.output_hash, Future):  # hashed on the host while the next member runs
@@ -738,6 +740,22 @@ class _Run:
             findings["racecheck_sync_copies"] = {"errors": counts[0], "base_errors": counts[1], "note": verdict}
             row.sanitizer = json.dumps(findings, sort_keys=True)
 
+    def _memcheck_tails(self, row: KernelRecord, new_row: KernelRecord, prepared: "_ProblemTrials") -> None:
+        """memcheck, by default, for a passing member with a buffer whose size is not a
+        multiple of 16: the fenced placement leaves up to 15 bytes past its end before the
+        guard page, where a store of the bytes already there changes nothing the checks see."""
+        path, missing = automatic_sanitizer()
+        verify_note = new_row.provenance.setdefault("verify", {})
+        names = ", ".join(tail_buffers(row))
+        if path is None:
+            verify_note["memcheck_tails"] = f"not run ({missing}): buffers {names} end inside a 16-byte word"
+            return
+        with self.stopwatch("memcheck_tails"):
+            findings = self._sanitize(row, prepared, tools=("memcheck",), sanitizer=path)
+        new_row.sanitizer = json.dumps(findings, sort_keys=True)
+        verify_note["memcheck_tails"] = f"ran: buffers {names} end inside a 16-byte word"
+        apply_sanitizer_status(new_row, sanitizer_status(findings))
+
     def _sanitize(self, row: KernelRecord, prepared: _ProblemTrials, tools=TOOLS,
                   sanitizer: Optional[str] = None) -> dict:
         try:
@@ -763,12 +781,12 @@ class _Run:
                 results[row.build_key] = "disagrees"
 
     def _time(self, worker, row: KernelRecord, prepared: "_ProblemTrials", digest: str,
-              cubin: Optional[bytes]) -> None:
+              cubin: Optional[bytes], record_json: str) -> None:
         timeout = 2 * self.kernel_timeout + 3 * self.time_budget + 10.0
         sets = [(f"{digest}:{t.trial}", t.seed) for t in timing_trials(prepared.trials)]
         with self.quiet_gpu(worker.ordinal):
             reply = worker.time(row.build_key, self.time_budget, timeout, MAX_TIMING_SAMPLES, sets=sets,
-                                record_json=row.to_json(), cubin=cubin)
+                                record_json=record_json, cubin=cubin)
         if reply.get("error"):
             # The row passed its checks; a timing failure is noted, not a status change,
             # unless the kernel crashed, hung or computed something else while being timed.
@@ -835,6 +853,12 @@ def record_timing(row: KernelRecord, reply: dict) -> None:
     if not stats["converged"]:
         note = f"timing did not reach {TARGET_RSE:.2%} RSE (median RSE {stats['rse'] * 100:.2f}%)"
         row.status_message = f"{row.status_message}; {note}" if row.status_message else note
+
+
+def tail_buffers(row: KernelRecord) -> list:
+    """Names of the row's buffers whose byte size is not a multiple of 16 (see
+    ``_Run._memcheck_tails``)."""
+    return [b.name for b in row.buffers() if b.nbytes % 16]
 
 
 def timing_trials(trials: list) -> list:

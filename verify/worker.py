@@ -207,7 +207,9 @@ class _Worker:
             return CheckResult(runs=runs, error="launch_failed" if during_launch else "crashed",
                                message=f"trial {len(runs)}: {exc}", fatal=exc.sticky, load_path=load_path,
                                float_atomics=atomics, fences=self._fences())
-        notes = [f"fences: {self._fences()}"] + ([self.row.smem_note] if self.row.smem_note else [])
+        notes = ([f"fences: {self._fences()}"] + ([self.row.smem_note] if self.row.smem_note else [])
+                 + ([self.row.fresh_note] if self.row.fresh_note else [])
+                 + ([f"residency not checked: {self.holder_reason}"] if self.holder_reason else []))
         return CheckResult(runs=runs, load_path=load_path, seconds=seconds, float_atomics=atomics,
                            fences=self._fences(), notes=notes)
 
