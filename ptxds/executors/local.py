@@ -1,12 +1,27 @@
 """The local executor: a process pool on this machine for build work items, and one GPU
-worker process per local GPU for verify. The embedded default."""
+worker process per local GPU for verify. The embedded default.
+
+The build pool isolates items from each other: the compilers run in the workers, and one
+that crashes (a segfault in a code generator) or hangs costs its own item only. A dead
+worker fails just the item it was building and is replaced; an item that runs past the
+item timeout has its worker stopped. Workers are started with ``spawn``: the driver holds
+threads (the progress bar's monitor), which ``fork`` would copy half-way through."""
 from __future__ import annotations
 
 import concurrent.futures as cf
+import multiprocessing as mp
 import os
+import signal
 from typing import Iterator, Optional
 
+from dataset_spec.errors import PtxdsError
+
 from . import BuildTask, ItemOutcome, build_item
+
+ITEM_TIMEOUT_ENV = "PTXDS_ITEM_TIMEOUT"
+# Seconds one work item may take in a pool worker; the heaviest CUTLASS translation units
+# take minutes on two cores, so this only catches a compiler that never returns.
+DEFAULT_ITEM_TIMEOUT = 3600.0
 
 _WORKER_TASK: Optional[BuildTask] = None
 
@@ -26,12 +41,41 @@ def _failure(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
+def item_timeout_from_env() -> Optional[float]:
+    """The item timeout in seconds: ``PTXDS_ITEM_TIMEOUT`` (0: none), else the default."""
+    text = os.environ.get(ITEM_TIMEOUT_ENV, "").strip()
+    if not text:
+        return DEFAULT_ITEM_TIMEOUT
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise PtxdsError(f"{ITEM_TIMEOUT_ENV}={text!r} is not a number of seconds; "
+                         f"set it to e.g. 3600, or 0 for no limit") from None
+    return seconds if seconds > 0 else None
+
+
+def _died(exc: BaseException) -> str:
+    """Why a worker process ended without an answer, for the item's failure message."""
+    code = getattr(exc, "exitcode", None)
+    how = f"exit code {code}"
+    if isinstance(code, int) and code < 0:
+        try:
+            how = signal.Signals(-code).name
+        except ValueError:
+            how = f"signal {-code}"
+    return (f"WorkerDied: the build worker process died ({how}) while building this item, "
+            f"most likely a compiler crash; the other items are unaffected, rerun the build to retry it")
+
+
 class LocalExecutor:
-    """``jobs`` worker processes (0: one per core; 1: in this process)."""
+    """``jobs`` worker processes (0: one per core; 1: in this process). ``item_timeout``:
+    seconds per item in a worker (None: ``PTXDS_ITEM_TIMEOUT`` or one hour; 0: no limit);
+    with one job the item runs in this process, unguarded."""
     name = "local"
 
-    def __init__(self, jobs: int = 0):
+    def __init__(self, jobs: int = 0, item_timeout: Optional[float] = None):
         self.jobs = jobs or os.cpu_count() or 1
+        self.item_timeout = item_timeout_from_env() if item_timeout is None else (item_timeout or None)
 
     def describe(self) -> str:
         return f"local, {self.jobs} process(es)"
@@ -45,17 +89,29 @@ class LocalExecutor:
                 except Exception as exc:  # a builder bug costs one item, and is reported
                     yield ItemOutcome(item, [], _failure(exc))
             return
-        with cf.ProcessPoolExecutor(self.jobs, initializer=_init_worker, initargs=(task, os.getpid())) as pool:
-            futures = {pool.submit(_run_item, item): item for item in items}
-            try:
-                for future in cf.as_completed(futures):
-                    try:
-                        yield ItemOutcome(futures[future], future.result())
-                    except Exception as exc:
-                        yield ItemOutcome(futures[future], [], _failure(exc))
-            finally:  # interrupted or abandoned: drop what has not started
-                for future in futures:
-                    future.cancel()
+        from pebble import ProcessExpired, ProcessPool
+        pool = ProcessPool(max_workers=self.jobs, initializer=_init_worker, initargs=(task, os.getpid()),
+                           context=mp.get_context("spawn"))
+        futures: dict = {}
+        try:
+            futures = {pool.schedule(_run_item, (item,), timeout=self.item_timeout): item for item in items}
+            for future in cf.as_completed(futures):
+                item = futures[future]
+                try:
+                    yield ItemOutcome(item, future.result())
+                except ProcessExpired as exc:
+                    yield ItemOutcome(item, [], _died(exc))
+                except cf.TimeoutError:
+                    yield ItemOutcome(item, [], f"ItemTimeout: building this item took longer than "
+                                                f"{self.item_timeout:g} s and its worker was stopped; "
+                                                f"raise {ITEM_TIMEOUT_ENV} (seconds, 0: no limit) to allow more")
+                except Exception as exc:
+                    yield ItemOutcome(item, [], _failure(exc))
+        finally:  # finished, interrupted or abandoned: drop what has not run, stop the workers
+            for future in futures:
+                future.cancel()
+            pool.stop()
+            pool.join()
 
     def gpu_workers(self, count: Optional[int]) -> list:
         """``count`` GPU worker processes spread over the visible GPUs (0/None: one per GPU)."""
