@@ -22,6 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .errors import PtxdsError
+from .lock import FolderLock
 from .schema import SCHEMAS, pair_to_row, rows_to_table
 from .shards import _atomic_write_table, read_split_table, remove_stale_temp_files
 from .swap import COMPLETE, NEW, recover  # noqa: F401 (recover: importable from here too)
@@ -85,8 +86,13 @@ def _pairs_table(made: list) -> tuple:
 
 def resplit(root, pair_maker: Optional[PairMaker] = None) -> ResplitSummary:
     """Rewrite ``root``'s configs into the canonical splits. ``pair_maker`` regenerates
-    pairs for a split assignment; without it existing pairs follow their rows."""
-    root = Path(root)
+    pairs for a split assignment; without it existing pairs follow their rows. Holds the
+    folder's writer lock throughout (``DatasetBusy`` while another process writes it)."""
+    with FolderLock(root):
+        return _resplit(Path(root), pair_maker)
+
+
+def _resplit(root: Path, pair_maker: Optional[PairMaker]) -> ResplitSummary:
     recover(root, _move)
     remove_stale_temp_files(root)
     kernels = read_split_table(root, "kernels")

@@ -12,7 +12,8 @@ so a build killed at any moment leaves only complete shards, and a rerun skips t
 so every size, arch and source of a function sits on one side; a row whose normalised PTX
 is already in the folder joins that PTX's split, so after every write no PTX text is on two
 sides. ``ptxds resplit`` (dataset_spec/resplit.py) rewrites a folder into the canonical
-assignment and writes the derived ``*_by_shape`` configs.
+assignment and writes the derived ``*_by_shape`` configs. A writer holds the folder's
+writer lock (dataset_spec/lock.py) from its creation until ``close``: one writer per folder.
 """
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from .lock import FolderLock
 from .model import KernelRecord, Pair
 from .schema import SCHEMAS, pair_to_row, record_to_row, row_to_record, rows_to_table
 from .splits import SPLITS, bucket_split, function_key
@@ -50,7 +52,8 @@ def _atomic_write_table(table: pa.Table, path: Path) -> None:
 
 class ShardWriter:
     """Appends rows of one config to a dataset folder, one atomic part file per split per
-    ``write`` call."""
+    ``write`` call. Holds the folder's writer lock until ``close`` (or until it is dropped);
+    a second process's writer raises ``DatasetBusy``."""
 
     def __init__(self, out_dir, config: str = "kernels"):
         if config not in SCHEMAS:
@@ -60,7 +63,18 @@ class ShardWriter:
         self._stamp = f"{int(time.time() * 1000):013d}-{os.getpid()}"
         self._count = 0
         self._hash_split = None  # ptx_hash -> split of the rows already in the folder
+        self._lock = FolderLock(self.root).acquire()  # before anything in the folder changes
         recover(self.root)  # a resplit cut short is finished (or discarded) first
+
+    def close(self) -> None:
+        """Release the folder's writer lock (the rows written stay)."""
+        self._lock.release()
+
+    def __enter__(self) -> "ShardWriter":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
     def _split_of_row(self, row: dict) -> str:
         if self._hash_split is None:
@@ -116,10 +130,14 @@ def read_split_table(root, config: str = "kernels", columns=None) -> pa.Table:
 
 
 def remove_stale_temp_files(root) -> int:
-    """Temp files of a writer that was killed mid-write; only whole parts count."""
-    stale = list(Path(root).glob("*/*/.part-*.tmp"))
-    for path in stale:
-        path.unlink(missing_ok=True)
+    """Temp files of a writer that was killed mid-write; only whole parts count. Takes the
+    writer lock: a live writer's temp files are not stale (``DatasetBusy``)."""
+    if not Path(root).is_dir():
+        return 0
+    with FolderLock(root):
+        stale = list(Path(root).glob("*/*/.part-*.tmp"))
+        for path in stale:
+            path.unlink(missing_ok=True)
     return len(stale)
 
 

@@ -229,6 +229,7 @@ def run_build(source: str, out_dir, options: BuildOptions, jobs: int = 0, sass: 
         summary.interrupted = True
     finally:
         flush()
+        writer.close()  # the publish below takes the folder's lock itself
         bar.close()
     if Dataset(out).done_keys():
         Dataset(out, credits=source_credits).publish()
