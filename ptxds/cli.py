@@ -282,6 +282,9 @@ def _print_plan(plan, jobs) -> None:
         click.echo(f"{item.rows:>5} row(s)  {item.label}")
     if len(plan.items) > DRY_RUN_LISTED:
         click.echo(f"  ... and {len(plan.items) - DRY_RUN_LISTED} more work items")
+    if not plan.items:
+        click.echo(f"{plan.source}: nothing left to build ({plan.items_done} work items already done)")
+        return
     minutes = plan.cpu_seconds / cores / 60
     click.echo(f"{plan.source}: {len(plan.items)} work items to build ({plan.items_done} already done), "
                f"{plan.rows} rows; about {minutes:.1f} min on {cores} core(s) with cold caches "

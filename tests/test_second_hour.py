@@ -494,3 +494,9 @@ def test_folders_the_readme_commands_write_are_git_ignored():
     tops = {path.split("/")[0] for path in re.findall(r"--(?:out|db) ([\w./-]+)", readme)}
     assert tops >= {"data", "tune"}
     assert all(f"/{top}/" in ignored for top in tops), tops - {line.strip("/") for line in ignored}
+
+
+def test_dry_run_of_a_finished_build_says_nothing_is_left(built):
+    result = run_cli("build", "--source", "ptx", "--manifest", MANIFESTS / "ok_blob.yaml", "--dry-run", "--out", built)
+    assert result.exit_code == 0
+    assert result.output.strip() == "ptx: nothing left to build (3 work items already done)"  # one per member
