@@ -34,7 +34,9 @@ An ``args`` string naming a problem buffer is that buffer's pointer; ``null`` is
 pointer; anything else is an expression giving a scalar (its type comes from the signature).
 Expressions see ``vars``, numeric problem params, ``num_warps``, ``num_stages``,
 ``num_ctas``, ``ranges`` (distinct ``tt.make_range`` sizes of the kernel, ascending),
-``max_range``, ``min_range`` and the functions ``cdiv``, ``min``, ``max``, ``next_pow2``.
+``max_range``, ``min_range`` and the functions ``cdiv``, ``min``, ``max``, ``next_pow2``
+(and ``abs``), evaluated without ``eval`` (``expressions.py``, which also refuses unknown
+keys in an entry).
 """
 from __future__ import annotations
 
@@ -47,6 +49,7 @@ from typing import Any, Optional
 
 from builders.base import Builder, BuildOptions, WorkItem, shared_memory_misfit
 from builders.shapes import OP_KINDS, ShapeSet, load_shape_set, shape_label, shape_params
+from builders.triton.expressions import cdiv, check_spec_entries, evaluate, next_pow2
 from builders.triton.recover import Recovery, recover_launch_facts
 from dataset_spec.documents import load_document
 from dataset_spec.model import Arg, Buffer, KernelRecord, Launch, Problem, SpecError
@@ -63,14 +66,6 @@ NO_PROBLEM_HINT = ("map it with a problem spec file (--problem FILE, see docs/tr
 
 
 # --------------------------------------------------------------------------- suite
-
-def cdiv(a: int, b: int) -> int:
-    return -(-int(a) // int(b))
-
-
-def next_pow2(n: int) -> int:
-    return 1 << (int(n) - 1).bit_length()
-
 
 def ptr(name: str, buffer: str, dtype: str) -> dict:
     return {"name": name, "kind": "ptr", "buffer": buffer, "dtype": dtype}
@@ -692,6 +687,7 @@ def load_problem_specs(path: Optional[str]) -> list[dict]:
     specs = load_document(path)
     if not isinstance(specs, list):
         raise SpecError(f"{path}: a problem spec file holds a list of entries, got {type(specs).__name__}")
+    check_spec_entries(specs, path)
     return specs
 
 
@@ -710,15 +706,8 @@ def expression_scope(spec: dict, problem: Problem, variant: dict) -> dict:
     scope.update(spec.get("vars", {}))
     scope.update(num_warps=int(meta.get("num_warps", 4)), num_stages=int(meta.get("num_stages", 0)),
                  num_ctas=int(meta.get("num_ctas", 1)), ranges=ranges,
-                 max_range=max(ranges), min_range=min(ranges),
-                 cdiv=cdiv, min=min, max=max, next_pow2=next_pow2)
-    return scope
-
-
-def evaluate(expr, scope: dict):
-    if isinstance(expr, (int, float)):
-        return expr
-    return eval(str(expr), {"__builtins__": {}}, scope)  # the user's own spec file
+                 max_range=max(ranges), min_range=min(ranges))
+    return scope  # the functions (cdiv, min, max, next_pow2, abs): expressions.FUNCTIONS
 
 
 def spec_args(spec: dict, problem: Problem, variant: dict, scope: dict) -> list:
@@ -778,6 +767,7 @@ class TritonDumpBuilder(Builder):
         return Path(folder)
 
     def work_items(self) -> list:
+        load_problem_specs(self.settings.problem_file)  # a bad spec file stops here, before any item
         items = []
         for ptx_path in find_variants(self.dump_dir()):
             variant = load_variant(ptx_path)
@@ -811,7 +801,7 @@ class TritonDumpBuilder(Builder):
             launch, scratch = make_launch(variant["name"], variant["metadata"],
                                           spec_grid(spec, variant, scope),
                                           spec_args(spec, record.problem, variant, scope))
-        except (SpecError, TypeError, ValueError, NameError, SyntaxError, KeyError) as exc:
+        except (SpecError, TypeError, ValueError, KeyError, ArithmeticError) as exc:
             record.status = "no_problem"
             record.status_message = f"problem spec for {variant['name']} does not apply: {one_line(exc)}"
             return [record]
