@@ -17,7 +17,8 @@ merely clever:
 - flops only for ops whose count is exact for every algorithm: 2 x outputs x the reduction
   length for GEMMs and forward or weight-gradient convolutions (a data-gradient
   convolution's length is an upper bound with stride, and complex products have 3-mult
-  forms), each at the peak rate of the fastest operand dtype.
+  forms), each at the peak rate of the fastest operand dtype; none where the problem draws
+  sparse operands (``params.operand_density``), whose zeros a kernel may rightly skip.
 """
 from __future__ import annotations
 
@@ -83,7 +84,8 @@ def problem_work(problem: Problem, reduction_length=None) -> Work:
     write = sum(b.nbytes for b in problem.buffers if b.role in ("out", "inout"))
     flops, dtypes = 0, ()
     p = problem.params or {}
-    if problem.op in FLOP_OPS and reduction_length is not None and float(p.get("alpha", 1.0)) != 0.0:
+    if (problem.op in FLOP_OPS and reduction_length is not None and float(p.get("alpha", 1.0)) != 0.0
+            and not p.get("operand_density")):
         outputs = sum(b.numel for b in problem.buffers if b.role in ("out", "inout"))
         flops = 2 * outputs * int(reduction_length(problem))
         names = {b.name: b for b in problem.buffers if b.role == "in"}

@@ -92,7 +92,11 @@ def test_every_class_has_two_members_and_every_v4_status_is_expected():
     per_class = Counter(m.variant["v4_class"] for _, m in members)
     assert {c for c in CLASSES if per_class[c] < 2} == set(), per_class
     expects = Counter(m.variant["expect"] for _, m in members)
-    for status in V4_STATUSES:
+    # faster_than_roofline is the backstop behind the timing protocol: the memoising members
+    # that reached it before the protocol restored module globals and page slack per sample
+    # are now timed honestly (`passed`, expect_time_like), so no member expects it; the floor
+    # itself is tested in tests/test_checked_timing.py.
+    for status in ("timing_mismatch", "stale_binding", "residency_deadlock"):
         assert expects[status] >= 2, (status, expects)
     # the classes that apply to several ops or dtypes use more than one
     for cls in ("launch_counting", "poison_sniffer", "stale_binding", "scratch_header", "stress_fast_path",

@@ -219,3 +219,36 @@ def test_the_verifiers_own_kernels_assemble(tmp_path, name, text, registers):
     if registers is not None:
         # the holder must fill an SM's register file: 1024 threads x 64 registers
         assert f"Used {registers} registers" in done.stderr
+
+
+@pytest.mark.parametrize("line,width", [
+    ("st.global.v4.f32 [%rd1], {%f1, %f2, %f3, %f4};", 16),
+    ("st.global.b16 [%rd1], %rs1;", 2),
+    ("st.v2.u64 [%rd1], {%rd2, %rd3};", 16),
+    ("st.shared.v4.f32 [%r1], {%f1, %f2, %f3, %f4};", 0),
+    ("red.global.add.f32 [%rd1], %f1;", 4),
+    ("atom.global.add.noftz.bf16x2 %r1, [%rd1], %r2;", 4),
+    ("cp.async.bulk.global.shared::cta.bulk_group [%rd1], [%r1], 256;", 16),
+    ("ld.global.v4.f32 {%f1, %f2, %f3, %f4}, [%rd1];", 0),
+])
+def test_widest_global_store(line, width):
+    from verify.outcome import widest_global_store
+    assert widest_global_store(f"    {line}\n") == width
+
+
+def test_only_written_buffers_a_store_could_straddle_get_memcheck():
+    from verify.runner import tail_buffers
+    problem = Problem("t", "vector_add", [Buffer("x", "float32", (1151,), "in"), Buffer("y", "float32", (1151,), "in"),
+                                          Buffer("out", "float32", (1151,), "out")])
+    scalar = ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry k()\n{\n st.global.f32 [%rd1], %f1;\n ret;\n}\n"
+    row = KernelRecord(kernel_id="k", group_id="g", source="ptx", variant={}, name="k", arch="sm_90", ptx=scalar,
+                       launches=[Launch("k", (1,), (32,), [])], problem=problem)
+    assert tail_buffers(row) == []  # 4604 bytes: no 4-byte store can cross the end
+    row.ptx = scalar.replace("st.global.f32 [%rd1], %f1;", "st.global.v4.f32 [%rd1], {%f1, %f1, %f1, %f1};")
+    assert tail_buffers(row) == ["out"]  # a 16-byte store can; inputs are fenced read-only
+
+
+def test_sparse_operands_claim_no_flops():
+    problem = gemm_problem()
+    problem.params["operand_density"] = 0.2
+    assert problem_work(problem, get_op("gemm").reduction_length).flops == 0

@@ -1,9 +1,13 @@
 """Timed launches that are checked: fresh inputs, fresh poison and a judged output per sample.
 
 A time is a claim like a label. The timing job runs on a freshly loaded module (module
-globals start from their initial values, so a kernel cannot count its way past the checks),
-alternates the ordinary trials' input sets between samples (state kept across launches, and
-results memoised on inputs, miss), and before every sample, outside the timed span, copies
+globals start from their initial values), alternates the ordinary trials' input sets between
+samples, and first runs at least MIN_KEPT_STATE_LAUNCHES launches with the module's state
+kept, the last of them judged: a kernel that counts its launches and stops working after the
+checks fails there. Then, before every timed sample, the module's ``.global`` variables get
+their initial image back and the page slack beside every buffer its guard fill (state kept
+across launches, a cache memoised on inputs, a pointer kept from an earlier launch: none
+survives into a timed sample), and, outside the timed span, it copies
 that set's inputs back in, fills outputs and uninitialised scratch with a word that changes
 every sample (not one of the checks' poisons, so no kernel can tell a fresh fill), and
 re-initialises initialised scratch. After every sample, outside the timed span, a small
@@ -84,6 +88,33 @@ DONE:
     ret;
 }}
 """
+
+
+# Launches a row runs with its module state kept before timing, the last one judged: more
+# than its checks run (trials x runs, with the diagnoses' extra runs), so a kernel that
+# counts past the checks and then stops working is seen.
+MIN_KEPT_STATE_LAUNCHES = 64
+
+
+def module_globals(row) -> list:
+    """(device address, bytes) of every ``.global`` variable the row's module defines."""
+    from ptx_tools.parse import parse_ptx
+    from .driver import DriverError, check, cu
+    try:
+        names = [v.name for v in parse_ptx(row.record.ptx).variables if v.state_space == "global" and not v.extern]
+    except Exception:  # PTX the parser cannot read: no globals are restored (noted by the caller)
+        return []
+    found = []
+    for name in names:
+        try:
+            address, size = check(cu.cuModuleGetGlobal(row.module.handle, name.encode()), "cuModuleGetGlobal")
+        except DriverError as exc:
+            if exc.sticky:
+                raise
+            continue
+        if int(size):
+            found.append((int(address), int(size)))
+    return found
 
 
 class TimingMismatch(RuntimeError):
@@ -202,7 +233,15 @@ class CheckedSamples:
         self.stash: list = []   # per set: name -> device buffer holding that set's contents
         self.judged = 0
         self._owned: list = []
+        self.restoring = False  # set once the kept-state launches are judged
+        self.globals: list = []  # (address, bytes, device buffer with the initial image)
         try:
+            from .driver import check, cu
+            for address, size in module_globals(row):
+                image = DeviceBuffer(size)
+                self._owned.append(image)
+                check(cu.cuMemcpyDtoD(image.ptr, cu.CUdeviceptr(address), size), "cuMemcpyDtoD(global image)")
+                self.globals.append((address, size, image))
             for storage, seed, _ in sets:
                 contents = {}
                 for name, spec in row.specs.items():
@@ -232,7 +271,8 @@ class CheckedSamples:
     def commands(self) -> int:
         """Stream commands per sample, beyond the launches (for the held-batch limit)."""
         filled = sum(1 for name, spec in self.row.specs.items() if spec.role in ("out", "inout", "scratch"))
-        return len(self.stash[0]) + filled + len(self.outputs)
+        slack = 2 * sum(1 for buf in self.row.buffers.values() if hasattr(buf, "arm_async"))
+        return len(self.stash[0]) + filled + len(self.outputs) + slack + len(self.globals)
 
     @property
     def max_batch(self) -> Optional[int]:
@@ -240,11 +280,22 @@ class CheckedSamples:
             return 1
         return max(1, self.checksums.capacity // max(1, len(self.outputs)))
 
+    @property
+    def min_warmup(self) -> int:
+        return MIN_KEPT_STATE_LAUNCHES
+
     def prologue(self, sample: int) -> None:
+        from .driver import check, cu
         contents = self.stash[sample % len(self.stash)]
         word = int(self.rng.integers(0, 1 << 32))
+        if self.restoring:
+            for address, size, image in self.globals:
+                check(cu.cuMemcpyDtoDAsync(cu.CUdeviceptr(address), image.ptr, size, self.stream),
+                      "cuMemcpyDtoDAsync(global image)")
         for name, buf in self.row.buffers.items():
             spec = self.row.specs[name]
+            if hasattr(buf, "arm_async"):
+                buf.arm_async(self.stream)  # the page slack beside the buffer, back to its guard fill
             if name in contents:
                 copy_async(buf, contents[name], self.stream)
             elif spec.role in ("out", "scratch") and spec.table is None:
@@ -254,6 +305,17 @@ class CheckedSamples:
         if self.exact:
             self.checksums.enqueue([self.row.buffers[name] for name in self.outputs], slot * len(self.outputs),
                                    self.stream)
+
+    def judge_kept_state(self, last_sample: int) -> None:
+        """After the warm-up (module state kept throughout): its last launch's outputs must
+        be the checked run's; from now on every sample starts from the initial state."""
+        self.begin_batch()
+        self.epilogue(last_sample, 0)
+        try:
+            self.judge_batch(last_sample, 1)
+        except TimingMismatch as exc:
+            raise TimingMismatch(f"after {last_sample + 1} launches on one module: {exc}") from None
+        self.restoring = True
 
     def begin_batch(self) -> None:
         if self.exact:

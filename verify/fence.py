@@ -181,6 +181,18 @@ class FencedBuffer(DeviceBuffer):
         if n_after:
             check(cu.cuMemcpyDtoD(cu.CUdeviceptr(after), cu.CUdeviceptr(page.alias), n_after), "cuMemcpyDtoD(slack)")
 
+    def arm_async(self, stream) -> None:
+        """``arm`` enqueued on ``stream`` (the timed samples': nothing a kernel leaves in the
+        slack beside a buffer survives into the next sample)."""
+        (before, n_before), (after, n_after) = self._slack()
+        page = self.page
+        if n_before:
+            check(cu.cuMemcpyDtoDAsync(cu.CUdeviceptr(before), cu.CUdeviceptr(page.alias + page.size - n_before),
+                                       n_before, stream), "cuMemcpyDtoDAsync(slack)")
+        if n_after:
+            check(cu.cuMemcpyDtoDAsync(cu.CUdeviceptr(after), cu.CUdeviceptr(page.alias), n_after, stream),
+                  "cuMemcpyDtoDAsync(slack)")
+
     def hits(self, fill: np.ndarray) -> list:
         """Writes into the slack within the fill's length of the buffer (further ones fault
         in the other placement): [(offset from the buffer's start, changed bytes)]."""

@@ -58,26 +58,49 @@ def float_atomics(ptx: str, entries=None) -> bool:
     type; with ``entries`` None, anywhere in ``ptx``. An entry that is never launched
     excuses nothing: its atomics cannot reorder the launched kernels' sums. PTX the parser
     cannot read is searched whole."""
-    if entries is None:
-        return _has_float_atomic(ptx)
+    return _has_float_atomic(ptx if entries is None else launched_code(ptx, entries))
+
+
+def launched_code(ptx: str, entries) -> str:
+    """The bodies of ``entries`` and of every function they call, directly or not; the
+    whole text where the parser cannot read it or an entry is missing (never less)."""
     from ptx_tools.parse import parse_ptx
     try:
         module = parse_ptx(ptx)
         bodies = {f.name: f.body or "" for f in module.functions}
     except Exception:  # unreadable PTX: judge it whole rather than not at all
-        return _has_float_atomic(ptx)
+        return ptx
     seen, todo = set(), [e for e in entries if e in bodies]
     if len(todo) != len(set(entries)):
-        return _has_float_atomic(ptx)
+        return ptx
     while todo:
         name = todo.pop()
         if name in seen:
             continue
         seen.add(name)
-        if _has_float_atomic(bodies[name]):
-            return True
         todo.extend(callee for callee in _CALL.findall(bodies[name]) if callee in bodies and callee not in seen)
-    return False
+    return "\n".join(bodies[name] for name in sorted(seen))
+
+
+_STORE = re.compile(r"\b(?:st|atom|red)((?:\.[\w:]+)+)")
+_BULK_STORE = re.compile(r"\bcp\.(?:reduce\.)?async\.bulk\.global\.")
+_TYPE_BYTES = {"8": 1, "16": 2, "32": 4, "64": 8, "128": 16}
+_NOT_GLOBAL = {"shared", "shared::cta", "shared::cluster", "local", "param", "const"}
+
+
+def widest_global_store(code: str) -> int:
+    """Bytes of the widest store, atomic or reduction that may write global memory in
+    ``code`` (vector width times element size; 16 for bulk copies to global)."""
+    widest = 16 if _BULK_STORE.search(code) else 0
+    for match in _STORE.finditer(code):
+        parts = match.group(1).split(".")[1:]
+        if _NOT_GLOBAL & set(parts):
+            continue
+        lanes = next((int(p[1:]) for p in parts if p in ("v2", "v4", "v8")), 1)
+        size = next((_TYPE_BYTES[p[1:]] for p in parts if p[:1] in "bsuf" and p[1:] in _TYPE_BYTES), 0)
+        size = max(size, 4 if any(p in ("f16x2", "bf16x2") for p in parts) else 0)
+        widest = max(widest, lanes * size)
+    return widest
 
 
 @dataclass

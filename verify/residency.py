@@ -4,7 +4,7 @@ A kernel that needs all of its blocks resident at once (a software grid barrier,
 producer block spinning on a consumer block) works on an idle GPU when its grid fits, and
 deadlocks wherever part of the GPU is busy; only a cooperative launch promises residency.
 ``SmHolder`` launches one block per held SM that fills the SM (1024 threads, 64 registers
-each: the whole register file, and all the dynamic shared memory a block may take), waits
+each: the whole register file, so no block of any kernel fits beside it), waits
 until every holding block runs, then lets the row run on the remaining SMs. The holders
 spin until the host releases them: when the row has finished, or when it has not finished
 within its deadline (many times its unhindered run), which is then the finding. The
@@ -29,11 +29,15 @@ MIN_DEADLINE_S = 0.5
 
 
 def holder_ptx() -> str:
-    """The holding kernel: block b marks ``arrived[b]``, then spins on ``release`` (host
-    memory) with LIVE_REGISTERS values kept live, so the block occupies its SM's register
-    file; it stores their sum so no value can be dropped."""
-    regs = "\n".join(f"    mov.u32 %v{i}, %r1;\n    add.u32 %v{i}, %v{i}, {i * 2654435761 % 2**31};"
-                     for i in range(LIVE_REGISTERS))
+    """The holding kernel: thread 0 of block b marks ``arrived[b]``, then polls ``release``
+    (host memory) every 2 us while the block's other threads wait at a barrier; LIVE_REGISTERS
+    values are kept live across it, so ptxas gives every thread its 64 registers and the
+    block occupies its SM's register file; it stores their sum so no value can be dropped.
+    One poller a block, sleeping between reads: a thousand threads reading host memory
+    without pause slow every other kernel on the GPU by orders of magnitude."""
+    # volatile loads before the barrier cannot be moved past it or recomputed after it, so
+    # their values stay live (and in registers) across the wait
+    regs = "\n".join(f"    ld.volatile.global.u32 %v{i}, [%rd3+{4 * i}];" for i in range(LIVE_REGISTERS))
     bump = "\n".join(f"    add.u32 %v{i}, %v{i}, %r4;" for i in range(LIVE_REGISTERS))
     total = "\n".join(f"    add.u32 %r5, %r5, %v{i};" for i in range(LIVE_REGISTERS))
     return f"""
@@ -56,6 +60,7 @@ def holder_ptx() -> str:
     mov.u32 %r1, %tid.x;
     mov.u32 %r2, %ctaid.x;
 {regs}
+    mov.u32 %r4, 0;
     setp.ne.u32 %p1, %r1, 0;
     @%p1 bra WAIT;
     mul.wide.u32 %rd5, %r2, 4;
@@ -63,18 +68,19 @@ def holder_ptx() -> str:
     mov.u32 %r3, 1;
     st.volatile.global.u32 [%rd6], %r3;
     st.shared.u32 [touch], %r3;
-WAIT:
     mov.u64 %rd7, %globaltimer;
 SPIN:
+    nanosleep.u32 2000;
     ld.volatile.global.u32 %r4, [%rd2];
-{bump}
     setp.ne.u32 %p2, %r4, 0;
-    @%p2 bra DONE;
+    @%p2 bra WAIT;
     mov.u64 %rd8, %globaltimer;
     sub.s64 %rd9, %rd8, %rd7;
     setp.lt.u64 %p3, %rd9, %rd4;
     @%p3 bra SPIN;
-DONE:
+WAIT:
+    bar.sync 0;
+{bump}
     mov.u32 %r5, 0;
 {total}
     mad.lo.u32 %r6, %r2, {HOLDER_THREADS}, %r1;
@@ -89,17 +95,25 @@ DONE:
 class SmHolder:
     """Holds ``fraction`` of the SMs of the current context's device on its own stream."""
 
-    def __init__(self, sm_count: int, device, fraction: float = 0.5):
+    def __init__(self, sm_count: int, device, fraction: float = 0.5, take_smem: bool = False,
+                 carveout: Optional[int] = None):
         from .driver import DeviceBuffer, Module, PreparedLaunch, check, cu, function_attribute
         self._check, self._cu = check, cu
         self.blocks = max(1, int(sm_count * fraction))
         self.module = Module.from_ptx(holder_ptx())
         function = self.module.function(HOLDER_ENTRY)
         self.registers = function_attribute(function, "CU_FUNC_ATTRIBUTE_NUM_REGS")
-        limit = check(cu.cuDeviceGetAttribute(
-            cu.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, device), "cuDeviceGetAttribute")
-        static = function_attribute(function, "CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES")
-        self.dynamic_smem = max(0, int(limit) - int(static))
+        self.dynamic_smem = 0
+        if take_smem:
+            limit = check(cu.cuDeviceGetAttribute(
+                cu.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, device),
+                "cuDeviceGetAttribute")
+            static = function_attribute(function, "CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES")
+            self.dynamic_smem = max(0, int(limit) - int(static))
+        if carveout is not None:
+            check(cu.cuFuncSetAttribute(
+                function, cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, int(carveout)),
+                "cuFuncSetAttribute(PREFERRED_SHARED_MEMORY_CARVEOUT)")
         self.host = check(cu.cuMemHostAlloc(4 * (self.blocks + 1), cu.CU_MEMHOSTALLOC_DEVICEMAP), "cuMemHostAlloc")
         self.words = (ctypes.c_uint32 * (self.blocks + 1)).from_address(int(self.host))
         device_ptr = int(check(cu.cuMemHostGetDevicePointer(self.host, 0), "cuMemHostGetDevicePointer"))

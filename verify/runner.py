@@ -51,7 +51,7 @@ from .reference import choose_backend, reference_outputs, torch_for
 from .timing import TARGET_RSE
 from .roofline import judge as roofline_judge
 from dataset_spec.work import problem_work
-from .outcome import Consensus, OutputSpec, Verdict, classify
+from .outcome import Consensus, OutputSpec, Verdict, classify, launched_code, widest_global_store
 from .sanitize import TOOLS, race_errors, racing_members, run_sanitizer, sanitizer_status
 from .coverage import apply_coverage, explain_survivors, measure_site
 from .race_focus import automatic_sanitizer, barrier_never_ordered, delay_reason, note as racecheck_note, \
@@ -856,9 +856,13 @@ def record_timing(row: KernelRecord, reply: dict) -> None:
 
 
 def tail_buffers(row: KernelRecord) -> list:
-    """Names of the row's buffers whose byte size is not a multiple of 16 (see
-    ``_Run._memcheck_tails``)."""
-    return [b.name for b in row.buffers() if b.nbytes % 16]
+    """Names of the row's written buffers whose end a store of the row's launched code could
+    straddle: byte size not a multiple of the widest global store (naturally aligned, so a
+    narrower store cannot cross the end; see ``_Run._memcheck_tails``)."""
+    widest = widest_global_store(launched_code(row.ptx, [launch.entry for launch in row.launches]))
+    if widest <= 1:
+        return []
+    return [b.name for b in row.buffers() if b.role != "in" and b.nbytes % widest]
 
 
 def timing_trials(trials: list) -> list:

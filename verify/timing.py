@@ -217,6 +217,8 @@ def time_launches(stream, launches: Sequence, flush, before: Optional[Callable[[
         synchronize()
         samples.learned_members(len(launches))
     warm_start, i = time.perf_counter(), 0
+    if checker is not None:
+        warmup = max(warmup, checker.min_warmup)
     while i < warmup or time.perf_counter() - warm_start < warmup_s:
         enqueue_prologue(i)
         for launch in launches:
@@ -226,6 +228,8 @@ def time_launches(stream, launches: Sequence, flush, before: Optional[Callable[[
             synchronize()
     synchronize()
     samples.warmed_up(i, len(launches))
+    if checker is not None:
+        checker.judge_kept_state(i - 1)
 
     commands_per_launch = COMMANDS_PER_LAUNCH_TRACED if samples.clock is not None else 1
     # the flush's write, and its read kernel traced like a launch

@@ -209,7 +209,9 @@ class _Worker:
                                float_atomics=atomics, fences=self._fences())
         notes = ([f"fences: {self._fences()}"] + ([self.row.smem_note] if self.row.smem_note else [])
                  + ([self.row.fresh_note] if self.row.fresh_note else [])
-                 + ([f"residency not checked: {self.holder_reason}"] if self.holder_reason else []))
+                 + ([f"residency not checked: {self.holder_reason}"] if self.holder_reason else [])
+                 + ([f"residency: the holder got {self.holder.registers} registers a thread, not 64: held SMs "
+                     "may take other blocks"] if self.holder is not None and self.holder.registers < 64 else []))
         return CheckResult(runs=runs, load_path=load_path, seconds=seconds, float_atomics=atomics,
                            fences=self._fences(), notes=notes)
 
@@ -247,9 +249,10 @@ class _Worker:
             lap("upload")
             if fresh:
                 self.row.use_fresh_set()
+                lap("fresh")
             try:
                 outputs = self._run(inputs, seed, poison, fill, **how)
-                lap("kernel")
+                lap("held" if how.get("noise") else "kernel")
                 out_of_bounds.extend(hit for hit in self.row.guard_hits() if hit not in out_of_bounds)
             finally:
                 self.row.use_first_set()

@@ -1,0 +1,56 @@
+"""How a row runs while SMs are held, under holder variants (dynamic shared memory taken or
+not, the holder's carveout preference): the launch sequence's wall time, plain and held,
+for the first rows of a dataset. Finds holder settings that hold SMs without serialising
+ordinary kernels.
+
+Usage: python benchmarks/residency_probe.py DATASET [ROWS]
+"""
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from dataset_spec.shards import read_records  # noqa: E402
+from verify.driver import Context, check, cu  # noqa: E402
+from verify.inputs import make_trial_inputs  # noqa: E402
+from verify.residency import SmHolder  # noqa: E402
+from verify.row import load_row  # noqa: E402
+
+
+def wall(row, stream, holder=None) -> float:
+    held = holder.hold() if holder is not None else 0
+    t0 = time.perf_counter()
+    for launch in row.launches:
+        launch.enqueue()
+    if holder is not None:
+        late = holder.finish_within(stream, 2.0)
+    check(cu.cuStreamSynchronize(stream), "sync")
+    seconds = time.perf_counter() - t0
+    return seconds * 1e3, held, (late if holder is not None else None)
+
+
+def main() -> None:
+    rows = [r for r in read_records(sys.argv[1]) if r.status == "built"][: int(sys.argv[2]) if len(sys.argv) > 2 else 3]
+    ctx = Context(0)
+    variants = {"smem": dict(take_smem=True), "no-smem": dict(take_smem=False),
+                "no-smem-carve100": dict(take_smem=False, carveout=100),
+                "no-smem-carve0": dict(take_smem=False, carveout=0)}
+    holders = {name: SmHolder(ctx.info.sm_count, ctx.device, **kw) for name, kw in variants.items()}
+    for record in rows:
+        row = load_row(record, ctx.stream)
+        trial = make_trial_inputs(record.problem, record.group_id, 0)
+        row.prepare(trial.storage, trial.seed)
+        plain = [wall(row, ctx.stream)[0] for _ in range(3)]
+        line = [f"{record.name[:50]:50} plain {min(plain):8.3f} ms"]
+        for name, holder in holders.items():
+            ms, held, late = wall(row, ctx.stream, holder)
+            line.append(f"{name} {ms:8.3f} ms held {held} late {late}")
+        print(" | ".join(line), flush=True)
+        row.free()
+
+
+if __name__ == "__main__":
+    main()
