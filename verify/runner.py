@@ -269,6 +269,9 @@ def prepare_problem(problem: Problem, group_id: str, n_trials: Optional[int] = N
                 catches.append(caught)
         prepared.references.append(shaped)
     prepared.catches_rel_err = max(catches) if catches else None
+    # measured here, on the prefetching thread, so the host work overlaps the GPU's work on
+    # earlier groups (at llm sizes it takes seconds); device-made trials come back under the lock
+    quiet(prepared.coverage)
     return prepared
 
 

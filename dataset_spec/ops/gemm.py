@@ -175,6 +175,7 @@ def stress_gemm(problem, buffer, context, previous):
         else:
             patterns = st.GEMM_B_FINITE if p.get("finite_operands") else st.GEMM_B
         values = top_output_rows(problem, buffer, st.row_stress(patterns, buffer.shape, context, axis), axis)
+        values = top_input_entries(problem, buffer, values, axis)
         return st.zero_slice(values, axis, st.k_slice(buffer.shape[axis], buffer.name))
     if buffer.name == "C" and not reads_buffer(problem, "C"):
         return st.nonfinite_fill(buffer.shape)
@@ -205,6 +206,43 @@ def top_output_rows(problem: Problem, buffer, values: np.ndarray, axis: int) -> 
     return np.moveaxis(rows.reshape(moved.shape), -1, axis)
 
 
+TOP_INPUT_ROWS = 4  # rows of A (columns of B) from the first that hold an FP8 operand's top binade
+
+
+def fp8_top_input_k(k: int) -> tuple:
+    """(k of A's top-binade column, k of B's top-binade row) for reduction length ``k``:
+    two K indices away from the zeroed K slices (stress.k_slice: K/2 and K/2 + 1)."""
+    return k // 4, k // 4 + 1
+
+
+def top_input_entries(problem: Problem, buffer, values: np.ndarray, axis: int) -> np.ndarray:
+    """For FP8 operands, whose domain stops far below the format's top binade (K products
+    must stay inside the output): the first TOP_INPUT_ROWS rows of A hold top-binade values
+    (cycling through its 8 mantissas) at one K index, where B's whole row holds the
+    format's smallest normal, and B's first columns likewise at a second K index against a
+    smallest-normal column of A. Each such product is the top value over 2^(bias - 1)
+    (e4m3: at most 7), so the sums stay where the rest of the row puts them, and a kernel
+    that decodes the top exponent wrongly (as IEEE's inf/NaN, or clamped) fails. A GEMM
+    with fewer than 2 K indices, or other dtypes: ``values`` unchanged."""
+    dtype = buffer.dtype
+    if not str(dtype).startswith("float8") or np.ndim(values) < 2 or np.shape(values)[axis] < 4:
+        return values
+    fmt = FORMATS[dtype]
+    top_floor = 2.0 ** math.floor(math.log2(fmt.max_finite))
+    tops = np.linspace(top_floor, fmt.max_finite, 8)
+    small = fmt.tiny
+    own_k, other_k = fp8_top_input_k(np.shape(values)[axis])
+    if buffer.name == "B":
+        own_k, other_k = other_k, own_k
+    moved = np.moveaxis(np.array(values, dtype=np.float64), axis, -1)
+    rows = moved.reshape(-1, moved.shape[-1])
+    count = min(TOP_INPUT_ROWS, max(0, rows.shape[0] - 2 * TOP_OUTPUT_ROWS))
+    rows[:, other_k] = small
+    for r in range(count):
+        rows[r, own_k] = tops[r % tops.size] * (-1.0 if r % 2 else 1.0)
+    return np.moveaxis(rows.reshape(moved.shape), -1, axis)
+
+
 def coverage_gemm(problem: Problem) -> list:
     """Zero rows and columns of A and B, C's NaN and infinities when beta = 0, NaN in A
     and infinity in B where the output holds them, and D's subnormal, FP8-top and small
@@ -221,6 +259,11 @@ def coverage_gemm(problem: Problem) -> list:
             items.append(CoverageItem("B", "inf"))
     if any(b.name == "C" and b.role == "in" for b in problem.buffers) and not reads_buffer(problem, "C"):
         items.append(CoverageItem("C", "nonfinite_all"))
+    for name in ("A", "B"):
+        operand = problem.buffer(name)
+        if str(operand.dtype).startswith("float8") and len(operand.shape) >= 2 and gemm_reduction_length(problem) >= 4:
+            items.append(CoverageItem(name, "top_binade"))
+    items = list(dict.fromkeys(items))
     out = _out_name(problem)
     return items + output_items(problem, out, subnormal=is_float_dtype(problem.buffer("A").dtype),
                                 saturating=_saturating(problem, out))

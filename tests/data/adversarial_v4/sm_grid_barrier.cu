@@ -1,8 +1,8 @@
 // Broken (needs every block resident): two phases split by a software grid barrier. Phase 1
 // writes each row's max and sum of exp to scratch (rows spread over the grid), phase 2
 // normalises rows with another block-to-row mapping, reading statistics other blocks wrote.
-// 132 blocks of 1024 threads (at most 32 registers each: __launch_bounds__) are one per SM
-// of a 132-SM H100 or H200, all resident only while nothing else holds an SM.
+// 264 blocks of 1024 threads (at most 32 registers each: __launch_bounds__) are exactly two
+// per SM of a 132-SM H100, all resident only while nothing else holds an SM.
 #include "softmax4.cuh"
 
 extern "C" __global__ void __launch_bounds__(1024, 2)
