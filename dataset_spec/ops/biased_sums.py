@@ -21,6 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..numerics import C_ACC
+
 # Fewer distinct nonzero residues than this (2^6), each repeated, and the roundings of a row
 # may all have one sign. Rows of ordinary data have hundreds (float16 normal values at
 # n = 4096: about n/4; float32 values: one per term); none means every term is a multiple
@@ -29,6 +31,12 @@ RESIDUE_CLASSES = 64
 # Distinct residues are first counted on this many leading terms of each row: a row that
 # already has RESIDUE_CLASSES there needs no sort of its full length.
 PREFIX_TERMS = 256
+# One residue class whose roundings drift past this many sqrt(n) u_acc of the row's sum by
+# themselves, and the row's roundings may lean one way: C_ACC, the random-walk term's own
+# margin, which that one class would use up. Ordinary rows stay well below: float32 values
+# about 1 (one term a class), float16 values 2 to 86 at n = 4096 against 128, 12 to 330 at
+# n = 65,536 against 512.
+HEAVY_DRIFT = C_ACC
 
 
 def _host(values) -> np.ndarray:
@@ -109,19 +117,76 @@ def residue_classes(terms, u_acc: float) -> ResidueClasses:
     return ResidueClasses(np.where(usable, classes, 0), np.where(usable, counted, 0))
 
 
-def biased_sum_of_squares(rows, u_acc: float, centre: bool = False):
-    """Per row of ``rows`` (rows x n), whether a float sum of their squares, or with
-    ``centre`` of their deviations from the row mean (a layernorm's variance; the mean and
-    the deviations as the accumulator holds them: small elements beside a large mean all
-    give the same deviation), may round with one sign. Same kind (numpy or torch, and
-    device) as ``rows``."""
+def _squares(rows, u_acc: float, centre: bool) -> np.ndarray:
+    """The squares of ``rows`` (float64, exact), or with ``centre`` of their deviations
+    from the row mean (a layernorm's variance; the mean and the deviations as the
+    accumulator holds them: small elements beside a large mean all give the same
+    deviation)."""
     values = _host(rows)
     with np.errstate(invalid="ignore", over="ignore"):
         if centre:
             mean = round_to_accumulator(values.mean(axis=-1, keepdims=True), u_acc)
             values = round_to_accumulator(values - mean, u_acc)
-        found = residue_classes(values * values, u_acc)
-    return _like(found.biased, rows)
+        return values * values
+
+
+def _runs(ordered: np.ndarray) -> np.ndarray:
+    """For sorted rows, each element's run id (equal neighbours share one), unique over
+    the whole array, so np.bincount counts every run of every row at once."""
+    rows, n = ordered.shape
+    new = np.ones(ordered.shape, dtype=bool)
+    new[:, 1:] = ordered[:, 1:] != ordered[:, :-1]
+    return np.cumsum(new, axis=-1) - 1 + n * np.arange(rows)[:, None]
+
+
+def heavy_class_drift(terms, u_acc: float) -> np.ndarray:
+    """Per row of nonnegative ``terms`` (rows x n, float64, exact), the largest drift of one
+    residue class: over the distinct nonzero residues of the terms modulo the accumulator's
+    ulp at the row's sum, how many terms leave it times its distance to the nearest
+    multiple of that ulp, in units of u_acc times the sum; 0 where the sum is 0 or not
+    finite.
+
+    Terms of one residue round alike, by that distance and with one sign, whenever they
+    are added to a partial sum of the row's size. Terms below half the ulp are counted
+    here too: their residue is the term itself, and each vanishes whole. A class's
+    roundings are no random walk but a drift of up to this much; a row whose magnitudes
+    span many binades can put most of its terms in one class, as a layernorm row of the
+    wide trial does, whose thousands of small elements all give the deviation -mean beside
+    a few huge ones (at n = 4096 such a row's variance drifted 946 u_acc, 7 times the
+    C_ACC sqrt(n) its random-walk term allows). Rows are sorted a block at a time, so the
+    scratch stays bounded on long rows."""
+    terms = _host(terms)
+    rows, n = terms.shape
+    drift = np.zeros(rows)
+    if n == 0:
+        return drift
+    with np.errstate(invalid="ignore", over="ignore"):
+        total = terms.sum(axis=-1)
+        usable = np.isfinite(total) & (total > 0)
+        ulp = accumulator_ulp(np.where(usable, total, 1.0), u_acc)[:, None]
+        step = max(1, (1 << 22) // n)
+        for first in range(0, rows, step):
+            block = slice(first, first + step)
+            ordered = np.sort(np.fmod(terms[block], ulp[block]), axis=-1)
+            distance = np.minimum(ordered, ulp[block] - ordered)
+            runs = _runs(ordered)
+            live = (ordered != 0) & np.isfinite(ordered)
+            counts = np.bincount(runs[live], minlength=ordered.size).reshape(ordered.shape)
+            drift[block] = np.where(live, counts.reshape(-1)[runs] * distance, 0.0).max(axis=-1)
+        return np.where(usable, drift / (u_acc * np.where(usable, total, 1.0)), 0.0)
+
+
+def biased_sum_of_squares(rows, u_acc: float, centre: bool = False):
+    """Per row of ``rows`` (rows x n), whether a float sum of their squares, or with
+    ``centre`` of their deviations from the row mean, may round with one sign: few residue
+    classes (``ResidueClasses.biased``), or one class whose drift alone is past
+    HEAVY_DRIFT sqrt(n) u_acc of the sum (``heavy_class_drift``). Same kind (numpy or
+    torch, and device) as ``rows``."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        squares = _squares(rows, u_acc, centre)
+        found = residue_classes(squares, u_acc).biased
+        heavy = heavy_class_drift(squares, u_acc) > HEAVY_DRIFT * math.sqrt(squares.shape[-1])
+    return _like(found | heavy, rows)
 
 
 def half_worst_case(n: int, u_acc: float) -> float:
