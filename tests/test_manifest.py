@@ -202,7 +202,8 @@ BAD_MANIFESTS = {
     "two_sources.yaml": "two_sources.yaml: members[0]: needs exactly one of ptx or cuda (a file path), got ptx and cuda",
     "bad_expect.yaml": "bad_expect.yaml: members[0].expect: must be one of passed, wrong_result, "
                        "unwritten_output, modified_input, jit_failed, launch_failed, crashed, timeout, "
-                       "disagrees, trivial_reference, out_of_bounds_write, out_of_bounds_read, race_detected, problem_mismatch, unexercised, passed_nondeterministic, got 'pass'",
+                       "disagrees, trivial_reference, out_of_bounds_write, out_of_bounds_read, race_detected, problem_mismatch, unexercised, timing_mismatch, faster_than_roofline, stale_binding, "
+                       "residency_deadlock, passed_nondeterministic, got 'pass'",
     "ambiguous_entry.yaml": "ambiguous_entry.yaml: members[0].launches[0].entry: is required: two_entries.ptx "
                             "has 2 entries (sum_to_scratch, copy_scratch)",
     "scalar_overflow.yaml": "scalar_overflow.yaml: members[0].launches[0].args[3].value: -1 does not fit u32",
