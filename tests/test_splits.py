@@ -230,7 +230,9 @@ def verified_group(tmp_path, n: int = 1000):
         for t in prepared.trials:
             out = (t.storage["x"] + t.storage["y"]).astype(np.float32)
             if member.name == "bad" and t.trial == 2:
-                out[417] = np.float32(out[417] + 0.75)
+                # 0.75 beside the value's own size: the wide trial's out[417] may be large
+                # (-3.7e12 in its stratified draw), where a bare + 0.75 rounds away
+                out[417] = np.float32(out[417] + 0.75 * max(1.0, abs(float(out[417]))))
                 planted = float(out[417])
             runs.append(TrialRun(t.trial, {"out": out}))
         verdict = classify(CheckResult(runs), prepared.specs, prepared.references)
