@@ -237,9 +237,12 @@ def top_input_entries(problem: Problem, buffer, values: np.ndarray, axis: int) -
     moved = np.moveaxis(np.array(values, dtype=np.float64), axis, -1)
     rows = moved.reshape(-1, moved.shape[-1])
     count = min(TOP_INPUT_ROWS, max(0, rows.shape[0] - 2 * TOP_OUTPUT_ROWS))
-    rows[:, other_k] = small
-    for r in range(count):
-        rows[r, own_k] = tops[r % tops.size] * (-1.0 if r % 2 else 1.0)
+    # the stress trial's all-zero rows of A (columns of B) stay all zero: they catch a kernel
+    # that skips storing a zero row's outputs (coverage item zero_row)
+    live = np.flatnonzero(np.any(rows != 0, axis=-1))
+    rows[live, other_k] = small
+    for i, r in enumerate(live[:count]):
+        rows[r, own_k] = tops[i % tops.size] * (-1.0 if i % 2 else 1.0)
     return np.moveaxis(rows.reshape(moved.shape), -1, axis)
 
 
