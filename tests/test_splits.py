@@ -192,8 +192,10 @@ def test_a_triton_llm_build_has_no_ptx_across_splits(tmp_path, monkeypatch):
     datasets = pytest.importorskip("datasets")
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton-cache"))
     out = str(tmp_path / "tri")
+    # --limit counts rows (e362519); this test was written beside it when it counted work
+    # items, and 8 items of this draw were 29 rows
     result = CliRunner().invoke(cli, ["build", "--source", "triton", "--arch", "sm_90a", "--shapes", "llm",
-                                      "--limit", "8", "--sample-seed", "3", "--jobs", "1", "--silent", "--out", out],
+                                      "--limit", "29", "--sample-seed", "3", "--jobs", "1", "--silent", "--out", out],
                                 catch_exceptions=False)
     assert result.exit_code == 0, result.output
     assert hashes_across_groups(out) >= 1  # the same PTX at two sizes ...
