@@ -10,6 +10,11 @@ out=${1:?usage: verifier_v4_gpu.sh OUTDIR [tests|compare|all] [TEST_FILE...]}
 phase=${2:-all}; shift 2 || shift $#
 mkdir -p "$out"
 source benchmarks/gpu_env.sh
+# pure-Python dependencies the machine lacks (pebble), carried as wheels in .whl/
+for whl in .whl/*-py3-none-any.whl; do
+  [ -e "$whl" ] && python3 -m pip install -q --no-index --no-deps --target /tmp/ptxds-site "$whl" 2>/dev/null
+done
+case ":$PYTHONPATH:" in *:/tmp/ptxds-site:*) ;; *) export PYTHONPATH=/tmp/ptxds-site:$PYTHONPATH ;; esac
 [ -z "${PTXDS_CUDA_HOME:-}" ] && [ -x /usr/local/cuda-13.0/bin/nvcc ] && export PTXDS_CUDA_HOME=/usr/local/cuda-13.0
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader | tee "$out/gpu.txt"
 work=/tmp/ptxds-v4; rm -rf "$work"; mkdir -p "$work"
@@ -19,8 +24,9 @@ if [ "$phase" != compare ]; then
   files=("$@")
   [ ${#files[@]} -eq 0 ] && files=(tests/test_adversarial_v4_gpu.py tests/test_adversarial_v3_gpu.py
                                    tests/test_adversarial_gpu.py tests/test_timing.py)
-  bash benchmarks/gpu_tests.sh "$out/tests" "${TEST_LIMIT:-300}" "${files[@]}"
-  cat "$out/tests/table.txt" >> "$summary"
+  bash benchmarks/gpu_tests.sh "$work/tests" "${TEST_LIMIT:-300}" "${files[@]}"
+  cat "$work/tests/table.txt" >> "$summary"
+  for log in "$work"/tests/*.log; do echo "==== $log"; grep -v CudaIPCTypes "$log" | tail -n 150; done > "$out/tests.log"
 fi
 
 if [ "$phase" != tests ]; then
@@ -31,11 +37,12 @@ if [ "$phase" != tests ]; then
       if [ "$side" = base ]; then root=.gpu/base; else root=.; fi
       t0=$(date +%s%N)
       (cd "$root" && PYTHONPATH=$PWD:/tmp/ptxds-site timeout "${VERIFY_LIMIT:-200}" python3 -m ptxds verify \
-        "$OLDPWD/$ds" --out "$work/$name-$side" --silent) > "$out/verify-$name-$side.log" 2>&1
+        "$OLDPWD/$ds" --out "$work/$name-$side" --silent) > "$work/verify-$name-$side.log" 2>&1
       rc=$?
       t1=$(date +%s%N)
       printf "verify %-12s %-4s rc=%s wall %5d ms  %s\n" "$name" "$side" "$rc" "$(( (t1 - t0) / 1000000 ))" \
-        "$(tail -n 1 "$out/verify-$name-$side.log" | cut -c1-150)" | tee -a "$summary"
+        "$(grep 'seconds per stage' "$work/verify-$name-$side.log" | cut -c1-220)" | tee -a "$summary"
+      [ "$rc" = 0 ] || grep -v CudaIPCTypes "$work/verify-$name-$side.log" | tail -n 20 >> "$summary"
     done
     python3 benchmarks/compare_verified.py "$work/$name-base" "$work/$name-new" --label "$name" 2>&1 \
       | tee -a "$summary"

@@ -80,12 +80,17 @@ def _count_values(values: np.ndarray, dtype: str, wanted: list) -> dict:
     flat = values.reshape(-1)
     out = {}
     finite = np.isfinite(flat)
-    magnitude = np.abs(np.where(finite, flat, 0.0))
+    magnitude = np.abs(flat)
+    magnitude[~finite] = 0.0
     binades = [i for i in wanted if i.what == "binade"]
     if binades:
         normal = magnitude[(magnitude > 0) & (magnitude >= FORMATS[dtype].tiny if dtype in FORMATS else True)]
-        exponents, counts = np.unique(np.frexp(normal)[1] - 1, return_counts=True)
-        by_exponent = dict(zip(exponents.tolist(), counts.tolist()))
+        # the exponent field of the float64 bits: frexp's float work is three times slower
+        exponents = ((normal.view(np.uint64) >> np.uint64(52)).astype(np.int64) & 0x7FF) - 1023
+        # a histogram, not np.unique: a sort of every element took seconds per trial at llm sizes
+        low = int(exponents.min()) if exponents.size else 0
+        counts = np.bincount(exponents - low) if exponents.size else np.zeros(0, dtype=np.int64)
+        by_exponent = {low + i: int(c) for i, c in enumerate(counts) if c}
         for item in binades:
             out[item.key] = int(by_exponent.get(int(item.arg), 0))
     for item in wanted:

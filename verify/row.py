@@ -41,6 +41,8 @@ class LoadedRow:
     buffer_set: int = 0
     first_buffers: Optional[dict] = None
     fresh_note: str = ""                 # why run 2 did not move to fresh pages, when it did not
+    # the module's .global variables as loaded, before any launch: [(address, bytes, copy)]
+    global_image: Optional[list] = None
 
     def prepare(self, inputs: dict, seed: int = 0, poison: int = 0, fill: Optional[np.ndarray] = None,
                 placement: str = "after") -> None:
@@ -137,7 +139,26 @@ class LoadedRow:
                 hits.append({"buffer": name, "offset": offset, "bytes": count, "size": buf.nbytes})
         return hits
 
+    def snapshot_globals(self) -> None:
+        """Keep a copy of the module's ``.global`` variables now (right after loading)."""
+        from .checked_timing import module_globals
+        from .driver import DeviceBuffer, check, cu
+        self.global_image = []
+        for address, size in module_globals(self):
+            image = DeviceBuffer(size)
+            check(cu.cuMemcpyDtoD(image.ptr, cu.CUdeviceptr(address), size), "cuMemcpyDtoD(global image)")
+            self.global_image.append((address, size, image))
+
+    def restore_globals(self) -> None:
+        """The module's ``.global`` variables back to their load-time image: the state of a
+        freshly loaded module, without loading it again."""
+        from .driver import check, cu
+        for address, size, image in self.global_image or ():
+            check(cu.cuMemcpyDtoD(cu.CUdeviceptr(address), image.ptr, size), "cuMemcpyDtoD(global image)")
+
     def free(self) -> None:
+        for _, _, image in self.global_image or ():
+            image.free()
         for buf in (self.first_buffers or self.buffers).values():
             buf.free()
         for buf in (self.fresh_buffers or {}).values():

@@ -797,6 +797,9 @@ class _Run:
                 row.status = {"timeout": "timeout", "timing_mismatch": "timing_mismatch"}.get(reply["error"], "crashed")
             row.status_message = f"timing: {reply.get('message', reply['error'])}"
             return
+        with self.lock:
+            for phase, seconds in (reply.get("seconds") or {}).items():
+                self.stage_seconds[f"time.{phase}"] += seconds
         record_timing(row, reply)
         row.provenance.setdefault("verify", {})["timing"] = {
             "input_trials": [t.trial for t in timing_trials(prepared.trials)],

@@ -188,6 +188,8 @@ class _Worker:
             clock = now
         try:
             load_path = self._load_row(record, job.get("cubin"), job.get("fence", "all"))
+            if job.get("keep"):
+                self.row.snapshot_globals()  # timing restores this instead of loading the module again
             lap("load")
         except ArgError as exc:
             return CheckResult(error="arg_error", message=str(exc))
@@ -324,9 +326,11 @@ class _Worker:
                    if self.row.specs[name].role == "in" and isinstance(buf, FencedBuffer))
 
     def time_job(self, job: dict) -> dict:
-        """Time the row just checked on a freshly loaded module, every sample checked
+        """Time the row just checked from its module's load-time state, every sample checked
         (checked_timing.py): ``job["sets"]`` names the ordinary trials' inputs, [(key, seed)],
-        whose checked runs this worker kept; ``job["record"]``/``job["cubin"]`` reload the row."""
+        whose checked runs this worker kept. The loaded module's globals get back the image
+        taken right after loading; ``job["record"]``/``job["cubin"]`` load the row afresh
+        where it is another row than the one checked."""
         from dataset_spec.model import KernelRecord
         from .checked_timing import CheckedSamples, TimingMismatch
         from .driver import check, cu
@@ -339,12 +343,20 @@ class _Worker:
             return {"error": "unchecked", "message": "timing needs the checked runs of its input sets, which this "
                     "worker does not hold (it restarted after the checks): not timed", "fatal": False}
         exact = not any(kept.outputs is not None for _, _, kept in sets)
+        seconds, clock = {}, time.perf_counter()
         record = KernelRecord.from_json(job["record"]) if job.get("record") else self.row.record
-        self._load_row(record, job.get("cubin"))  # a fresh module: its globals hold their initial values
+        same = record is self.row.record or record.to_json() == self.row.record.to_json()
+        if same and self.row.global_image is not None and self.row.buffer_set == 0:
+            # the module as loaded, without loading it again: its globals get their load-time
+            # image back (nothing the checks' launches left there survives)
+            self.row.restore_globals()
+        else:
+            self._load_row(record, job.get("cubin"))  # a fresh module: its globals hold their initial values
         stream = self.ctx.stream
         storage, seed, _ = sets[0]
         self.row.prepare(storage, seed, 0, None, "after")  # tables, guards, placement
         checker = CheckedSamples(self.row, stream, sets, self.checksums, salt=int(seed) ^ 0x5EED, exact=exact)
+        seconds["prepare"] = time.perf_counter() - clock
         if self.hold is None:
             from .hold import StreamHold
             self.hold = StreamHold(stream)
@@ -364,6 +376,8 @@ class _Worker:
         reply = timing.reply(self.sm_clock(self.ctx.info))
         reply["checked_samples"] = checker.judged
         reply["input_sets"] = len(sets)
+        seconds["samples"] = time.perf_counter() - clock - seconds["prepare"]
+        reply["seconds"] = seconds
         return reply
 
     def serve(self) -> None:
