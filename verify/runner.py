@@ -172,14 +172,15 @@ class _ProblemTrials:
     _host_storage: Optional[list] = None
     _coverage: Optional[dict] = None
 
-    def coverage(self) -> dict:
+    def coverage(self, on_host: Optional[tuple] = None) -> dict:
         """{coverage item: count} the group's trials drew (dataset_spec/coverage.py),
-        measured once per group; {} where the group was refused before its references."""
+        measured once per group (``on_host``: (trials, references) already copied to the
+        host); {} where the group was refused before its references."""
         if self._coverage is None:
             from dataset_spec.coverage import measure_trials
+            trials, references = on_host or (self.trials, self.references)
             try:
-                self._coverage = (measure_trials(self.problem, self.trials, self.references)
-                                  if self.references else {})
+                self._coverage = (measure_trials(self.problem, trials, references) if self.references else {})
             except Exception as exc:  # a measure that fails must not fail the group's rows
                 self._coverage = {"error": f"{type(exc).__name__}: {exc}"[:300]}
         return self._coverage
@@ -270,9 +271,27 @@ def prepare_problem(problem: Problem, group_id: str, n_trials: Optional[int] = N
         prepared.references.append(shaped)
     prepared.catches_rel_err = max(catches) if catches else None
     # measured here, on the prefetching thread, so the host work overlaps the GPU's work on
-    # earlier groups (at llm sizes it takes seconds); device-made trials come back under the lock
-    quiet(prepared.coverage)
+    # earlier groups (at llm sizes it takes seconds): device-made trials are copied back under
+    # the lock (no copy beside a timed member), then measured without holding it (a timed
+    # member must not wait for host work)
+    on_host = quiet(_host_copies, prepared)
+    prepared.coverage(on_host)
     return prepared
+
+
+@dataclass
+class _HostTrial:
+    values: dict
+
+
+def _host_copies(prepared: "_ProblemTrials") -> tuple:
+    """(trials, references) with every array on the host as float64, for the coverage
+    measure; arrays already on the host are passed as they are."""
+    def host(value):
+        return value.detach().to("cpu").numpy() if hasattr(value, "detach") else value
+    trials = [_HostTrial({name: host(v) for name, v in dict(t.values).items()}) for t in prepared.trials]
+    references = [{name: host(v) for name, v in ref.items()} for ref in prepared.references]
+    return trials, references
 
 
 def _quietly(device, lock):

@@ -343,7 +343,7 @@ class _Worker:
             return {"error": "unchecked", "message": "timing needs the checked runs of its input sets, which this "
                     "worker does not hold (it restarted after the checks): not timed", "fatal": False}
         exact = not any(kept.outputs is not None for _, _, kept in sets)
-        seconds, clock = {}, time.perf_counter()
+        seconds, started = {}, time.perf_counter()
         record = KernelRecord.from_json(job["record"]) if job.get("record") else self.row.record
         same = record is self.row.record or record.to_json() == self.row.record.to_json()
         if same and self.row.global_image is not None and self.row.buffer_set == 0:
@@ -356,7 +356,7 @@ class _Worker:
         storage, seed, _ = sets[0]
         self.row.prepare(storage, seed, 0, None, "after")  # tables, guards, placement
         checker = CheckedSamples(self.row, stream, sets, self.checksums, salt=int(seed) ^ 0x5EED, exact=exact)
-        seconds["prepare"] = time.perf_counter() - clock
+        seconds["prepare"] = time.perf_counter() - started
         if self.hold is None:
             from .hold import StreamHold
             self.hold = StreamHold(stream)
@@ -376,7 +376,7 @@ class _Worker:
         reply = timing.reply(self.sm_clock(self.ctx.info))
         reply["checked_samples"] = checker.judged
         reply["input_sets"] = len(sets)
-        seconds["samples"] = time.perf_counter() - clock - seconds["prepare"]
+        seconds["samples"] = time.perf_counter() - started - seconds["prepare"]
         reply["seconds"] = seconds
         return reply
 
