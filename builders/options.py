@@ -4,8 +4,9 @@ settings (as HF datasets' ``BUILDER_CONFIG_CLASS``), and the CLI draws them from
 A field's ``metadata`` says how the CLI offers it: ``flag`` (the option's name, e.g.
 ``--family``; without one the setting is reached with ``--option key=value`` or
 ``--options FILE.yaml``), ``help``, ``path`` ("file", "dir" or "any": must exist), ``min`` (for
-numbers), ``multiple`` (a repeatable flag), ``show_default`` and ``required`` (the text
-after ``--source X needs FLAG``). ``BuildOptions.extra`` carries the values to the
+numbers), ``choices`` (the words the flag takes; another is a usage error), ``multiple``
+(a repeatable flag), ``show_default`` and ``required`` (the text after ``--source X needs
+FLAG``). ``BuildOptions.extra`` carries the values to the
 workers; ``options_from_values`` is the one place it is made, ``Builder.settings`` the one
 place a builder reads it back.
 """

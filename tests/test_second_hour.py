@@ -463,6 +463,8 @@ def test_manifest_elementwise_buffers_share_a_shape(tmp_path):
                                                 "of sm_80, sm_86, sm_89, sm_90, sm_90a"),
     (("--source", "triton", "--sample-seed", "3"), "Error: --sample-seed picks which work items --limit keeps; "
                                                    "give --limit N too"),
+    (("--source", "tvm", "--tensor-cores", "maybe"), "Error: Invalid value for '--tensor-cores': 'maybe' is not "
+                                                     "one of 'on', 'off', 'only'."),
 ])
 def test_usage_errors_exit_2_with_a_usage_line(tmp_path, args, message):
     result = run_cli("build", *args, "--out", tmp_path / "d")

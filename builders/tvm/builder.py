@@ -60,6 +60,10 @@ def selected_workloads(names, shapes=None) -> list:
     return keep
 
 
+# --tensor-cores: the word a user gives -> the builder's setting
+TENSOR_CORE_CHOICES = {"on": True, "off": False, "only": "only"}
+
+
 @dataclass(frozen=True)
 class TvmOptions:
     """Members per group (``schedules``), which workloads (names; default: all) and the
@@ -71,17 +75,15 @@ class TvmOptions:
         "help": "workload names or group ids to build (repeatable; default all)"})
     shapes: Optional[str] = None
     tensor_cores: Optional[str] = field(default=None, metadata={
-        "flag": "--tensor-cores", "help": "on (default): float16 groups also get tensor-core members; "
-                                          "off: CUDA cores only; only: just the tensor-core members"})
+        "flag": "--tensor-cores", "choices": tuple(TENSOR_CORE_CHOICES),
+        "help": "on (default): float16 groups also get tensor-core members; "
+                "off: CUDA cores only; only: just the tensor-core members"})
     tuning_db: Optional[str] = field(default=None, metadata={
         "flag": "--tuning-db", "path": "dir",
         "help": "a MetaSchedule tuning database (ptxds tune-tvm): the groups it measured get dlight's schedule, "
                 "the top records and a spread down to the slowest passing one as CUDA-core members"})
     # ``ptxds tune-tvm propose``: build this many tuning candidates per group from ``tuning_db``
     propose: Optional[int] = None
-
-
-TENSOR_CORE_CHOICES = {"on": True, "off": False, "only": "only"}
 
 
 class TvmBuilder(Builder):
