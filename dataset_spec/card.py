@@ -1,18 +1,23 @@
-"""The dataset card: README.md with YAML ``configs:`` that ``datasets.load_dataset`` reads,
-a size table, provenance and licences, how to load, and (after ``ptxds verify``) the
-verification method and a results table."""
+"""The dataset card: README.md whose YAML metadata (``huggingface_hub.DatasetCardData``:
+licence, size category, and per config the ``configs`` data files that
+``datasets.load_dataset`` reads, features and split sizes) heads a size table, provenance
+and licences, how to load, and (after ``ptxds verify``) the verification method and a
+results table."""
 from __future__ import annotations
 
 import json
 from collections import Counter, defaultdict
 from pathlib import Path
 
+import pyarrow.parquet as pq
+
 from .errors import PtxdsError
 from .group_stats import group_stats
 from .labels import kill_rates, mutant_class, race_hazards
 from .model import BUILD_STATUSES, SCHEMA_VERSION, VERIFY_STATUSES
 from .ops import OPS
-from .shards import SPLITS, read_split_table, read_table, shards_fingerprint, splits_present
+from .schema import SCHEMAS
+from .shards import SPLITS, part_files, read_split_table, read_table, shards_fingerprint, splits_present
 from .splits import crossing_hashes, moved_by_hash
 
 # Every card ptxds writes says so in its first paragraph; a README.md without it is the
@@ -184,21 +189,89 @@ def _sanitizer_line(rows: list) -> str:
             "under racecheck (the others use no shared memory, or the tool failed; see `sanitizer`).")
 
 
-def _yaml_configs(root: Path) -> str:
-    lines = ["configs:"]
-    for config, default in (("kernels", True), ("pairs", False), ("kernels_by_shape", False),
-                            ("pairs_by_shape", False)):
+# The configs in the card, the default first; ``*_by_shape`` hold the same rows split by
+# held-out size (dataset_spec/splits.py).
+CONFIGS = ("kernels", "pairs", "kernels_by_shape", "pairs_by_shape")
+DEFAULT_CONFIG = "kernels"
+TAGS = ["ptx", "cuda", "compilers", "code"]
+# The rows come from generators under different licences (the card's "Provenance and
+# licences" table, per source), so no one licence id describes the dataset: the Hub's
+# ``other`` with a name and a link to that table.
+LICENSE_NAME = "per-source-generator-licences"
+LICENSE_LINK = "README.md#provenance-and-licences"
+# The Hub's size buckets (datasets/utils/resources/size_categories.json), by upper bound.
+SIZE_CATEGORIES = ((10**3, "n<1K"), (10**4, "1K<n<10K"), (10**5, "10K<n<100K"), (10**6, "100K<n<1M"),
+                   (10**7, "1M<n<10M"), (10**8, "10M<n<100M"), (10**9, "100M<n<1B"),
+                   (10**10, "1B<n<10B"), (10**11, "10B<n<100B"), (10**12, "100B<n<1T"))
+
+
+def size_category(rows: int) -> str:
+    """The Hub's ``size_categories`` bucket of a row count."""
+    return next((name for bound, name in SIZE_CATEGORIES if rows < bound), "n>1T")
+
+
+def config_features_schema(files: list, config: str):
+    """The Arrow schema the card states for a config: the part files' own when they all
+    agree (a dataset written by an older ptxds keeps its older columns until a rewrite, and
+    ``load_dataset`` casts every file to the card's features, so the card must describe the
+    files, not the current schema), else the current schema of dataset_spec/schema.py."""
+    schemas = [pq.read_schema(path).remove_metadata() for path in files]
+    if schemas and all(s.equals(schemas[0]) for s in schemas[1:]):
+        return schemas[0]
+    return SCHEMAS[config].remove_metadata()
+
+
+def card_data(root, title: str):
+    """The card's YAML metadata as ``huggingface_hub.DatasetCardData``: name, licence,
+    tags, size category, and per config present its ``data_files`` (what
+    ``datasets.load_dataset(root, config)`` reads), features and split sizes."""
+    # Imported here: ``datasets`` takes about a second to import, and only writing a card
+    # needs it (``datasets`` is a dependency, ``huggingface_hub`` one of its own).
+    from datasets import DatasetInfo, Features, SplitDict, SplitInfo
+    from datasets.info import DatasetInfosDict
+    from datasets.utils.metadata import MetadataConfigs
+    from huggingface_hub import DatasetCardData
+
+    root = Path(root)
+    configs, infos, kernel_rows = {}, {}, 0
+    for config in CONFIGS:
+        files = part_files(root, config)
         splits = splits_present(root, config)
         if not splits:
             continue
-        lines.append(f"- config_name: {config}")
-        if default:
-            lines.append("  default: true")
-        lines.append("  data_files:")
+        entry = {"data_files": [{"split": split, "path": f"{config}/{split}/*.parquet"} for split in splits]}
+        if config == DEFAULT_CONFIG:
+            entry["default"] = True
+        configs[config] = entry
+        split_dict, download_size = SplitDict(dataset_name=config), 0
         for split in splits:
-            lines.append(f"  - split: {split}")
-            lines.append(f"    path: {config}/{split}/*.parquet")
-    return "\n".join(lines)
+            metas = [pq.read_metadata(path) for path in files if path.parent.name == split]
+            # num_examples counts every physical row, as load_dataset does (it checks the
+            # number); num_bytes is the uncompressed size of the row groups, from the footers
+            # (reading the PTX text just to measure it would cost the whole dataset).
+            split_dict.add(SplitInfo(
+                name=split, num_examples=sum(m.num_rows for m in metas),
+                num_bytes=sum(m.row_group(i).total_byte_size for m in metas for i in range(m.num_row_groups)),
+                dataset_name=config))
+            download_size += sum(path.stat().st_size for path in files if path.parent.name == split)
+        if config == DEFAULT_CONFIG:
+            kernel_rows = split_dict.total_num_examples
+        infos[config] = DatasetInfo(
+            features=Features.from_arrow_schema(config_features_schema(files, config)),
+            splits=split_dict, download_size=download_size,
+            dataset_size=sum(info.num_bytes for info in split_dict.values()))
+    data = DatasetCardData(
+        pretty_name=title, license="other", license_name=LICENSE_NAME, license_link=LICENSE_LINK,
+        # the kernels are the dataset's examples: pairs and *_by_shape are views of them
+        size_categories=[size_category(kernel_rows)], tags=list(TAGS))
+    MetadataConfigs(configs).to_dataset_card_data(data)
+    DatasetInfosDict(infos).to_dataset_card_data(data)
+    return data
+
+
+def card_header(root, title: str) -> str:
+    """The card's YAML front matter, between its ``---`` lines."""
+    return "---\n" + card_data(root, title).to_yaml() + "\n---"
 
 
 def _table(header: list, rows: list) -> str:
@@ -575,9 +648,7 @@ def write_card(root, title: str = "PTX equivalence groups", credits=None) -> Pat
     splits = [r["split"] for r in rows]
     pair_count = len(pairs)
     parts = [
-        "---", "license: other", f"pretty_name: {title}",
-        "tags:", "- ptx", "- cuda", "- compilers", "- code",
-        _yaml_configs(root), "---", "",
+        card_header(root, title), "",
         f"# {title}", "",
         "Sets of NVIDIA PTX programs that compute the same function (equivalence groups), "
         "built by ptxds. Every row is runnable with nothing but a CUDA driver: it carries "
