@@ -535,25 +535,71 @@ class Event:
         check(cu.cuEventDestroy(self.handle), "cuEventDestroy")
 
 
-def sm_clock_mhz(info: Optional[DeviceInfo]) -> int:
-    """Current SM clock via NVML (matched by PCI bus id) when pynvml imports, else the max clock."""
-    try:
-        import pynvml
+class SmClock(int):
+    """An SM clock in MHz that says where it came from. An ``int`` (every caller stores,
+    compares and JSON-encodes it as one), with ``source``: ``nvml`` (cuda.bindings.nvml),
+    ``pynvml`` (nvidia-ml-py), ``max_clock`` (the driver's maximum: no NVML reader could give
+    the current clock, ``reason`` says why) or ``none`` (no device: 0)."""
+
+    def __new__(cls, mhz: int, source: str, reason: str = ""):
+        clock = super().__new__(cls, mhz)
+        clock.source, clock.reason = source, reason
+        return clock
+
+    def __reduce__(self):  # the worker's hello pickles it through a pipe: keep the source
+        return (SmClock, (int(self), self.source, self.reason))
+
+    def __repr__(self) -> str:
+        return f"SmClock({int(self)}, {self.source!r}, {self.reason!r})"
+
+
+def sm_clock_mhz(info: Optional[DeviceInfo]) -> SmClock:
+    """The current SM clock of ``info``'s GPU through NVML, found by PCI bus id:
+    cuda.bindings.nvml (the cuda-bindings this module already uses; releases before its
+    NVML module fall through), else pynvml when it is installed (never required). Where neither reads it, the
+    driver's maximum clock, marked ``source == "max_clock"`` with each reader's failure in
+    ``reason``, so a maximum is never taken for a measured clock."""
+    import importlib
+    if info is None:
+        return SmClock(0, "none", "no device information (no CUDA driver or device)")
+    failures = []
+
+    def nvml_clock(nvml) -> int:
+        nvml.init_v2()
+        try:
+            # by bus id, never by index: CUDA's ordinal and NVML's index differ under
+            # CUDA_VISIBLE_DEVICES or CUDA's fastest-first order, and another GPU's clock
+            # would pass for this one's
+            handle = nvml.device_get_handle_by_pci_bus_id_v2(info.pci_bus_id)
+            return int(nvml.device_get_clock_info(handle, nvml.ClockType.CLOCK_SM))
+        finally:
+            nvml.shutdown()
+
+    def pynvml_clock(pynvml) -> int:
         pynvml.nvmlInit()
         try:
             handle = None
-            # nvidia-ml-py versions differ on bytes vs str here; CUDA and NVML ordinals can
-            # differ (CUDA_VISIBLE_DEVICES), so the bus id is tried before the index.
-            for bus_id in (info.pci_bus_id.encode(), info.pci_bus_id):
+            for bus_id in (info.pci_bus_id.encode(), info.pci_bus_id):  # versions differ: bytes or str
                 try:
                     handle = pynvml.nvmlDeviceGetHandleByPciBusId(bus_id)
                     break
-                except Exception:
-                    continue
+                except Exception as error:  # the other spelling may be the one this version takes
+                    last = error
             if handle is None:
-                handle = pynvml.nvmlDeviceGetHandleByIndex(info.ordinal)
+                raise last
             return int(pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM))
         finally:
             pynvml.nvmlShutdown()
-    except Exception:  # NVML absent or refuses: the driver's max clock is the best we have
-        return int(info.max_clock_mhz) if info else 0
+
+    for source, module, read in (("nvml", "cuda.bindings.nvml", nvml_clock), ("pynvml", "pynvml", pynvml_clock)):
+        try:
+            reader = importlib.import_module(module)
+        except ImportError as error:
+            failures.append(f"{module} not importable ({error})")
+            continue
+        try:
+            return SmClock(read(reader), source)
+        except Exception as error:  # no NVML library, no permission, bus id unknown to NVML
+            failures.append(f"{module}: {type(error).__name__}: {error}".strip())
+    return SmClock(int(info.max_clock_mhz), "max_clock",
+                   "the driver's maximum SM clock, not the current one: " + "; ".join(failures))
