@@ -442,7 +442,8 @@ def test_worker_times_a_row_with_cupti():
     finally:
         worker.close()
     assert set(reply) == {"stats", "method", "event_stats", "sm_clock_mhz", "fallback_reason", "checked_samples",
-                          "input_sets", "seconds"}, reply
+                          "input_sets", "seconds", "sm_clock_source"}, reply
+    assert reply["sm_clock_source"] in ("nvml", "pynvml", "max_clock"), reply
     assert set(reply["seconds"]) == {"prepare", "samples"}, reply
     # every timed sample's outputs were judged against the checked run
     assert reply["checked_samples"] >= reply["stats"]["samples"] >= 10 and reply["input_sets"] == 1

@@ -875,6 +875,8 @@ def record_timing(row: KernelRecord, reply: dict) -> None:
     if reply.get("fallback_reason"):
         row.provenance.setdefault("verify", {})["timing_fallback"] = reply["fallback_reason"][:500]
     row.sm_clock_mhz = reply.get("sm_clock_mhz") or None
+    if reply.get("sm_clock_source"):
+        row.provenance.setdefault("verify", {})["sm_clock_source"] = reply["sm_clock_source"]
     if not stats["converged"]:
         note = f"timing did not reach {TARGET_RSE:.2%} RSE (median RSE {stats['rse'] * 100:.2f}%)"
         row.status_message = f"{row.status_message}; {note}" if row.status_message else note

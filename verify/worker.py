@@ -373,7 +373,10 @@ class _Worker:
         finally:
             checker.close()
         check(cu.cuStreamSynchronize(stream), "cuStreamSynchronize")
-        reply = timing.reply(self.sm_clock(self.ctx.info))
+        sm_clock = self.sm_clock(self.ctx.info)
+        reply = timing.reply(sm_clock)
+        # where the clock came from (nvml, pynvml, or the maximum because nothing read it)
+        reply["sm_clock_source"] = getattr(sm_clock, "source", "")
         reply["checked_samples"] = checker.judged
         reply["input_sets"] = len(sets)
         seconds["samples"] = time.perf_counter() - started - seconds["prepare"]
