@@ -277,7 +277,8 @@ BUILD_FAILURES_LISTED = 5
 
 def _print_plan(plan, jobs) -> None:
     import os
-    cores = jobs or os.cpu_count() or 1
+    # as the local pool: no more worker processes than items
+    cores = max(1, min(jobs or os.cpu_count() or 1, len(plan.items)))
     for item in plan.items[:DRY_RUN_LISTED]:
         click.echo(f"{item.rows:>5} row(s)  {item.label}")
     if len(plan.items) > DRY_RUN_LISTED:

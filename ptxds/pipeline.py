@@ -118,7 +118,7 @@ class BuildPlan:
     items: list          # work items still to build
     items_done: int      # work items whose rows are already in the output folder
     rows: int            # rows the items still to build will give
-    cpu_seconds: float   # estimated from the source's measured rate (Builder.cpu_seconds_per_row)
+    cpu_seconds: float   # estimated from the source's measured rates (Builder.cpu_seconds)
 
 
 def selected_items(source: str, builder, options: BuildOptions) -> list:
@@ -142,12 +142,13 @@ def selected_items(source: str, builder, options: BuildOptions) -> list:
 def plan_build(source: str, out_dir, options: BuildOptions) -> BuildPlan:
     """The work items a build would run and an estimate of their cost; writes nothing."""
     builder_cls = load_builder(source)
-    items = selected_items(source, builder_cls(options), options)
+    builder = builder_cls(options)
+    items = selected_items(source, builder, options)
     out = Path(out_dir)
     finished = {item_of_key(k) for k in Dataset(out).done_keys()}
     todo = [item for item in items if item.key not in finished]
     rows = sum(item.rows for item in todo)
-    return BuildPlan(source, todo, len(items) - len(todo), rows, rows * builder_cls.cpu_seconds_per_row)
+    return BuildPlan(source, todo, len(items) - len(todo), rows, sum(builder.cpu_seconds(item) for item in todo))
 
 
 def run_build(source: str, out_dir, options: BuildOptions, jobs: int = 0, sass: bool = False,
@@ -231,6 +232,7 @@ def run_build(source: str, out_dir, options: BuildOptions, jobs: int = 0, sass: 
         flush()
         writer.close()  # the publish below takes the folder's lock itself
         bar.close()
+    summary.executor = executor.describe()  # again: a local pool starts no more workers than items
     if Dataset(out).done_keys():
         Dataset(out, credits=source_credits).publish()
     # else no row at all (every item failed): no card for an empty dataset

@@ -502,3 +502,61 @@ def test_dry_run_of_a_finished_build_says_nothing_is_left(built):
     result = run_cli("build", "--source", "ptx", "--manifest", MANIFESTS / "ok_blob.yaml", "--dry-run", "--out", built)
     assert result.exit_code == 0
     assert result.output.strip() == "ptx: nothing left to build (3 work items already done)"  # one per member
+
+
+# ---- 20. the build pool starts no more workers than there are items --------------------------
+
+class IdleBuilder:
+    """Every item builds no rows (a pool worker's smallest job)."""
+    name = "idle"
+
+    def __init__(self, options):
+        self.options = options
+
+    def build(self, item):
+        return []
+
+
+def test_more_jobs_than_items_starts_a_worker_per_item():
+    import multiprocessing as mp
+
+    from builders.base import BuildOptions, WorkItem
+    from ptxds.executors import BuildTask
+    from ptxds.executors.local import LocalExecutor
+    task = BuildTask(source="idle", builder=f"{__name__}:IdleBuilder", options=BuildOptions(archs=["sm_80"]))
+    work = [WorkItem(key=f"k{i}", group_id="g", label=f"k{i}") for i in range(3)]
+    outcomes = LocalExecutor(jobs=12, item_timeout=120).run_items(task, work)
+    first = next(outcomes)
+    workers = len(mp.active_children())  # the pool's workers are alive until it is stopped
+    rest = list(outcomes)
+    assert [o.error for o in [first, *rest]] == ["", "", ""]
+    assert workers <= len(work)
+    assert LocalExecutor(jobs=12).describe() == "local, 12 process(es)"
+    executor = LocalExecutor(jobs=12, item_timeout=120)
+    assert len(list(executor.run_items(task, work))) == 3
+    assert executor.describe() == "local, 3 process(es)"  # the build summary's executor line
+
+
+def _plan_line(result) -> str:
+    assert result.exit_code == 0, result.output
+    return result.output.strip().splitlines()[-1]
+
+
+def test_cutlass_dry_run_charges_sm90_tma_kernels_their_own_rate(tmp_path):
+    pytest.importorskip("cutlass_library")
+    sm80 = _plan_line(run_cli("build", "--source", "cutlass", "--arch", "sm_80", "--jobs", "2", "--dry-run",
+                              "--out", tmp_path / "d"))
+    sm90 = _plan_line(run_cli("build", "--source", "cutlass", "--arch", "sm_90a", "--jobs", "2", "--dry-run",
+                              "--out", tmp_path / "d"))
+    assert sm80.endswith("(3.6 CPU-s per row, as measured on a 2-core machine)"), sm80
+    assert sm90.endswith("(18.0 CPU-s per row, as measured on a 2-core machine)"), sm90
+    # a kernel compiles once for all its sizes: four llm sizes cost what one does
+    llm = _plan_line(run_cli("build", "--source", "cutlass", "--arch", "sm_80", "--shapes", "llm", "--jobs", "2",
+                             "--dry-run", "--out", tmp_path / "d"))
+    assert re.search(r"about (\d+\.\d) min", llm).group(1) == re.search(r"about (\d+\.\d) min", sm80).group(1)
+
+
+def test_dry_run_counts_no_more_cores_than_items(tmp_path):
+    line = _plan_line(run_cli("build", "--source", "triton", "--limit", "3", "--jobs", "64", "--dry-run",
+                              "--out", tmp_path / "d"))
+    assert "on 3 core(s)" in line, line

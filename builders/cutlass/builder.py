@@ -91,14 +91,25 @@ class CutlassOptions:
     batch_size: int = DEFAULT_BATCH
 
 
+def _is_tma_name(name: str) -> bool:
+    """A 3.x SM90 kernel with a TMA mainloop, by its name (``uses_tma`` without the manifest;
+    the 2.x-API SM90 DMMA kernels are ``cutlass_sm90_*``, not ``cutlass3x_``)."""
+    return name.startswith("cutlass3x_sm90") and "cpasync" not in name.lower()
+
+
 class CutlassBuilder(Builder):
     """CUTLASS GEMM kernels -> rows with PTX, Params blob launches and a GEMM problem."""
     name = "cutlass"
     Options = CutlassOptions
     pip_extra = "cutlass"
     takes_shapes = True
-    # 822 default kernels in 33 min on 2 cores (SM90 TMA kernels cost about 5x an SM80 one)
+    # 822 default kernels in 33 min on 2 cores, the default mix's average (SM90 TMA kernels
+    # cost about 5x an SM80 one: 92 s for a batch of 4 against 37 s for a batch of 8)
     cpu_seconds_per_row = 4.8
+    # Per kernel, packer included: those 3960 CPU-s over the 756 SM80 and 66 SM90 TMA kernels
+    # of that mix at the 5x ratio. A size beyond the first costs a Params pack, next to nothing.
+    cpu_seconds_per_kernel = 3.6
+    cpu_seconds_per_tma_kernel = 18.0
     # cicc peaked at 3.0 GiB compiling one SM90a TMA kernel; a cluster scheduler packs
     # fewer such items per node than it has cores. A hint, not the hard limit (that is
     # ptx_tools' PTXDS_COMPILER_MEMORY_GB).
@@ -141,6 +152,14 @@ class CutlassBuilder(Builder):
         if not self.shape_set.exact:
             sizes = [fit_to_family(specs, *size) for size in sizes]
         return list(dict.fromkeys(sizes))
+
+    def cpu_seconds(self, item: WorkItem) -> float:
+        """Each kernel compiles once whatever its sizes; an SM90 TMA one at its own rate."""
+        names = (item.payload or {}).get("names")
+        if not names:
+            return super().cpu_seconds(item)
+        return sum(self.cpu_seconds_per_tma_kernel if _is_tma_name(name) else self.cpu_seconds_per_kernel
+                   for name in names)
 
     def work_items(self) -> list[WorkItem]:
         families = defaultdict(list)

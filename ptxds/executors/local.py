@@ -68,30 +68,38 @@ def _died(exc: BaseException) -> str:
 
 
 class LocalExecutor:
-    """``jobs`` worker processes (0: one per core; 1: in this process). ``item_timeout``:
-    seconds per item in a worker (None: ``PTXDS_ITEM_TIMEOUT`` or one hour; 0: no limit);
-    with one job the item runs in this process, unguarded."""
+    """``jobs`` worker processes at most, and no more than a run has items (0: one per core;
+    1: in this process). ``item_timeout``: seconds per item in a worker (None:
+    ``PTXDS_ITEM_TIMEOUT`` or one hour; 0: no limit); with one job the item runs in this
+    process, unguarded."""
     name = "local"
 
     def __init__(self, jobs: int = 0, item_timeout: Optional[float] = None):
         self.jobs = jobs or os.cpu_count() or 1
+        self.started = None  # worker processes the last run started (None: no run yet)
         self.item_timeout = item_timeout_from_env() if item_timeout is None else (item_timeout or None)
 
     def describe(self) -> str:
-        return f"local, {self.jobs} process(es)"
+        return f"local, {self.jobs if self.started is None else self.started} process(es)"
 
     def run_items(self, task: BuildTask, items: list) -> Iterator[ItemOutcome]:
         """Each item's outcome, in completion order."""
         if self.jobs == 1:
+            self.started = 1
             for item in items:
                 try:
                     yield ItemOutcome(item, build_item(task, item))
                 except Exception as exc:  # a builder bug costs one item, and is reported
                     yield ItemOutcome(item, [], _failure(exc))
             return
+        if not items:
+            return
         from pebble import ProcessExpired, ProcessPool
-        pool = ProcessPool(max_workers=self.jobs, initializer=_init_worker, initargs=(task, os.getpid()),
-                           context=mp.get_context("spawn"))
+        # pebble starts every worker up front: no more than there are items to build (each
+        # spawned worker imports the builder's stack, seconds and hundreds of MiB apiece)
+        self.started = min(self.jobs, len(items))
+        pool = ProcessPool(max_workers=self.started, initializer=_init_worker,
+                           initargs=(task, os.getpid()), context=mp.get_context("spawn"))
         futures: dict = {}
         try:
             futures = {pool.schedule(_run_item, (item,), timeout=self.item_timeout): item for item in items}
