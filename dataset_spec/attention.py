@@ -15,6 +15,11 @@ problem only where its own search allows at least this domain.
 from __future__ import annotations
 
 import functools
+import hashlib
+import json
+import os
+import uuid
+from pathlib import Path
 
 import numpy as np
 
@@ -59,13 +64,44 @@ def _naive_largest(inputs: list) -> float:
         return float(max(np.max(np.abs(t)) for t in tensors))
 
 
+# The search takes 15-40 s a size (a shape set's three sizes: a minute before a build says
+# anything), so its answers are kept on disk beside the compile caches (ptx_tools'
+# ``cache_folder``, whose variables these are: dataset_spec may not import ptx_tools).
+CACHE_ROOT_ENV = "PTXDS_CACHE"
+CACHE_ENV = "PTXDS_DOMAINS_CACHE"
+
+
+def _cache_file(size: tuple) -> Path:
+    """Where ``domain(*size)`` is kept: keyed by the size and by everything else its answer
+    depends on, the search's code (this module and mugraph's) and numpy's version."""
+    root = Path(os.environ.get(CACHE_ROOT_ENV, Path.home() / ".cache" / "ptxds"))
+    folder = Path(os.environ.get(CACHE_ENV, root / "domains"))
+    code = Path(mugraph.__file__).read_bytes() + Path(__file__).read_bytes()
+    key = hashlib.sha256(code + repr((tuple(size), np.__version__)).encode()).hexdigest()[:32]
+    return folder / f"attention-{key}.json"
+
+
 @functools.lru_cache(maxsize=64)
 def domain(b: int, sq: int, skv: int, d: int) -> tuple:
     """(hi, std): inputs in [-hi, hi] keep the float16 naive form finite; N(0, std^2)
     draws keep it below a quarter of float16's range."""
+    cached = _cache_file((b, sq, skv, d))
+    try:
+        kept = json.loads(cached.read_text())
+        return float(kept["hi"]), float(kept["std"])
+    except (OSError, ValueError, KeyError, TypeError):  # not kept yet, or unreadable: search again
+        pass
     shapes = shapes_of(b, sq, skv, d)
     hi = mugraph.search_domain(_naive_largest, shapes)
-    return hi, mugraph.search_typical_std(_naive_largest, shapes, hi)
+    found = hi, mugraph.search_typical_std(_naive_largest, shapes, hi)
+    try:  # readers never see half a file; a unique name on a shared folder
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        partial = cached.with_suffix(f".{uuid.uuid4().hex}.partial")
+        partial.write_text(json.dumps({"hi": found[0], "std": found[1]}))
+        os.replace(partial, cached)
+    except OSError:  # a read-only or full cache costs the next run the search, nothing more
+        pass
+    return found
 
 
 def size_of(shapes: list):

@@ -560,3 +560,22 @@ def test_dry_run_counts_no_more_cores_than_items(tmp_path):
     line = _plan_line(run_cli("build", "--source", "triton", "--limit", "3", "--jobs", "64", "--dry-run",
                               "--out", tmp_path / "d"))
     assert "on 3 core(s)" in line, line
+
+
+# ---- 11. the attention domain search runs once per size, not on every run ----------------------
+
+def test_the_attention_domain_is_searched_once_and_kept_on_disk(tmp_path, monkeypatch):
+    from dataset_spec import attention, mugraph
+    monkeypatch.setenv("PTXDS_CACHE", str(tmp_path / "cache"))
+    attention.domain.cache_clear()
+    first = attention.domain(1, 16, 16, 16)
+    assert len(list((tmp_path / "cache" / "domains").glob("attention-*.json"))) == 1
+
+    def no_search(*args, **kwargs):
+        raise AssertionError("searched again")
+    monkeypatch.setattr(mugraph, "search_domain", no_search)
+    attention.domain.cache_clear()  # a new run: only the disk remembers
+    assert attention.domain(1, 16, 16, 16) == first
+    with pytest.raises(AssertionError, match="searched again"):  # another size is searched
+        attention.domain(1, 16, 32, 16)
+    attention.domain.cache_clear()
