@@ -146,7 +146,16 @@ allowed); the cluster whose representative is nearest the float64 reference is t
 consensus, and members outside it get `disagrees` (`max_disagreement`). A group whose rows
 carry different problems is not run (`problem_mismatch`).
 `output_hash` identifies bit-identical members. Crashes, traps, JIT failures and hangs
-affect only their row. Passing rows are timed with the L2 cache flushed between samples
+affect only their row. A second run puts every buffer on fresh pages (a kernel that keeps an
+address from an earlier launch is `stale_binding`), a third runs while another kernel holds
+half the SMs (one that needs all its blocks resident without a cooperative launch is
+`residency_deadlock`). Timing is checked like a label: from the module's load-time state,
+on the ordinary trials' inputs alternating between samples, outputs refilled and module
+state restored before every sample, every sample's outputs compared with the checked run
+(`timing_mismatch` otherwise, with no time); only `passed` and `unexercised` rows keep a
+time. `roofline_us` is the least time the problem's bytes and flops take on that GPU and
+`sol_ratio` = roofline_us / time_us_median; a time below the roofline is
+`faster_than_roofline`. Passing rows are timed with the L2 cache flushed between samples
 (a buffer of twice its size written, then read back, so the kernel pays no write-back),
 until the relative standard error of the median is at most 0.25% or the time budget
 ends: `time_us_median` is the kernels' own GPU duration from CUPTI activity records
