@@ -14,6 +14,7 @@ from dataset_spec.errors import PtxdsError
 BUILDERS = {
     "triton": "builders.triton:TritonBuilder",
     "triton-dump": "builders.triton:TritonDumpBuilder",
+    "triton-jit": "builders.triton_jit:TritonJitBuilder",
     "ptx": "builders.manifest:ManifestBuilder",
     "cutlass": "builders.cutlass:CutlassBuilder",
     "cutlass-conv": "builders.cutlass.conv_builder:CutlassConvBuilder",

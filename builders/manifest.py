@@ -220,6 +220,17 @@ def _read_problem(data: dict, folder: Path) -> Problem:
         raise _FieldError("problem.buffers", _SUBJECT.sub("", str(exc), count=1)) from None
 
 
+def read_problem(data: dict, folder) -> Problem:
+    """``data["problem"]`` checked and built as a manifest's problem is, for other files that
+    declare one (a triton-jit call description); raises ``ManifestError`` whose one line starts
+    with the field path (``problem.buffers[1].dtype: ...``). A custom op's reference module is
+    looked for in ``folder``."""
+    try:
+        return _read_problem(data, Path(folder))
+    except _FieldError as exc:
+        raise ManifestError(str(exc)) from None
+
+
 def _read_shape(value: Any, path: str) -> list:
     """A size or a list of sizes, each a positive integer: a quoted number or a float is
     refused, not split into digits or truncated."""
@@ -688,5 +699,5 @@ def _provenance(manifest: Manifest, member: Member, arch: str) -> dict:
     return provenance
 
 
-__all__ = ["ManifestBuilder", "ManifestError", "Manifest", "Member", "load_manifest",
+__all__ = ["ManifestBuilder", "ManifestError", "Manifest", "Member", "load_manifest", "read_problem",
            "resolve_launches", "EXPECTATIONS"]

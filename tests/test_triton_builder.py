@@ -183,7 +183,7 @@ def ingest(folder: Path, problem_file=None) -> list:
 def test_cache_dir_groups_and_maps(dump_dirs):
     cache, _, spec = dump_dirs
     rows = ingest(cache, spec)
-    assert len(rows) == 3
+    assert len(rows) == 3 and {r.source for r in rows} == {"triton-dump"}
     adds = [r for r in rows if r.name == "add_kernel"]
     assert len(adds) == 2 and len({r.group_id for r in adds}) == 1
     for row in adds:

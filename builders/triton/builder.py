@@ -17,7 +17,7 @@ get ``tt.divisibility = 16`` (recorded in ``variant["specialization"]``), and in
 arguments equal to 1 become constexprs (they are then not kernel parameters).
 
 ``TritonDumpBuilder`` ("triton-dump") reads a ``TRITON_CACHE_DIR`` or ``TRITON_KERNEL_DUMP``
-tree (documented in ``docs/triton-dump.md``): variants of one kernel name and signature
+tree (documented in ``docs/triton-dump.md``; its rows say source ``triton-dump``): variants of one kernel name and signature
 form a group, mapped to a Problem through the problem spec file below, or kept as
 ``no_problem`` rows that say why. A dump folder has no metadata json: ``build`` recovers its
 launch facts by recompiling its IR until the dumped PTX is reproduced (``recover.py``).
@@ -781,7 +781,7 @@ class TritonDumpBuilder(Builder):
         variant = load_variant(Path(item.payload["ptx_path"]))
         recovery = recover_dump_metadata(variant)
         specs = load_problem_specs(self.settings.problem_file)
-        record = KernelRecord(group_id=item.group_id, source="triton", variant=dump_variant_knobs(variant),
+        record = KernelRecord(group_id=item.group_id, source="triton-dump", variant=dump_variant_knobs(variant),
                               name=variant["name"], arch=variant["arch"], ptx=read_text(Path(variant["path"])),
                               launches=[], problem=placeholder_problem(variant["name"]),
                               toolchain={"triton": variant["metadata"].get("triton_version", "unknown"),
