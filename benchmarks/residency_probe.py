@@ -1,7 +1,7 @@
-"""How a row runs while SMs are held, under holder variants (dynamic shared memory taken or
-not, the holder's carveout preference): the launch sequence's wall time, plain and held,
-for the first rows of a dataset. Finds holder settings that hold SMs without serialising
-ordinary kernels.
+"""How a row runs while half the SMs are held (verify/residency.py): the launch sequence's
+wall time, plain and held, for the first rows of a dataset. A correct kernel should take
+about twice as long held, not orders of magnitude longer (docs/gpu-results.md, run 78: a
+holder whose every thread polled host memory slowed every kernel 700-3000x).
 
 Usage: python benchmarks/residency_probe.py DATASET [ROWS]
 """
@@ -35,10 +35,7 @@ def wall(row, stream, holder=None) -> float:
 def main() -> None:
     rows = [r for r in read_records(sys.argv[1]) if r.status == "built"][: int(sys.argv[2]) if len(sys.argv) > 2 else 3]
     ctx = Context(0)
-    variants = {"smem": dict(take_smem=True), "no-smem": dict(take_smem=False),
-                "no-smem-carve100": dict(take_smem=False, carveout=100),
-                "no-smem-carve0": dict(take_smem=False, carveout=0)}
-    holders = {name: SmHolder(ctx.info.sm_count, ctx.device, **kw) for name, kw in variants.items()}
+    holders = {"held": SmHolder(ctx.info.sm_count)}
     for record in rows:
         row = load_row(record, ctx.stream)
         trial = make_trial_inputs(record.problem, record.group_id, 0)

@@ -25,6 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .model import Problem
+from .ops.spec import reads_buffer
 
 # Ops whose inputs are not all needed, or whose needs the registry cannot see.
 OUTPUTS_ONLY = ("custom", "mugraph")
@@ -58,15 +59,10 @@ def _needed_inputs(problem: Problem) -> list:
     p = problem.params or {}
     if problem.op in OUTPUTS_ONLY:
         return []
-    skip = set()
-    if problem.op in GEMM_OPS:
-        if float(p.get("beta", 0.0) or 0.0) == 0.0:
-            skip.add("C")
-        if float(p.get("alpha", 1.0)) == 0.0:
-            skip.update(OPERANDS)
+    skip = {b.name for b in problem.buffers if not reads_buffer(problem, b.name)}
+    if problem.op in GEMM_OPS and float(p.get("alpha", 1.0)) == 0.0:
+        skip.update(OPERANDS)
     if problem.op in CONV_ACTIVATIONS:
-        if float(p.get("beta", 0.0) or 0.0) == 0.0:
-            skip.add("C")
         strides = p.get("stride", 1)
         dilations = p.get("dilation", 1)
         spread = [int(v) for v in (strides if isinstance(strides, (list, tuple)) else [strides])]

@@ -23,6 +23,7 @@ from typing import Optional
 
 import numpy as np
 
+from .fence import FencedBuffer
 from .kernel_clock import CHECKSUM_KERNEL_NAME as CHECKSUM_ENTRY
 
 CHECKSUM_BLOCK = 256
@@ -96,27 +97,6 @@ DONE:
 MIN_KEPT_STATE_LAUNCHES = 64
 
 
-def module_globals(row) -> list:
-    """(device address, bytes) of every ``.global`` variable the row's module defines."""
-    from ptx_tools.parse import parse_ptx
-    from .driver import DriverError, check, cu
-    try:
-        names = [v.name for v in parse_ptx(row.record.ptx).variables if v.state_space == "global" and not v.extern]
-    except Exception:  # PTX the parser cannot read: no globals are restored (noted by the caller)
-        return []
-    found = []
-    for name in names:
-        try:
-            address, size = check(cu.cuModuleGetGlobal(row.module.handle, name.encode()), "cuModuleGetGlobal")
-        except DriverError as exc:
-            if exc.sticky:
-                raise
-            continue
-        if int(size):
-            found.append((int(address), int(size)))
-    return found
-
-
 class TimingMismatch(RuntimeError):
     """A timed sample's outputs differ from the checked run's on the same inputs."""
 
@@ -177,18 +157,6 @@ class KeptRun:
     outputs: Optional[dict] = None
 
 
-def fill_word_async(buf, width: int, value: int, stream) -> None:
-    from .driver import check, cu
-    if not buf.nbytes:
-        return
-    if width == 4 and buf.nbytes % 4 == 0:
-        check(cu.cuMemsetD32Async(buf.ptr, value & 0xFFFFFFFF, buf.nbytes // 4, stream), "cuMemsetD32Async")
-    elif width == 2 and buf.nbytes % 2 == 0:
-        check(cu.cuMemsetD16Async(buf.ptr, value & 0xFFFF, buf.nbytes // 2, stream), "cuMemsetD16Async")
-    else:
-        check(cu.cuMemsetD8Async(buf.ptr, value & 0xFF, buf.nbytes, stream), "cuMemsetD8Async")
-
-
 def copy_async(dst, src, stream) -> None:
     from .driver import check, cu
     if dst.nbytes:
@@ -234,14 +202,7 @@ class CheckedSamples:
         self.judged = 0
         self._owned: list = []
         self.restoring = False  # set once the kept-state launches are judged
-        self.globals: list = []  # (address, bytes, device buffer with the initial image)
         try:
-            from .driver import check, cu
-            for address, size in module_globals(row):
-                image = DeviceBuffer(size)
-                self._owned.append(image)
-                check(cu.cuMemcpyDtoD(image.ptr, cu.CUdeviceptr(address), size), "cuMemcpyDtoD(global image)")
-                self.globals.append((address, size, image))
             for storage, seed, _ in sets:
                 contents = {}
                 for name, spec in row.specs.items():
@@ -271,8 +232,8 @@ class CheckedSamples:
     def commands(self) -> int:
         """Stream commands per sample, beyond the launches (for the held-batch limit)."""
         filled = sum(1 for name, spec in self.row.specs.items() if spec.role in ("out", "inout", "scratch"))
-        slack = 2 * sum(1 for buf in self.row.buffers.values() if hasattr(buf, "arm_async"))
-        return len(self.stash[0]) + filled + len(self.outputs) + slack + len(self.globals)
+        slack = 2 * sum(1 for buf in self.row.buffers.values() if isinstance(buf, FencedBuffer))
+        return len(self.stash[0]) + filled + len(self.outputs) + slack + len(self.row.global_image or ())
 
     @property
     def max_batch(self) -> Optional[int]:
@@ -285,21 +246,18 @@ class CheckedSamples:
         return MIN_KEPT_STATE_LAUNCHES
 
     def prologue(self, sample: int) -> None:
-        from .driver import check, cu
         contents = self.stash[sample % len(self.stash)]
         word = int(self.rng.integers(0, 1 << 32))
         if self.restoring:
-            for address, size, image in self.globals:
-                check(cu.cuMemcpyDtoDAsync(cu.CUdeviceptr(address), image.ptr, size, self.stream),
-                      "cuMemcpyDtoDAsync(global image)")
+            self.row.restore_globals(self.stream)
         for name, buf in self.row.buffers.items():
             spec = self.row.specs[name]
-            if hasattr(buf, "arm_async"):
-                buf.arm_async(self.stream)  # the page slack beside the buffer, back to its guard fill
+            if isinstance(buf, FencedBuffer):
+                buf.arm(None, self.stream)  # the page slack beside the buffer, back to its guard fill
             if name in contents:
                 copy_async(buf, contents[name], self.stream)
             elif spec.role in ("out", "scratch") and spec.table is None:
-                fill_word_async(buf, 4, word, self.stream)
+                buf.fill_word(4, word, self.stream)
 
     def epilogue(self, sample: int, slot: int) -> None:
         if self.exact:

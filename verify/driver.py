@@ -327,18 +327,23 @@ class DeviceBuffer:
         else:
             check(cu.cuMemsetD8Async(self.ptr, value & 0xFF, self.nbytes, stream), "cuMemsetD8Async")
 
-    def fill_word(self, width: int, value: int) -> None:
-        """Fill with a repeated 1-, 2- or 4-byte word (poison patterns)."""
+    def fill_word(self, width: int, value: int, stream=None) -> None:
+        """Fill with a repeated 1-, 2- or 4-byte word (poison patterns); on ``stream``
+        (asynchronously) when given."""
         if not self.nbytes:
             return
-        if width == 1 or self.nbytes % width:
-            check(cu.cuMemsetD8(self.ptr, value & 0xFF, self.nbytes), "cuMemsetD8")
-        elif width == 2:
-            check(cu.cuMemsetD16(self.ptr, value & 0xFFFF, self.nbytes // 2), "cuMemsetD16")
-        elif width == 4:
-            check(cu.cuMemsetD32(self.ptr, value & 0xFFFFFFFF, self.nbytes // 4), "cuMemsetD32")
+        if width == 4 and self.nbytes % 4 == 0:
+            call, args = ("cuMemsetD32", (self.ptr, value & 0xFFFFFFFF, self.nbytes // 4))
+        elif width == 2 and self.nbytes % 2 == 0:
+            call, args = ("cuMemsetD16", (self.ptr, value & 0xFFFF, self.nbytes // 2))
+        elif width in (1, 2, 4):
+            call, args = ("cuMemsetD8", (self.ptr, value & 0xFF, self.nbytes))
         else:
             raise ValueError(f"fill width {width} is not 1, 2 or 4")
+        if stream is None:
+            check(getattr(cu, call)(*args), call)
+        else:
+            check(getattr(cu, call + "Async")(*args, stream), call + "Async")
 
     def upload_async(self, host: np.ndarray, stream) -> None:
         """Asynchronous copy; ``host`` must stay alive until the stream passes this point."""

@@ -19,6 +19,8 @@ guarded arena (``driver.GuardedBuffer``) and says so.
 """
 from __future__ import annotations
 
+from typing import Optional
+
 import numpy as np
 
 from .driver import DeviceBuffer, check, cu
@@ -170,28 +172,24 @@ class FencedBuffer(DeviceBuffer):
         end = offset + self.nbytes
         return (self.alias, offset), (self.alias + end, self.data_size - end)
 
-    def arm(self, fill: np.ndarray) -> None:
+    def arm(self, fill: Optional[np.ndarray], stream=None) -> None:
         """Copy the guard page's fill into the slack around the buffer (the page itself
-        was filled by ``GuardPage.fill``), so bytes beside the buffer read as guard."""
+        was filled by ``GuardPage.fill``, so ``fill`` is not needed here), so bytes beside
+        the buffer read as guard; on ``stream`` when given (the timed samples': nothing a
+        kernel leaves in the slack survives into the next sample)."""
         (before, n_before), (after, n_after) = self._slack()
         page = self.page
+        copies = []
         if n_before:
-            check(cu.cuMemcpyDtoD(cu.CUdeviceptr(before), cu.CUdeviceptr(page.alias + page.size - n_before),
-                                  n_before), "cuMemcpyDtoD(slack)")
+            copies.append((before, page.alias + page.size - n_before, n_before))
         if n_after:
-            check(cu.cuMemcpyDtoD(cu.CUdeviceptr(after), cu.CUdeviceptr(page.alias), n_after), "cuMemcpyDtoD(slack)")
-
-    def arm_async(self, stream) -> None:
-        """``arm`` enqueued on ``stream`` (the timed samples': nothing a kernel leaves in the
-        slack beside a buffer survives into the next sample)."""
-        (before, n_before), (after, n_after) = self._slack()
-        page = self.page
-        if n_before:
-            check(cu.cuMemcpyDtoDAsync(cu.CUdeviceptr(before), cu.CUdeviceptr(page.alias + page.size - n_before),
-                                       n_before, stream), "cuMemcpyDtoDAsync(slack)")
-        if n_after:
-            check(cu.cuMemcpyDtoDAsync(cu.CUdeviceptr(after), cu.CUdeviceptr(page.alias), n_after, stream),
-                  "cuMemcpyDtoDAsync(slack)")
+            copies.append((after, page.alias, n_after))
+        for dst, src, count in copies:
+            if stream is None:
+                check(cu.cuMemcpyDtoD(cu.CUdeviceptr(dst), cu.CUdeviceptr(src), count), "cuMemcpyDtoD(slack)")
+            else:
+                check(cu.cuMemcpyDtoDAsync(cu.CUdeviceptr(dst), cu.CUdeviceptr(src), count, stream),
+                      "cuMemcpyDtoDAsync(slack)")
 
     def hits(self, fill: np.ndarray) -> list:
         """Writes into the slack within the fill's length of the buffer (further ones fault

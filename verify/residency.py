@@ -95,25 +95,13 @@ WAIT:
 class SmHolder:
     """Holds ``fraction`` of the SMs of the current context's device on its own stream."""
 
-    def __init__(self, sm_count: int, device, fraction: float = 0.5, take_smem: bool = False,
-                 carveout: Optional[int] = None):
+    def __init__(self, sm_count: int, fraction: float = 0.5):
         from .driver import DeviceBuffer, Module, PreparedLaunch, check, cu, function_attribute
         self._check, self._cu = check, cu
         self.blocks = max(1, int(sm_count * fraction))
         self.module = Module.from_ptx(holder_ptx())
         function = self.module.function(HOLDER_ENTRY)
         self.registers = function_attribute(function, "CU_FUNC_ATTRIBUTE_NUM_REGS")
-        self.dynamic_smem = 0
-        if take_smem:
-            limit = check(cu.cuDeviceGetAttribute(
-                cu.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, device),
-                "cuDeviceGetAttribute")
-            static = function_attribute(function, "CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES")
-            self.dynamic_smem = max(0, int(limit) - int(static))
-        if carveout is not None:
-            check(cu.cuFuncSetAttribute(
-                function, cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, int(carveout)),
-                "cuFuncSetAttribute(PREFERRED_SHARED_MEMORY_CARVEOUT)")
         self.host = check(cu.cuMemHostAlloc(4 * (self.blocks + 1), cu.CU_MEMHOSTALLOC_DEVICEMAP), "cuMemHostAlloc")
         self.words = (ctypes.c_uint32 * (self.blocks + 1)).from_address(int(self.host))
         device_ptr = int(check(cu.cuMemHostGetDevicePointer(self.host, 0), "cuMemHostGetDevicePointer"))
@@ -122,7 +110,7 @@ class SmHolder:
         params = b"".join(int(v).to_bytes(8, "little") for v in
                           (device_ptr, device_ptr + 4 * self.blocks, self.sink.address, int(FAILSAFE_S * 1e9)))
         self.launch = PreparedLaunch(function, (self.blocks, 1, 1), (HOLDER_THREADS, 1, 1), params,
-                                     [0, 8, 16, 24], self.stream, (1, 1, 1), self.dynamic_smem)
+                                     [0, 8, 16, 24], self.stream)
 
     def hold(self) -> int:
         """Start holding; returns how many holding blocks were running within ARRIVAL_WAIT_S."""

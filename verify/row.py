@@ -141,20 +141,23 @@ class LoadedRow:
 
     def snapshot_globals(self) -> None:
         """Keep a copy of the module's ``.global`` variables now (right after loading)."""
-        from .checked_timing import module_globals
         from .driver import DeviceBuffer, check, cu
         self.global_image = []
-        for address, size in module_globals(self):
+        for address, size in module_globals(self.module, self.record.ptx):
             image = DeviceBuffer(size)
             check(cu.cuMemcpyDtoD(image.ptr, cu.CUdeviceptr(address), size), "cuMemcpyDtoD(global image)")
             self.global_image.append((address, size, image))
 
-    def restore_globals(self) -> None:
-        """The module's ``.global`` variables back to their load-time image: the state of a
-        freshly loaded module, without loading it again."""
+    def restore_globals(self, stream=None) -> None:
+        """The module's ``.global`` variables back to their load-time image (on ``stream``
+        when given): the state of a freshly loaded module, without loading it again."""
         from .driver import check, cu
         for address, size, image in self.global_image or ():
-            check(cu.cuMemcpyDtoD(cu.CUdeviceptr(address), image.ptr, size), "cuMemcpyDtoD(global image)")
+            if stream is None:
+                check(cu.cuMemcpyDtoD(cu.CUdeviceptr(address), image.ptr, size), "cuMemcpyDtoD(global image)")
+            else:
+                check(cu.cuMemcpyDtoDAsync(cu.CUdeviceptr(address), image.ptr, size, stream),
+                      "cuMemcpyDtoDAsync(global image)")
 
     def free(self) -> None:
         for _, _, image in self.global_image or ():
@@ -164,6 +167,28 @@ class LoadedRow:
         for buf in (self.fresh_buffers or {}).values():
             buf.free()
         self.module.unload()
+
+
+def module_globals(module, ptx: str) -> list:
+    """(device address, bytes) of every ``.global`` variable ``ptx`` defines, in the loaded
+    ``module``; none where the parser cannot read the PTX."""
+    from ptx_tools.parse import parse_ptx
+    from .driver import DriverError, check, cu
+    try:
+        names = [v.name for v in parse_ptx(ptx).variables if v.state_space == "global" and not v.extern]
+    except Exception:  # PTX the parser cannot read: nothing to restore
+        return []
+    found = []
+    for name in names:
+        try:
+            address, size = check(cu.cuModuleGetGlobal(module.handle, name.encode()), "cuModuleGetGlobal")
+        except DriverError as exc:
+            if exc.sticky:
+                raise
+            continue
+        if int(size):
+            found.append((int(address), int(size)))
+    return found
 
 
 def _pack_launches(row: LoadedRow, placement: str, extra_smem: bool) -> list:

@@ -633,7 +633,7 @@ class _Run:
                 consensus_by_digest[digest].add(row.build_key, verdict.outputs, verdict.max_err_ratio)
                 if self.timing:
                     with self.stopwatch("time"):
-                        self._time(worker, new_row, prepared, digest, cubin, row.to_json())
+                        self._time(worker, new_row, prepared, digest)
             out_rows.append(new_row)
             results[row.build_key] = new_row.status
             if isinstance(new_row.output_hash, Future):  # hashed on the host while the next member runs
@@ -802,13 +802,11 @@ class _Run:
                 row.status_message = f"{message}; {row.status_message}" if row.status_message else message
                 results[row.build_key] = "disagrees"
 
-    def _time(self, worker, row: KernelRecord, prepared: "_ProblemTrials", digest: str,
-              cubin: Optional[bytes], record_json: str) -> None:
+    def _time(self, worker, row: KernelRecord, prepared: "_ProblemTrials", digest: str) -> None:
         timeout = 2 * self.kernel_timeout + 3 * self.time_budget + 10.0
         sets = [(f"{digest}:{t.trial}", t.seed) for t in timing_trials(prepared.trials)]
         with self.quiet_gpu(worker.ordinal):
-            reply = worker.time(row.build_key, self.time_budget, timeout, MAX_TIMING_SAMPLES, sets=sets,
-                                record_json=record_json, cubin=cubin)
+            reply = worker.time(row.build_key, self.time_budget, timeout, MAX_TIMING_SAMPLES, sets=sets)
         if reply.get("error"):
             # The row passed its checks; a timing failure is noted, not a status change,
             # unless the kernel crashed, hung or computed something else while being timed.

@@ -170,21 +170,20 @@ class SampleSet:
                       summarise(self.event_us, target_rse) if self.event_us else None, self.fallback_reason)
 
 
-def time_launches(stream, launches: Sequence, flush, before: Optional[Callable[[], None]] = None,
-                  budget_s: float = 1.0, min_samples: int = MIN_SAMPLES, max_samples: int = MAX_SAMPLES,
+def time_launches(stream, launches: Sequence, flush, budget_s: float = 1.0, min_samples: int = MIN_SAMPLES, max_samples: int = MAX_SAMPLES,
                   target_rse: float = TARGET_RSE, warmup: int = 3, warmup_s: float = WARMUP_SECONDS,
                   hold=None, kernel_clock=None, no_clock_reason: str = "", checker=None) -> Timing:
     """Time a launch sequence (``PreparedLaunch`` objects) on ``stream``.
 
     ``flush``: the L2 flush run before each sample: an ``l2flush.L2Flush``, or any object
     with its ``enqueue(sample, stream)`` and ``commands``.
-    ``before``: enqueues work that must precede every sample outside the timed region
-    (re-initialising zero-init scratch such as semaphores). ``hold``: a ``hold.StreamHold``
+    ``hold``: a ``hold.StreamHold``
     that keeps the GPU waiting while each batch is enqueued. ``kernel_clock``: a
     ``kernel_clock.KernelClock`` for CUPTI kernel durations (None: events only, for
     ``no_clock_reason``). ``checker``: a ``checked_timing.CheckedSamples`` whose prologue
-    (inputs of the sample's set, fresh fills) precedes every run and whose epilogue hashes
-    every sample's outputs, judged after each batch (it raises ``TimingMismatch``). Warm-up runs for at least ``warmup`` sequences and ``warmup_s``
+    (inputs of the sample's set, fresh fills, scratch re-initialised) precedes every run and
+    whose epilogue hashes every sample's outputs, judged after each batch (it raises
+    ``TimingMismatch``). Warm-up runs for at least ``warmup`` sequences and ``warmup_s``
     seconds, so clocks have ramped up after the idle time of the correctness checks.
     """
     from .driver import Event, check, cu
@@ -192,8 +191,6 @@ def time_launches(stream, launches: Sequence, flush, before: Optional[Callable[[
     def prepare(i: int) -> None:
         if checker is not None:
             checker.prologue(i)
-        if before is not None:
-            before()
 
     def enqueue_prologue(i: int) -> None:
         # Re-initialise scratch first, then flush: the flush must also evict the scratch
@@ -235,7 +232,6 @@ def time_launches(stream, launches: Sequence, flush, before: Optional[Callable[[
     # the flush's write, and its read kernel traced like a launch
     commands_per_flush = 1 + commands_per_launch * (flush.commands - 1)
     commands_per_sample = (2 + commands_per_flush + commands_per_launch * len(launches)
-                           + (1 if before is not None else 0)
                            + (checker.commands * commands_per_launch if checker is not None else 0))
     held_batch = max(1, (MAX_HELD_COMMANDS - 1) // commands_per_sample) if hold is not None else MAX_BATCH
     if checker is not None and checker.max_batch:

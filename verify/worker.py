@@ -97,7 +97,7 @@ class _Worker:
             from .driver import DriverError
             from .residency import SmHolder
             try:
-                self.holder = SmHolder(self.ctx.info.sm_count, self.ctx.device)
+                self.holder = SmHolder(self.ctx.info.sm_count)
             except DriverError as exc:
                 if exc.sticky:
                     raise
@@ -329,8 +329,8 @@ class _Worker:
         """Time the row just checked from its module's load-time state, every sample checked
         (checked_timing.py): ``job["sets"]`` names the ordinary trials' inputs, [(key, seed)],
         whose checked runs this worker kept. The loaded module's globals get back the image
-        taken right after loading; ``job["record"]``/``job["cubin"]`` load the row afresh
-        where it is another row than the one checked."""
+        taken right after loading; ``job["record"]``/``job["cubin"]``, when given, load
+        another row afresh in its place (tests time a row that differs from the checked one)."""
         from dataset_spec.model import KernelRecord
         from .checked_timing import CheckedSamples, TimingMismatch
         from .driver import check, cu
@@ -344,14 +344,13 @@ class _Worker:
                     "worker does not hold (it restarted after the checks): not timed", "fatal": False}
         exact = not any(kept.outputs is not None for _, _, kept in sets)
         seconds, started = {}, time.perf_counter()
-        record = KernelRecord.from_json(job["record"]) if job.get("record") else self.row.record
-        same = record is self.row.record or record.to_json() == self.row.record.to_json()
-        if same and self.row.global_image is not None and self.row.buffer_set == 0:
+        if job.get("record"):  # another row than the one checked: loaded afresh
+            self._load_row(KernelRecord.from_json(job["record"]), job.get("cubin"))
+            self.row.snapshot_globals()
+        else:
             # the module as loaded, without loading it again: its globals get their load-time
             # image back (nothing the checks' launches left there survives)
             self.row.restore_globals()
-        else:
-            self._load_row(record, job.get("cubin"))  # a fresh module: its globals hold their initial values
         stream = self.ctx.stream
         storage, seed, _ = sets[0]
         self.row.prepare(storage, seed, 0, None, "after")  # tables, guards, placement

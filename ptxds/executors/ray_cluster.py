@@ -200,9 +200,8 @@ class GpuActor:
         return self.worker.check(record_json, group, [(t, key, seed, self.inputs[key]) for t, key, seed in trials],
                                  cubin, timeout, keep=keep)
 
-    def time(self, build_key: str, budget_s: float, timeout: float, max_samples: int, sets=None,
-             record_json: str = "", cubin=None) -> dict:
-        return self.worker.time(build_key, budget_s, timeout, max_samples, sets, record_json, cubin)
+    def time(self, build_key: str, budget_s: float, timeout: float, max_samples: int, sets=None) -> dict:
+        return self.worker.time(build_key, budget_s, timeout, max_samples, sets)
 
     def close(self) -> None:
         if self.worker is not None:
@@ -246,9 +245,8 @@ class RayGpuWorker:
             result = self._call("check", *payload(True), resend=lambda: payload(True))
         return result
 
-    def time(self, build_key: str, budget_s: float, timeout: float, max_samples: int = 2000, sets=None,
-             record_json: str = "", cubin=None) -> dict:
-        return self._call("time", build_key, budget_s, timeout, max_samples, sets, record_json, cubin)
+    def time(self, build_key: str, budget_s: float, timeout: float, max_samples: int = 2000, sets=None) -> dict:
+        return self._call("time", build_key, budget_s, timeout, max_samples, sets)
 
     def close(self) -> None:
         try:
