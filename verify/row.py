@@ -28,7 +28,6 @@ class LoadedRow:
     specs: dict                          # name -> Buffer (dataset_spec.model)
     launches: list                       # PreparedLaunch
     load_path: str = "driver_jit"
-    init_host: dict = field(default_factory=dict)  # name -> host array kept alive for async re-init
     fences: str = "arena"                # "vmm", or "arena: <why the virtual memory API is not used>"
     record: object = None
     stream: object = None

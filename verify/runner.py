@@ -627,8 +627,10 @@ class _Run:
                 new_row.sanitizer = json.dumps(findings, sort_keys=True)
                 apply_sanitizer_status(new_row, sanitizer_status(findings))
                 race_counts[row.build_key] = race_errors(findings)
-            elif new_row.status == "passed" and tail_buffers(row):
-                self._memcheck_tails(row, new_row, prepared)
+            elif new_row.status == "passed":
+                tails = tail_buffers(row)
+                if tails:
+                    self._memcheck_tails(row, new_row, prepared, tails)
             if new_row.status == "passed":
                 consensus_by_digest[digest].add(row.build_key, verdict.outputs, verdict.max_err_ratio)
                 if self.timing:
@@ -762,13 +764,15 @@ class _Run:
             findings["racecheck_sync_copies"] = {"errors": counts[0], "base_errors": counts[1], "note": verdict}
             row.sanitizer = json.dumps(findings, sort_keys=True)
 
-    def _memcheck_tails(self, row: KernelRecord, new_row: KernelRecord, prepared: "_ProblemTrials") -> None:
-        """memcheck, by default, for a passing member with a buffer whose size is not a
-        multiple of 16: the fenced placement leaves up to 15 bytes past its end before the
-        guard page, where a store of the bytes already there changes nothing the checks see."""
+    def _memcheck_tails(self, row: KernelRecord, new_row: KernelRecord, prepared: "_ProblemTrials",
+                        tails: list) -> None:
+        """memcheck, by default, for a passing member with written buffers ``tails`` whose end
+        a store could straddle (``tail_buffers``): the fenced placement leaves up to 15 bytes
+        past such an end before the guard page, where a store of the bytes already there
+        changes nothing the checks see."""
         path, missing = automatic_sanitizer()
         verify_note = new_row.provenance.setdefault("verify", {})
-        names = ", ".join(tail_buffers(row))
+        names = ", ".join(tails)
         if path is None:
             verify_note["memcheck_tails"] = f"not run ({missing}): buffers {names} end inside a 16-byte word"
             return
@@ -804,7 +808,8 @@ class _Run:
 
     def _time(self, worker, row: KernelRecord, prepared: "_ProblemTrials", digest: str) -> None:
         timeout = 2 * self.kernel_timeout + 3 * self.time_budget + 10.0
-        sets = [(f"{digest}:{t.trial}", t.seed) for t in timing_trials(prepared.trials)]
+        timed = timing_trials(prepared.trials)
+        sets = [(f"{digest}:{t.trial}", t.seed) for t in timed]
         with self.quiet_gpu(worker.ordinal):
             reply = worker.time(row.build_key, self.time_budget, timeout, MAX_TIMING_SAMPLES, sets=sets)
         if reply.get("error"):
@@ -819,8 +824,8 @@ class _Run:
                 self.stage_seconds[f"time.{phase}"] += seconds
         record_timing(row, reply)
         row.provenance.setdefault("verify", {})["timing"] = {
-            "input_trials": [t.trial for t in timing_trials(prepared.trials)],
-            "checked_samples": reply.get("checked_samples"), "fresh_module": True}
+            "input_trials": [t.trial for t in timed], "checked_samples": reply.get("checked_samples"),
+            "module_state": "load-time image restored before every timed sample"}
         apply_roofline(row, worker.info)
 
     def summarise(self, group_id: str, rows: list, results: dict) -> GroupSummary:
