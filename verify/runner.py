@@ -57,8 +57,8 @@ from .coverage import apply_coverage, explain_survivors, measure_site
 from .race_focus import automatic_sanitizer, barrier_never_ordered, delay_reason, note as racecheck_note, \
     racecheck_reason, synchronous_copy_pair, synchronous_copy_verdict
 from .race_delays import CHANGED_ORDER, DROPPED_BARRIER, delay_member_runs, judge_delays
-
-PASS_THROUGH = ("build_failed", "no_problem", "not_applicable")
+from .schedule import PASS_THROUGH, ChunkQueue, measured_seconds, plan_chunks, row_costs
+from .chunk_merge import ChunkResult, merge_chunks
 # Statuses whose rows keep their time: every other status is a failed check, and a time is
 # only kept where the kernel was shown to compute the function.
 TIMED_STATUSES = ("passed", "unexercised")
@@ -142,11 +142,19 @@ class VerifySummary:
     # peak resident memory (MiB) of each GPU worker process and of this process, from getrusage
     worker_peak_rss_mib: list = field(default_factory=list)
     parent_peak_rss_mib: float = 0.0
+    chunks: int = 0                 # pieces the groups were verified in (one per group on one GPU)
+    split_groups: int = 0           # groups whose members were spread over several chunks
+    wall_seconds: float = 0.0       # from the first chunk taken to the last group written
+    gpu_busy_seconds: list = field(default_factory=list)  # per GPU worker, seconds spent on chunks
 
     def format(self) -> str:
         lines = [f"verified {len(self.groups)} group(s) on {self.gpu_name or 'no GPU'}; "
                  f"{self.skipped_groups} already done; {self.not_runnable} row(s) not runnable here"]
         lines.append("status counts: " + ", ".join(f"{k}={v}" for k, v in sorted(self.counts.items())))
+        if self.split_groups:
+            lines.append(f"{self.split_groups} group(s) split: {self.chunks} chunks over "
+                         f"{len(self.gpu_busy_seconds)} GPU worker(s), busy "
+                         + ", ".join(f"{s:.1f}" for s in self.gpu_busy_seconds) + f" s of {self.wall_seconds:.1f} s")
         if self.stage_seconds:
             lines.append("seconds per stage: " + ", ".join(
                 f"{k} {v:.1f}" for k, v in sorted(self.stage_seconds.items(), key=lambda kv: -kv[1])))
@@ -193,19 +201,23 @@ class _ProblemTrials:
         return self._host_storage
 
 
-def prepare_device(problem: Problem, reference: str = "auto", inputs: str = "auto"):
-    """The torch device where ``problem``'s inputs, references and bounds are made (the
-    device its members are judged on, for the ops device_prepare.py knows), or None for
-    the host. ``inputs``: auto (the device where it can), or host (the host generator)."""
+def prepare_device(problem: Problem, reference: str = "auto", inputs: str = "auto", ordinal: int = 0):
+    """The torch device where ``problem``'s inputs, references and bounds are made for the
+    members judged on GPU ``ordinal`` (that GPU, for the ops device_prepare.py knows), or
+    None for the host. ``inputs``: auto (the device where it can), or host (the host
+    generator). A group split over several GPUs is prepared on each of them: the inputs
+    are a pure function of the trial's seed (device_rng.py), so every GPU draws the same
+    bits and computes the same reference."""
     if inputs not in INPUT_GENERATORS:
         raise ValueError(f"inputs must be one of {INPUT_GENERATORS}, got {inputs!r}")
     if inputs == "host" or not device_supported(problem):
         return None
-    device = judge_device(problem, reference, 0)
+    device = judge_device(problem, reference, ordinal)
     if device is None and choose_backend(problem.op, problem, reference) == "torch":
         # outputs too small to judge on the GPU, but a float64 reference large enough to
         # compute there (a decode GEMM, M=16): made there, and then judged there too
-        device = torch_for(reference).device("cuda", 0)
+        torch = torch_for(reference)
+        device = torch.device("cuda", int(ordinal) % max(1, torch.cuda.device_count()))
     return device
 
 
@@ -458,14 +470,25 @@ def add_consensus_witnesses(out_rows: list, consensus_by_digest: dict, prepared_
             witness["consensus_value"] = float(values.reshape(-1)[witness["flat_index"]])
 
 
+@dataclass
+class _OpenGroup:
+    """A group some of whose chunks are verified: their results, by chunk index."""
+    count: int
+    done: dict = field(default_factory=dict)
+
+
 class _Run:
-    """One verify_dataset call: shared state of the group threads."""
+    """One verify_dataset call: shared state of the GPU threads. ``chunks``: the queue's
+    plan (schedule.plan_chunks; None: each group whole, in order)."""
 
     def __init__(self, groups: list, out_dir: Path, trials: int, timing: bool, kernel_timeout: float,
                  time_budget: float, pool: Optional[AssemblyPool], gpu_cc: tuple, progress_bar,
                  reference: str = "auto", sanitizer: Optional[str] = None, device_outputs: bool = True,
-                 inputs: str = "auto"):
+                 inputs: str = "auto", chunks: Optional[list] = None):
         self.groups = groups
+        self.queue = ChunkQueue(chunks if chunks is not None else plan_chunks([[0.0] * len(rows) for _, rows in groups], 1))
+        self.open_groups: dict = {}  # group index -> _OpenGroup
+        self.gpu_busy: Counter = Counter()  # GPU thread name -> seconds verifying chunks and finishing groups
         self.inputs = inputs
         self.device_outputs = device_outputs
         self.sanitizer = sanitizer  # compute-sanitizer's path when --sanitize, else None
@@ -480,38 +503,51 @@ class _Run:
         self.cc = gpu_cc
         self.writer = Dataset(out_dir).writer()
         self.lock = threading.Lock()
-        self.next_index = 0
-        self.submitted = 0
+        self.submitted: set = set()  # (group index, start) of chunks whose rows went to the assembly pool
         self.summaries: dict = {}
         self.counts: Counter = Counter()
         self.not_runnable = 0
         self.bar = progress_bar
         self.error: Optional[BaseException] = None
         self.stage_seconds: Counter = Counter()  # where the GPU threads' wall time went
-        self.preparing: dict = {}  # (group_id, problem digest) -> Future of _ProblemTrials
+        self.preparing: dict = {}  # (group_id, problem digest, device) -> Future of _ProblemTrials
         self.prepare_pool = ThreadPoolExecutor(max_workers=PREPARE_THREADS, thread_name_prefix="verify-prepare")
         # per GPU ordinal, held while a member is timed there: the next group's inputs and
         # references made on that GPU meanwhile would run beside the timed kernel
         self.quiet_locks: dict = {}
 
-    def take(self) -> Optional[int]:
-        """Next group index; also keeps assembly PREFETCH_GROUPS groups, and the host's
-        preparation of inputs and references PREPARE_AHEAD groups, ahead of the GPU."""
+    def take(self, ordinal: int = 0):
+        """The next chunk from the shared queue (None when it is empty or a thread failed);
+        also keeps assembly PREFETCH_GROUPS chunks ahead of the GPUs, and the preparation of
+        inputs and references for the chunks of PREPARE_AHEAD more groups ahead of GPU
+        ``ordinal`` (where they are made on the GPU, on that one: a free GPU takes the next
+        chunk, so the next groups are the ones it most likely verifies)."""
+        if self.error is not None:
+            return None
+        chunk = self.queue.take()
+        if chunk is None:
+            return None
+        ahead = self.queue.upcoming(max(PREFETCH_GROUPS, 8 * PREPARE_AHEAD))
         with self.lock:
-            if self.next_index >= len(self.groups) or self.error is not None:
-                return None
-            index = self.next_index
-            self.next_index += 1
-            while self.pool is not None and self.submitted < min(len(self.groups), index + 1 + PREFETCH_GROUPS):
-                for row in self.groups[self.submitted][1]:
-                    if row.status not in PASS_THROUGH:
-                        self.pool.submit(row)
-                self.submitted += 1
-            for group_id, rows in self.groups[index:index + 1 + PREPARE_AHEAD]:
-                for row in rows:
+            for later in [chunk] + ahead[:PREFETCH_GROUPS]:
+                if self.pool is not None and (later.group, later.start) not in self.submitted:
+                    self.submitted.add((later.group, later.start))
+                    for row in self.groups[later.group][1][later.start:later.stop]:
+                        if row.status not in PASS_THROUGH:
+                            self.pool.submit(row)
+            groups = [chunk.group]
+            for later in ahead:
+                if len(groups) > PREPARE_AHEAD:
+                    break
+                if later.group not in groups:
+                    groups.append(later.group)
+            for index in groups:
+                group_id, rows = self.groups[index]
+                first = chunk.start if index == chunk.group else 0
+                for row in rows[first:]:
                     if row.status not in PASS_THROUGH and not runnable_reason(row.arch, self.cc):
-                        self._prepare_future(group_id, row.problem)
-            return index
+                        self._prepare_future(group_id, row.problem, ordinal)
+        return chunk
 
     def quiet_gpu(self, ordinal: int) -> threading.Lock:
         """The lock held while a member is timed on GPU ``ordinal``."""
@@ -527,21 +563,24 @@ class _Run:
             with self.lock:
                 self.stage_seconds[stage] += time.perf_counter() - start
 
-    def _prepare_future(self, group_id: str, problem: Problem):
-        """The Future of a group's prepared problem (inputs, references, bounds), started on
-        a host thread if it was not yet, so that this host work overlaps the GPU's work on
-        the groups before it. Called under the lock."""
-        key = (group_id, problem.digest())
+    def _prepare_future(self, group_id: str, problem: Problem, ordinal: int = 0):
+        """The Future of a group's prepared problem (inputs, references, bounds) for the
+        members judged on GPU ``ordinal``, started on a host thread if it was not yet, so
+        that this work overlaps the GPU's work on the chunks before it. Made on that GPU
+        where prepare_device says so (each GPU that verifies a chunk of the group makes its
+        own, from the same seeds); made on the host once for all GPUs otherwise. Called
+        under the lock."""
+        device = prepare_device(problem, self.reference, self.inputs, ordinal)
+        key = (group_id, problem.digest(), str(device) if device is not None else None)
         if key not in self.preparing:
-            device = prepare_device(problem, self.reference, self.inputs)
             lock = self.quiet_gpu(device.index or 0) if device is not None else None
             self.preparing[key] = self.prepare_pool.submit(prepare_problem, problem, group_id, self.trials,
                                                            self.reference, device, lock)
         return self.preparing[key]
 
-    def prepared(self, group_id: str, problem: Problem) -> _ProblemTrials:
+    def prepared(self, group_id: str, problem: Problem, ordinal: int = 0) -> _ProblemTrials:
         with self.lock:
-            future = self._prepare_future(group_id, problem)
+            future = self._prepare_future(group_id, problem, ordinal)
         return future.result()
 
     def forget_prepared(self, group_id: str) -> None:
@@ -551,10 +590,17 @@ class _Run:
                 del self.preparing[key]
 
     def verify_group(self, worker, group_id: str, rows: list) -> tuple:
+        """(rows, statuses by build key) of a whole group verified on ``worker``."""
+        return self.finish_group(worker, group_id, merge_chunks([self.verify_chunk(worker, group_id, rows)]))
+
+    def verify_chunk(self, worker, group_id: str, rows: list) -> ChunkResult:
+        """Contiguous rows of one group checked (and timed) on ``worker``; the agreement
+        between members, derived members and writes wait for the group's other chunks
+        (``finish_group``)."""
         gpu = dict(worker.info)
         mismatch = problem_mismatch(group_id, rows)
         if mismatch:
-            return refuse_group(rows, mismatch, gpu)
+            return ChunkResult(*refuse_group(rows, mismatch, gpu), refused=True)
         out_rows, results = [], {}
         race_counts: dict = {}  # build_key -> racecheck hazard errors (None: not checked)
         # digest -> (prepared problem, the same with its arrays where members are judged)
@@ -574,10 +620,12 @@ class _Run:
                 out_rows.append(row)
                 results[row.build_key] = "not_runnable"
                 continue
+            row_start = time.perf_counter()
             digest = row.problem.digest()
             if digest not in problems:
                 with self.stopwatch("wait_prepare"):
-                    prepared = self.prepared(group_id, row.problem)
+                    prepared = self.prepared(group_id, row.problem, worker.ordinal)
+                row_start = time.perf_counter()
                 judged = on_device(prepared, judge_device(row.problem, self.reference, worker.ordinal)
                                    or _worker_gpu_if_made_on_device(prepared, worker.ordinal))
                 problems[digest] = (prepared, judged)
@@ -636,6 +684,8 @@ class _Run:
                 if self.timing:
                     with self.stopwatch("time"):
                         self._time(worker, new_row, prepared, digest)
+            # the GPU thread's seconds for this row: what a later run schedules by (schedule.py)
+            new_row.provenance["verify"]["gpu_seconds"] = round(time.perf_counter() - row_start, 4)
             out_rows.append(new_row)
             results[row.build_key] = new_row.status
             if isinstance(new_row.output_hash, Future):  # hashed on the host while the next member runs
@@ -644,6 +694,16 @@ class _Run:
                     self._resolve_hash(hashing.pop(0))
         for pending in hashing:
             self._resolve_hash(pending)
+        return ChunkResult(out_rows, results, race_counts, problems, consensus_by_digest)
+
+    def finish_group(self, worker, group_id: str, merged: ChunkResult) -> tuple:
+        """The group's (rows, statuses) once every chunk is verified (``merged``, in row
+        order): members outside the consensus, witnesses, derived members' probes,
+        racecheck and delays (on ``worker``), then times a row has not earned dropped."""
+        out_rows, results, race_counts, problems = merged.rows, merged.results, merged.race_counts, merged.problems
+        if merged.refused:
+            return out_rows, results
+        consensus_by_digest = merged.consensus
         with self.stopwatch("judge"):
             self._apply_consensus(out_rows, results, consensus_by_digest)
             add_consensus_witnesses(out_rows, consensus_by_digest, {d: p for d, (p, _) in problems.items()})
@@ -841,29 +901,49 @@ class _Run:
             distinct_outputs=len({r.output_hash for r in ran if r.status == "passed" and r.output_hash}))
 
     def serve(self, worker) -> None:
-        """A thread's loop: take groups, verify them on ``worker``, write them."""
+        """A thread's loop: take the next chunk from the shared queue, verify it on
+        ``worker``; the thread that verifies a group's last chunk merges the group's
+        chunks, finishes it on its worker and writes it."""
+        name = threading.current_thread().name
         try:
             while True:
-                index = self.take()
-                if index is None:
+                chunk = self.take(worker.ordinal)
+                if chunk is None:
                     return
-                group_id, rows = self.groups[index]
-                out_rows, results = self.verify_group(worker, group_id, rows)
-                self.forget_prepared(group_id)
-                summary = self.summarise(group_id, out_rows, results)
+                start = time.perf_counter()
+                group_id, rows = self.groups[chunk.group]
+                result = self.verify_chunk(worker, group_id, rows[chunk.start:chunk.stop])
                 with self.lock:
-                    self.writer.write(out_rows)
-                    self.summaries[index] = summary
-                    for status in results.values():
-                        if status == "not_runnable":
-                            self.not_runnable += 1
-                        else:
-                            self.counts[status] += 1
-                    if self.bar is not None:
-                        self.bar.update(1)
-        except BaseException as exc:  # surface in the main thread; other threads stop taking groups
+                    state = self.open_groups.setdefault(chunk.group, _OpenGroup(chunk.count))
+                    state.done[chunk.index] = result
+                    complete = len(state.done) == state.count
+                    if complete:
+                        del self.open_groups[chunk.group]
+                if complete:
+                    merged = merge_chunks([state.done[i] for i in range(state.count)])
+                    self.write_group(chunk.group, *self.finish_group(worker, group_id, merged))
+                with self.lock:
+                    self.gpu_busy[name] += time.perf_counter() - start
+        except BaseException as exc:  # surface in the main thread; other threads stop taking chunks
             with self.lock:
                 self.error = self.error or exc
+            self.queue.close()
+
+    def write_group(self, index: int, out_rows: list, results: dict) -> None:
+        """A finished group's rows in one part; its prepared problems dropped."""
+        group_id = self.groups[index][0]
+        self.forget_prepared(group_id)
+        summary = self.summarise(group_id, out_rows, results)
+        with self.lock:
+            self.writer.write(out_rows)
+            self.summaries[index] = summary
+            for status in results.values():
+                if status == "not_runnable":
+                    self.not_runnable += 1
+                else:
+                    self.counts[status] += 1
+            if self.bar is not None:
+                self.bar.update(1)
 
 
 def record_timing(row: KernelRecord, reply: dict) -> None:
@@ -932,6 +1012,18 @@ def drop_unearned_times(rows: list) -> None:
                 setattr(row, name, None)
 
 
+def plan_group_chunks(groups: list, gpus: int, trials: Optional[int], timing: bool, time_budget: float,
+                      measured: Optional[dict] = None) -> list:
+    """The shared queue's chunks (schedule.plan_chunks) for ``groups`` [(group_id, rows)]
+    verified by ``gpus`` workers: rows cost their ``measured`` seconds where known, else an
+    estimate; a group whose rows carry different problems stays whole (it is refused whole)."""
+    def trials_of(row) -> int:
+        return trials or (trial_count(row.problem) if row.problem is not None else 1)
+    costs = [row_costs(rows, measured, trials_of, timing, time_budget) for _, rows in groups]
+    whole = [index for index, (group_id, rows) in enumerate(groups) if problem_mismatch(group_id, rows)]
+    return plan_chunks(costs, gpus, whole)
+
+
 def select_groups(records: list, pattern: Optional[str]) -> list:
     """[(group_id, rows)] in first-seen order, filtered by an fnmatch pattern on group_id."""
     groups: dict = {}
@@ -947,7 +1039,8 @@ def verify_dataset(in_dir, out_dir, *, groups: Optional[str] = None, trials: Opt
                    workers: Optional[int] = None, kernel_timeout: float = 20.0, assemble_jobs: Optional[int] = None,
                    progress: bool = True, time_budget: float = 1.0, reference: str = "auto",
                    sanitize: bool = False, start_workers=None, assembly_pool=None,
-                   device_outputs: bool = True, inputs: str = "auto") -> VerifySummary:
+                   device_outputs: bool = True, inputs: str = "auto", split: bool = True,
+                   costs_from=None) -> VerifySummary:
     """Verify (and time) every group of the dataset in ``in_dir``; write rows to ``out_dir``.
 
     ``groups``: fnmatch pattern on group_id. ``trials``: trials per problem (None: one per
@@ -969,8 +1062,12 @@ def verify_dataset(in_dir, out_dir, *, groups: Optional[str] = None, trials: Opt
     give the same rows). ``inputs``: auto (groups of the ops device_prepare.py knows, judged
     on the GPU, get their inputs from the counter-based device generator and their
     references and bounds there; the rest, and every trial it cannot make, from the host),
-    or host (numpy's generator and host references for every group, as before). Raises
-    NoDriverError when no GPU can be used.
+    or host (numpy's generator and host references for every group, as before).
+    ``split``: with several GPU workers, spread a group's members over them in chunks
+    pulled from one queue (schedule.py; False: each group whole on one worker).
+    ``costs_from``: a verified dataset whose rows' measured seconds (``gpu_seconds``) the
+    schedule uses for the same build keys (the input's own are used where it has them);
+    other rows' costs are estimated. Raises NoDriverError when no GPU can be used.
     """
     from .worker import start_local_workers
     in_path, out_path = Path(in_dir).resolve(), Path(out_dir).resolve()
@@ -984,7 +1081,8 @@ def verify_dataset(in_dir, out_dir, *, groups: Optional[str] = None, trials: Opt
     if sanitize:
         from .sanitize import find_sanitizer
         sanitizer = find_sanitizer()
-    selected = select_groups(Dataset(in_path).records(), groups)
+    records = Dataset(in_path).records()
+    selected = select_groups(records, groups)
     done = Dataset(out_path).done_keys()
     todo = [(g, rows) for g, rows in selected if not all(r.build_key in done for r in rows)]
     summary = VerifySummary(skipped_groups=len(selected) - len(todo))
@@ -1006,16 +1104,24 @@ def verify_dataset(in_dir, out_dir, *, groups: Optional[str] = None, trials: Opt
                 bar = tqdm(total=len(todo), unit="group", desc="verify")
             except ImportError:
                 bar = None
+        chunks = plan_group_chunks(todo, len(gpu_workers) if split else 1, trials, timing, time_budget,
+                                   measured=measured_seconds(records) | (measured_seconds(Dataset.open(costs_from).records())
+                                                                         if costs_from else {}))
         run = _Run(todo, out_path, trials, timing, kernel_timeout, time_budget, pool, cc, bar, reference, sanitizer,
-                   device_outputs, inputs)
-        threads = [threading.Thread(target=run.serve, args=(w,), name=f"verify-gpu{w.ordinal}", daemon=True)
-                   for w in gpu_workers]
+                   device_outputs, inputs, chunks=chunks)
+        threads = [threading.Thread(target=run.serve, args=(w,), name=f"verify-gpu{i}", daemon=True)
+                   for i, w in enumerate(gpu_workers)]
+        started = time.perf_counter()
         for t in threads:
             t.start()
         for t in threads:
             t.join()
         if run.error is not None:
             raise run.error
+        summary.wall_seconds = time.perf_counter() - started
+        summary.chunks = len(chunks)
+        summary.split_groups = len({c.group for c in chunks if c.count > 1})
+        summary.gpu_busy_seconds = [run.gpu_busy.get(t.name, 0.0) for t in threads]
         summary.groups = [run.summaries[i] for i in sorted(run.summaries)]
         summary.counts = dict(run.counts)
         summary.not_runnable = run.not_runnable

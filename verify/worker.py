@@ -663,12 +663,22 @@ class GpuWorker:
 
 
 def start_local_workers(count: Optional[int] = None) -> list:
-    """``count`` worker processes spread over the visible GPUs (0/None: one per GPU)."""
+    """``count`` worker processes spread over the visible GPUs (0/None: one per GPU). The
+    first says how many GPUs there are; the others start side by side (each creates a
+    context and loads its modules: seconds that would otherwise add up before any work)."""
+    from concurrent.futures import ThreadPoolExecutor
     workers = [GpuWorker(0)]
     try:
         visible = int(workers[0].info.get("device_count", 1)) or 1
-        for i in range(1, count or visible):
-            workers.append(GpuWorker(i % visible))
+        ordinals = [i % visible for i in range(1, count or visible)]
+        if ordinals:
+            with ThreadPoolExecutor(max_workers=len(ordinals), thread_name_prefix="verify-start") as starting:
+                futures = [starting.submit(GpuWorker, ordinal) for ordinal in ordinals]
+            started = [f.result() for f in futures if f.exception() is None]
+            workers += started
+            failed = next((f.exception() for f in futures if f.exception() is not None), None)
+            if failed is not None:
+                raise failed
     except BaseException:
         for worker in workers:
             worker.close()
