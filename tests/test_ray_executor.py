@@ -228,3 +228,11 @@ def test_verify_on_ray_actors_matches_local_workers(tmp_path):
     groups = {r.group_id for r in on_ray}
     assert len(groups) >= 2
     assert len(used) == min(gpus, len(groups))  # each actor takes a group as it starts
+
+
+def test_an_actors_gpu_is_found_by_its_pci_bus_id():
+    from ptxds.executors.ray_cluster import driver_ordinal, parse_bus_id
+    assert parse_bus_id("0000:07:00.0") == (0, 7, 0) and parse_bus_id("00000000:1A:00.0") == (0, 26, 0)
+    assert parse_bus_id("") is None and parse_bus_id("GPU-1234") is None
+    # no GPU of this process has the bus id (or none is visible): the actor's index stands
+    assert driver_ordinal("0000:ff:1f.0", 3) == 3 and driver_ordinal(None, 1) == 1

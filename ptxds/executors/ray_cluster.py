@@ -132,7 +132,8 @@ class RayExecutor:
             for actor in actors:
                 ray.kill(actor)
             raise NoDriverError(failed)
-        return [RayGpuWorker(ray, actor, index, info) for index, (actor, info) in enumerate(zip(actors, infos))]
+        return [RayGpuWorker(ray, actor, driver_ordinal(info.get("pci_bus_id"), index), info)
+                for index, (actor, info) in enumerate(zip(actors, infos))]
 
     def assembly_pool(self, cc: tuple, jobs: Optional[int]):
         """Rows' PTX assembled by Ray tasks on the cluster's CPUs (``jobs=0``: none, the
@@ -143,6 +144,37 @@ class RayExecutor:
     def close(self) -> None:
         if self.owns_session and self.ray.is_initialized():
             self.ray.shutdown()
+
+
+def parse_bus_id(bus_id: str) -> Optional[tuple]:
+    """(domain, bus, device) of a PCI bus id such as ``0000:07:00.0``; None if unreadable."""
+    try:
+        domain, bus, rest = bus_id.split(":")
+        return int(domain, 16), int(bus, 16), int(rest.split(".")[0], 16)
+    except (AttributeError, ValueError):
+        return None
+
+
+def driver_ordinal(bus_id: Optional[str], fallback: int) -> int:
+    """The index, among this process's visible GPUs, of the GPU at PCI ``bus_id`` (an
+    actor's, reported by its worker), so that the driver prepares and judges an actor's
+    members on the actor's own GPU and holds that GPU's quiet lock while the actor times;
+    ``fallback`` where this process sees no such GPU (a driver on another node)."""
+    wanted = parse_bus_id(bus_id or "")
+    if wanted is None:
+        return fallback
+    try:
+        import torch
+        if not torch.cuda.is_available():
+            return fallback
+        for index in range(torch.cuda.device_count()):
+            props = torch.cuda.get_device_properties(index)
+            if (getattr(props, "pci_domain_id", None), getattr(props, "pci_bus_id", None),
+                    getattr(props, "pci_device_id", None)) == wanted:
+                return index
+    except Exception:  # no usable torch here: the actor's index is as good a guess as any
+        return fallback
+    return fallback
 
 
 class RayAssemblyPool(AssemblyPool):

@@ -1,0 +1,135 @@
+"""verify_dataset with a group's members spread over several workers, on CPU: three workers
+pulling chunks from one queue write the same rows as one worker (statuses, errors, output
+hashes, agreement, times), every worker takes part, and the split is reported.
+
+No GPU here, so the workers are host stand-ins with the GPU worker's interface: each
+computes vector_add from the inputs the runner sends it (a member's ``skew`` variant adds
+an error) and answers timing with a time fixed per row. Everything else -- inputs drawn,
+references and bounds, chunks, threads, the merge, the agreement check, the writes -- is
+the verifier's own. On GPUs, benchmarks/multi_gpu.sh compares real runs row by row."""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import threading
+
+import numpy as np
+
+from dataset_spec.model import Arg, Buffer, KernelRecord, Launch, Problem
+from dataset_spec.shards import ShardWriter, read_records
+from verify.outcome import CheckResult, TrialRun
+
+PTX = """.version 8.0
+.target sm_80
+.address_size 64
+.visible .entry vadd(.param .u64 x, .param .u64 y, .param .u64 out, .param .u32 n) { ret; }
+"""
+
+
+class _HostVectorAdd:
+    """The GPU worker's interface, computing vector_add on the host."""
+
+    def __init__(self, ordinal: int, log: list):
+        self.ordinal, self.log = ordinal, log
+        self.info = {"name": "host stand-in", "cc": [9, 0], "driver_version": "0",
+                     "pci_bus_id": f"0000:0{ordinal}:00.0"}
+
+    def check(self, record_json, group, trials, cubin, timeout, keep=None, **_):
+        record = KernelRecord.from_json(record_json)
+        self.log.append((self.ordinal, record.build_key, threading.current_thread().name))
+        skew = np.float32(record.variant.get("skew", 0.0))
+        with np.errstate(invalid="ignore", over="ignore"):  # the edge trials add infinities
+            runs = [TrialRun(t, {"out": (storage["x"] + storage["y"] + skew).astype(np.float32)})
+                    for t, _, _, storage in trials]
+        return CheckResult(runs=runs, load_path="host")
+
+    def time(self, build_key, budget_s, timeout, max_samples=2000, sets=None):
+        median = 5.0 + int(hashlib.sha256(build_key.encode()).hexdigest()[:4], 16) / 1000.0
+        return {"stats": {"median_us": median, "iqr_us": 0.01 * median, "min_us": 0.99 * median, "samples": 60,
+                          "converged": True, "rse": 0.001}, "method": "cupti", "sm_clock_mhz": 1980}
+
+    def close(self):
+        pass
+
+
+class _NoAssembly:
+    def __init__(self, cc, jobs):
+        pass
+
+    def submit(self, row):
+        pass
+
+    def result(self, row):
+        return None
+
+    def close(self):
+        pass
+
+
+def _problem(n: int) -> Problem:
+    return Problem(f"vadd_{n}", "vector_add", [Buffer("x", "float32", (n,)), Buffer("y", "float32", (n,)),
+                                               Buffer("out", "float32", (n,), role="out")])
+
+
+def _rows(group: str, n: int, members: int, skewed=(), failed=()) -> list:
+    launch = Launch("vadd", (n // 64,), (64,), [Arg.buf("x"), Arg.buf("y"), Arg.buf("out"), Arg.scalar("u32", n)])
+    rows = []
+    for i in range(members):
+        variant = {"member": i, **({"skew": 0.5} if i in skewed else {})}
+        row = KernelRecord(group, "ptx", variant, f"{group}-m{i}", "sm_80", PTX, [launch], _problem(n),
+                           build_key=f"{group}-m{i}", status="built")
+        if i in failed:
+            row = dataclasses.replace(row, status="build_failed", status_message="ptxas: error")
+        rows.append(row)
+    return rows
+
+
+def _verify(tmp_path, name: str, workers: int):
+    from verify import verify_dataset
+    log = []
+    summary = verify_dataset(tmp_path / "in", tmp_path / name, progress=False, reference="numpy", inputs="host",
+                             time_budget=0.1, workers=workers, assembly_pool=_NoAssembly,
+                             start_workers=lambda n: [_HostVectorAdd(i, log) for i in range(n)])
+    return summary, {r.build_key: r for r in read_records(tmp_path / name)}, log
+
+
+def _labels(row: KernelRecord) -> tuple:
+    return (row.status, row.status_message, row.max_abs_err, row.max_err_ratio, row.output_hash,
+            row.max_disagreement, row.time_us_median, row.time_samples, row.trials)
+
+
+def test_three_workers_write_the_rows_one_worker_writes(tmp_path):
+    rows = (_rows("ptx/big", 8192, 24, skewed={5, 17}, failed={9}) + _rows("ptx/mid", 4096, 6, skewed={2})
+            + _rows("ptx/small", 1024, 2))
+    ShardWriter(tmp_path / "in").write(rows)
+    one, by_one, _ = _verify(tmp_path, "one", 1)
+    three, by_three, log = _verify(tmp_path, "three", 3)
+    assert set(by_one) == set(by_three) == {r.build_key for r in rows}
+    for key, row in by_one.items():
+        assert _labels(by_three[key]) == _labels(row), key
+    assert by_one["ptx/big-m5"].status == "wrong_result" and by_one["ptx/big-m9"].status == "build_failed"
+    assert by_one["ptx/big-m0"].status == "passed" and by_one["ptx/big-m0"].time_us_median is not None
+    assert one.counts == three.counts and one.split_groups == 0 and one.chunks == 3
+    assert three.split_groups >= 1 and three.chunks > 3
+    assert {ordinal for ordinal, _, _ in log} == {0, 1, 2}  # every worker took chunks
+    big = {ordinal for ordinal, key, _ in log if key.startswith("ptx/big")}
+    assert len(big) >= 2  # the largest group's members ran on several workers
+    gpus = {r.provenance["verify"]["gpu"] for r in by_three.values() if r.status == "passed"}
+    assert len(gpus) == 3
+    assert all(isinstance(r.provenance["verify"].get("gpu_seconds"), float)
+               for r in by_three.values() if r.status != "build_failed")
+    assert [g.group_id for g in three.groups] == ["ptx/big", "ptx/mid", "ptx/small"]
+    assert [(g.members, g.ran) for g in three.groups] == [(g.members, g.ran) for g in one.groups]
+    assert "split" in three.format() and len(three.gpu_busy_seconds) == 3
+
+
+def test_measured_seconds_of_an_earlier_run_steer_the_next_schedule(tmp_path):
+    from verify.runner import plan_group_chunks, select_groups
+    ShardWriter(tmp_path / "in").write(_rows("ptx/a", 1024, 8) + _rows("ptx/b", 1024, 8))
+    _, verified, _ = _verify(tmp_path, "first", 2)
+    groups = select_groups(list(verified.values()), None)
+    # the earlier run says ptx/b's rows took 10 s each: it goes first and is spread
+    measured = {key: (10.0 if key.startswith("ptx/b") else 0.1) for key in verified}
+    plan = plan_group_chunks(groups, 2, None, True, 1.0, measured)
+    assert groups[plan[0].group][0] == "ptx/b" and plan[0].count > 1
+    assert plan_group_chunks(groups, 1, None, True, 1.0, measured)[0].group == 0
