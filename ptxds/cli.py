@@ -535,11 +535,15 @@ def rewrite(dataset, rewrites, mutants, seed, silent):
 @click.option("--inputs", type=click.Choice(["auto", "host"]), default="auto", show_default=True,
               help="who draws trial inputs (auto: large GEMM/vector_add/square groups on the GPU with a "
                    "counter-based generator, recorded per row; host: numpy's generator for every group)")
+@click.option("--no-split", is_flag=True, help="several GPUs: each group whole on one GPU (default: a group's "
+              "members spread over the GPUs in chunks pulled from one queue)")
+@click.option("--costs-from", type=click.Path(exists=True, file_okay=False), default=None,
+              help="a verified dataset whose measured seconds per row schedule the GPUs (default: estimates)")
 @executor_options
 @click.option("--silent", is_flag=True, help="no progress bar")
 @library_errors
 def verify(dataset, out_dir, groups, trials, no_timing, workers, kernel_timeout, reference, sanitize, inputs,
-           executor, address, silent):
+           no_split, costs_from, executor, address, silent):
     """Run every group on the GPU, check equivalence, time every member; writes new shards.
 
     Example:
@@ -559,7 +563,8 @@ def verify(dataset, out_dir, groups, trials, no_timing, workers, kernel_timeout,
         summary = verify_dataset(dataset, out_dir, groups=groups, trials=trials, timing=not no_timing,
                                  workers=workers, kernel_timeout=kernel_timeout,
                                  progress=not silent, reference=reference, sanitize=sanitize, inputs=inputs,
-                                 start_workers=runner.gpu_workers, assembly_pool=runner.assembly_pool)
+                                 start_workers=runner.gpu_workers, assembly_pool=runner.assembly_pool,
+                                 split=not no_split, costs_from=costs_from)
     finally:
         runner.close()
     if not summary.groups and not summary.skipped_groups:
