@@ -10,11 +10,6 @@ out=${1:?usage: verifier_v4_gpu.sh OUTDIR [tests|compare|all] [TEST_FILE...]}
 phase=${2:-all}; shift 2 || shift $#
 mkdir -p "$out"
 source benchmarks/gpu_env.sh
-# pure-Python dependencies the machine lacks (pebble), carried as wheels in .whl/
-for whl in .whl/*-py3-none-any.whl; do
-  [ -e "$whl" ] && python3 -m pip install -q --no-index --no-deps --target /tmp/ptxds-site "$whl" 2>/dev/null
-done
-case ":$PYTHONPATH:" in *:/tmp/ptxds-site:*) ;; *) export PYTHONPATH=/tmp/ptxds-site:$PYTHONPATH ;; esac
 [ -z "${PTXDS_CUDA_HOME:-}" ] && [ -x /usr/local/cuda-13.0/bin/nvcc ] && export PTXDS_CUDA_HOME=/usr/local/cuda-13.0
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader | tee "$out/gpu.txt"
 work=/tmp/ptxds-v4; rm -rf "$work"; mkdir -p "$work"

@@ -96,12 +96,11 @@ COLUMNS = {
     "time_samples": "verify: number of timed samples",
     "roofline_us": "verify: the least time the problem's work can take on this GPU (bytes at peak bandwidth, "
                    "flops at peak rate)",
-    "sol_ratio": "verify: roofline_us / time_us_median, the speed-of-light fraction (1 = the roofline)",
+    "sol_ratio": "verify: roofline_us / time_us_median, the speed-of-light fraction (1 = the roofline; a time "
+                 "below the roofline by more than its noise fails as faster_than_roofline)",
     "time_method": "verify: cupti (the GPU's own kernel durations) or events (CUDA events)",
     "time_us_events_median": "verify: median time from CUDA events around the launch sequence",
     "time_us_events_iqr": "verify: interquartile range of the CUDA-event times",
-    "roofline_us": "verify: the least time the problem's bytes and flops take on this GPU (speed of light)",
-    "sol_ratio": "verify: roofline_us / time_us_median (1 is the speed of light; above 1 is refused)",
     "gpu_name": "verify: the GPU that ran the row",
     "sm_clock_mhz": "verify: the SM clock during timing",
     "driver_version": "verify: the CUDA driver version",

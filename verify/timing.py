@@ -170,7 +170,7 @@ class SampleSet:
                       summarise(self.event_us, target_rse) if self.event_us else None, self.fallback_reason)
 
 
-def time_launches(stream, launches: Sequence, flush, budget_s: float = 1.0, min_samples: int = MIN_SAMPLES, max_samples: int = MAX_SAMPLES,
+def time_launches(stream, launches: Sequence, flush, *, budget_s: float = 1.0, min_samples: int = MIN_SAMPLES, max_samples: int = MAX_SAMPLES,
                   target_rse: float = TARGET_RSE, warmup: int = 3, warmup_s: float = WARMUP_SECONDS,
                   hold=None, kernel_clock=None, no_clock_reason: str = "", checker=None) -> Timing:
     """Time a launch sequence (``PreparedLaunch`` objects) on ``stream``.

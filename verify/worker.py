@@ -363,7 +363,7 @@ class _Worker:
         # be, every row is timed with events and says why.
         clock, no_clock_reason = shared_clock()
         try:
-            timing = time_launches(stream, self.row.launches, self.flush, None, hold=self.hold,
+            timing = time_launches(stream, self.row.launches, self.flush, hold=self.hold,
                                    budget_s=job.get("budget_s", 1.0), max_samples=job.get("max_samples", 2000),
                                    kernel_clock=clock, no_clock_reason=no_clock_reason, checker=checker)
         except TimingMismatch as exc:
