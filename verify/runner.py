@@ -232,22 +232,24 @@ def _worker_gpu_if_made_on_device(prepared, ordinal: int):
 
 
 def prepare_problem(problem: Problem, group_id: str, n_trials: Optional[int] = None,
-                    reference: str = "auto", device=None, quiet_gpu=None) -> _ProblemTrials:
+                    reference: str = "auto", device=None, quiet_gpu=None, host_trial=None) -> _ProblemTrials:
     """Draw inputs, compute references and per-element error bounds for every trial (one
     trial per trial kind when ``n_trials`` is None); refuse trivial references.
     ``reference``: where the float64 reference runs (see reference.py). ``device``: a
     torch device that makes the trials it can (device_prepare.py; inputs from the
     counter-based generator, references and bounds as tensors there), None for the host.
     ``quiet_gpu``: a lock held while a member is timed; the device's work is done under it
-    (and finished before it is released), so no kernel of ours runs beside a timed one."""
+    (and finished before it is released), so no kernel of ours runs beside a timed one.
+    ``host_trial(problem, group_id, trial)``: a Future of a trial drawn on the host (default:
+    drawn now on the trial threads); a group prepared on several GPUs shares these draws."""
     quiet = _quietly(device, quiet_gpu)
+    host_trial = host_trial or (lambda p, g, t: _TRIAL_POOL.submit(make_trial_inputs, p, g, t))
     op = get_op(problem.op)
     n_trials = n_trials or trial_count(problem)
     if device is not None:
         # trials the device cannot make wholly (host-made stress rows) are drawn on the host
         # threads meanwhile; the device draws the others in order (its kernels queue anyway)
-        on_host = {t: _TRIAL_POOL.submit(make_trial_inputs, problem, group_id, t)
-                   for t in range(n_trials) if not device_makes(problem, t)}
+        on_host = {t: host_trial(problem, group_id, t) for t in range(n_trials) if not device_makes(problem, t)}
         made = {t: quiet(make_trial_inputs_device, problem, group_id, t, device)
                 for t in range(n_trials) if t not in on_host}
         trials = [made[t] if t in made else on_host[t].result() for t in range(n_trials)]
@@ -511,6 +513,7 @@ class _Run:
         self.error: Optional[BaseException] = None
         self.stage_seconds: Counter = Counter()  # where the GPU threads' wall time went
         self.preparing: dict = {}  # (group_id, problem digest, device) -> Future of _ProblemTrials
+        self.host_trials: dict = {}  # (group_id, problem digest, trial) -> Future of a host-drawn trial
         self.prepare_pool = ThreadPoolExecutor(max_workers=PREPARE_THREADS, thread_name_prefix="verify-prepare")
         # per GPU ordinal, held while a member is timed there: the next group's inputs and
         # references made on that GPU meanwhile would run beside the timed kernel
@@ -575,8 +578,17 @@ class _Run:
         if key not in self.preparing:
             lock = self.quiet_gpu(device.index or 0) if device is not None else None
             self.preparing[key] = self.prepare_pool.submit(prepare_problem, problem, group_id, self.trials,
-                                                           self.reference, device, lock)
+                                                           self.reference, device, lock, self._host_trial)
         return self.preparing[key]
+
+    def _host_trial(self, problem: Problem, group_id: str, trial: int):
+        """The Future of one trial drawn on the host, drawn once whichever GPUs prepare the
+        group (the stress rows of a large GEMM take seconds of numpy)."""
+        key = (group_id, problem.digest(), trial)
+        with self.lock:
+            if key not in self.host_trials:
+                self.host_trials[key] = _TRIAL_POOL.submit(make_trial_inputs, problem, group_id, trial)
+            return self.host_trials[key]
 
     def prepared(self, group_id: str, problem: Problem, ordinal: int = 0) -> _ProblemTrials:
         with self.lock:
@@ -588,6 +600,8 @@ class _Run:
         with self.lock:
             for key in [k for k in self.preparing if k[0] == group_id]:
                 del self.preparing[key]
+            for key in [k for k in self.host_trials if k[0] == group_id]:
+                del self.host_trials[key]
 
     def verify_group(self, worker, group_id: str, rows: list) -> tuple:
         """(rows, statuses by build key) of a whole group verified on ``worker``."""
