@@ -89,7 +89,7 @@ COLUMNS = {
     "catches_rel_err": "verify: the smallest uniform relative error the bound catches for this group",
     "output_hash": "verify: hash of the outputs of the first trial; equal hashes are bit-identical members",
     "max_disagreement": "verify: largest difference from the group's consensus member",
-    "sanitizer": "verify: JSON of compute-sanitizer findings (with --sanitize, or racecheck of mutants)",
+    "sanitizer": "verify: JSON of compute-sanitizer findings (racecheck of every passing member using shared memory; memcheck with --sanitize or for tails)",
     "time_us_median": "verify: median kernel time in microseconds (see time_method)",
     "time_us_iqr": "verify: interquartile range of the time samples, microseconds",
     "time_us_min": "verify: fastest sample, microseconds",
@@ -165,22 +165,22 @@ docs/verification.md in the ptxds repository.
 
 
 SANITIZER_POLICY = """\
-racecheck is not run by default: it costs one compute-sanitizer process per member that
-uses shared memory (nearly every member: GEMM tiles, softmax and norm reductions), an
-estimated 1-3 s of process and context start-up plus a second JIT and a kernel slowed by
-one to two orders of magnitude, against about 0.3 s per member for the whole default
-verification, so about 5-15x slower overall. By default, races are sought through reruns
-and scheduling perturbations of every trial and through the agreement between members.
-With `ptxds verify --sanitize`, every member also runs under memcheck (each buffer its own
-exactly sized allocation, separated from the others by freed memory, so a read past an end
-is reported) and, where it uses shared memory, racecheck; the findings set the status
-(`out_of_bounds_write`, `out_of_bounds_read`, `crashed`; `race_detected` for hazards the
-group's other members lack) and are kept in the `sanitizer` column."""
+Every passing member that uses shared memory runs once under compute-sanitizer racecheck
+(on its problem's first trial; a group's members share one sanitizer process), unless
+`ptxds verify --no-racecheck` was given or compute-sanitizer was not installed
+(`provenance.verify.racecheck` says which); hazards the group's other members lack make
+a member `race_detected`. racecheck sees shared memory only: races through global memory
+are sought through reruns and scheduling perturbations of every trial and through the
+agreement between members. With `ptxds verify --sanitize`, every member also runs under
+memcheck (each buffer its own exactly sized allocation, separated from the others by freed
+memory, so a read past an end is reported); its findings set the status
+(`out_of_bounds_write`, `out_of_bounds_read`, `crashed`) and are kept in the `sanitizer`
+column."""
 
 
 def _sanitizer_line(rows: list) -> str:
     """Which rows ran under compute-sanitizer, from the ``sanitizer`` column."""
-    ran = raced = 0
+    ran = raced = memchecked = 0
     for row in rows:
         if not row.get("sanitizer"):
             continue
@@ -191,10 +191,11 @@ def _sanitizer_line(rows: list) -> str:
         ran += 1
         race = findings.get("racecheck") or {}
         raced += race.get("errors") is not None and not race.get("skipped")
+        memchecked += (findings.get("memcheck") or {}).get("errors") is not None
     if not ran:
-        return "In this dataset no row ran under compute-sanitizer (`--sanitize` was not used)."
-    return (f"In this dataset {ran} row(s) ran under compute-sanitizer's memcheck, {raced} of them also "
-            "under racecheck (the others use no shared memory, or the tool failed; see `sanitizer`).")
+        return "In this dataset no row ran under compute-sanitizer."
+    return (f"In this dataset {ran} row(s) ran under compute-sanitizer: {raced} under racecheck (the others use "
+            f"no shared memory, or the tool failed; see `sanitizer`), {memchecked} under memcheck.")
 
 
 # The configs in the card, the default first; ``*_by_shape`` hold the same rows split by

@@ -532,6 +532,8 @@ def rewrite(dataset, rewrites, mutants, seed, silent):
                    "GEMM references and outputs of 1M+ elements, when installed)")
 @click.option("--sanitize", is_flag=True,
               help="also run every member under compute-sanitizer (memcheck, racecheck); slow")
+@click.option("--no-racecheck", is_flag=True, help="skip the racecheck every passing member that uses shared "
+              "memory gets by default (once, on its first trial, where compute-sanitizer is installed)")
 @click.option("--inputs", type=click.Choice(["auto", "host"]), default="auto", show_default=True,
               help="who draws trial inputs (auto: large GEMM/vector_add/square groups on the GPU with a "
                    "counter-based generator, recorded per row; host: numpy's generator for every group)")
@@ -542,8 +544,8 @@ def rewrite(dataset, rewrites, mutants, seed, silent):
 @executor_options
 @click.option("--silent", is_flag=True, help="no progress bar")
 @library_errors
-def verify(dataset, out_dir, groups, trials, no_timing, workers, kernel_timeout, reference, sanitize, inputs,
-           no_split, costs_from, executor, address, silent):
+def verify(dataset, out_dir, groups, trials, no_timing, workers, kernel_timeout, reference, sanitize, no_racecheck,
+           inputs, no_split, costs_from, executor, address, silent):
     """Run every group on the GPU, check equivalence, time every member; writes new shards.
 
     Example:
@@ -564,7 +566,7 @@ def verify(dataset, out_dir, groups, trials, no_timing, workers, kernel_timeout,
                                  workers=workers, kernel_timeout=kernel_timeout,
                                  progress=not silent, reference=reference, sanitize=sanitize, inputs=inputs,
                                  start_workers=runner.gpu_workers, assembly_pool=runner.assembly_pool,
-                                 split=not no_split, costs_from=costs_from)
+                                 split=not no_split, costs_from=costs_from, racecheck=not no_racecheck)
     finally:
         runner.close()
     if not summary.groups and not summary.skipped_groups:

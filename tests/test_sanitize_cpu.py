@@ -151,7 +151,49 @@ def test_card_explains_the_racecheck_policy_and_says_what_ran(tmp_path):
     checked.sanitizer = json.dumps(_findings(racecheck=_report("racecheck_hazard.log")))
     ShardWriter(tmp_path / "one").write([plain])
     card = write_card(tmp_path / "one").read_text()
-    assert "racecheck is not run by default" in card and "(`--sanitize` was not used)" in card
+    assert "Every passing member that uses shared memory runs once under compute-sanitizer racecheck" in card
+    assert "no row ran under compute-sanitizer" in card
     ShardWriter(tmp_path / "two").write([plain, checked])
     card = write_card(tmp_path / "two").read_text()
-    assert "1 row(s) ran under compute-sanitizer's memcheck, 1 of them also under racecheck" in card
+    assert "1 row(s) ran under compute-sanitizer: 1 under racecheck" in card and "1 under memcheck" in card
+    raced_only = _row("raced")
+    raced_only.status = "passed"
+    raced_only.sanitizer = json.dumps({"tool": "compute-sanitizer", "racecheck": _report("racecheck_clean.log")})
+    ShardWriter(tmp_path / "three").write([raced_only])
+    card = write_card(tmp_path / "three").read_text()
+    assert "1 row(s) ran under compute-sanitizer: 1 under racecheck" in card and "0 under memcheck" in card
+
+
+def _batch_log(*members) -> str:
+    """A batch process's output: per member its start mark, then a sample log's lines."""
+    out = ["========= COMPUTE-SANITIZER"]
+    for index, (sample, finished) in enumerate(members):
+        out.append(f"ptxds-racecheck-member {index}")
+        for line in (SAMPLES / sample).read_text().splitlines():
+            if "COMPUTE-SANITIZER" in line or "SUMMARY" in line:
+                continue
+            if line.startswith('{"ran": true') and not finished:
+                continue
+            out.append(line)
+    return "\n".join(out + ["========= RACECHECK SUMMARY: 1 hazard displayed (1 error, 0 warnings)"])
+
+
+def test_a_racecheck_batch_gives_each_member_its_own_hazards():
+    from verify.sanitize import batch_reports
+    log = _batch_log(("racecheck_clean.log", True), ("racecheck_hazard.log", True), ("racecheck_clean.log", True))
+    reports = batch_reports(log, "exit code 0")
+    assert [r["errors"] for r in reports] == [0, 1, 0], reports
+    assert "rmsnorm_no_sync" in reports[1]["first_race_error"]
+    assert race_errors({"racecheck": reports[0]}) == 0 and race_errors({"racecheck": reports[1]}) == 1
+
+
+def test_a_member_that_stops_the_batch_fails_and_the_rest_are_not_reported():
+    from verify.sanitize import batch_reports
+    log = _batch_log(("racecheck_clean.log", True), ("racecheck_hazard.log", False)) + \
+        "\nCUDA_ERROR_ILLEGAL_ADDRESS: an illegal memory access was encountered"
+    reports = batch_reports(log, "exit code 1")
+    assert len(reports) == 2 and reports[0]["errors"] == 0
+    assert reports[1]["errors"] is None and race_errors({"racecheck": reports[1]}) is None
+    assert "did not finish under racecheck (exit code 1)" in reports[1]["failed"]
+    assert "illegal memory access" in reports[1]["failed"]
+    assert batch_reports("========= COMPUTE-SANITIZER\nno such module", "exit code 1") == []

@@ -28,6 +28,13 @@ extern "C" __global__ void vadd_peeks_past_x(const float* x, const float* y, flo
     float peek = x[i + 1024];
     if (i < n) out[i] = x[i] + y[i] + 0.0f * peek;
 }
+extern "C" __global__ void vadd_shared(const float* x, const float* y, float* out, int n) {
+    __shared__ float slot[256];
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    slot[threadIdx.x] = i < n ? x[i] + y[i] : 0.0f;
+    __syncthreads();
+    if (i < n) out[i] = slot[(threadIdx.x + 32) % 256] - slot[(threadIdx.x + 32) % 256] + slot[threadIdx.x];
+}
 extern "C" __global__ void vadd_racy(const float* x, const float* y, float* out, int n) {
     __shared__ float slot[256];
     int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -69,3 +76,30 @@ def test_sanitize_sees_a_read_past_the_end_and_sets_the_status(tmp_path):
     assert race["errors"] > 0, race
     assert got["vadd_racy"].status == "race_detected", got["vadd_racy"].status_message
     assert found["vadd"]["racecheck"]["errors"] == 0, found["vadd"]["racecheck"]
+
+
+def test_every_member_gets_racecheck_without_sanitize(tmp_path):
+    """Without --sanitize, every passing member that uses shared memory is race-checked
+    once (one sanitizer process for the group): the racy one is race_detected, the one
+    that synchronises passes, the one without shared memory is skipped."""
+    if not (os.environ.get("PTXDS_COMPUTE_SANITIZER") or shutil.which("compute-sanitizer")):
+        pytest.skip("compute-sanitizer is not on PATH (set PTXDS_COMPUTE_SANITIZER)")
+    ptx_tools = pytest.importorskip("ptx_tools")
+    try:
+        ptx = ptx_tools.compile_cuda(KERNELS, "sm_80")
+    except ptx_tools.ToolchainError as exc:
+        pytest.skip(f"no nvcc: {exc}")
+    from verify import verify_dataset
+    ShardWriter(tmp_path / "in").write([_row(ptx, e) for e in ("vadd", "vadd_shared", "vadd_racy")])
+    verify_dataset(tmp_path / "in", tmp_path / "out", timing=False, progress=False)
+    got = {r.name: r for r in read_records(tmp_path / "out")}
+    found = {name: json.loads(row.sanitizer or "{}") for name, row in got.items()}
+    assert got["vadd_racy"].status == "race_detected", got["vadd_racy"].status_message
+    assert found["vadd_racy"]["racecheck"]["errors"] > 0, found["vadd_racy"]
+    assert got["vadd_shared"].status == "passed", got["vadd_shared"].status_message
+    assert found["vadd_shared"]["racecheck"]["errors"] == 0, found["vadd_shared"]
+    assert "skipped" in found["vadd"]["racecheck"], found["vadd"]
+    assert got["vadd_shared"].provenance["verify"]["racecheck"].startswith("ran: every member")
+
+    verify_dataset(tmp_path / "in", tmp_path / "off", timing=False, progress=False, racecheck=False)
+    assert {r.name: r.status for r in read_records(tmp_path / "off")}["vadd_racy"] == "passed"

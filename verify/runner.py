@@ -52,7 +52,7 @@ from .timing import TARGET_RSE
 from .roofline import judge as roofline_judge
 from dataset_spec.work import problem_work
 from .outcome import Consensus, OutputSpec, Verdict, classify, launched_code, widest_global_store
-from .sanitize import TOOLS, race_errors, racing_members, run_sanitizer, sanitizer_status
+from .sanitize import TOOLS, race_errors, racing_members, run_racecheck_batch, run_sanitizer, sanitizer_status
 from .coverage import apply_coverage, explain_survivors, measure_site
 from .race_focus import automatic_sanitizer, barrier_never_ordered, delay_reason, note as racecheck_note, \
     racecheck_reason, synchronous_copy_pair, synchronous_copy_verdict
@@ -486,7 +486,7 @@ class _Run:
     def __init__(self, groups: list, out_dir: Path, trials: int, timing: bool, kernel_timeout: float,
                  time_budget: float, pool: Optional[AssemblyPool], gpu_cc: tuple, progress_bar,
                  reference: str = "auto", sanitizer: Optional[str] = None, device_outputs: bool = True,
-                 inputs: str = "auto", chunks: Optional[list] = None):
+                 inputs: str = "auto", chunks: Optional[list] = None, racecheck: bool = True):
         self.groups = groups
         self.queue = ChunkQueue(chunks if chunks is not None else plan_chunks([[0.0] * len(rows) for _, rows in groups], 1))
         self.open_groups: dict = {}  # group index -> _OpenGroup
@@ -496,6 +496,7 @@ class _Run:
         self.sanitizer = sanitizer  # compute-sanitizer's path when --sanitize, else None
         # racecheck for members whose change may race (race_focus), --sanitize or not
         self.race_sanitizer, self.race_missing = (sanitizer, "") if sanitizer else automatic_sanitizer()
+        self.racecheck_every_member = racecheck
         self.trials = trials
         self.reference = reference
         self.timing = timing
@@ -721,6 +722,8 @@ class _Run:
         with self.stopwatch("judge"):
             self._apply_consensus(out_rows, results, consensus_by_digest)
             add_consensus_witnesses(out_rows, consensus_by_digest, {d: p for d, (p, _) in problems.items()})
+        with self.stopwatch("racecheck"):
+            self._racecheck_members(worker, out_rows, problems, race_counts)
         with self.stopwatch("derived"):
             self._judge_derived(worker, group_id, out_rows, results, problems, race_counts)
         apply_race_statuses(out_rows, results, racing_members(race_counts))
@@ -773,6 +776,35 @@ class _Run:
             if not race_counts.get(row.build_key):
                 self._race_synchronous_copies(row, base, prepared, race_counts)
             self._barrier_never_ordered(row, base, race_counts, results)
+
+    def _racecheck_members(self, worker, out_rows: list, problems: dict, race_counts: dict) -> None:
+        """racecheck, once, of every passing member not race-checked yet, on its problem's
+        first trial, the group's members in one sanitizer process on the worker's GPU, with
+        that GPU kept quiet (nothing is timed beside it). A hazard the group's other members
+        lack makes a member ``race_detected`` (apply_race_statuses)."""
+        todo = [row for row in out_rows if row.status in ("passed", "unexercised") and row.ptx
+                and row.build_key not in race_counts]
+        if not self.racecheck_every_member or not todo:
+            return
+        if not self.race_sanitizer:
+            for row in todo:
+                row.provenance.setdefault("verify", {})["racecheck"] = f"not run ({self.race_missing}): every member"
+            return
+        members = [(row.build_key, row.to_json(), problems[row.problem.digest()][0].host_storage()[0]) for row in todo]
+        try:
+            with self.quiet_gpu(worker.ordinal):
+                found = run_racecheck_batch(members, sanitizer=self.race_sanitizer, device=worker.ordinal)
+        except Exception as exc:  # a sanitizer that fails to run is recorded and changes nothing
+            found = {row.build_key: {"racecheck": {"errors": None, "failed": f"{type(exc).__name__}: {exc}"[:300]}}
+                     for row in todo}
+        for row in todo:
+            findings = found.get(row.build_key) or {}
+            merged = json.loads(row.sanitizer or "{}")
+            merged.update(findings)
+            row.sanitizer = json.dumps(merged, sort_keys=True)
+            race_counts[row.build_key] = race_errors(findings)
+            ran = "ran" if race_counts[row.build_key] is not None else "failed"
+            row.provenance.setdefault("verify", {})["racecheck"] = f"{ran}: every member, on its first trial"
 
     def _delay_races(self, worker, group_id: str, out_rows: list, results: dict, problems: dict) -> None:
         """Members still passing whose change touches synchronisation (race_focus.delay_reason)
@@ -1054,7 +1086,7 @@ def verify_dataset(in_dir, out_dir, *, groups: Optional[str] = None, trials: Opt
                    progress: bool = True, time_budget: float = 1.0, reference: str = "auto",
                    sanitize: bool = False, start_workers=None, assembly_pool=None,
                    device_outputs: bool = True, inputs: str = "auto", split: bool = True,
-                   costs_from=None) -> VerifySummary:
+                   costs_from=None, racecheck: bool = True) -> VerifySummary:
     """Verify (and time) every group of the dataset in ``in_dir``; write rows to ``out_dir``.
 
     ``groups``: fnmatch pattern on group_id. ``trials``: trials per problem (None: one per
@@ -1079,6 +1111,10 @@ def verify_dataset(in_dir, out_dir, *, groups: Optional[str] = None, trials: Opt
     or host (numpy's generator and host references for every group, as before).
     ``split``: with several GPU workers, spread a group's members over them in chunks
     pulled from one queue (schedule.py; False: each group whole on one worker).
+    ``racecheck``: run every passing member that uses shared memory under compute-sanitizer
+    racecheck once, on its problem's first trial (all of a group's members in one sanitizer
+    process), where compute-sanitizer is installed; hazards its group's other members lack
+    make it ``race_detected``.
     ``costs_from``: a verified dataset whose rows' measured seconds (``gpu_seconds``) the
     schedule uses for the same build keys (the input's own are used where it has them);
     other rows' costs are estimated. Raises NoDriverError when no GPU can be used.
@@ -1122,7 +1158,7 @@ def verify_dataset(in_dir, out_dir, *, groups: Optional[str] = None, trials: Opt
                                    measured=measured_seconds(records) | (measured_seconds(Dataset.open(costs_from).records())
                                                                          if costs_from else {}))
         run = _Run(todo, out_path, trials, timing, kernel_timeout, time_budget, pool, cc, bar, reference, sanitizer,
-                   device_outputs, inputs, chunks=chunks)
+                   device_outputs, inputs, chunks=chunks, racecheck=racecheck)
         threads = [threading.Thread(target=run.serve, args=(w,), name=f"verify-gpu{i}", daemon=True)
                    for i, w in enumerate(gpu_workers)]
         started = time.perf_counter()

@@ -63,6 +63,11 @@ _RACE = re.compile(r"^(Error|Warning): Race reported between")
 _DEVICE_ERROR = re.compile(r"^(Misaligned|Out-of-range|Illegal|Hardware exception|Invalid PC|Malloc/Free error|"
                            r"Device-side assert|Barrier error|Cuda Barrier|Stack overflow|Warp|Lane|Unknown)")
 _CHILD_DONE = re.compile(r'^\{"ran": true.*\}$', re.M)
+_MEMBER_MARK = "ptxds-racecheck-member "
+# A batch prints every hazard line it can (the limit is the whole process's, not a
+# member's); racecheck's analysis report gives a few lines per racing pair of accesses.
+BATCH_PRINT_LIMIT = 10000
+BATCH_STARTUP_SECONDS = 60.0
 SPACER_MIN_BYTES = 1 << 20       # the smallest gap left between two buffers
 SPACER_MAX_BYTES = 256 << 20     # spacers match the largest buffer up to this size
 
@@ -231,6 +236,114 @@ def run_sanitizer(record_json: str, inputs: dict, tools=TOOLS, timeout: float = 
 
 
 
+def run_racecheck_batch(members: list, timeout_per_member: float = 60.0, sanitizer: Optional[str] = None,
+                        device: int = 0) -> dict:
+    """racecheck of several members in as few compute-sanitizer processes as it takes:
+    build_key -> findings, shaped as ``run_sanitizer``'s (``{"racecheck": {...}}``).
+    ``members``: [(build_key, record_json, inputs)], inputs being name -> storage array.
+
+    One process runs the members one after another (its start-up, about two seconds, is
+    paid once, not per member). The child prints a line before and after each member, and
+    hazards are attributed to the member whose lines enclose them. A member that crashes
+    or outlives its share of the time ends the process: it gets a ``failed`` finding and
+    the members after it run in a new one. Members without shared memory are skipped.
+    ``device``: the ordinal, among the visible GPUs, the members run on."""
+    sanitizer = sanitizer or find_sanitizer()
+    head = {"tool": sanitizer, "version": sanitizer_version(sanitizer)}
+    results, pending = {}, []
+    for key, record_json, inputs in members:
+        record = _record_or_none(record_json)
+        if record is not None and not uses_shared_memory(record):
+            results[key] = dict(head, racecheck={"errors": 0, "warnings": 0, "skipped": "no shared memory: "
+                                                 "racecheck checks shared memory only"})
+        else:
+            pending.append((key, record_json, inputs))
+    root = str(Path(__file__).resolve().parents[1])
+    env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""),
+               PTXDS_SANITIZE_DEVICE=str(int(device)))
+    with tempfile.TemporaryDirectory(prefix="ptxds-racecheck-") as tmp:
+        manifest = []
+        for index, (key, record_json, inputs) in enumerate(pending):
+            row_path, inputs_path = Path(tmp) / f"row{index}.json", Path(tmp) / f"inputs{index}.npz"
+            row_path.write_text(record_json)
+            np.savez(inputs_path, **inputs)
+            manifest.append({"row": str(row_path), "inputs": str(inputs_path)})
+        start = 0
+        while start < len(pending):
+            batch_path = Path(tmp) / f"batch{start}.json"
+            batch_path.write_text(json.dumps(manifest[start:]))
+            command = [sanitizer, "--tool", "racecheck", "--print-limit", str(BATCH_PRINT_LIMIT),
+                       "--error-exitcode", "0", sys.executable, "-m", "verify.sanitize", "--batch", str(batch_path)]
+            timeout = BATCH_STARTUP_SECONDS + timeout_per_member * (len(pending) - start)
+            try:
+                done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env)
+                output, stopped = done.stdout + done.stderr, f"exit code {done.returncode}"
+            except subprocess.TimeoutExpired as exc:
+                output = _text(exc.stdout) + _text(exc.stderr)
+                stopped = f"no result within {timeout:.0f} s"
+            reports = batch_reports(output, stopped)
+            for (key, _, _), report in zip(pending[start:], reports):
+                results[key] = dict(head, racecheck=report)
+            finished = start + min(len(reports), len(pending) - start)
+            if finished == start:  # the process never reached the first member
+                why = (output.strip().splitlines() or [stopped])[-1][:240]
+                for key, _, _ in pending[start:]:
+                    results[key] = dict(head, racecheck={"errors": None, "failed": f"racecheck did not start: {why}"})
+                break
+            start = finished
+    return results
+
+
+def _record_or_none(record_json: str):
+    try:
+        from dataset_spec.model import KernelRecord
+        return KernelRecord.from_json(record_json)
+    except Exception:  # the child reports the same problem in its own words
+        return None
+
+
+def _text(data) -> str:
+    return data.decode(errors="replace") if isinstance(data, bytes) else (data or "")
+
+
+def batch_reports(output: str, stopped: str) -> list:
+    """racecheck's findings for each member a batch process reached, in order: hazards
+    counted between a member's start mark and the next member's; the last member reached
+    that never printed its done line stopped the process (``stopped`` says how) and gets
+    a ``failed`` report (errors None) with its last words."""
+    reports = []
+    segments = _member_segments(output)
+    for index in range(len(segments)):
+        segment = segments.get(index)
+        if segment is None:
+            break
+        report = parse_report(segment)
+        report.pop("summary_found", None)
+        if _CHILD_DONE.search(segment):
+            report["errors"], report["warnings"] = report["race_errors"], report["race_warnings"]
+        else:
+            lines = [line for line in segment.strip().splitlines() if line.strip() and not _PREFIX.match(line)]
+            report = dict(report, errors=None, failed=f"the member did not finish under racecheck ({stopped}): "
+                          f"{lines[-1][:240] if lines else 'no message'}")
+            reports.append(report)
+            break
+        reports.append(report)
+    return reports
+
+
+def _member_segments(output: str) -> dict:
+    """Member index (within the batch) -> the output lines from its start mark to the next
+    member's: the hazards racecheck prints when the member's kernels finish."""
+    segments, current = {}, None
+    for line in output.splitlines():
+        if line.startswith(_MEMBER_MARK):
+            current = int(line[len(_MEMBER_MARK):].split()[0])
+            segments[current] = []
+        elif current is not None:
+            segments[current].append(line)
+    return {index: "\n".join(lines) for index, lines in segments.items()}
+
+
 def _judge_run(report: dict, output: str, returncode: int) -> dict:
     """Marks a run that proves nothing as ``failed`` (errors None): no summary from the
     tool, or a member that never reached its launch (the child's last words are kept).
@@ -297,6 +410,25 @@ def load_isolated(record, stream):
     return LoadedRow(record.build_key, module, buffers, specs, launches, "driver_jit"), gap
 
 
+def _run_batch(batch_path: str) -> None:
+    """Child side of ``run_racecheck_batch``: each member of the manifest loaded with
+    isolated buffers and run once, between its two marks, then unloaded."""
+    from dataset_spec.model import KernelRecord
+    from .driver import Context, check, cu
+    ctx = Context(int(os.environ.get("PTXDS_SANITIZE_DEVICE", "0")))
+    for index, member in enumerate(json.loads(Path(batch_path).read_text())):
+        print(f"{_MEMBER_MARK}{index}", flush=True)
+        record = KernelRecord.from_json(Path(member["row"]).read_text())
+        row, gap = load_isolated(record, ctx.stream)
+        with np.load(member["inputs"]) as data:
+            inputs = {name: data[name] for name in data.files}
+        row.prepare(inputs)
+        row.enqueue()
+        check(cu.cuStreamSynchronize(ctx.stream), "cuStreamSynchronize")
+        row.free()
+        print(json.dumps({"ran": True, "member": index, "min_gap_bytes": gap}), flush=True)
+
+
 def _run_member(row_path: str, inputs_path: str) -> None:
     """Child side: load the row with isolated buffers, run its launch sequence once."""
     from dataset_spec.model import KernelRecord
@@ -313,4 +445,7 @@ def _run_member(row_path: str, inputs_path: str) -> None:
 
 
 if __name__ == "__main__":
-    _run_member(sys.argv[1], sys.argv[2])
+    if sys.argv[1] == "--batch":
+        _run_batch(sys.argv[2])
+    else:
+        _run_member(sys.argv[1], sys.argv[2])
