@@ -1,0 +1,575 @@
+"""Capture: the Triton kernels Inductor writes for one model's graph, each with its own
+reference cut from that graph, written as a folder that ``ptxds build --source inductor``
+reads (docs/inductor.md).
+
+``capture_model(spec, out_dir)`` traces the model's forward with fake CUDA tensors
+(``make_fx`` over ``functional_call``: weights and inputs are graph inputs), compiles it with
+Inductor's ``compile_fx`` under ``codegen_only`` and stops once the wrapper code is written.
+While Inductor writes code, hooks record each Triton kernel's source and its call (which
+graph buffer each ``in_ptr``/``out_ptr``/``in_out_ptr`` is, and the numels). Each buffer is
+the value of one FX node of the post-grad graph (its ``origin_node``, or the placeholder of a
+graph input); a kernel's reference is the FX subgraph that computes its output nodes from its
+input nodes (kernel.py, reference.py, call.yaml per kernel, see ``write_kernel``). A kernel
+whose buffers cannot all be tied to FX nodes, or whose reference cannot be evaluated, is left
+out with its reason in ``capture.json``.
+"""
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+import math
+import re
+import runpy
+import tempfile
+import textwrap
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from builders.inductor.codegen_only import TARGETS, codegen_only
+
+RUNTIME_FILE = Path(__file__).with_name("reference_runtime.py")
+CAPTURE_VERSION = 1
+
+
+class _Stop(Exception):
+    """Raised by the hook once the wrapper code is written: nothing is loaded or run."""
+
+
+@dataclass
+class KernelCall:
+    """One Triton kernel of the graph as Inductor calls it."""
+    name: str
+    source: str
+    params: list            # runtime parameter names, in order
+    call_args: list         # the graph buffer or number passed to each
+    reads: dict             # kernel param -> buffer name read through it
+    writes: dict            # kernel param -> buffer name written through it
+    inductor_meta: dict = field(default_factory=dict)
+
+
+class _Recorder:
+    def __init__(self):
+        self.sources: dict = {}
+        self.calls: dict = {}
+        self.graph = None
+        self.wrapper = ""
+
+
+def _install_hooks(recorder: _Recorder, patches):
+    from torch._inductor.codegen.triton import TritonKernel, TritonScheduling
+    from torch._inductor.graph import GraphLowering
+
+    define_kernel = TritonScheduling.define_kernel
+    call_kernel = TritonKernel.call_kernel
+
+    def hooked_define(self, src_code, node_schedule, kernel):
+        name = define_kernel(self, src_code, node_schedule, kernel)
+        recorder.sources.setdefault(name, src_code.replace("Placeholder.KERNEL_NAME", name)
+                                    .replace("Placeholder.DESCRIPTIVE_NAME", name))
+        return name
+
+    def hooked_call(self, name, node=None, deallocate_ws=True):
+        from torch._inductor.codegen.common import InplacedBuffer
+        arg_defs, call_args, _, _ = self.args.python_argdefs()
+        call_args = list(call_args)
+        self.add_numel_to_call_args(name, call_args, [])
+        reads, writes = {}, {}
+        for outer, inner in self.args.input_buffers.items():
+            if isinstance(inner, str) and outer not in self.args.inplace_buffers:
+                reads[inner] = outer
+        for outer, inner in self.args.output_buffers.items():
+            if isinstance(inner, str) and outer not in self.args.inplace_buffers:
+                writes[inner] = outer
+        inplaced_all = {v.inner_name: v for v in self.args.inplace_buffers.values() if isinstance(v, InplacedBuffer)}
+        for inplaced in inplaced_all.values():
+            reads[inplaced.inner_name] = inplaced.other_names[0]
+            writes[inplaced.inner_name] = inplaced.other_names[-1]
+        if name not in recorder.calls:
+            recorder.calls[name] = KernelCall(name, "", [a.name for a in arg_defs], [str(c) for c in call_args],
+                                              reads, writes, dict(self.inductor_meta_common()))
+        return call_kernel(self, name, node, deallocate_ws)
+
+    def hooked_lines(self, wrapper_code):
+        recorder.graph = self
+        recorder.wrapper = getattr(wrapper_code, "value", str(wrapper_code))
+        raise _Stop()
+
+    patches.set(TritonScheduling, "define_kernel", hooked_define)
+    patches.set(TritonKernel, "call_kernel", hooked_call)
+    patches.set(GraphLowering, "_compile_to_module_lines", hooked_lines)
+
+
+def inductor_kernels(fn, example_inputs, target: str = "h100"):
+    """(recorder, post-grad GraphLowering) of Inductor's compile of ``fn`` (an FX GraphModule of
+    ATen ops over fake CUDA tensors) for ``target``; Inductor's inference settings, no
+    autotuning, no cudagraphs."""
+    import torch._inductor.config as inductor_config
+    from torch._inductor.compile_fx import compile_fx
+
+    from builders.inductor.codegen_only import _Patches
+
+    recorder, patches = _Recorder(), _Patches()
+    with codegen_only(TARGETS[target]), inductor_config.patch(
+            compile_threads=1, max_autotune=False, coordinate_descent_tuning=False, fx_graph_cache=False,
+            autotune_local_cache=False, **{"triton.cudagraphs": False}):
+        _install_hooks(recorder, patches)
+        try:
+            compile_fx(fn, example_inputs)
+        except Exception as exc:  # our stop arrives wrapped in Inductor's error
+            if recorder.graph is None:
+                raise
+            del exc
+        finally:
+            patches.undo()
+    return recorder
+
+
+# ----------------------------------------------------------------------------- FX subgraphs
+def _buffer_node(graph, name: str):
+    """The post-grad FX node whose value buffer ``name`` holds, or None."""
+    if name in graph.graph_inputs:
+        for node in graph.module.graph.nodes:
+            if node.op == "placeholder" and node.name == name:
+                return node
+        return None
+    buffer = graph.name_to_buffer.get(name)
+    if buffer is None:
+        return None
+    node = buffer.get_origin_node() if hasattr(buffer, "get_origin_node") else None
+    if node is None and hasattr(buffer, "data"):
+        node = getattr(buffer.data, "origin_node", None)
+    return node
+
+
+def _layout(graph, name: str) -> tuple:
+    """(size, stride, offset, torch dtype) of graph buffer ``name`` as static ints."""
+    buffer = graph.get_buffer(name)
+    layout = buffer.get_layout()
+    return ([int(s) for s in layout.size], [int(s) for s in layout.stride], int(layout.offset), layout.dtype)
+
+
+def extent(size: list, stride: list) -> int:
+    """Elements from the first to the last one a strided view reaches, plus one."""
+    return 1 + sum((s - 1) * t for s, t in zip(size, stride)) if all(size) else 0
+
+
+def dense(size: list, stride: list) -> bool:
+    """Whether the view covers its extent exactly once (a permutation of a contiguous layout)."""
+    pairs = sorted((t, s) for s, t in zip(size, stride) if s != 1)
+    expected = 1
+    for t, s in pairs:
+        if t != expected:
+            return False
+        expected *= s
+    return True
+
+
+def subgraph(outputs: list, inputs: list) -> list:
+    """The nodes that compute ``outputs`` from ``inputs``, in graph order; raises ValueError
+    naming a graph input or random op the walk reaches outside ``inputs``."""
+    keep, stack, seen = [], list(outputs), set(inputs)
+    while stack:
+        node = stack.pop()
+        if node in seen:
+            continue
+        seen.add(node)
+        if node.op == "placeholder":
+            raise ValueError(f"the kernel's outputs depend on graph input {node.name}, which it does not read")
+        if node.op != "call_function":
+            raise ValueError(f"node {node.name} is a {node.op}")
+        if any(word in str(node.target) for word in ("rand", "philox", "bernoulli", "seed")):
+            raise ValueError(f"node {node.name} ({node.target}) is random")
+        keep.append(node)
+        stack.extend(node.all_input_nodes)
+    order = {n: i for i, n in enumerate(outputs[0].graph.nodes)}
+    return sorted(keep, key=order.__getitem__)
+
+
+def subgraph_code(nodes: list, inputs: list, outputs: list) -> str:
+    """Python text of ``graph(*inputs) -> tuple(outputs)``: FX's own code of the nodes."""
+    import torch.fx as fx
+
+    graph = fx.Graph()
+    env = {}
+    for node in inputs:
+        env[node] = graph.placeholder(node.name)
+    for node in nodes:
+        env[node] = graph.node_copy(node, lambda n: env[n])
+    graph.output(tuple(env[n] for n in outputs))
+    code = graph.python_code(root_module="self").src
+    code = code.replace("def forward(self, ", "def graph(").replace("def forward(self)", "def graph()")
+    return textwrap.dedent(code).strip() + "\n"
+
+
+# ----------------------------------------------------------------------------- kernel files
+def plain_kernel(source: str, name: str) -> str:
+    """The kernel module with Inductor's autotune decorator and driver call taken out: imports
+    and the ``@triton.jit`` function, as Triton's JIT compiles it."""
+    tree = ast.parse(source)
+    body = []
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Expr) and "set_driver_to_gpu" in ast.unparse(stmt):
+            continue
+        if isinstance(stmt, ast.FunctionDef) and stmt.name == name:
+            stmt.decorator_list = [d for d in stmt.decorator_list if ast.unparse(d) == "triton.jit"]
+        body.append(stmt)
+    lines = source.splitlines()
+    text = []
+    for stmt in body:
+        start = (stmt.decorator_list[0].lineno if isinstance(stmt, ast.FunctionDef) and stmt.decorator_list
+                 else stmt.lineno)
+        if isinstance(stmt, ast.FunctionDef):
+            text.append("@triton.jit")
+            start = stmt.lineno
+        text.extend(lines[start - 1:stmt.end_lineno])
+    return "\n".join(text) + "\n"
+
+
+def autotune_configs(source: str) -> tuple:
+    """(heuristic name, [config dicts], the kernel's inductor_meta) Inductor's runtime would autotune for this kernel: the
+    union of its default list and its max-autotune list, each config marking which lists
+    hold it. Reads the kernel's own decorator by importing its module with Inductor's
+    ``cached_autotune`` recording the configs instead of building an autotuner."""
+    from torch._inductor.runtime import triton_heuristics
+
+    found, metas = {}, {}
+    lists = {"default": source,
+             "max_autotune": source.replace("'max_autotune': False", "'max_autotune': True")
+             .replace("'max_autotune_pointwise': False", "'max_autotune_pointwise': True")}
+    original = triton_heuristics.cached_autotune
+    heuristic = re.search(r"@triton_heuristics\.(\w+)\(", source).group(1)
+    try:
+        for label, text in lists.items():
+            recorded = []
+
+            def recording(size_hints, configs, *args, **kwargs):
+                recorded.extend(configs)
+                metas.setdefault(label, dict(kwargs.get("inductor_meta") or {}))
+                return lambda fn: fn
+
+            triton_heuristics.cached_autotune = recording
+            with tempfile.TemporaryDirectory() as folder:  # triton.jit reads its function's file
+                path = Path(folder) / "kernel.py"
+                path.write_text(text)
+                runpy.run_path(str(path))
+            for config in recorded:
+                entry = {**config.kwargs, "num_warps": config.num_warps, "num_stages": config.num_stages}
+                key = json.dumps(entry, sort_keys=True)
+                found.setdefault(key, {"config": entry, "lists": []})["lists"].append(label)
+    finally:
+        triton_heuristics.cached_autotune = original
+    return heuristic, list(found.values()), metas.get("default", {})
+
+
+GRID_AXES = (("xnumel", "XBLOCK"), ("ynumel", "YBLOCK"), ("znumel", "ZBLOCK"))
+
+
+def grid_expressions(inductor_meta: dict, params: list) -> list:
+    """The launch grid as call-description expressions (Inductor's Grid1D/2D/3D)."""
+    kind = inductor_meta.get("grid_type")
+    axes = {"Grid1D": 1, "Grid2D": 2, "Grid3D": 3}.get(kind)
+    if axes is None:
+        raise ValueError(f"grid type {kind} is not launched by this source yet")
+    grid = []
+    for numel, block in GRID_AXES[:axes]:
+        grid.append(f"cdiv({numel}, {block})" if block in params else numel)
+    return grid
+
+
+def check_grid(inductor_meta: dict, grid: list, numels: dict, configs: list) -> None:
+    """Each config's grid from our expressions equals Inductor's own GridExpr."""
+    from builders.triton.expressions import evaluate
+    from torch._inductor.runtime.triton_heuristics import GridExpr
+    for entry in configs:
+        config = entry["config"]
+        theirs = GridExpr.from_meta(inductor_meta, config).eval_slow({**numels, **config})
+        ours = [evaluate(e, {**numels, **config}) for e in grid]
+        if tuple(ours) != tuple(theirs[:len(ours)]) or any(t != 1 for t in theirs[len(ours):]):
+            raise ValueError(f"grid {ours} differs from Inductor's {theirs} for config {config}")
+
+
+DTYPE_NAMES = {"float16": "float16", "bfloat16": "bfloat16", "float32": "float32", "float64": "float64",
+               "int64": "int64", "int32": "int32", "bool": "bool", "int8": "int8", "uint8": "uint8"}
+
+
+def _dtype_name(dtype) -> str:
+    name = str(dtype).replace("torch.", "")
+    if name not in DTYPE_NAMES:
+        raise ValueError(f"buffer dtype {name} is not supported")
+    return DTYPE_NAMES[name]
+
+
+def _kind(dtype_name: str) -> str:
+    return "float" if dtype_name.startswith(("float", "bfloat")) else "bool" if dtype_name == "bool" else "int"
+
+
+def describe_kernel(graph, call: KernelCall, roles: dict, model: str) -> dict:
+    """Everything the kernel's folder holds, as plain values; raises ValueError saying why
+    the kernel cannot be a group."""
+    args = dict(zip(call.params, call.call_args))
+    pointers = [p for p in call.params if p in call.reads or p in call.writes]
+    buffers, inputs, outputs, in_nodes, out_nodes = [], {}, {}, [], []
+    for param in pointers:
+        name = args[param]
+        size, stride, offset, dtype = _layout(graph, name)
+        if offset:
+            raise ValueError(f"{param} ({name}) starts at element {offset} of its storage")
+        dtype_name = _dtype_name(dtype)
+        numel = extent(size, stride)
+        role = "inout" if param in call.reads and param in call.writes else "in" if param in call.reads else "out"
+        shape = size if stride == _contiguous(size) else [numel]
+        if role != "in" and not dense(size, stride):
+            raise ValueError(f"{param} ({name}) is a strided view with holes; its other elements are not written")
+        buffer = {"name": param, "dtype": dtype_name, "shape": shape or [1], "role": role}
+        if param in call.reads:
+            node = _buffer_node(graph, call.reads[param])
+            if node is None:
+                raise ValueError(f"buffer {call.reads[param]} ({param}) is no FX node's value")
+            in_nodes.append(node)
+            inputs[param] = (*_value_layout(node, size, stride, call.reads[param]), _kind(dtype_name))
+            buffer["init"], buffer["graph_role"] = _init(node, roles, dtype_name)
+        if param in call.writes:
+            node = _buffer_node(graph, call.writes[param])
+            if node is None:
+                raise ValueError(f"buffer {call.writes[param]} ({param}) is no FX node's value")
+            out_nodes.append(node)
+            outputs[param] = (*_value_layout(node, size, stride, call.writes[param]), numel)
+        buffers.append(buffer)
+    if not out_nodes:
+        raise ValueError("the kernel writes no buffer")
+    if len(set(in_nodes)) != len(in_nodes):
+        raise ValueError("two kernel arguments hold the same graph value")
+    nodes = subgraph(out_nodes, in_nodes)
+    numels = {p: int(args[p]) for p in call.params if p not in pointers}
+    return {"buffers": buffers, "inputs": inputs, "outputs": outputs, "numels": numels,
+            "in_nodes": [n.name for n in in_nodes], "out_nodes": [n.name for n in out_nodes],
+            "code": subgraph_code(nodes, in_nodes, out_nodes),
+            "aten_ops": sorted({str(n.target) for n in nodes}),
+            "layers": sorted({_layer(n) for n in nodes} - {""})}
+
+
+def _contiguous(size: list) -> list:
+    stride, step = [], 1
+    for s in reversed(size):
+        stride.append(step)
+        step *= s
+    return list(reversed(stride))
+
+
+def _value_layout(node, size: list, stride: list, name: str) -> tuple:
+    """(size, stride) of the FX node's value in the buffer's storage: the buffer's own layout,
+    or, for a contiguous buffer that views the node's value under another shape (a bmm's
+    [b*h, s, s] read as [b, h, s, s]), the node's shape over the same contiguous storage."""
+    value = node.meta.get("val")
+    if value is None or not hasattr(value, "shape"):
+        raise ValueError(f"buffer {name}'s FX node {node.name} has no single tensor value")
+    shape = [int(s) for s in value.shape]
+    if shape == list(size):
+        return list(size), list(stride)
+    if stride == _contiguous(size) and math.prod(shape) == math.prod(size):
+        return shape, _contiguous(shape)
+    raise ValueError(f"buffer {name} is {list(size)} with strides {list(stride)} but its FX node "
+                     f"{node.name} is {shape}")
+
+
+def _init(node, roles: dict, dtype_name: str) -> tuple:
+    """(the buffer's input distribution, its role in the model) for a value the kernel reads."""
+    role = roles.get(node.name, "activation") if node.op == "placeholder" else "activation"
+    if role.startswith("indices:"):
+        return {"kind": "randint", "params": {"low": 0, "high": int(role.split(":")[1])}}, role
+    if dtype_name == "bool":
+        return {"kind": "randint", "params": {"low": 0, "high": 2}}, role
+    if _kind(dtype_name) == "int":
+        raise ValueError(f"integer value {node.name} ({role}) has no known range")
+    return {"kind": "normal", "params": {"mean": 0.0, "std": 1.0}}, role
+
+
+def _layer(node) -> str:
+    stack = node.meta.get("nn_module_stack") or {}
+    if stack:
+        return list(stack.values())[-1][0] if isinstance(list(stack.values())[-1], tuple) else str(list(stack)[-1])
+    return ""
+
+
+def reference_module(kernel: str, model: str, described: dict) -> str:
+    """The reference module text of one kernel: its graph, buffer map and the runtime."""
+    header = (f'"""Float64 reference of Inductor kernel {kernel} of {model}: the post-grad FX nodes\n'
+              f'{", ".join(described["out_nodes"])} computed from {", ".join(described["in_nodes"])}."""\n')
+    inputs = {k: (list(v[0]), list(v[1]), v[2]) for k, v in described["inputs"].items()}
+    outputs = {k: (list(v[0]), list(v[1]), v[2]) for k, v in described["outputs"].items()}
+    runtime = RUNTIME_FILE.read_text()
+    runtime = runtime[runtime.index('"""', 3) + 3:]  # the runtime's own docstring stays in its file
+    return (header + "import torch\nfrom torch import device\ninf = float('inf')\nnan = float('nan')\n\n"
+            f"INPUTS = {inputs!r}\nOUTPUTS = {outputs!r}\n\n\n{described['code']}\n{runtime}")
+
+
+def write_kernel(folder: Path, kernel: str, model: str, described: dict, source: str, plain: str,
+                 heuristic: str, configs: list, grid: list, dtype: str) -> None:
+    """kernel.py, reference.py, call.yaml and inductor.json of one kernel."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "kernel.py").write_text(plain)
+    (folder / "reference.py").write_text(reference_module(kernel, model, described))
+    problem = {"problem_id": f"{model}/{kernel}", "op": "custom",
+               "params": {"reference": "reference:reference", "reduction_length": 1},
+               "buffers": [{k: v for k, v in b.items() if k != "graph_role"} for b in described["buffers"]]}
+    args = {b["name"]: b["name"] for b in described["buffers"]}
+    args.update(described["numels"])
+    call = {"kernel": f"kernel.py:{kernel}", "problem": problem, "vars": described["numels"],
+            "args": args, "grid": grid, "configs": [c["config"] for c in configs]}
+    (folder / "call.json").write_text(json.dumps(call, indent=1) + "\n")
+    provenance = {"kernel": kernel, "model": model, "dtype": dtype, "heuristic": heuristic,
+                  "config_lists": [c["lists"] for c in configs], "aten_ops": described["aten_ops"],
+                  "layers": described["layers"], "graph_inputs": {b["name"]: b.get("graph_role") for b in
+                                                                   described["buffers"] if "graph_role" in b},
+                  "in_nodes": described["in_nodes"], "out_nodes": described["out_nodes"],
+                  "inductor_source_sha256": hashlib.sha256(source.encode()).hexdigest()}
+    (folder / "inductor.json").write_text(json.dumps(provenance, indent=1) + "\n")
+    (folder / "inductor_source.py").write_text(source)
+
+
+# ----------------------------------------------------------------------------- one model
+def trace_model(spec):
+    """(ATen FX graph of the model's forward, moved to the CUDA device; fake CUDA example
+    inputs; {placeholder name: role}). Weights come first as graph inputs, then the model's
+    inputs. The graph is traced over fake CPU tensors (make_fx cannot run CUDA factory calls
+    without a GPU) and every device it names is then made ``cuda:0``."""
+    import torch
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    from builders.inductor.models import build_block
+
+    module, inputs = build_block(spec)
+    state = dict(list(module.named_parameters()) + list(module.named_buffers()))
+    names = list(state)
+    cpu_inputs = [torch.zeros(shape, dtype=dtype) for role, shape, dtype in inputs.values()]
+
+    def forward(*flat):
+        params = dict(zip(names, flat[:len(names)]))
+        return torch.func.functional_call(module, params, tuple(flat[len(names):]))
+
+    with torch.no_grad():
+        gm = make_fx(forward, tracing_mode="fake")(*[t.detach() for t in state.values()], *cpu_inputs)
+    cuda = torch.device("cuda", 0)
+    for node in gm.graph.nodes:
+        node.args = _on_cuda(node.args, cuda)
+        node.kwargs = _on_cuda(node.kwargs, cuda)
+    gm.recompile()
+    mode = FakeTensorMode()
+    with mode:
+        example = [torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device=cuda)
+                   for t in list(state.values()) + cpu_inputs]
+    placeholders = [n.name for n in gm.graph.nodes if n.op == "placeholder"]
+    roles = {}
+    for placeholder, name in zip(placeholders, names + list(inputs)):
+        roles[placeholder] = f"weight:{name}" if name in state else inputs[name][0]
+    return gm, example, roles
+
+
+def _on_cuda(value, cuda):
+    import torch
+    if isinstance(value, torch.device):
+        return cuda
+    if isinstance(value, (list, tuple)):
+        return type(value)(_on_cuda(v, cuda) for v in value)
+    if isinstance(value, dict):
+        return {k: _on_cuda(v, cuda) for k, v in value.items()}
+    return value
+
+
+def capture_model(spec, out_dir, target: str = "h100") -> dict:
+    """Capture every Triton kernel of ``spec``'s forward into ``out_dir/<model>/<kernel>/``;
+    returns the model's summary (kernels kept, kernels left out with reasons, seconds)."""
+    import torch
+
+    start = time.time()
+    gm, example, roles = trace_model(spec)
+    # Inductor numbers its graph inputs arg0_1, ...: the same order as make_fx's placeholders
+    recorder = inductor_kernels(gm, example, target)
+    graph = recorder.graph
+    graph_roles = {}
+    for (_, role), node in zip(roles.items(), [n for n in graph.module.graph.nodes if n.op == "placeholder"]):
+        graph_roles[node.name] = role
+    kept, skipped = [], {}
+    for name, call in recorder.calls.items():
+        source = recorder.sources.get(name)
+        try:
+            if source is None:
+                raise ValueError("its source was not recorded")
+            call.params = [p for p in _params(source, name) if p not in _constexprs(source, name)]
+            if len(call.params) != len(call.call_args):
+                raise ValueError(f"the kernel takes {call.params} but is called with {call.call_args}")
+            described = describe_kernel(graph, call, graph_roles, spec.name)
+            with codegen_only(TARGETS[target]):  # the kernel module is imported to read its configs
+                heuristic, configs, meta = autotune_configs_for(source, name)
+            mutated = [a for a in meta.get("mutated_arg_names", []) if not a.startswith("in_out_ptr")]
+            if mutated:
+                raise ValueError(f"the kernel mutates {mutated}")
+            grid = grid_expressions(meta, _params(source, name))
+            check_grid(meta, grid, described["numels"], configs)
+            folder = Path(out_dir) / spec.name / name
+            write_kernel(folder, name, spec.name, described, source, plain_kernel(source, name),
+                         heuristic, configs, grid, spec.dtype)
+            check_reference(folder)
+            kept.append(name)
+        except Exception as exc:  # a kernel we cannot describe is left out, with its reason
+            skipped[name] = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
+    summary = {"model": spec.name, "kernels": kept, "skipped": skipped, "target": target,
+               "torch": torch.__version__, "seconds": round(time.time() - start, 1),
+               "capture_version": CAPTURE_VERSION,
+               "extern_kernels": sorted(set(re.findall(r"extern_kernels\.(\w+)", recorder.wrapper or "")))}
+    (Path(out_dir) / spec.name).mkdir(parents=True, exist_ok=True)
+    (Path(out_dir) / spec.name / "capture.json").write_text(json.dumps(summary, indent=1) + "\n")
+    return summary
+
+
+def _params(source: str, name: str) -> list:
+    tree = ast.parse(source)
+    [fn] = [s for s in tree.body if isinstance(s, ast.FunctionDef) and s.name == name]
+    return [a.arg for a in fn.args.args]
+
+
+def _constexprs(source: str, name: str) -> set:
+    tree = ast.parse(source)
+    [fn] = [s for s in tree.body if isinstance(s, ast.FunctionDef) and s.name == name]
+    return {a.arg for a in fn.args.args if a.annotation is not None and "constexpr" in ast.unparse(a.annotation)}
+
+
+def autotune_configs_for(source: str, name: str) -> tuple:
+    """autotune_configs with each config's keys cut to the kernel's own constexpr parameters
+    (as Inductor's autotuner drops XBLOCK when the kernel has none), then made unique."""
+    heuristic, configs, meta = autotune_configs(source)
+    params = _constexprs(source, name)
+    unique = {}
+    for entry in configs:
+        config = {k: v for k, v in entry["config"].items() if k in params or k in ("num_warps", "num_stages")}
+        key = json.dumps(config, sort_keys=True)
+        lists = unique.setdefault(key, {"config": config, "lists": []})["lists"]
+        lists.extend(x for x in entry["lists"] if x not in lists)
+    return heuristic, list(unique.values()), meta
+
+
+def check_reference(folder: Path) -> None:
+    """The reference module loads and evaluates, with its error scale, on one normal draw."""
+    import numpy as np
+
+    from dataset_spec.model import Problem
+    from dataset_spec.ops import get_op
+
+    call = json.loads((folder / "call.json").read_text())
+    problem = Problem.from_json(json.dumps(dict(call["problem"], params=dict(
+        call["problem"]["params"], reference_source=(folder / "reference.py").read_text()))))
+    rng = np.random.default_rng(0)
+    inputs = {}
+    for buffer in problem.buffers:
+        if buffer.role in ("in", "inout"):
+            if buffer.init and buffer.init.kind == "randint":
+                inputs[buffer.name] = rng.integers(buffer.init.params["low"], buffer.init.params["high"],
+                                                   buffer.shape).astype(np.float64)
+            else:
+                inputs[buffer.name] = rng.standard_normal(buffer.shape)
+    op = get_op("custom")
+    reference = op.reference(inputs, problem)
+    op.bounds(inputs, problem, reference)

@@ -1,0 +1,175 @@
+"""The models a capture compiles: small blocks written here in plain torch, with random
+weights and sizes in code (nothing is downloaded): a Llama-style decoder layer (RMSNorm,
+rotary attention, SwiGLU MLP), a GPT-2 block (LayerNorm, GELU-tanh MLP), a ViT block and a
+ResNet bottleneck (batch norm in eval mode). Each is named ``<block>-<dtype>-<size>``.
+The ``transformers`` and ``torchvision`` models of docs/inductor.md's plan are not here yet."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+
+def _torch():
+    import torch
+    return torch
+
+
+def _nn():
+    return _torch().nn
+
+
+def llama_layer(hidden=256, heads=4, ffn=688, eps=1e-6):
+    torch, nn = _torch(), _nn()
+    F = torch.nn.functional
+
+    class RMSNorm(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.weight = nn.Parameter(torch.ones(hidden))
+
+        def forward(self, x):
+            variance = x.float().pow(2).mean(-1, keepdim=True)
+            return (x.float() * torch.rsqrt(variance + eps)).to(x.dtype) * self.weight
+
+    class Layer(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.input_norm, self.post_norm = RMSNorm(), RMSNorm()
+            self.q, self.k, self.v, self.o = (nn.Linear(hidden, hidden, bias=False) for _ in range(4))
+            self.gate, self.up = nn.Linear(hidden, ffn, bias=False), nn.Linear(hidden, ffn, bias=False)
+            self.down = nn.Linear(ffn, hidden, bias=False)
+
+        def forward(self, x, cos, sin):
+            b, s, _ = x.shape
+            h = self.input_norm(x)
+            q, k, v = (p(h).view(b, s, heads, -1).transpose(1, 2) for p in (self.q, self.k, self.v))
+            q, k = q * cos + _rotate(q) * sin, k * cos + _rotate(k) * sin
+            attn = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            x = x + self.o(attn.transpose(1, 2).reshape(b, s, hidden))
+            h = self.post_norm(x)
+            return x + self.down(F.silu(self.gate(h)) * self.up(h))
+
+    def _rotate(t):
+        half = t.shape[-1] // 2
+        return torch.cat((-t[..., half:], t[..., :half]), dim=-1)
+
+    def inputs(batch, seq, dtype, device):
+        head_dim = hidden // heads
+        return {"x": ("activation", (batch, seq, hidden), dtype),
+                "cos": ("activation", (seq, head_dim), dtype), "sin": ("activation", (seq, head_dim), dtype)}
+
+    return Layer(), inputs
+
+
+def gpt2_block(hidden=256, heads=4):
+    torch, nn = _torch(), _nn()
+    F = torch.nn.functional
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ln_1, self.ln_2 = nn.LayerNorm(hidden), nn.LayerNorm(hidden)
+            self.c_attn, self.c_proj = nn.Linear(hidden, 3 * hidden), nn.Linear(hidden, hidden)
+            self.c_fc, self.mlp_proj = nn.Linear(hidden, 4 * hidden), nn.Linear(4 * hidden, hidden)
+
+        def forward(self, x):
+            b, s, _ = x.shape
+            q, k, v = self.c_attn(self.ln_1(x)).split(hidden, dim=2)
+            q, k, v = (t.view(b, s, heads, -1).transpose(1, 2) for t in (q, k, v))
+            scores = (q @ k.transpose(-2, -1)) / math.sqrt(hidden // heads)
+            mask = torch.ones(s, s, dtype=torch.bool, device=x.device).tril()
+            scores = scores.masked_fill(~mask, float("-inf"))
+            attn = scores.softmax(-1) @ v
+            x = x + self.c_proj(attn.transpose(1, 2).reshape(b, s, hidden))
+            return x + self.mlp_proj(F.gelu(self.c_fc(self.ln_2(x)), approximate="tanh"))
+
+    def inputs(batch, seq, dtype, device):
+        return {"x": ("activation", (batch, seq, hidden), dtype)}
+
+    return Block(), inputs
+
+
+def vit_block(hidden=192, heads=3, mlp=768):
+    torch, nn = _torch(), _nn()
+    F = torch.nn.functional
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.norm1, self.norm2 = nn.LayerNorm(hidden, eps=1e-6), nn.LayerNorm(hidden, eps=1e-6)
+            self.qkv, self.proj = nn.Linear(hidden, 3 * hidden), nn.Linear(hidden, hidden)
+            self.fc1, self.fc2 = nn.Linear(hidden, mlp), nn.Linear(mlp, hidden)
+
+        def forward(self, x):
+            b, n, _ = x.shape
+            qkv = self.qkv(self.norm1(x)).reshape(b, n, 3, heads, -1).permute(2, 0, 3, 1, 4)
+            attn = F.scaled_dot_product_attention(qkv[0], qkv[1], qkv[2])
+            x = x + self.proj(attn.transpose(1, 2).reshape(b, n, hidden))
+            return x + self.fc2(F.gelu(self.fc1(self.norm2(x))))
+
+    def inputs(batch, seq, dtype, device):
+        return {"x": ("activation", (batch, seq, hidden), dtype)}
+
+    return Block(), inputs
+
+
+def resnet_bottleneck(channels=64, width=16):
+    torch, nn = _torch(), _nn()
+
+    class Bottleneck(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv1, self.bn1 = nn.Conv2d(channels, width, 1, bias=False), nn.BatchNorm2d(width)
+            self.conv2, self.bn2 = nn.Conv2d(width, width, 3, padding=1, bias=False), nn.BatchNorm2d(width)
+            self.conv3, self.bn3 = nn.Conv2d(width, channels, 1, bias=False), nn.BatchNorm2d(channels)
+
+        def forward(self, x):
+            out = torch.relu(self.bn1(self.conv1(x)))
+            out = torch.relu(self.bn2(self.conv2(out)))
+            return torch.relu(self.bn3(self.conv3(out)) + x)
+
+    def inputs(batch, seq, dtype, device):
+        return {"x": ("activation", (batch, channels, seq, seq), dtype)}
+
+    return Bottleneck(), inputs
+
+
+BLOCKS = {"llama_layer": llama_layer, "gpt2_block": gpt2_block, "vit_block": vit_block,
+          "resnet_bottleneck": resnet_bottleneck}
+DTYPES = ("float16", "bfloat16", "float32")
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """One captured graph: a block, its dtype and its input size (batch x sequence, or
+    batch x side for images)."""
+    block: str
+    dtype: str
+    batch: int
+    seq: int
+
+    @property
+    def name(self) -> str:
+        return f"{self.block}-{self.dtype}-b{self.batch}s{self.seq}"
+
+    @staticmethod
+    def parse(text: str) -> "ModelSpec":
+        """``block`` or ``block:dtype:batch:seq`` (default float16, 2, 64; 2, 16 for images)."""
+        parts = text.split(":")
+        if parts[0] not in BLOCKS:
+            raise ValueError(f"unknown model {parts[0]!r}; known: {', '.join(BLOCKS)}")
+        image = parts[0] == "resnet_bottleneck"
+        defaults = [parts[0], "float16", "2", "16" if image else "64"]
+        parts = parts + defaults[len(parts):]
+        if parts[1] not in DTYPES:
+            raise ValueError(f"model {text!r}: dtype must be one of {', '.join(DTYPES)}")
+        return ModelSpec(parts[0], parts[1], int(parts[2]), int(parts[3]))
+
+
+def build_block(spec: ModelSpec):
+    """(module in eval mode with random weights, {input name: (role, shape, dtype)})."""
+    torch = _torch()
+    torch.manual_seed(0)
+    module, inputs = BLOCKS[spec.block]()
+    dtype = getattr(torch, spec.dtype)
+    return module.eval().to(dtype), inputs(spec.batch, spec.seq, dtype, "cuda")

@@ -1,0 +1,276 @@
+"""The float64 reference and error scale of one Inductor kernel, shipped as text inside each
+row's reference module (params.reference_source; docs/inductor.md).
+
+A captured kernel's reference module holds ``graph(...)`` (the ATen ops Inductor fused into
+that kernel, cut from the post-grad FX graph, every float made float64 and every device the
+CPU), ``INPUTS``/``OUTPUTS`` (kernel buffer -> the value's size and strides in that buffer)
+and then this file's text. It imports torch and numpy only.
+
+``reference`` rebuilds each graph input from its buffer (``as_strided`` over the storage the
+kernel reads), runs ``graph`` under ``Float64`` (every float dtype an op names becomes
+float64, every device the CPU; the graph's text stays Inductor's) and writes each output
+into its buffer's storage order. ``reference_error_scale`` runs the same graph under ``ErrorTracker``: a first-order
+running error analysis in which every op carries E, a bound on the absolute error of its
+float32 evaluation (inputs exact): E_out = sum |d out / d in| E_in + the op's own roundings
+(one u = 2^-24 per arithmetic op, 4 u for a transcendental or approximate division, acc(n)
+times the sum of |terms| for an n-term sum). The verifier's custom bound with
+reduction_length 1 multiplies S by u_acc (float32), so S = E / u.
+"""
+import math
+
+import numpy as np
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils.weak import WeakTensorKeyDictionary
+
+U32 = 2.0 ** -24
+ROUNDOFF = {torch.float16: 2.0 ** -11, torch.bfloat16: 2.0 ** -8, torch.float32: 2.0 ** -24}
+aten = torch.ops.aten
+prims = torch.ops.prims
+
+
+def _graph_inputs(inputs):
+    values = []
+    for buffer, (size, stride, dtype) in INPUTS.items():  # noqa: F821 (defined by the module)
+        flat = torch.from_numpy(np.ascontiguousarray(inputs[buffer]).reshape(-1))
+        flat = flat.to(torch.float64 if dtype == "float" else torch.int64 if dtype == "int" else torch.bool)
+        values.append(torch.as_strided(flat, size, stride))
+    return values
+
+
+def _storage(value, size, stride, numel):
+    flat = torch.zeros(numel, dtype=torch.float64)
+    torch.as_strided(flat, size, stride).copy_(value.to(torch.float64).expand(size))
+    return flat.numpy()
+
+
+def _outputs(values):
+    values = values if isinstance(values, (tuple, list)) else (values,)
+    return {buffer: (value, size, stride, numel)
+            for (buffer, (size, stride, numel)), value in zip(OUTPUTS.items(), values)}  # noqa: F821
+
+
+def reference(inputs, problem):
+    values = _graph_inputs(inputs)
+    with torch.no_grad(), Float64():
+        outs = _outputs(graph(*values))  # noqa: F821
+    return {b: _storage(v, s, st, n).reshape(problem.buffer(b).shape) for b, (v, s, st, n) in outs.items()}
+
+
+def reference_error_scale(inputs, problem):
+    values = _graph_inputs(inputs)
+    tracker = ErrorTracker()
+    with torch.no_grad(), tracker:
+        outs = _outputs(graph(*values))  # noqa: F821
+    errors = {b: tracker.error(v) for b, (v, s, st, n) in outs.items()}
+    return {b: _storage(errors[b], s, st, n).reshape(problem.buffer(b).shape) / U32
+            for b, (v, s, st, n) in outs.items()}
+
+
+def accumulation(n):
+    """acc(n) of dataset_spec.numerics: the smaller of gamma(n) and 2 sqrt(n) u."""
+    n = max(1, int(n))
+    worst = n * U32 / (1 - n * U32) if n * U32 < 0.5 else math.inf
+    return min(worst, 2.0 * math.sqrt(n) * U32)
+
+
+class NoErrorRule(RuntimeError):
+    """An op of the graph has no rule in ErrorTracker."""
+
+
+def _name(func):
+    return func.__name__  # "view.default", "convert_element_type.default"
+
+
+# ops that move, select or copy values: the error moves with them (call the op on E)
+STRUCTURAL = {
+    "view.default", "_unsafe_view.default", "reshape.default", "permute.default", "expand.default",
+    "squeeze.dim", "squeeze.dims", "squeeze.default", "unsqueeze.default", "slice.Tensor", "select.int",
+    "t.default", "transpose.int", "as_strided.default", "clone.default", "alias.default",
+    "cat.default", "index.Tensor", "_unsafe_index.Tensor", "gather.default", "embedding.default",
+    "constant_pad_nd.default", "where.self", "split.Tensor", "split_with_sizes.default",
+    "unbind.int", "repeat.default", "copy.default", "flip.default", "roll.default", "lift_fresh_copy.default",
+    "_to_copy.default", "contiguous.default", "view_as_real.default", "stack.default",
+    "select_scatter.default", "slice_scatter.default", "index_select.default", "narrow.default",
+    "unfold.default", "diagonal.default", "pixel_shuffle.default", "amax.default", "amin.default",
+    "max.dim", "min.dim", "maximum.default", "minimum.default",
+    "max.default", "min.default",
+}
+# ops whose error is at most their operand's: |f(x) - f(y)| <= |x - y|
+CONTRACTING = {"neg.default", "abs.default", "relu.default", "clamp.default", "clamp_min.default",
+               "clamp_max.default", "hardtanh.default"}
+# ops whose result carries no error (exact values, booleans, integers)
+EXACT = {
+    "full.default", "arange.start", "arange.default", "arange.start_step", "iota.default", "scalar_tensor.default",
+    "zeros.default", "ones.default", "empty.memory_format", "full_like.default", "zeros_like.default",
+    "ones_like.default", "empty_like.default", "gt.Tensor", "gt.Scalar", "lt.Tensor", "lt.Scalar",
+    "ge.Tensor", "ge.Scalar", "le.Tensor", "le.Scalar", "eq.Tensor", "eq.Scalar", "ne.Tensor", "ne.Scalar",
+    "logical_not.default", "logical_and.default", "logical_or.default", "bitwise_and.Tensor",
+    "bitwise_or.Tensor", "bitwise_not.default", "isnan.default", "isinf.default", "sign.default",
+    "floor.default", "ceil.default", "round.default", "trunc.default", "argmax.default", "argmin.default",
+    "sort.default", "topk.default",
+}
+
+
+def _widen(value):
+    if isinstance(value, torch.dtype) and value.is_floating_point:
+        return torch.float64
+    if isinstance(value, torch.device):
+        return torch.device("cpu")
+    if isinstance(value, (list, tuple)):
+        return type(value)(_widen(v) for v in value)
+    return value
+
+
+class Float64(TorchDispatchMode):
+    """Runs every ATen op with its float dtypes float64 and its devices the CPU."""
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        return func(*_widen(tuple(args)), **{k: _widen(v) for k, v in (kwargs or {}).items()})
+
+
+class ErrorTracker(Float64):
+    """Runs ATen ops as Float64 does and keeps, per float result, the tensor E (see module)."""
+
+    def __init__(self):
+        super().__init__()
+        self.errors = WeakTensorKeyDictionary()
+
+    def error(self, value):
+        if not isinstance(value, torch.Tensor) or not value.is_floating_point():
+            return torch.zeros(value.shape if isinstance(value, torch.Tensor) else (), dtype=torch.float64)
+        error = self.errors.get(value)
+        return torch.zeros_like(value) if error is None else error
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        name = _name(func)
+        if name == "convert_element_type.default":  # the rounding of the dtype the graph names
+            self.cast_roundoff = ROUNDOFF.get(args[1], 0.0) if isinstance(args[1], torch.dtype) else 0.0
+        args, kwargs = _widen(tuple(args)), {k: _widen(v) for k, v in kwargs.items()}
+        out = func(*args, **kwargs)
+        if name in EXACT:
+            return out
+        errors = self._rule(func, name, args, kwargs, out)
+        for value, error in zip(_tensors(out), _tensors(errors)):
+            if isinstance(value, torch.Tensor) and value.is_floating_point():
+                self.errors[value] = torch.nan_to_num(error.to(torch.float64).expand(value.shape), nan=math.inf)
+        return out
+
+    def _rule(self, func, name, args, kwargs, out):
+        E = self.error
+        a = args[0] if args else None
+        b = args[1] if len(args) > 1 else None
+        A = lambda t: t.abs() if isinstance(t, torch.Tensor) else abs(t)  # noqa: E731
+        if name in STRUCTURAL:
+            swap = lambda t: self.error(t) if isinstance(t, torch.Tensor) and t.is_floating_point() else t  # noqa: E731
+            swapped = [[swap(t) for t in x] if isinstance(x, (list, tuple)) else swap(x) for x in args]
+            if name == "constant_pad_nd.default" and len(swapped) > 2:
+                swapped[2] = 0.0
+            if name.startswith(("max.", "min.", "amax.", "amin.")) or name in ("maximum.default", "minimum.default"):
+                return _select_error(func, name, args, kwargs, self)
+            return func(*swapped, **kwargs)
+        if name in CONTRACTING:
+            return E(a)
+        if name in ("add.Tensor", "add.Scalar", "sub.Tensor", "sub.Scalar", "rsub.Scalar", "rsub.Tensor"):
+            alpha = abs(kwargs.get("alpha", 1))
+            return E(a) + alpha * E(b) + U32 * A(out)
+        if name in ("mul.Tensor", "mul.Scalar"):
+            return A(b) * E(a) + A(a) * E(b) + U32 * A(out)
+        if name in ("div.Tensor", "div.Scalar", "div.Tensor_mode"):
+            bb = b if isinstance(b, torch.Tensor) else torch.tensor(float(b), dtype=torch.float64)
+            return E(a) / bb.abs() + A(out) / bb.abs() * E(b) + 4 * U32 * A(out)
+        if name == "reciprocal.default":
+            return E(a) / (a * a) + 4 * U32 * A(out)
+        if name == "convert_element_type.default":
+            if not out.is_floating_point():
+                return torch.zeros_like(out, dtype=torch.float64)
+            return E(a) + self.cast_roundoff * A(out)
+        if name in ("exp.default", "exp2.default"):
+            return A(out) * (E(a) * (math.log(2) if name == "exp2.default" else 1.0) + (A(a) + 4) * U32)
+        if name == "expm1.default":
+            return (A(out) + 1) * (E(a) + (A(a) + 4) * U32)
+        if name in ("log.default", "log1p.default", "log2.default"):
+            base = a + 1 if name == "log1p.default" else a
+            return E(a) / A(base) + 4 * U32 * (A(out) + 1)
+        if name == "sqrt.default":
+            return 0.5 * E(a) / A(out) + 4 * U32 * A(out)
+        if name == "rsqrt.default":
+            return 0.5 * E(a) * A(out) / A(a) + 4 * U32 * A(out)
+        if name == "tanh.default":
+            return (1 - out * out) * E(a) + 4 * U32 * A(out) + 4 * U32 * A(a).clamp(max=1)
+        if name == "sigmoid.default":
+            return out * (1 - out) * E(a) + 4 * U32 * A(out)
+        if name == "erf.default":
+            return 2 / math.sqrt(math.pi) * torch.exp(-a * a) * E(a) + 4 * U32 * A(out)
+        if name in ("sin.default", "cos.default"):
+            return E(a) + 4 * U32 * (A(out) + A(a) * U32)
+        if name in ("pow.Tensor_Scalar",):
+            p = float(b)
+            return abs(p) * A(a) ** (p - 1) * E(a) + 4 * U32 * A(out) if p != 0 else torch.zeros_like(out)
+        if name == "gelu.default":
+            return E(a) * 1.2 + 4 * U32 * (A(out) + A(a))
+        if name in ("silu.default",):
+            return E(a) * 1.1 + 4 * U32 * (A(out) + A(a))
+        if name in ("sum.dim_IntList", "sum.default", "mean.dim", "mean.default"):
+            dims = _dims(a, args[1] if len(args) > 1 else None)
+            n = _count(a, dims)
+            keep = args[2] if len(args) > 2 else kwargs.get("keepdim", False)
+            total = E(a).sum(dim=dims, keepdim=keep) + accumulation(n) * a.abs().sum(dim=dims, keepdim=keep)
+            return total / n if name.startswith("mean") else total
+        if name in ("var_mean.correction", "var.correction"):
+            dims = _dims(a, args[1] if len(args) > 1 else kwargs.get("dim"))
+            n = _count(a, dims)
+            keep = kwargs.get("keepdim", False)
+            mean = a.mean(dim=dims, keepdim=True)
+            var_error = (2 * (a - mean).abs() * E(a)).sum(dim=dims, keepdim=keep) / max(1, n - 1) \
+                + 4 * accumulation(n) * (a * a).mean(dim=dims, keepdim=keep)
+            mean_error = E(a).mean(dim=dims, keepdim=keep) + accumulation(n) * a.abs().mean(dim=dims, keepdim=keep)
+            return (var_error, mean_error) if name.startswith("var_mean") else var_error
+        if name == "prepare_softmax_online.default":
+            dim = args[1]
+            peak = a.amax(dim=dim, keepdim=True)
+            peak_error = _select(a, E(a), dim)
+            terms = torch.exp(a - peak)
+            n = a.shape[dim]
+            total = (terms * (E(a) + peak_error + (A(a - peak) + 4) * U32)).sum(dim=dim, keepdim=True) \
+                + accumulation(n) * terms.sum(dim=dim, keepdim=True)
+            return peak_error, total
+        if name in ("mm.default", "bmm.default"):
+            return A(a) @ E(b) + E(a) @ A(b) + accumulation(a.shape[-1]) * (A(a) @ A(b))
+        if name == "addmm.default":
+            m1, m2 = args[1], args[2]
+            return E(a) + A(m1) @ E(m2) + E(m1) @ A(m2) + accumulation(m1.shape[-1] + 1) * (A(a) + A(m1) @ A(m2))
+        raise NoErrorRule(f"no error rule for aten {name}")
+
+
+def _select(values, errors, dim):
+    """The error of a max/min along ``dim``: at most the largest error of the candidates."""
+    return errors.amax(dim=dim, keepdim=True)
+
+
+def _select_error(func, name, args, kwargs, tracker):
+    a = args[0]
+    if name in ("maximum.default", "minimum.default"):
+        return torch.maximum(tracker.error(a), tracker.error(args[1]))
+    if name in ("max.default", "min.default"):
+        return tracker.error(a).amax()
+    dims = args[1] if len(args) > 1 else kwargs.get("dim", [])
+    keep = args[2] if len(args) > 2 else kwargs.get("keepdim", False)
+    if name in ("max.dim", "min.dim"):
+        return tracker.error(a).amax(dim=dims, keepdim=keep), None
+    return tracker.error(a).amax(dim=dims if dims else None, keepdim=keep) if dims else tracker.error(a).amax()
+
+
+def _dims(value, dims):
+    if dims is None or dims == [] or dims == ():
+        return list(range(value.dim()))
+    return [dims] if isinstance(dims, int) else list(dims)
+
+
+def _count(value, dims):
+    return int(np.prod([value.shape[d] for d in dims])) if dims else 1
+
+
+def _tensors(value):
+    return list(value) if isinstance(value, (tuple, list)) else [value]
