@@ -27,7 +27,7 @@ from dataset_spec.documents import DocumentError, parse_document
 from dataset_spec.model import (SCALAR_DTYPES, VERIFY_STATUSES, Arg, Buffer, KernelRecord, Launch,
                                 Patch, Problem, SpecError, make_build_key)
 from dataset_spec.one_problem import check_joins, problems_in_folder
-from dataset_spec.ops import get_op
+from dataset_spec.ops import check_problem, get_op
 
 SOURCE_NAME = "ptx"
 # What the verifier is expected to report for a member; "passed_nondeterministic" means
@@ -215,9 +215,14 @@ def _read_problem(data: dict, folder: Path) -> Problem:
     if "trial_kinds" in spec:
         kwargs["trial_kinds"] = _expect_list(spec["trial_kinds"], "problem.trial_kinds")
     try:
-        return Problem(**kwargs)
+        problem = Problem(**kwargs)
     except SpecError as exc:  # id and op were checked above: what is left is about buffers
         raise _FieldError("problem.buffers", _SUBJECT.sub("", str(exc), count=1)) from None
+    try:  # every declared output has a reference; params.output_roundings is a count
+        check_problem(problem)
+    except SpecError as exc:
+        raise _FieldError("problem", _SUBJECT.sub("", str(exc), count=1)) from None
+    return problem
 
 
 def read_problem(data: dict, folder) -> Problem:

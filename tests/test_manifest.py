@@ -178,12 +178,12 @@ def test_omitted_entry_is_the_modules_only_entry():
 BAD_MANIFESTS = {
     "bad_grid.yaml": "bad_grid.yaml: members[0].launches[0].grid: must be 1 to 3 positive ints, got [0]",
     "block_too_large.yaml": "block_too_large.yaml: members[0].launches[0].block: (2048, 1, 1) has more than 1024 threads",
-    "unknown_op.yaml": "unknown_op.yaml: problem.op: unknown op 'vector_sub'; known ops: attention, batch_matmul, "
-                       "blockwise_scaled_gemm, complex_gemm, conv2d_bias_relu, conv2d_dgrad, conv2d_fprop, "
-                       "conv2d_wgrad, conv3d_dgrad, conv3d_fprop, conv3d_wgrad, custom, depthwise_conv2d, gated_mlp, "
-                       "gemm, grouped_blockwise_scaled_gemm, grouped_complex_gemm, grouped_gemm, layernorm, lora, "
-                       "mixed_input_gemm, mugraph, ntrans, rmsnorm, rmsnorm_matmul, row_sum, smith_waterman, "
-                       "softmax, sparse_gemm, square, vector_add "
+    "unknown_op.yaml": "unknown_op.yaml: problem.op: unknown op 'vector_sub'; known ops: add_rmsnorm, attention, "
+                       "batch_matmul, blockwise_scaled_gemm, complex_gemm, conv2d_bias_relu, conv2d_dgrad, "
+                       "conv2d_fprop, conv2d_wgrad, conv3d_dgrad, conv3d_fprop, conv3d_wgrad, cross_entropy, custom, "
+                       "depthwise_conv2d, gated_mlp, geglu, gemm, grouped_blockwise_scaled_gemm, grouped_complex_gemm, "
+                       "grouped_gemm, layernorm, lora, mixed_input_gemm, mugraph, ntrans, rmsnorm, rmsnorm_matmul, "
+                       "rope, row_sum, smith_waterman, softmax, sparse_gemm, square, swiglu, vector_add "
                        "(or op 'custom' with params.reference = 'module:function')",
     "missing_file.yaml": "missing_file.yaml: members[0].cuda: no such file 'nope.cu' (relative to the manifest's folder)",
     "unknown_buffer.yaml": "unknown_buffer.yaml: members[0].launches[0].args[1].buffer: no buffer named 'z'; known: x, y, out",

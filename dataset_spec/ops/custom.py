@@ -64,5 +64,6 @@ def scale_custom(inputs, problem):
 OPS = [
     OpSpec("custom", ref_custom, lambda p: int(p.params.get("reduction_length", 1)),
            "user reference module:function", scale_custom, None,
-           "the module's <function>_error_scale, else |out|; n = params.reduction_length"),
+           "the module's <function>_error_scale, else |out|; n = params.reduction_length",
+           outputs=lambda problem: None),  # the user's function says which outputs it fills
 ]

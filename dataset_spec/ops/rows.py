@@ -1,4 +1,10 @@
-"""Row ops over the last dim: softmax, rmsnorm, layernorm and row_sum."""
+"""Row ops over the last dim: softmax, rmsnorm, layernorm, add_rmsnorm (the residual add
+fused before an RMSNorm) and row_sum.
+
+The norms may also declare their row statistics as outputs, by buffer name: ``rstd`` (1 /
+sqrt(var + eps), one per row) for every norm, ``mean`` for layernorm, and for add_rmsnorm
+the stored sum ``s`` = x + r. Each gets its own error model (below); the main output is the
+first other out buffer."""
 from __future__ import annotations
 
 import math
@@ -7,8 +13,11 @@ import numpy as np
 
 from ..numerics import FORMATS, bound_terms
 from .biased_sums import biased_sum_of_squares, half_worst_case
-from .spec import (OpSpec, _fmt, _inputs_of, _last_dim, _out_dtype, _out_name, _shaped, on_magnitudes,
-                   range_int_sum, range_sum, stress_rows)
+from .spec import (OpSpec, _declared, _fmt, _inputs_of, _last_dim, _main_out, _out_dtype, _out_name, _shaped,
+                   narrow_output, on_magnitudes, range_int_sum, range_sum, stress_rows)
+
+STATISTICS = ("rstd", "mean")   # a norm's per-row statistics, when the problem declares them
+ADD_NORM_OUTPUTS = ("s",) + STATISTICS
 
 
 def ref_softmax(inputs, problem):
@@ -25,24 +34,93 @@ def _rows(x, problem):
     return x.reshape(-1, n)
 
 
-def ref_rmsnorm(inputs, problem):
-    x, w = _inputs_of(problem, inputs, "x", "w")
+def _row_statistic(problem, name: str, per_row):
+    """A per-row statistic (rows x 1) in the declared buffer's shape."""
+    return np.asarray(per_row).reshape(problem.buffer(name).shape)
+
+
+def _rms_parts(x, w, problem):
+    """Rows of x, rstd per row (rows x 1) and the weight as a row (offset + w: Gemma's
+    ``params.offset`` = 1)."""
     eps = float(problem.params.get("eps", 1e-6))
     x2 = _rows(x, problem)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rstd = 1.0 / np.sqrt((x2 * x2).mean(axis=-1, keepdims=True) + eps)
+    return x2, rstd, float(problem.params.get("offset", 0.0)) + w.reshape(1, -1)
+
+
+def ref_rmsnorm(inputs, problem):
+    x, w = _inputs_of(problem, inputs, "x", "w")
+    x2, rstd, weight = _rms_parts(x, w, problem)
+    out = _main_out(problem, STATISTICS)
     with np.errstate(invalid="ignore"):
-        out = x2 / np.sqrt((x2 * x2).mean(axis=-1, keepdims=True) + eps) * w.reshape(1, -1)
-    return {_out_name(problem): _shaped(problem, _out_name(problem), out)}
+        result = {out: _shaped(problem, out, x2 * rstd * weight)}
+    if _declared(problem, "rstd"):
+        result["rstd"] = _row_statistic(problem, "rstd", rstd)
+    return result
+
+
+def outputs_rmsnorm(problem):
+    return (_main_out(problem, STATISTICS),) + tuple(n for n in ("rstd",) if _declared(problem, n))
+
+
+def ref_add_rmsnorm(inputs, problem):
+    """s = x + r (the residual stream, stored), y = rmsnorm(s) * (offset + w)."""
+    x, r, w = _inputs_of(problem, inputs, "x", "r", "w")
+    with np.errstate(invalid="ignore"):
+        s = x + r
+    x2, rstd, weight = _rms_parts(s, w, problem)
+    out = _main_out(problem, ADD_NORM_OUTPUTS)
+    with np.errstate(invalid="ignore"):
+        result = {out: _shaped(problem, out, x2 * rstd * weight)}
+    if _declared(problem, "s"):
+        result["s"] = s.reshape(problem.buffer("s").shape)
+    if _declared(problem, "rstd"):
+        result["rstd"] = _row_statistic(problem, "rstd", rstd)
+    return result
+
+
+def outputs_add_rmsnorm(problem):
+    return (_main_out(problem, ADD_NORM_OUTPUTS),) + tuple(n for n in ("s", "rstd") if _declared(problem, n))
 
 
 def ref_layernorm(inputs, problem):
     x, w, b = _inputs_of(problem, inputs, "x", "w", "b")
     eps = float(problem.params.get("eps", 1e-5))
     x2 = _rows(x, problem)
-    with np.errstate(invalid="ignore"):
+    out_name = _main_out(problem, STATISTICS)
+    with np.errstate(invalid="ignore", divide="ignore"):
         mean = x2.mean(axis=-1, keepdims=True)
         var = ((x2 - mean) ** 2).mean(axis=-1, keepdims=True)
-        out = (x2 - mean) / np.sqrt(var + eps) * w.reshape(1, -1) + b.reshape(1, -1)
-    return {_out_name(problem): _shaped(problem, _out_name(problem), out)}
+        rstd = 1.0 / np.sqrt(var + eps)
+        out = (x2 - mean) * rstd * w.reshape(1, -1) + b.reshape(1, -1)
+    result = {out_name: _shaped(problem, out_name, out)}
+    for name, value in (("mean", mean), ("rstd", rstd)):
+        if _declared(problem, name):
+            result[name] = _row_statistic(problem, name, value)
+    return result
+
+
+def outputs_layernorm(problem):
+    return (_main_out(problem, STATISTICS),) + tuple(n for n in STATISTICS if _declared(problem, n))
+
+
+def roundings_rmsnorm(problem, name=None) -> int:
+    """Llama's RMSNorm (Hugging Face's, and Liger's default casting mode) rounds x * rstd to
+    x's dtype before the product with w: two roundings of a narrow output (rstd: one)."""
+    main = _main_out(problem, ADD_NORM_OUTPUTS)
+    if name not in (None, main):
+        return 1
+    return 2 if narrow_output(problem, main) else 1
+
+
+def roundings_add_rmsnorm(problem, name=None) -> int:
+    """The stored sum s = x + r is rounded to x's dtype before the norm reads it (its
+    rounding is relative to s_i, so to y_i), then as rmsnorm; s and rstd: one."""
+    main = _main_out(problem, ADD_NORM_OUTPUTS)
+    if name not in (None, main):
+        return 1
+    return roundings_rmsnorm(problem) + (1 if narrow_output(problem, "x") else 0)
 
 
 # Roundings of exp's argument, relative to |x_i - max| (x - max, the product with log2(e),
@@ -91,8 +169,16 @@ NORM_FIXED_ROUNDINGS = 6
 
 def _accumulator_roundoff(problem) -> float:
     p = problem.params
-    return bound_terms(_out_dtype(problem), _last_dim(problem), str(p.get("accumulator") or ""),
-                       str(p.get("math_input") or "")).u_acc
+    return bound_terms(problem.buffer(_main_out(problem, ADD_NORM_OUTPUTS)).dtype, _last_dim(problem),
+                       str(p.get("accumulator") or ""), str(p.get("math_input") or "")).u_acc
+
+
+def _biased_factor(problem, x, centre: bool):
+    """gamma(n) / (2 u_acc) per row (rows x 1) on rows whose sum of squares (of deviations,
+    with ``centre``) may round with one sign (biased_sums), else 0; numpy or torch as ``x``."""
+    rows = _rows(x, problem)
+    u_acc = _accumulator_roundoff(problem)
+    return biased_sum_of_squares(rows, u_acc, centre).reshape(-1, 1) * half_worst_case(rows.shape[-1], u_acc)
 
 
 def _on_biased_rows(problem, x, magnitude, centre: bool):
@@ -105,26 +191,60 @@ def _on_biased_rows(problem, x, magnitude, centre: bool):
     return magnitude.reshape(rows.shape) * biased * half_worst_case(rows.shape[-1], u_acc)
 
 
+def _rstd_pointwise(problem, x, reference, centre: bool) -> dict:
+    """rstd, when declared: the same relative error as the output's scale (the mean of
+    squares, + eps, the square root), the fixed roundings and a biased row's worst case."""
+    if "rstd" not in reference:
+        return {}
+    magnitude = abs(reference["rstd"]).reshape(-1, 1)
+    scale = NORM_FIXED_ROUNDINGS * magnitude + magnitude * _biased_factor(problem, x, centre)
+    if problem.op == "add_rmsnorm":  # the norm reads s rounded to x's dtype: one rounding of it
+        scale = scale + magnitude * (_fmt(problem.buffer("x").dtype).unit_roundoff / _accumulator_roundoff(problem))
+    return {"rstd": scale.reshape(reference["rstd"].shape)}
+
+
 def pointwise_rmsnorm(inputs, problem, reference):
     """The fixed roundings, and on rows whose squares leave few residues below the
     accumulator's ulp (biased roundings) the sum's worst case halved by the square root."""
-    out = _out_name(problem)
-    (x,) = _inputs_of(problem, inputs, "x")
+    out = _main_out(problem, ADD_NORM_OUTPUTS)
+    if problem.op == "add_rmsnorm":
+        x, r = _inputs_of(problem, inputs, "x", "r")
+        x = x + r
+    else:
+        (x,) = _inputs_of(problem, inputs, "x")
     magnitude = abs(reference[out])
     biased = _on_biased_rows(problem, x, magnitude, centre=False).reshape(magnitude.shape)
-    return {out: NORM_FIXED_ROUNDINGS * magnitude + biased}
+    result = {out: NORM_FIXED_ROUNDINGS * magnitude + biased, **_rstd_pointwise(problem, x, reference, False)}
+    if "s" in reference:  # x + r rounded once: no pointwise term beyond |s|'s own rounding
+        result["s"] = 0.0 * reference["s"]
+    return result
+
+
+def scale_add_rmsnorm(inputs, problem):
+    """y and rstd: every error is relative (as rmsnorm); s = x + r: |x| + |r| for the one add
+    (a float32 add of narrow values is exact before the store's rounding)."""
+    x, r = _inputs_of(problem, inputs, "x", "r")
+    reference = ref_add_rmsnorm(inputs, problem)
+    scale = {k: abs(v) for k, v in reference.items()}
+    if "s" in scale:
+        scale["s"] = (abs(x) + abs(r)).reshape(problem.buffer("s").shape)
+    return scale
 
 
 def pointwise_layernorm(inputs, problem, reference):
     """The fixed roundings of the scale, and on rows whose squared deviations leave few
     residues below the accumulator's ulp the variance's worst case halved by the square
     root, on the centred part of the scale."""
-    out = _out_name(problem)
+    out = _main_out(problem, STATISTICS)
     (x,) = _inputs_of(problem, inputs, "x")
     centred, shift, w, b = _layernorm_parts(inputs, problem)
     scale = (centred + shift) * abs(w) + abs(b)
     biased = _on_biased_rows(problem, x, centred * abs(w), centre=True)
-    return {out: _shaped(problem, out, NORM_FIXED_ROUNDINGS * scale + biased)}
+    result = {out: _shaped(problem, out, NORM_FIXED_ROUNDINGS * scale + biased),
+              **_rstd_pointwise(problem, x, reference, True)}
+    if "mean" in reference:  # the division by n
+        result["mean"] = abs(reference["mean"])
+    return result
 
 
 def _layernorm_parts(inputs, problem):
@@ -141,10 +261,22 @@ def _layernorm_parts(inputs, problem):
 
 def scale_layernorm(inputs, problem):
     """The mean's error is absolute in |x| (it shifts x_i - mean); the variance's error is
-    relative; both are divided by the row's standard deviation."""
+    relative; both are divided by the row's standard deviation. The statistics: mean, the
+    mean of |x| (its sum's terms); rstd, relative (|rstd|), as the variance's error is."""
     centred, shift, w, b = _layernorm_parts(inputs, problem)
     scale = (centred + shift) * abs(w) + abs(b)
-    return {_out_name(problem): _shaped(problem, _out_name(problem), scale)}
+    out = _main_out(problem, STATISTICS)
+    result = {out: _shaped(problem, out, scale)}
+    if _declared(problem, "mean") or _declared(problem, "rstd"):
+        x2 = _rows(inputs["x"], problem)
+        eps = float(problem.params.get("eps", 1e-5))
+        if _declared(problem, "mean"):
+            result["mean"] = _row_statistic(problem, "mean", abs(x2).mean(axis=-1, keepdims=True))
+        if _declared(problem, "rstd"):
+            var = ((x2 - x2.mean(axis=-1, keepdims=True)) ** 2).mean(axis=-1, keepdims=True)
+            with np.errstate(divide="ignore"):
+                result["rstd"] = _row_statistic(problem, "rstd", 1.0 / np.sqrt(var + eps))
+    return result
 
 
 def range_softmax(problem, buffer):
@@ -157,9 +289,10 @@ def range_norm(problem, buffer):
     w, b: the output (up to sqrt(N) * |w|) must fit the output dtype."""
     n = _last_dim(problem)
     f32 = FORMATS["float32"]
-    if buffer.name == "x":
-        return max(_fmt(buffer.dtype).tiny, math.sqrt(f32.tiny)), math.sqrt(f32.max_finite / n) / 2
-    return _fmt(buffer.dtype).tiny, _fmt(_out_dtype(problem)).max_finite / (4 * math.sqrt(n))
+    if buffer.name in ("x", "r"):  # r: add_rmsnorm's residual, summed with x before the norm
+        return max(_fmt(buffer.dtype).tiny, math.sqrt(f32.tiny)), math.sqrt(f32.max_finite / n) / 4
+    out = problem.buffer(_main_out(problem, ADD_NORM_OUTPUTS)).dtype
+    return _fmt(buffer.dtype).tiny, _fmt(out).max_finite / (4 * math.sqrt(n))
 
 
 def ref_row_sum(inputs, problem):
@@ -198,14 +331,22 @@ OPS = [
            range_softmax, "2 out_i (the normaliser's sum and online rescalings), n = row length",
            pointwise_scale=pointwise_softmax, stress=stress_rows("SOFTMAX"), coverage=coverage_softmax,
            pointwise_text="out_i (4 (|x_i - max x| + sum_j out_j |x_j - max x|) + 6)"),
-    OpSpec("rmsnorm", ref_rmsnorm, _last_dim, "x / rms(x) * w per row", None, range_norm,
-           "|out_i| (every error is relative), n = row length", pointwise_scale=pointwise_rmsnorm,
-           stress=stress_rows("NORM"), coverage=coverage_norm,
-           pointwise_text="6 |out_i|, + gamma(n) / (2 u_acc) |out_i| on rows of biased roundings"),
-    OpSpec("layernorm", ref_layernorm, _last_dim, "(x - mean) / std * w + b per row", scale_layernorm,
-           range_norm, "(|x_i - mean| + |x_i| + mean|x|) / std * |w_i| + |b_i|, n = row length",
+    OpSpec("rmsnorm", ref_rmsnorm, _last_dim, "x / rms(x) * (offset + w) per row; optional output rstd",
+           None, range_norm, "|out_i| (every error is relative; rstd: |rstd|), n = row length",
+           pointwise_scale=pointwise_rmsnorm, stress=stress_rows("NORM"), coverage=coverage_norm,
+           pointwise_text="6 |out_i|, + gamma(n) / (2 u_acc) |out_i| on rows of biased roundings",
+           outputs=outputs_rmsnorm, roundings=roundings_rmsnorm),
+    OpSpec("layernorm", ref_layernorm, _last_dim, "(x - mean) / std * w + b per row; optional outputs "
+           "mean and rstd", scale_layernorm, range_norm,
+           "(|x_i - mean| + |x_i| + mean|x|) / std * |w_i| + |b_i|; mean: mean|x|; rstd: |rstd|; n = row length",
            pointwise_scale=pointwise_layernorm, stress=stress_rows("NORM"), coverage=coverage_norm,
-           pointwise_text="6 S_i, + gamma(n) / (2 u_acc) |x_i - mean| / std |w_i| on rows of biased roundings"),
+           pointwise_text="6 S_i, + gamma(n) / (2 u_acc) |x_i - mean| / std |w_i| on rows of biased roundings",
+           outputs=outputs_layernorm),
+    OpSpec("add_rmsnorm", ref_add_rmsnorm, _last_dim, "s = x + r; y = s / rms(s) * (offset + w) per row; "
+           "optional outputs s and rstd", scale_add_rmsnorm, range_norm,
+           "|y_i| and |rstd| (relative); s: |x_i| + |r_i|; n = row length",
+           pointwise_scale=pointwise_rmsnorm, stress=stress_rows("NORM", ("x", "r")), coverage=coverage_norm,
+           pointwise_text="as rmsnorm, on s", outputs=outputs_add_rmsnorm, roundings=roundings_add_rmsnorm),
     OpSpec("row_sum", ref_row_sum, _last_dim, "out[i] = sum_j x[i, j]", scale_row_sum, range_sum,
            "sum_j |x[i, j]|, n = row length", range_int_sum(_last_dim), stress=stress_rows("ROW_SUM"),
            coverage=coverage_row_sum),

@@ -43,6 +43,13 @@ class OpSpec:
     integer output (a float epilogue's input); with it, an integer output computed in float
     may differ by one where that value lies within its float bound of a rounding boundary
     (``integer_rounding_bound``).
+    ``outputs(problem) -> tuple | None``: the out/inout buffers ``reference`` gives a value
+    for (no function: the first out/inout buffer; a None result: unknown until it runs); ``checks.check_problem`` refuses, at build time, a
+    problem that declares an output the op has no reference for.
+    ``roundings(problem, name) -> int``: how many times a correct kernel of this op rounds a value
+    to the dtype of output ``name`` (None: the main one) when the problem does not say
+    (``params.output_roundings``); None: 1, the store. LLM libraries define gated
+    activations and Llama's RMSNorm with a rounding to the storage dtype between steps.
     """
     name: str
     reference: Callable  # (inputs: dict[str, ndarray float64], problem) -> dict[str, ndarray]
@@ -60,11 +67,33 @@ class OpSpec:
     coverage: Optional[Callable] = None
     reduction_axis: Optional[Callable] = None
     exact: Optional[Callable] = None
+    outputs: Optional[Callable] = None
+    roundings: Optional[Callable] = None
 
-    def bound_terms(self, problem: Problem, dtype: str) -> BoundTerms:
+    def bound_terms(self, problem: Problem, dtype: str, name: Optional[str] = None) -> BoundTerms:
         p = problem.params
         return bound_terms(dtype, self.reduction_length(problem), str(p.get("accumulator") or ""),
-                           str(p.get("math_input") or ""), int(p.get("output_roundings", 1)))
+                           str(p.get("math_input") or ""), self.output_roundings(problem, name))
+
+    def output_roundings(self, problem: Problem, name: Optional[str] = None) -> int:
+        """The roundings to the dtype of output ``name`` (None: the main output) the bound
+        allows: the problem's ``params.output_roundings`` (a count for every output, or
+        {buffer: count}), else the op's default (``roundings``), else 1."""
+        declared = problem.params.get("output_roundings")
+        if isinstance(declared, dict):
+            declared = declared.get(name) if name is not None else max(declared.values(), default=None)
+        if declared is not None:
+            return int(declared)
+        return int(self.roundings(problem, name)) if self.roundings is not None else 1
+
+    def produced_outputs(self, problem: Problem):
+        """The out/inout buffers the reference fills (None when only running it can tell:
+        a custom or muGraph reference)."""
+        if self.outputs is not None:
+            produced = self.outputs(problem)
+            return None if produced is None else tuple(produced)
+        outs = [b.name for b in problem.buffers if b.role in ("out", "inout")]
+        return tuple(outs[:1])
 
     def tolerance(self, problem: Problem, dtype: str) -> Optional[tuple]:
         """(atol, rtol) when the problem overrides the bound with a fixed tolerance, else None."""
@@ -110,7 +139,7 @@ class OpSpec:
                                                    float_terms(self.bound_terms(problem, "float32")),
                                                    scales[name], pointwise.get(name))
                 continue
-            out[name] = self.bound_terms(problem, dtype).bound(ref, scales[name], pointwise.get(name))
+            out[name] = self.bound_terms(problem, dtype, name).bound(ref, scales[name], pointwise.get(name))
         return out
 
     def stress_values(self, problem: Problem, buffer, rng: np.random.Generator, domain: tuple,
@@ -243,6 +272,26 @@ def _inputs_of(problem: Problem, inputs: dict, *names: str) -> list:
 def _out_name(problem: Problem) -> str:
     outs = [b.name for b in problem.buffers if b.role in ("out", "inout")]
     return outs[0]
+
+
+def _main_out(problem: Problem, others: tuple = ()) -> str:
+    """The first out/inout buffer not named in ``others`` (an op's secondary outputs such
+    as a norm's ``rstd``), so the main output may be declared before or after them."""
+    outs = [b.name for b in problem.buffers if b.role in ("out", "inout") and b.name not in others]
+    if not outs:
+        raise SpecError(f"problem {problem.problem_id}: op {problem.op} needs an out buffer besides "
+                        f"{', '.join(others)}")
+    return outs[0]
+
+
+def _declared(problem: Problem, name: str) -> bool:
+    """Whether the problem declares an out/inout buffer ``name``."""
+    return any(b.name == name and b.role in ("out", "inout") for b in problem.buffers)
+
+
+def narrow_output(problem: Problem, name: str) -> bool:
+    """Whether output ``name`` is stored in a float dtype narrower than float32."""
+    return problem.buffer(name).dtype in ("float16", "bfloat16") or problem.buffer(name).dtype.startswith("float8")
 
 
 def _shaped(problem: Problem, name: str, array: np.ndarray) -> np.ndarray:
