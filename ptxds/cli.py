@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
+import secrets
 import shlex
 import signal
 import sys
@@ -532,6 +533,10 @@ def rewrite(dataset, rewrites, mutants, seed, silent):
                    "GEMM references and outputs of 1M+ elements, when installed)")
 @click.option("--sanitize", is_flag=True,
               help="also run every member under compute-sanitizer (memcheck, racecheck); slow")
+@click.option("--trial-salt", default=None, metavar="TEXT",
+              help="mixed into every trial's seed and recorded with the rows (default: a fresh random salt "
+                   "per run, so no kernel knows its inputs in advance; give a run's salt to repeat it, '' for "
+                   "seeds from the group alone)")
 @click.option("--no-racecheck", is_flag=True, help="skip the racecheck every passing member that uses shared "
               "memory gets by default (once, on its first trial, where compute-sanitizer is installed)")
 @click.option("--inputs", type=click.Choice(["auto", "host"]), default="auto", show_default=True,
@@ -544,8 +549,8 @@ def rewrite(dataset, rewrites, mutants, seed, silent):
 @executor_options
 @click.option("--silent", is_flag=True, help="no progress bar")
 @library_errors
-def verify(dataset, out_dir, groups, trials, no_timing, workers, kernel_timeout, reference, sanitize, no_racecheck,
-           inputs, no_split, costs_from, executor, address, silent):
+def verify(dataset, out_dir, groups, trials, no_timing, workers, kernel_timeout, reference, sanitize, trial_salt,
+           no_racecheck, inputs, no_split, costs_from, executor, address, silent):
     """Run every group on the GPU, check equivalence, time every member; writes new shards.
 
     Example:
@@ -566,7 +571,8 @@ def verify(dataset, out_dir, groups, trials, no_timing, workers, kernel_timeout,
                                  workers=workers, kernel_timeout=kernel_timeout,
                                  progress=not silent, reference=reference, sanitize=sanitize, inputs=inputs,
                                  start_workers=runner.gpu_workers, assembly_pool=runner.assembly_pool,
-                                 split=not no_split, costs_from=costs_from, racecheck=not no_racecheck)
+                                 split=not no_split, costs_from=costs_from, racecheck=not no_racecheck,
+                                 trial_salt=secrets.token_hex(8) if trial_salt is None else trial_salt)
     finally:
         runner.close()
     if not summary.groups and not summary.skipped_groups:

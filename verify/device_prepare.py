@@ -168,14 +168,15 @@ def _host_nans(storage, values, dtype: str):
     return torch.where(nan, canonical, bits).view(storage.dtype)
 
 
-def make_trial_inputs_device(problem: Problem, group_id: str, trial: int, device) -> Optional[TrialInputs]:
+def make_trial_inputs_device(problem: Problem, group_id: str, trial: int, device,
+                             salt: str = "") -> Optional[TrialInputs]:
     """make_trial_inputs on ``device`` (storage and float64 values as tensors), or None
     when a buffer of the trial needs the host generator."""
     import torch
     spec = trial_spec(problem, trial)
     if not all(_plan_supported(problem, plan) for plan in spec.buffers):
         return None
-    seed = trial_seed(group_id, problem.digest(), trial)
+    seed = trial_seed(group_id, problem.digest(), trial, salt)
     storage, values, ranges = {}, {}, {}
     for plan in spec.buffers:
         buf = problem.buffer(plan.name)

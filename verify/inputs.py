@@ -227,9 +227,12 @@ def exact_values(array: np.ndarray, dtype: str, shape=None) -> np.ndarray:
     return np.asarray(array)
 
 
-def trial_seed(group_id: str, problem_digest: str, trial: int) -> int:
-    """A stable 63-bit seed for one trial of one group (the same on every machine)."""
-    text = f"{group_id}\0{problem_digest}\0{trial}".encode()
+def trial_seed(group_id: str, problem_digest: str, trial: int, salt: str = "") -> int:
+    """A stable 63-bit seed for one trial of one group (the same on every machine). A
+    ``salt`` (``ptxds verify`` draws one per run and records it with the rows) makes the
+    seeds, and so the inputs a member is checked and timed on, unknown before the run: a
+    kernel cannot carry the outputs of inputs it could otherwise compute in advance."""
+    text = f"{group_id}\0{problem_digest}\0{trial}".encode() + (f"\0{salt}".encode() if salt else b"")
     return int.from_bytes(hashlib.sha256(text).digest()[:8], "little") >> 1
 
 
@@ -421,10 +424,10 @@ def _host_array(array) -> np.ndarray:
     return array.detach().cpu().numpy()
 
 
-def make_trial_inputs(problem: Problem, group_id: str, trial: int) -> TrialInputs:
-    """Draw every in/inout buffer of ``problem`` for ``trial`` (seeded, reproducible), as
-    ``trial_spec`` plans it."""
-    seed = trial_seed(group_id, problem.digest(), trial)
+def make_trial_inputs(problem: Problem, group_id: str, trial: int, salt: str = "") -> TrialInputs:
+    """Draw every in/inout buffer of ``problem`` for ``trial`` (seeded, reproducible given
+    the run's ``salt``), as ``trial_spec`` plans it."""
+    seed = trial_seed(group_id, problem.digest(), trial, salt)
     spec = trial_spec(problem, trial)
     storage, values, ranges = {}, {}, {}
     for plan in spec.buffers:

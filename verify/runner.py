@@ -177,6 +177,7 @@ class _ProblemTrials:
     catches_rel_err: Optional[float] = None  # smallest uniform relative error the bound catches
     tolerance: Optional[tuple] = None  # (atol, rtol) when the problem replaces the bound with them
     bound_note: str = ""  # the bound's coefficients per output, for provenance
+    salt: str = ""        # the run's trial salt, mixed into the seeds (inputs.trial_seed)
     _host_storage: Optional[list] = None
     _coverage: Optional[dict] = None
 
@@ -232,7 +233,8 @@ def _worker_gpu_if_made_on_device(prepared, ordinal: int):
 
 
 def prepare_problem(problem: Problem, group_id: str, n_trials: Optional[int] = None,
-                    reference: str = "auto", device=None, quiet_gpu=None, host_trial=None) -> _ProblemTrials:
+                    reference: str = "auto", device=None, quiet_gpu=None, host_trial=None,
+                    salt: str = "") -> _ProblemTrials:
     """Draw inputs, compute references and per-element error bounds for every trial (one
     trial per trial kind when ``n_trials`` is None); refuse trivial references.
     ``reference``: where the float64 reference runs (see reference.py). ``device``: a
@@ -241,22 +243,23 @@ def prepare_problem(problem: Problem, group_id: str, n_trials: Optional[int] = N
     ``quiet_gpu``: a lock held while a member is timed; the device's work is done under it
     (and finished before it is released), so no kernel of ours runs beside a timed one.
     ``host_trial(problem, group_id, trial)``: a Future of a trial drawn on the host (default:
-    drawn now on the trial threads); a group prepared on several GPUs shares these draws."""
+    drawn now on the trial threads); a group prepared on several GPUs shares these draws.
+    ``salt``: the run's trial salt (inputs.trial_seed)."""
     quiet = _quietly(device, quiet_gpu)
-    host_trial = host_trial or (lambda p, g, t: _TRIAL_POOL.submit(make_trial_inputs, p, g, t))
+    host_trial = host_trial or (lambda p, g, t: _TRIAL_POOL.submit(make_trial_inputs, p, g, t, salt))
     op = get_op(problem.op)
     n_trials = n_trials or trial_count(problem)
     if device is not None:
         # trials the device cannot make wholly (host-made stress rows) are drawn on the host
         # threads meanwhile; the device draws the others in order (its kernels queue anyway)
         on_host = {t: host_trial(problem, group_id, t) for t in range(n_trials) if not device_makes(problem, t)}
-        made = {t: quiet(make_trial_inputs_device, problem, group_id, t, device)
+        made = {t: quiet(make_trial_inputs_device, problem, group_id, t, device, salt)
                 for t in range(n_trials) if t not in on_host}
         trials = [made[t] if t in made else on_host[t].result() for t in range(n_trials)]
     else:
-        trials = list(_TRIAL_POOL.map(lambda t: make_trial_inputs(problem, group_id, t), range(n_trials)))
+        trials = list(_TRIAL_POOL.map(lambda t: make_trial_inputs(problem, group_id, t, salt), range(n_trials)))
     specs = [OutputSpec(b.name, b.dtype, shape=b.shape) for b in problem.buffers if b.role in ("out", "inout")]
-    prepared = _ProblemTrials(problem, trials, [], specs)
+    prepared = _ProblemTrials(problem, trials, [], specs, salt=salt)
     fixed = {s.name: op.tolerance(problem, s.dtype) for s in specs}
     prepared.tolerance = next(iter(fixed.values()), None)
     terms = {s.name: None if fixed[s.name] else op.bound_terms(problem, s.dtype) for s in specs}
@@ -383,6 +386,7 @@ def apply_verdict(row: KernelRecord, verdict: Verdict, prepared: _ProblemTrials,
     row.gpu_name, row.driver_version = gpu.get("name"), gpu.get("driver_version")
     row.provenance["verify"] = {
         "seeds": [t.seed for t in prepared.trials], "trial_kinds": [t.kind for t in prepared.trials],
+        **({"trial_salt": prepared.salt} if prepared.salt else {}),
         # per trial, the generator that drew its inputs (inputs.HOST_GENERATOR, device_rng.GENERATOR)
         "input_generators": [t.generator for t in prepared.trials],
         # per trial, what each input was drawn over (integers inclusive, float magnitudes)
@@ -486,7 +490,8 @@ class _Run:
     def __init__(self, groups: list, out_dir: Path, trials: int, timing: bool, kernel_timeout: float,
                  time_budget: float, pool: Optional[AssemblyPool], gpu_cc: tuple, progress_bar,
                  reference: str = "auto", sanitizer: Optional[str] = None, device_outputs: bool = True,
-                 inputs: str = "auto", chunks: Optional[list] = None, racecheck: bool = True):
+                 inputs: str = "auto", chunks: Optional[list] = None, racecheck: bool = True,
+                 trial_salt: str = ""):
         self.groups = groups
         self.queue = ChunkQueue(chunks if chunks is not None else plan_chunks([[0.0] * len(rows) for _, rows in groups], 1))
         self.open_groups: dict = {}  # group index -> _OpenGroup
@@ -497,6 +502,7 @@ class _Run:
         # racecheck for members whose change may race (race_focus), --sanitize or not
         self.race_sanitizer, self.race_missing = (sanitizer, "") if sanitizer else automatic_sanitizer()
         self.racecheck_every_member = racecheck
+        self.trial_salt = trial_salt
         self.trials = trials
         self.reference = reference
         self.timing = timing
@@ -579,7 +585,8 @@ class _Run:
         if key not in self.preparing:
             lock = self.quiet_gpu(device.index or 0) if device is not None else None
             self.preparing[key] = self.prepare_pool.submit(prepare_problem, problem, group_id, self.trials,
-                                                           self.reference, device, lock, self._host_trial)
+                                                           self.reference, device, lock, self._host_trial,
+                                                           self.trial_salt)
         return self.preparing[key]
 
     def _host_trial(self, problem: Problem, group_id: str, trial: int):
@@ -588,7 +595,7 @@ class _Run:
         key = (group_id, problem.digest(), trial)
         with self.lock:
             if key not in self.host_trials:
-                self.host_trials[key] = _TRIAL_POOL.submit(make_trial_inputs, problem, group_id, trial)
+                self.host_trials[key] = _TRIAL_POOL.submit(make_trial_inputs, problem, group_id, trial, self.trial_salt)
             return self.host_trials[key]
 
     def prepared(self, group_id: str, problem: Problem, ordinal: int = 0) -> _ProblemTrials:
@@ -1086,7 +1093,7 @@ def verify_dataset(in_dir, out_dir, *, groups: Optional[str] = None, trials: Opt
                    progress: bool = True, time_budget: float = 1.0, reference: str = "auto",
                    sanitize: bool = False, start_workers=None, assembly_pool=None,
                    device_outputs: bool = True, inputs: str = "auto", split: bool = True,
-                   costs_from=None, racecheck: bool = True) -> VerifySummary:
+                   costs_from=None, racecheck: bool = True, trial_salt: str = "") -> VerifySummary:
     """Verify (and time) every group of the dataset in ``in_dir``; write rows to ``out_dir``.
 
     ``groups``: fnmatch pattern on group_id. ``trials``: trials per problem (None: one per
@@ -1115,6 +1122,9 @@ def verify_dataset(in_dir, out_dir, *, groups: Optional[str] = None, trials: Opt
     racecheck once, on its problem's first trial (all of a group's members in one sanitizer
     process), where compute-sanitizer is installed; hazards its group's other members lack
     make it ``race_detected``.
+    ``trial_salt``: mixed into every trial's seed and recorded in each verified row's
+    ``provenance.verify.trial_salt`` ('' : the seeds depend on the group and problem only;
+    ``ptxds verify`` draws a fresh salt per run, so no kernel knows its inputs in advance).
     ``costs_from``: a verified dataset whose rows' measured seconds (``gpu_seconds``) the
     schedule uses for the same build keys (the input's own are used where it has them);
     other rows' costs are estimated. Raises NoDriverError when no GPU can be used.
@@ -1158,7 +1168,7 @@ def verify_dataset(in_dir, out_dir, *, groups: Optional[str] = None, trials: Opt
                                    measured=measured_seconds(records) | (measured_seconds(Dataset.open(costs_from).records())
                                                                          if costs_from else {}))
         run = _Run(todo, out_path, trials, timing, kernel_timeout, time_budget, pool, cc, bar, reference, sanitizer,
-                   device_outputs, inputs, chunks=chunks, racecheck=racecheck)
+                   device_outputs, inputs, chunks=chunks, racecheck=racecheck, trial_salt=trial_salt)
         threads = [threading.Thread(target=run.serve, args=(w,), name=f"verify-gpu{i}", daemon=True)
                    for i, w in enumerate(gpu_workers)]
         started = time.perf_counter()

@@ -81,12 +81,17 @@ def trial_generator(record: KernelRecord, trial: int) -> str:
     return generators[trial] if 0 <= trial < len(generators) else HOST_GENERATOR
 
 
+def trial_salt(record: KernelRecord) -> str:
+    """The salt of the verify run that drew the record's trials ('' for an unsalted run)."""
+    return ((record.provenance or {}).get("verify") or {}).get("trial_salt") or ""
+
+
 def _redraw(record: KernelRecord, trial_number: int, generator: str) -> tuple:
     """(TrialInputs, float64 reference per output as numpy) of one trial, drawn by ``generator``."""
     from . import device_rng
     problem = record.problem
     if generator == HOST_GENERATOR:
-        trial = make_trial_inputs(problem, record.group_id, trial_number)
+        trial = make_trial_inputs(problem, record.group_id, trial_number, trial_salt(record))
         return trial, reference_outputs(get_op(problem.op), dict(trial.values), problem, "numpy")
     if generator != device_rng.GENERATOR:
         raise WitnessError(f"kernel {record.kernel_id}: its inputs came from generator {generator!r}, which this "
@@ -97,6 +102,6 @@ def _redraw(record: KernelRecord, trial_number: int, generator: str) -> tuple:
         raise WitnessError(f"kernel {record.kernel_id}: its inputs came from {generator}, which needs torch to "
                            "redraw; pip install torch") from None
     from .device_prepare import make_trial_inputs_device
-    trial = make_trial_inputs_device(problem, record.group_id, trial_number, torch.device("cpu"))
+    trial = make_trial_inputs_device(problem, record.group_id, trial_number, torch.device("cpu"), trial_salt(record))
     reference = get_op(problem.op).reference(dict(trial.values), problem)
     return trial, {name: value.double().numpy() for name, value in reference.items()}
