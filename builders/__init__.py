@@ -22,6 +22,7 @@ BUILDERS = {
     "handhack": "builders.handhack:HandhackBuilder",
     "tvm": "builders.tvm:TvmBuilder",
     "tilelang": "builders.tilelang:TileLangBuilder",
+    "inductor": "builders.inductor:InductorBuilder",
 }
 
 # The ``ptxds[...]`` extra that installs each optional top-level package a builder module

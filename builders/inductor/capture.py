@@ -573,3 +573,17 @@ def check_reference(folder: Path) -> None:
     op = get_op("custom")
     reference = op.reference(inputs, problem)
     op.bounds(inputs, problem, reference)
+
+
+def capture_models(models: str, out_dir, target: str = "h100") -> list:
+    """Capture each of the comma-separated ``models`` (models.ModelSpec.parse) into
+    ``out_dir``; returns their summaries."""
+    from builders.inductor.models import ModelSpec
+    specs = []
+    for text in [m.strip() for m in models.split(",") if m.strip()]:
+        try:
+            specs.append(ModelSpec.parse(text))
+        except ValueError as exc:
+            from builders.inductor.builder import CaptureError
+            raise CaptureError(f"--models: {exc}") from None
+    return [capture_model(spec, out_dir, target) for spec in specs]

@@ -1,0 +1,102 @@
+"""The inductor source: every Triton kernel of a capture folder (builders/inductor/capture.py)
+is one group; its members are the configs Inductor's autotuner would consider for it (the
+heuristics' default list and its max-autotune list), each compiled for every target arch.
+
+Each kernel folder is a triton-jit call description (call.json, kernel.py, reference.py),
+so members compile, specialise and launch exactly as triton-jit rows do
+(builders/triton_jit); the rows say ``source: inductor``, their group is
+``inductor/<model>/<kernel>`` and their provenance names the model, the ATen ops and the
+config lists. ``ptxds capture --source inductor`` writes the folder (no GPU needed).
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+from builders.base import WorkItem
+from builders.triton_jit.builder import TritonJitBuilder, member_plan
+from builders.triton_jit.description import CallDescriptionError, load_description
+from builders.triton.builder import ARCH_CC, config_label
+from dataset_spec.errors import PtxdsError
+from dataset_spec.one_problem import check_joins, problems_in_folder
+
+SOURCE_NAME = "inductor"
+
+
+class CaptureError(PtxdsError, ValueError):
+    """A capture folder or model list is unusable; the message names it and the fix."""
+
+
+@dataclass(frozen=True)
+class InductorOptions:
+    """The capture folder the kernels come from."""
+    captured: Optional[str] = field(default=None, metadata={
+        "flag": "--captured", "path": "dir", "required": "DIR (see docs/inductor.md)",
+        "help": "folder written by ptxds capture --source inductor (inductor source)"})
+
+
+def kernel_folders(root: Path) -> list:
+    """Every kernel folder (one holding call.json) under a capture folder, sorted."""
+    folders = sorted(p.parent for p in root.glob("*/*/call.json"))
+    if not folders:
+        raise CaptureError(f"{root}: no captured kernels (<model>/<kernel>/call.json); "
+                           f"write one with ptxds capture --source inductor --out {root}")
+    return folders
+
+
+class InductorBuilder(TritonJitBuilder):
+    """Source ``inductor``: one group per captured kernel, one row per config and arch."""
+    name = SOURCE_NAME
+    Options = InductorOptions
+    pip_extra = "triton"
+    credit = "PyTorch Inductor (BSD-3-Clause): Triton kernels torch.compile writes for model graphs"
+    cpu_seconds_per_row = 0.6
+
+    def capture_root(self) -> Path:
+        if not self.settings.captured:
+            raise CaptureError("source inductor needs --captured DIR; write one with "
+                               "ptxds capture --source inductor --models LIST --out DIR")
+        return Path(self.settings.captured)
+
+    def check_output(self, out_dir) -> None:
+        """Refuses a folder whose rows of a group carry another problem."""
+        for folder in kernel_folders(self.capture_root()):
+            description = load_description(folder / "call.json")
+            group_id = f"{SOURCE_NAME}/{description.problem.problem_id}"
+            clash = check_joins(group_id, description.problem, problems_in_folder(out_dir, group_id), str(out_dir))
+            if clash:
+                raise CaptureError(f"{folder}: {clash}")
+
+    def work_items(self) -> list:
+        root = self.capture_root()
+        items = []
+        for folder in kernel_folders(root):
+            description = load_description(folder / "call.json")
+            info = json.loads((folder / "inductor.json").read_text())
+            group_id = f"{SOURCE_NAME}/{description.problem.problem_id}"
+            for index in range(len(description.configs)):
+                plan = member_plan(description, index)
+                config = description.configs[index]
+                label = config_label({**config.kwargs, **config.options()})
+                for arch in self.options.archs:
+                    if arch not in ARCH_CC:
+                        raise CallDescriptionError(f"--arch {arch}: inductor compiles for {', '.join(ARCH_CC)}")
+                    key = f"{group_id}/{index}_{label}/{arch}"
+                    items.append(WorkItem(key=key, group_id=group_id, label=key, payload={
+                        "call": str(description.path), "sha256": description.sha256, "arch": arch,
+                        "plan": plan, "inductor": info}))
+        return items
+
+    def build(self, item: WorkItem) -> list:
+        [record] = super().build(item)
+        info = item.payload["inductor"]
+        record.source, record.group_id = SOURCE_NAME, item.group_id
+        record.variant["config_lists"] = info["config_lists"][item.payload["plan"]["config"]]
+        record.provenance.update(
+            generator="ptxds builders.inductor", model=info["model"], kernel=info["kernel"],
+            aten_ops=info["aten_ops"], layers=info["layers"], graph_inputs=info["graph_inputs"],
+            heuristic=info["heuristic"], inductor_source_sha256=info["inductor_source_sha256"],
+            reference="the kernel's post-grad FX subgraph in float64", licence="BSD-3-Clause (PyTorch)")
+        return [record]
