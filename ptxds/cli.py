@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
+import logging
 import secrets
 import shlex
 import signal
@@ -83,6 +84,36 @@ def executor_options(func):
                              "default: RAY_ADDRESS, else a new local Ray")(func)
     return click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True,
                         help="where the work runs: local processes, or Ray tasks/actors on a cluster")(func)
+
+
+# The library's lines for long steps (an attention domain search, a slow first work item):
+# shown on stderr with the progress bars, hidden by --silent; a library caller sees none.
+PROGRESS_LOGGER = "ptxds.progress"
+
+
+class _EchoHandler(logging.Handler):
+    def emit(self, record):
+        click.echo(self.format(record), err=True)  # click's current stderr, as CliRunner swaps it
+
+
+def silent_option(func):
+    """``--silent``: no progress bar and none of the library's progress lines. The command
+    gets ``silent``; its progress lines are shown while it runs unless it is set."""
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        logger = logging.getLogger(PROGRESS_LOGGER)
+        if kwargs.get("silent"):
+            return func(*args, **kwargs)
+        handler = _EchoHandler()
+        logger.addHandler(handler)
+        level = logger.level
+        logger.setLevel(logging.INFO)
+        try:
+            return func(*args, **kwargs)
+        finally:
+            logger.removeHandler(handler)
+            logger.setLevel(level)
+    return click.option("--silent", is_flag=True, help="no progress bar or progress lines")(wrapper)
 
 
 def _executor(name: str, address, jobs: int = 0):
@@ -183,7 +214,7 @@ def _given_source_options(flags: dict) -> dict:
 @click.option("--cache", "cache_dir", default=None, type=click.Path(file_okay=False),
               help="compile cache folder shared by every worker (a shared file system on a cluster); "
                    "default: each machine's own")
-@click.option("--silent", is_flag=True, help="no progress bar")
+@silent_option
 @click.option("--dry-run", is_flag=True,
               help="print the work items, the rows they give and a time estimate; build nothing")
 @click.option("--flush-rows", type=click.IntRange(min=1), default=64, hidden=True, help="rows per part file")
@@ -353,8 +384,9 @@ def info(dataset, as_json):
 
 @cli.command()
 @click.argument("dataset", type=click.Path(exists=True, file_okay=False))
+@silent_option
 @library_errors
-def resplit(dataset):
+def resplit(dataset, silent):
     """Rewrite a dataset's split folders by function (no PTX on two sides), regenerate its
     pairs and write the by-shape configs, in place and atomically; no row is lost.
 
@@ -363,7 +395,7 @@ def resplit(dataset):
         ptxds resplit data/triton-verified
     """
     from dataset_spec.dataset import Dataset
-    summary = Dataset.open(dataset, credits=source_credits).publish()
+    summary = Dataset.open(dataset, credits=source_credits).publish(progress=not silent)
     click.echo(f"{dataset}: {summary.rows} rows, {summary.moved} moved "
                f"({summary.crossing_before} ptx_hash value(s) crossed splits before, 0 now; "
                f"{summary.moved_by_hash} row(s) off their function's split to keep a PTX on one side)")
@@ -376,7 +408,7 @@ def resplit(dataset):
 @click.argument("datasets", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False))
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
               help="the merged dataset folder (new, or a dataset to add the rows to)")
-@click.option("--silent", is_flag=True, help="no progress bar")
+@silent_option
 @library_errors
 def merge(datasets, out_dir, silent):
     """Merge datasets of several sources into one: every member of one function (its
@@ -487,7 +519,7 @@ def report(dataset, out_dir, knobs, max_groups, no_card):
 @click.option("--mutants", type=click.IntRange(min=0), default=4, show_default=True,
               help="mutants (one semantic change each) to add per group")
 @click.option("--seed", type=int, default=0, show_default=True, help="picks operators and sites")
-@click.option("--silent", is_flag=True, help="no progress bar")
+@silent_option
 @library_errors
 def rewrite(dataset, rewrites, mutants, seed, silent):
     """Add rewritten members and mutants to every group; ptxds verify labels them.
@@ -547,7 +579,7 @@ def rewrite(dataset, rewrites, mutants, seed, silent):
 @click.option("--costs-from", type=click.Path(exists=True, file_okay=False), default=None,
               help="a verified dataset whose measured seconds per row schedule the GPUs (default: estimates)")
 @executor_options
-@click.option("--silent", is_flag=True, help="no progress bar")
+@silent_option
 @library_errors
 def verify(dataset, out_dir, groups, trials, no_timing, workers, kernel_timeout, reference, sanitize, trial_salt,
            no_racecheck, inputs, no_split, costs_from, executor, address, silent):
@@ -578,7 +610,7 @@ def verify(dataset, out_dir, groups, trials, no_timing, workers, kernel_timeout,
     if not summary.groups and not summary.skipped_groups:
         selection = f"matches --groups {groups!r}" if groups else "is in it"
         raise click.ClickException(f"no group of {dataset} {selection}; `ptxds info {dataset}` lists its groups")
-    Dataset(out_dir, credits=source_credits).publish()
+    Dataset(out_dir, credits=source_credits).publish(progress=not silent)
     click.echo(summary.format())
 
 
@@ -590,8 +622,9 @@ def verify(dataset, out_dir, groups, trials, no_timing, workers, kernel_timeout,
 @click.option("--launch", "launch_file", default=None, type=click.Path(exists=True, dir_okay=False),
               help="JSON/YAML launch fields replacing the base member's (e.g. dynamic_smem, block)")
 @click.option("--name", default=None, help="the member's name (default: the PTX file's stem)")
+@silent_option
 @library_errors
-def add(dataset, group, ptx_file, launch_file, name):
+def add(dataset, group, ptx_file, launch_file, name, silent):
     """Add a hand-edited PTX to an existing group; it inherits the group's problem and launch.
 
     The row is assembled before anything is written: bad input changes nothing in DATASET.
@@ -601,7 +634,7 @@ def add(dataset, group, ptx_file, launch_file, name):
         ptxds add data/handhack --group handhack/smith_waterman/int32/P1024xM128xN128 --ptx my.ptx
     """
     from .add import add_member
-    record = add_member(dataset, group, ptx_file, launch_file, name)
+    record = add_member(dataset, group, ptx_file, launch_file, name, progress=not silent)
     resources = ", ".join(f"{r.entry}: {r.registers} registers" for r in record.resources)
     click.echo(f"added {record.name} ({record.arch}, kernel_id {record.kernel_id}) to {group}; {resources}")
     click.echo(f"base member: {record.provenance['base_name']} ({record.provenance['base_kernel_id']}); "
@@ -633,7 +666,7 @@ def _tune_options(func):
 @_tune_options
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False), help="dataset folder of the candidates")
 @click.option("--jobs", type=click.IntRange(min=1), default=None, help="worker processes (default: all cores)")
-@click.option("--silent", is_flag=True, help="no progress bar")
+@silent_option
 @library_errors
 def tune_tvm_propose(db_dir, workloads, candidates, arch, seed, out_dir, jobs, silent):
     """The next candidates of each workload as a tvm dataset: seeded samples while the
@@ -678,7 +711,7 @@ def tune_tvm_commit(db_dir, dataset):
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
               help="folder for each round's candidates (round-<i>) and verified rows (round-<i>-verified)")
 @click.option("--jobs", type=click.IntRange(min=1), default=None, help="build worker processes (default: all cores)")
-@click.option("--silent", is_flag=True, help="no progress bar")
+@silent_option
 @library_errors
 def tune_tvm_run(db_dir, workloads, candidates, arch, seed, rounds, out_dir, jobs, silent):
     """Whole rounds on a machine with TVM and a GPU: propose, verify, commit, --rounds times.
@@ -694,6 +727,31 @@ def tune_tvm_run(db_dir, workloads, candidates, arch, seed, rounds, out_dir, job
         click.echo(f"round {index}: {result.rows} candidate rows -> {result.verified}; {result.commit.added} measured, "
                    f"{result.commit.failed} failed")
     click.echo(f"database sha256: {summary.rounds[-1].commit.digest}")
+
+
+@cli.command()
+@click.option("--source", "source", required=True, type=click.Choice(["inductor"]), help="what to capture")
+@click.option("--models", required=True, help="comma-separated models: block or block:dtype:batch:seq "
+              "(gpt2_block, llama_layer, vit_block, resnet_bottleneck)")
+@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False), help="capture folder")
+@click.option("--target", type=click.Choice(["h100", "a100"]), default="h100", show_default=True,
+              help="the GPU whose kernels Inductor writes (no GPU is needed)")
+@library_errors
+def capture(source, models, out_dir, target):
+    """Write the Triton kernels Inductor generates for models, with their references, to a folder.
+
+    Example:
+
+        ptxds capture --source inductor --models gpt2_block,llama_layer:bfloat16 --out cap
+
+        ptxds build --source inductor --captured cap --out data/inductor
+    """
+    from builders.inductor.capture import capture_models
+    for summary in capture_models(models, out_dir, target):
+        click.echo(f"{summary['model']}: {len(summary['kernels'])} kernels, {len(summary['skipped'])} left out "
+                   f"({summary['seconds']} s)")
+        for kernel, reason in summary["skipped"].items():
+            click.echo(f"  left out {kernel}: {reason}")
 
 
 def main():
