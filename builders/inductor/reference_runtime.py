@@ -154,7 +154,11 @@ class ErrorTracker(Float64):
         errors = self._rule(func, name, args, kwargs, out)
         for value, error in zip(_tensors(out), _tensors(errors)):
             if isinstance(value, torch.Tensor) and value.is_floating_point():
-                self.errors[value] = torch.nan_to_num(error.to(torch.float64).expand(value.shape), nan=math.inf)
+                # E is never negative, so a NaN comes from 0 * inf: no error times an infinite
+                # magnitude (a masked score of -inf); an infinite value is judged exactly anyway
+                # and an infinite value (a mask's -inf) carries no error into the values after it
+                error = torch.nan_to_num(error.to(torch.float64).expand(value.shape), nan=0.0, posinf=math.inf)
+                self.errors[value] = torch.where(torch.isfinite(value), error, 0.0)
         return out
 
     def _rule(self, func, name, args, kwargs, out):
@@ -233,7 +237,8 @@ class ErrorTracker(Float64):
             peak_error = _select(a, E(a), dim)
             terms = torch.exp(a - peak)
             n = a.shape[dim]
-            total = (terms * (E(a) + peak_error + (A(a - peak) + 4) * U32)).sum(dim=dim, keepdim=True) \
+            carried = torch.where(terms > 0, terms * (E(a) + peak_error + (A(a - peak) + 4) * U32), 0.0)
+            total = carried.sum(dim=dim, keepdim=True) \
                 + accumulation(n) * terms.sum(dim=dim, keepdim=True)
             return peak_error, total
         if name in ("mm.default", "bmm.default"):
