@@ -50,9 +50,12 @@ from typing import Any, Optional
 from builders.base import Builder, BuildOptions, WorkItem, shared_memory_misfit
 from builders.shapes import OP_KINDS, ShapeSet, load_shape_set, shape_label, shape_params
 from builders.triton.expressions import cdiv, check_spec_entries, evaluate, next_pow2
+from builders.triton.dump_messages import describe_params, no_problem_message
+from builders.triton.dump_specs import load_specs, match_variant, problems_by_group
 from builders.triton.recover import Recovery, recover_launch_facts
 from dataset_spec.documents import load_document
 from dataset_spec.model import Arg, Buffer, KernelRecord, Launch, Problem, SpecError
+from dataset_spec.one_problem import check_joins, problems_in_folder
 
 PTX_ISA = 87
 ARCH_CC = {"sm_80": 80, "sm_90a": 90, "sm_90": 90}
@@ -716,7 +719,8 @@ def spec_args(spec: dict, problem: Problem, variant: dict, scope: dict) -> list:
     params, wanted = variant["params"], spec.get("args", [])
     if len(wanted) != len(params):
         raise SpecError(f"spec gives {len(wanted)} args, kernel {variant['name']} has "
-                        f"{len(params)} runtime params ({variant['signature']})")
+                        f"{len(params)} runtime params ({variant['signature']}): "
+                        f"{describe_params(variant, variant_ttir(variant))}")
     args = []
     for value, (pname, ptype, _) in zip(wanted, params):
         if ptype.startswith("*"):
@@ -754,7 +758,8 @@ def dump_variant_knobs(variant: dict) -> dict:
 
 
 class TritonDumpBuilder(Builder):
-    """Rows from an existing Triton cache or kernel-dump directory (``extra["from_dump"]``)."""
+    """Rows from an existing Triton cache or kernel-dump directory (``extra["from_dump"]``),
+    grouped by the problem each variant is mapped to (dump_specs.py)."""
     name = "triton-dump"
     Options = TritonDumpOptions
     pip_extra = "triton"
@@ -767,61 +772,89 @@ class TritonDumpBuilder(Builder):
         return Path(folder)
 
     def work_items(self) -> list:
-        load_problem_specs(self.settings.problem_file)  # a bad spec file stops here, before any item
+        specs = load_specs(self.settings.problem_file)  # a bad spec file stops here, before any item
+        variants = [load_variant(path) for path in find_variants(self.dump_dir())]
+        ranges: dict = {}
+        for variant in variants:
+            ranges.setdefault((variant["name"], variant["signature"]), set()).add(max(variant["ranges"] or [1]))
         items = []
-        for ptx_path in find_variants(self.dump_dir()):
-            variant = load_variant(ptx_path)
-            group = dump_group_id(variant["name"], variant["signature"])
+        for variant in variants:
+            match = match_variant(specs, variant, lambda entry, v=variant: self.scope(entry, v),
+                                  sorted(ranges[(variant["name"], variant["signature"])]))
+            group = match.group_id or dump_group_id(variant["name"], variant["signature"])
             label = f"{group}/{variant['folder']}/{variant['name']}"
             items.append(WorkItem(key=label, group_id=group, label=label,
-                                  payload={"dump": True, "ptx_path": str(ptx_path)}))
+                                  payload={"dump": True, "ptx_path": variant["path"], "entry": match.entry,
+                                           "not_applicable": match.not_applicable, "no_problem": match.no_problem}))
         return items
+
+    @staticmethod
+    def scope(entry: dict, variant: dict) -> dict:
+        """What a ``fits`` condition sees: as grid and argument expressions (the metadata a
+        cache folder's json gives; a dump folder's num_warps and num_ctas from its TTGIR)."""
+        return expression_scope(entry, entry["problem"], variant)
+
+    def check_output(self, out_dir) -> None:
+        """Refuses a folder whose rows of a group carry another problem than the spec file's."""
+        for group, problem in problems_by_group(load_specs(self.settings.problem_file)).items():
+            clash = check_joins(group, problem, problems_in_folder(out_dir, group), str(out_dir))
+            if clash:
+                raise SpecError(f"{self.settings.problem_file}: {clash}")
 
     def build(self, item: WorkItem) -> list:
         variant = load_variant(Path(item.payload["ptx_path"]))
         recovery = recover_dump_metadata(variant)
-        specs = load_problem_specs(self.settings.problem_file)
+        specs = load_specs(self.settings.problem_file)
+        ptx = read_text(Path(variant["path"]))
         record = KernelRecord(group_id=item.group_id, source="triton-dump", variant=dump_variant_knobs(variant),
-                              name=variant["name"], arch=variant["arch"], ptx=read_text(Path(variant["path"])),
+                              name=variant["name"], arch=variant["arch"], ptx=ptx,
                               launches=[], problem=placeholder_problem(variant["name"]),
                               toolchain={"triton": variant["metadata"].get("triton_version", "unknown"),
-                                         "ptx_isa": ptx_version_of(read_text(Path(variant["path"])))},
+                                         "ptx_isa": ptx_version_of(ptx)},
                               provenance={"generator": "ptxds builders.triton (dump)",
                                           "dump_path": variant["path"], "licence": "MIT (Triton)",
                                           "launch_facts": (recovery.provenance() if recovery else
                                                            {"recovered": False, "method": f"{variant['name']}.json"})})
-        spec = find_spec(specs, variant["name"], variant["signature"])
-        reason = self.unmapped_reason(spec, variant, specs, recovery)
+        entry = specs[item.payload["entry"]] if item.payload.get("entry") is not None else None
+        reason = self.unmapped_reason(entry, variant, specs, recovery)
         if reason:
             record.status, record.status_message = "no_problem", reason
             return [record]
+        record.problem = Problem.from_json(entry["problem"].to_json())
+        if item.payload.get("not_applicable"):  # the PTX, no launch: it cannot cover this problem
+            record.status, record.status_message = "not_applicable", item.payload["not_applicable"]
+            return [record]
         try:
-            record.problem = Problem(**spec["problem"])
-            scope = expression_scope(spec, record.problem, variant)
-            launch, scratch = make_launch(variant["name"], variant["metadata"],
-                                          spec_grid(spec, variant, scope),
-                                          spec_args(spec, record.problem, variant, scope))
+            scope = expression_scope(entry, record.problem, variant)
+            launch, scratch = make_launch(variant["name"], variant["metadata"], spec_grid(entry, variant, scope),
+                                          spec_args(entry, record.problem, variant, scope))
         except (SpecError, TypeError, ValueError, KeyError, ArithmeticError) as exc:
             record.status = "no_problem"
             record.status_message = f"problem spec for {variant['name']} does not apply: {one_line(exc)}"
+            return [record]
+        if item.payload.get("no_problem"):  # the entry fits the kernel, but not which variant covers it
+            record.status, record.status_message = "no_problem", item.payload["no_problem"]
             return [record]
         record.launches, record.scratch = [launch], scratch
         return [record]
 
     @staticmethod
-    def unmapped_reason(spec: Optional[dict], variant: dict, specs: list, recovery: Optional[Recovery]) -> str:
-        if not specs:
-            return (f"kernel {variant['name']} ({variant['signature']}) has no problem: no problem spec file "
-                    f"given; {NO_PROBLEM_HINT}")
-        if spec is None:
-            return (f"no entry for kernel {variant['name']} with signature {variant['signature']} in the "
-                    f"problem spec file; {NO_PROBLEM_HINT}")
+    def unmapped_reason(entry: Optional[dict], variant: dict, specs: list, recovery: Optional[Recovery]) -> str:
+        if entry is None:
+            why = ("no problem spec file given" if not specs else
+                   f"no entry of the problem spec file names it with signature {variant['signature']}")
+            return no_problem_message(variant, variant_ttir(variant), why)
         if recovery is not None and not recovery.trusted:
             return f"launch facts not recovered: {recovery.reason}"
         if "shared" not in variant["metadata"] or "num_warps" not in variant["metadata"]:
             return (f"{variant['folder']}/{variant['name']}.json has no shared/num_warps; "
                     f"ingest the TRITON_CACHE_DIR the kernel was compiled into")
         return ""
+
+
+def variant_ttir(variant: dict) -> str:
+    folder, stem = Path(variant["path"]).parent, Path(variant["path"]).stem
+    return read_text(folder / f"{stem}.ttir") or read_text(folder / f"{stem}.source")
 
 
 def ptx_version_of(ptx: str) -> str:

@@ -37,8 +37,8 @@ MAX_CHARS = 500
 MAX_MAGNITUDE = 1 << 64  # grids and scalars are at most 64-bit; bigger is a typo, not a size
 
 # The keys of one problem spec entry, and the type each value must have.
-ENTRY_KEYS = {"kernel": str, "signature": str, "problem": dict, "vars": dict, "args": list, "grid": list,
-              "grid_by_hash": dict}
+ENTRY_KEYS = {"kernel": (str, list), "signature": str, "problem": (dict, str), "vars": dict, "args": list,
+              "grid": list, "grid_by_hash": dict, "fits": (str, list)}
 REQUIRED_KEYS = ("kernel", "problem")
 
 
@@ -161,18 +161,21 @@ def check_spec_entries(specs: list, path) -> None:
         if not isinstance(entry, dict):
             raise SpecError(f"{where} is a {type(entry).__name__}; each entry is a mapping with the keys "
                             f"{', '.join(ENTRY_KEYS)}")
-        if isinstance(entry.get("kernel"), str):
-            where += f" ({entry['kernel']})"
+        if isinstance(entry.get("kernel"), (str, list)):
+            where += f" ({entry['kernel'] if isinstance(entry['kernel'], str) else ', '.join(map(str, entry['kernel']))})"
         for key, value in entry.items():
             if key not in ENTRY_KEYS:
                 raise SpecError(f"{where}: unknown key {key!r}; the keys are {', '.join(ENTRY_KEYS)}")
-            if not isinstance(value, ENTRY_KEYS[key]):
+            kinds = ENTRY_KEYS[key] if isinstance(ENTRY_KEYS[key], tuple) else (ENTRY_KEYS[key],)
+            if not isinstance(value, kinds):
                 raise SpecError(f"{where}: {key} is a {type(value).__name__}, it should be a "
-                                f"{ENTRY_KEYS[key].__name__}")
+                                f"{' or a '.join(k.__name__ for k in kinds)}")
+        if isinstance(entry.get("kernel"), list) and not all(isinstance(k, str) for k in entry["kernel"]):
+            raise SpecError(f"{where}: kernel lists kernel names, got {entry['kernel']!r}")
         missing = [key for key in REQUIRED_KEYS if key not in entry]
         if missing:
             raise SpecError(f"{where}: no {' and no '.join(missing)}; every entry names its kernel and problem")
-        unknown = sorted(set(entry["problem"]) - problem_fields)
+        unknown = sorted(set(entry["problem"]) - problem_fields) if isinstance(entry["problem"], dict) else []
         if unknown:
             raise SpecError(f"{where}: problem has unknown field {unknown[0]!r}; its fields are "
                             f"{', '.join(sorted(problem_fields))}")
