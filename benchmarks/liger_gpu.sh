@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # Liger-Kernel's descriptions (examples/liger) verified on a GPU.
+#   (PTXDS and PYTHON name other executables)
 #   here (CPU, liger-kernel installed):  bash benchmarks/liger_gpu.sh build    -> .gpu/liger/built
 #   on the GPU machine (carry .gpu/liger): bash benchmarks/liger_gpu.sh verify -> table of statuses and times
 set -euo pipefail
@@ -9,12 +10,12 @@ case "${1:-}" in
   build)
     rm -rf "$OUT/built"
     for call in examples/liger/*.yaml; do
-      ptxds build --source triton-jit --call "$call" --arch sm_90a --out "$OUT/built"
+      ${PTXDS:-ptxds} build --source triton-jit --call "$call" --arch sm_90a --out "$OUT/built"
     done ;;
   verify)
     rm -rf "$OUT/verified"
-    ptxds verify "$OUT/built" --out "$OUT/verified"
-    python - "$OUT/verified" <<'PY'
+    ${PTXDS:-ptxds} verify "$OUT/built" --out "$OUT/verified"
+    ${PYTHON:-python} - "$OUT/verified" <<'PY'
 import sys
 from dataset_spec.dataset import Dataset
 print(f"{'group':50} {'kernel':28} {'status':14} {'time_us':>9}  message")
