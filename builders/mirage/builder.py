@@ -12,16 +12,12 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import json
 import os
 import shlex
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
-
-from dataset_spec.errors import PtxdsError
 from builders.base import Builder, BuildOptions, WorkItem
 from dataset_spec.model import Arg, Buffer, KernelRecord, Launch, Problem
 
@@ -29,8 +25,8 @@ from ptx_tools import CompileError, toolchain_versions
 from ptx_tools.ptx_cache import DEFAULT_FLAGS, cached_ptx
 from .cuda import module_source
 from .fetch import COMMIT, DIR_ENV, default_files, expand, shared_dir
-from .graph import MuGraph, MuGraphError, MuGraphFileError, load_file
-from dataset_spec import mugraph as mugraph_semantics
+from .analysis import MirageInputError, analyse, analyse_all, parsed_file
+from .graph import MuGraph, MuGraphError
 from .operators import make_problem, recognise
 from .plan import GraphPlan, lower
 
@@ -44,10 +40,6 @@ def default_dir() -> Path:
     """The local folder tests read: $PTXDS_MIRAGE_DIR, else ../shared beside the repository."""
     env = os.environ.get(DIR_ENV)
     return Path(env) if env else shared_dir()
-
-
-class MirageInputError(PtxdsError, ValueError):
-    """A muGraph file cannot be used at all (not a muGraph list, or no known operator)."""
 
 
 @dataclass
@@ -69,57 +61,25 @@ def group_of(path: Path) -> str:
 
 def analyse_file(path) -> FileInfo:
     """Parse ``path``, check that its muGraphs agree in float64 and make the group's
-    problem; raises MirageInputError naming the file."""
+    problem; raises MirageInputError naming the file. The float64 work runs once per file
+    content (analysis.py keeps its answer on disk)."""
     path = Path(path)
-    try:
-        graphs = load_file(path)
-    except MuGraphFileError as exc:
-        raise MirageInputError(str(exc)) from None
-    parsed = [g for g in graphs if isinstance(g, MuGraph)]
-    if not parsed:
-        raise MirageInputError(f"{path.name}: no muGraph could be parsed ({graphs[0]})")
-    raw = json.loads(path.read_text())
-    shapes = [t.shape for t in parsed[0].inputs]
-    for i, g in enumerate(graphs):
-        if isinstance(g, MuGraph) and [t.shape for t in g.inputs] != shapes:
-            graphs[i] = MuGraphError(path.name, g.index, "kn_input_op",
-                                     f"inputs {[t.shape for t in g.inputs]} differ from the group's {shapes}")
-    reference = parsed[0].index
-    check_agreement(path.name, raw, [g.index for g in graphs if isinstance(g, MuGraph)], reference)
+    raw, graphs = parsed_file(path)
+    reference = next(g.index for g in graphs if isinstance(g, MuGraph))
+    found = analyse(path)
+    refusal = found.refusal(path.name, reference)
+    if refusal:
+        raise MirageInputError(refusal)
+    shapes = [list(t.shape) for t in graphs[reference].inputs]
     operator = recognise(shapes)  # a label for buffers and variant only, never the reference
     input_names = operator.inputs if operator else tuple(f"in{i}" for i in range(len(shapes)))
     output_name = operator.output if operator else "out"
     group = group_of(path)
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
-    problem = make_problem(raw[reference], reference, digest, input_names, output_name, group)
+    problem = make_problem(raw[reference], reference, digest, input_names, output_name, group,
+                           domain=(found.hi, found.std))
     return FileInfo(path, digest, group, problem, input_names, output_name, graphs,
                     operator.op if operator else "")
-
-
-AGREEMENT_RTOL = 1e-9  # float64 evaluations differ only by reassociation (about 1e-15)
-
-
-def check_agreement(name: str, raw: list, indices: list, reference: int) -> None:
-    """Every muGraph of the file must compute the reference muGraph's function: evaluated
-    in float64 on seeded inputs, they agree to float64 precision, or the file is refused
-    with the indices that differ (its rows would be labelled against a wrong reference)."""
-    shapes, _ = mugraph_semantics.io_tensors(raw[reference])
-    rng = np.random.default_rng(20)
-    inputs = [rng.uniform(-0.1, 0.1, s) for s in shapes]  # small: exp and products stay tame
-    want = mugraph_semantics.evaluate(raw[reference], inputs)
-    scale = float(np.max(np.abs(want))) or 1.0
-    differ = []
-    for i in indices:
-        try:
-            got = mugraph_semantics.evaluate(raw[i], inputs)
-            ok = got.shape == want.shape and float(np.max(np.abs(got - want))) <= AGREEMENT_RTOL * scale
-        except (mugraph_semantics.MuGraphSemanticsError, KeyError, ValueError, IndexError):
-            ok = False
-        if not ok:
-            differ.append(i)
-    if differ:
-        raise MirageInputError(f"{name}: muGraphs {differ} compute a different function than muGraph "
-                               f"{reference} (float64 evaluation on seeded inputs); no rows are labelled")
 
 
 @functools.lru_cache(maxsize=32)
@@ -168,6 +128,7 @@ class MirageBuilder(Builder):
 
     def work_items(self) -> list:
         files = self.files if self.files is not None else default_files()
+        analyse_all(files)  # the float64 work, once per file content and several files at once
         items = []
         for path in files:
             try:

@@ -66,13 +66,15 @@ def recognise(shapes: list) -> Optional[Operator]:
 
 
 def make_problem(graph: list, index: int, file_sha256: str, input_names: tuple, output_name: str,
-                 group: str) -> Problem:
+                 group: str, domain: Optional[tuple] = None) -> Problem:
     """The group's problem: op ``mugraph`` with the reference muGraph itself in params
     (dataset_spec/mugraph.py evaluates it), the domain and typical spread found on its
-    float64 evaluation."""
+    float64 evaluation (``domain``: (hi, std) already found, as analysis.py keeps them)."""
     shapes, out_shape = mugraph.io_tensors(graph)
-    hi = mugraph.find_domain(graph)
-    std = mugraph.find_typical_std(graph, hi)
+    if domain is None:
+        hi = mugraph.find_domain(graph)
+        domain = hi, mugraph.find_typical_std(graph, hi)
+    hi, std = domain
     buffers = [Buffer(name, "float16", shape, "in", _normal(std)) for name, shape in zip(input_names, shapes)]
     buffers.append(Buffer(output_name, "float16", out_shape, "out"))
     return Problem(problem_id=group, op="mugraph", buffers=buffers,
