@@ -100,18 +100,19 @@ class Dataset:
         if rows:
             self.writer().write(rows)
 
-    def publish(self):
+    def publish(self, progress: bool = False):
         """Rows into their canonical splits, pairs regenerated, the ``*_by_shape`` configs,
-        then the card. Returns ``ResplitSummary``."""
+        then the card. Returns ``ResplitSummary``. ``progress``: a bar of these steps when
+        they take long."""
         self._records = None
         check_card_replaceable(self.root)  # before any row moves: the card is written last
-        return publish(self.root, self.credits)
+        return publish(self.root, self.credits, progress)
 
-    def append(self, rows: list):
+    def append(self, rows: list, progress: bool = False):
         """Write final rows, then publish."""
         check_card_replaceable(self.root)  # refused before a row is written, not after
         self.write(rows)
-        return self.publish()
+        return self.publish(progress)
 
 
 __all__ = ["DamagedPartError", "Dataset", "GroupStats", "NotADatasetError", "damaged_message", "damaged_parts",

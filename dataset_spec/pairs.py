@@ -30,6 +30,7 @@ import itertools
 import json
 import random
 from collections import defaultdict
+from pathlib import Path
 
 from .card import write_card
 from .labels import KILLED_STATUSES, mutant_class, mutant_killed  # noqa: F401 (KILLED_STATUSES: re-exported)
@@ -157,11 +158,27 @@ def pair_maker(root):
     return make
 
 
-def publish(root, credits=None) -> ResplitSummary:
+# A publish shows its steps only when it takes longer than this (a large dataset).
+PUBLISH_BAR_DELAY_SECONDS = 2.0
+
+
+def publish(root, credits=None, progress: bool = False) -> ResplitSummary:
     """After any write: rows into their canonical splits, pairs regenerated (they are
-    derived), the ``*_by_shape`` configs, then the card."""
-    summary = resplit(root, pair_maker(root))
-    write_card(root, credits=credits)
+    derived), the ``*_by_shape`` configs, then the card. ``progress``: a bar of these steps,
+    shown once the publish has taken ``PUBLISH_BAR_DELAY_SECONDS``."""
+    from tqdm import tqdm
+    with tqdm(total=3, desc=f"publish {Path(root).name}", unit="step", disable=not progress,
+              delay=PUBLISH_BAR_DELAY_SECONDS) as steps:
+        steps.set_postfix_str("reading rows", refresh=False)
+        maker = pair_maker(root)
+        steps.set_postfix_str("splits and pairs", refresh=False)
+        steps.update()
+        summary = resplit(root, maker)
+        steps.set_postfix_str("card", refresh=False)
+        steps.update()
+        write_card(root, credits=credits)
+        steps.set_postfix_str("done", refresh=False)
+        steps.update()
     return summary
 
 

@@ -128,11 +128,12 @@ def build_added_record(dataset, group: str, ptx_path: str, launch_path: Optional
 
 
 def add_member(dataset, group: str, ptx_path: str, launch_path: Optional[str] = None,
-               name: Optional[str] = None) -> KernelRecord:
+               name: Optional[str] = None, progress: bool = False) -> KernelRecord:
     """Build the row (see ``build_added_record``), then append it to the dataset (written,
-    then splits, pairs and card published)."""
+    then splits, pairs and card published; ``progress``: a bar of the publish's steps when
+    they take long)."""
     if not (Path(dataset) / "kernels").is_dir():
         raise AddError(f"{dataset} has no kernels/ folder; build a dataset first with ptxds build")
     record = build_added_record(dataset, group, ptx_path, launch_path, name)
-    Dataset(dataset, credits=source_credits).append([record])
+    Dataset(dataset, credits=source_credits).append([record], progress)
     return record

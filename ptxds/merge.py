@@ -99,5 +99,5 @@ def merge_datasets(inputs: list, out_dir, credits=None, progress: bool = False) 
     present = Dataset.open(out_dir).records() if target.done_keys() else []
     rows, summary = merge_rows([d.records() for d in datasets], present, progress)
     if rows:
-        summary.pairs = target.append(rows).pairs
+        summary.pairs = target.append(rows, progress).pairs
     return summary

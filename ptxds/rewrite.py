@@ -232,5 +232,5 @@ def rewrite_dataset(root, rewrites: int = 2, mutants: int = 4, seed: int = 0, gr
         summary.rewrites_written += sum(1 for r in new if "rewrites" in r.variant)
         summary.mutants_written += sum(1 for r in new if "mutation" in r.variant)
         dataset.write(new)  # group by group: an interrupted run keeps the groups done
-    dataset.publish()
+    dataset.publish(progress)
     return summary
