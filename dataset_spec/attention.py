@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import logging
 import os
 import uuid
 from pathlib import Path
@@ -69,6 +70,8 @@ def _naive_largest(inputs: list) -> float:
 # ``cache_folder``, whose variables these are: dataset_spec may not import ptx_tools).
 CACHE_ROOT_ENV = "PTXDS_CACHE"
 CACHE_ENV = "PTXDS_DOMAINS_CACHE"
+# A search is announced before it starts: a command shows these lines unless --silent.
+PROGRESS = logging.getLogger("ptxds.progress")
 
 
 def _cache_file(size: tuple) -> Path:
@@ -92,6 +95,8 @@ def domain(b: int, sq: int, skv: int, d: int) -> tuple:
     except (OSError, ValueError, KeyError, TypeError):  # not kept yet, or unreadable: search again
         pass
     shapes = shapes_of(b, sq, skv, d)
+    PROGRESS.info("attention B=%d Sq=%d Skv=%d D=%d: searching its float16-safe input domain (15-40 s, "
+                  "once per size; the answer is kept in %s)", b, sq, skv, d, cached.parent)
     hi = mugraph.search_domain(_naive_largest, shapes)
     found = hi, mugraph.search_typical_std(_naive_largest, shapes, hi)
     try:  # readers never see half a file; a unique name on a shared folder
