@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import random
 import time
@@ -29,6 +30,11 @@ from .finalize import failure_line
 
 FLUSH_ROWS = 64
 FLUSH_SECONDS = 15.0
+# Lines a command shows with its progress bar (unless --silent; ptxds.cli shows them).
+PROGRESS = logging.getLogger("ptxds.progress")
+# A first work item estimated at least this long gets a line saying the bar stands still
+# until it is done (a CUTLASS nvcc batch, a TVM schedule search): rows arrive item by item.
+SLOW_ITEM_CPU_SECONDS = 8.0
 # Present in a dataset folder from a build's start until its card is written.
 BUILDING = ".ptxds-building"
 
@@ -218,6 +224,8 @@ def run_build(source: str, out_dir, options: BuildOptions, jobs: int = 0, sass: 
         if len(pending) >= flush_rows or time.time() - last_flush > FLUSH_SECONDS:
             flush()
 
+    if progress:
+        _announce_slow_items(source, builder, todo, executor)
     bar = _progress_bar(sum(item.rows for item in todo), source, progress)
     try:
         with contextlib.closing(executor.run_items(task, todo)) as outcomes:
@@ -234,7 +242,7 @@ def run_build(source: str, out_dir, options: BuildOptions, jobs: int = 0, sass: 
         bar.close()
     summary.executor = executor.describe()  # again: a local pool starts no more workers than items
     if Dataset(out).done_keys():
-        Dataset(out, credits=source_credits).publish()
+        Dataset(out, credits=source_credits).publish(progress)
     # else no row at all (every item failed): no card for an empty dataset
     if not summary.interrupted:
         marker.unlink(missing_ok=True)
@@ -250,6 +258,18 @@ SUMMARY_MESSAGE_CHARS = 240
 def _short(text: str) -> str:
     """A message cut to one terminal-friendly line (the row keeps the whole of it)."""
     return text if len(text) <= SUMMARY_MESSAGE_CHARS else text[:SUMMARY_MESSAGE_CHARS - 3] + "..."
+
+
+def _announce_slow_items(source: str, builder, todo: list, executor) -> None:
+    """One line before the bar when the first work items take long: the bar counts rows
+    as whole items finish, so it stands still that long."""
+    first = todo[:max(1, getattr(executor, "jobs", 1) or 1)]
+    seconds = max((builder.cpu_seconds(item) for item in first), default=0.0)
+    if seconds < SLOW_ITEM_CPU_SECONDS:
+        return
+    PROGRESS.info("build %s: the bar moves a work item at a time (%d items, %d rows); the first take about "
+                  "%.0f CPU-s each with cold caches, longer on a busy machine", source, len(todo),
+                  sum(item.rows for item in todo), seconds)
 
 
 def _progress_bar(total: int, label: str, enabled: bool):
