@@ -115,7 +115,9 @@ class TvmBuilder(Builder):
         tuned = {}
         if self.settings.tuning_db or self.settings.propose:
             from . import tuning
+            from .intrinsics import load_tensor_intrinsics
             tuning.require_tvm()
+            load_tensor_intrinsics()  # the database's workloads are keyed through a TuneContext
             if self.settings.propose:
                 from .proposals import propose_items
                 return propose_items(self, workloads, self.settings.tuning_db, int(self.settings.propose))
@@ -153,6 +155,8 @@ class TvmBuilder(Builder):
         return items
 
     def build(self, item: WorkItem) -> list:
+        from .intrinsics import load_tensor_intrinsics
+        load_tensor_intrinsics()  # every schedule's TuneContext needs them: fast, once per worker
         if item.payload.get("tuning") == "propose":
             from .proposals import build_propose_item
             return build_propose_item(self, item)
