@@ -18,6 +18,7 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
+from builders.triton import TritonBuilder
 from dataset_spec.card import COLUMNS, write_card
 from dataset_spec.model import SCHEMA_VERSION
 from dataset_spec.schema import KERNELS_SCHEMA
@@ -579,3 +580,91 @@ def test_the_attention_domain_is_searched_once_and_kept_on_disk(tmp_path, monkey
     with pytest.raises(AssertionError, match="searched again"):  # another size is searched
         attention.domain(1, 16, 32, 16)
     attention.domain.cache_clear()
+
+
+# ---- 11. every long step says so first, and --silent quiets it ---------------------------------
+
+def test_an_attention_domain_search_is_announced_before_it_starts(tmp_path, monkeypatch):
+    from dataset_spec import attention
+    monkeypatch.setenv("PTXDS_CACHE", str(tmp_path / "cache"))
+    attention.domain.cache_clear()
+    shapes = tmp_path / "attention.yaml"
+    shapes.write_text("attention:\n  - [1, 16, 16, 16]\n")
+    args = ("build", "--source", "triton", "--arch", "sm_80", "--shapes", shapes, "--dry-run", "--out", tmp_path / "d")
+    loud = run_cli(*args)
+    assert loud.exit_code == 0, loud.output
+    assert loud.output.splitlines()[0] == (
+        f"attention B=1 Sq=16 Skv=16 D=16: searching its float16-safe input domain (15-40 s, once per size; "
+        f"the answer is kept in {tmp_path / 'cache' / 'domains'})")
+    attention.domain.cache_clear()
+    again = run_cli(*args)  # the answer is on disk: nothing to announce
+    assert again.exit_code == 0 and "searching" not in again.output
+    for kept in (tmp_path / "cache" / "domains").iterdir():
+        kept.unlink()
+    attention.domain.cache_clear()
+    quiet = run_cli(*args[:-2], "--silent", *args[-2:])
+    assert quiet.exit_code == 0 and "searching" not in quiet.output
+    attention.domain.cache_clear()
+
+
+class SlowItemsTriton(TritonBuilder):
+    """The Triton suite, estimated as a source whose work items take minutes (a CUTLASS nvcc
+    batch, a TVM schedule search)."""
+    name = "slow-items-triton"
+    cpu_seconds_per_row = 30.0
+
+
+def test_a_slow_first_work_item_gets_a_line_before_the_bar(tmp_path, monkeypatch, caplog):
+    from builders import BUILDERS
+    from builders.base import BuildOptions
+    from ptxds.pipeline import run_build
+    monkeypatch.setitem(BUILDERS, "slow-items-triton", f"{__name__}:SlowItemsTriton")
+    options = BuildOptions(archs=["sm_80"], limit=1)
+    with caplog.at_level("INFO", logger="ptxds.progress"):
+        summary = run_build("slow-items-triton", tmp_path / "d", options, jobs=1, progress=True)
+    assert summary.rows_written == 1
+    assert [r.getMessage() for r in caplog.records] == [
+        "build slow-items-triton: the bar moves a work item at a time (1 items, 1 rows); the first take about "
+        "30 CPU-s each with cold caches, longer on a busy machine"]
+    caplog.clear()
+    with caplog.at_level("INFO", logger="ptxds.progress"):  # the estimated fast Triton suite: no line
+        run_build("triton", tmp_path / "e", options, jobs=1, progress=True)
+    assert not caplog.records
+
+
+def test_resplit_and_add_take_silent(built, tmp_path, monkeypatch):
+    from dataset_spec import pairs
+    monkeypatch.setattr(pairs, "PUBLISH_BAR_DELAY_SECONDS", 0)  # as if the dataset were large
+    loud = run_cli("resplit", built)
+    assert loud.exit_code == 0 and re.search(r"publish built: 100%.* 3/3 ", loud.output), loud.output
+    quiet = run_cli("resplit", built, "--silent")
+    assert quiet.exit_code == 0 and "publish" not in quiet.output and quiet.output.startswith(f"{built}: ")
+    member = _member(built)
+    ptx = tmp_path / "mine.ptx"
+    entry = member.ptx.index(".entry")
+    ptx.write_text(member.ptx[:entry] + member.ptx[entry:].replace("\n{", "\n.maxnreg 128\n{", 1))
+    added = run_cli("add", built, "--group", member.group_id, "--ptx", ptx, "--silent")
+    assert added.exit_code == 0, added.output
+    assert added.output.startswith("added mine (sm_80, kernel_id ") and "publish" not in added.output
+
+
+def test_tvm_tensor_intrinsics_load_without_scanning_every_module_per_frame():
+    pytest.importorskip("tvm")
+    # a fresh process: the package is imported once per process
+    script = ("import inspect, tvm\n"
+              "calls = 0\n"
+              "original = inspect.getmodule\n"
+              "def counting(*args, **kwargs):\n"
+              "    global calls\n"
+              "    calls += 1\n"
+              "    return original(*args, **kwargs)\n"
+              "inspect.getmodule = counting\n"
+              "from builders.tvm.intrinsics import PACKAGE, load_tensor_intrinsics\n"
+              "load_tensor_intrinsics()\n"
+              "import sys; assert PACKAGE in sys.modules and inspect.getmodule is counting\n"
+              "print(calls)\n")
+    result = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    # frames looked up once per file of the import stack (761 calls in all with TVM 0.27),
+    # not once per frame of each of ~500 parses (about 29000 calls, 49 s of a 53 s import)
+    assert int(result.stdout.strip()) < 2000, result.stdout
