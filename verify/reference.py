@@ -1,6 +1,8 @@
 """Where float64 references are computed: numpy, or torch on the GPU for the ops whose
 reference functions are written against the array API both share (matrix products are the
-slow part of a big GEMM group's verification). torch stays optional."""
+slow part of a big GEMM group's verification); users' reference functions (op custom) on
+the GPU where they give numpy's answer there, and kept on disk per input content
+(custom_reference.py, reference_cache.py). torch stays optional."""
 from __future__ import annotations
 
 import functools
@@ -61,3 +63,17 @@ def reference_outputs(op, values: dict, problem, backend: str = "auto") -> dict:
     torch = _torch_cuda()
     tensors = {k: torch.from_numpy(np.ascontiguousarray(v, dtype=np.float64)).cuda() for k, v in values.items()}
     return {k: v.double().cpu().numpy() for k, v in op.reference(tensors, problem).items()}
+
+
+def evaluating_op(op, backend: str = "auto", quiet_gpu=None):
+    """``op`` as the verifier evaluates it: a user's reference (op custom) and its error
+    scale kept on disk per input content, and run in float64 on the GPU when torch with a
+    CUDA device is there, ``backend`` allows it and the function gives numpy's answer there
+    (custom_reference.py); ``quiet_gpu``: the lock no GPU work may run beside a timed
+    member without. Other ops are returned unchanged."""
+    from .custom_reference import CUSTOM_OP, evaluating_op as custom_evaluating_op
+    if op.name != CUSTOM_OP:
+        return op
+    torch = torch_for(backend)
+    device = torch.device("cuda", 0) if torch is not None else None
+    return custom_evaluating_op(op, torch, device, quiet_gpu)

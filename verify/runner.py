@@ -47,7 +47,7 @@ from .device_prepare import (device_makes, device_supported, make_trial_inputs_d
 from .trial_stats import element
 from .device_outputs import device_inputs
 from .judge import device_of, is_tensor, judge_device, on_device
-from .reference import choose_backend, reference_outputs, torch_for
+from .reference import choose_backend, evaluating_op, reference_outputs, torch_for
 from .timing import TARGET_RSE
 from .roofline import judge as roofline_judge
 from dataset_spec.work import problem_work
@@ -247,7 +247,7 @@ def prepare_problem(problem: Problem, group_id: str, n_trials: Optional[int] = N
     ``salt``: the run's trial salt (inputs.trial_seed)."""
     quiet = _quietly(device, quiet_gpu)
     host_trial = host_trial or (lambda p, g, t: _TRIAL_POOL.submit(make_trial_inputs, p, g, t, salt))
-    op = get_op(problem.op)
+    op = evaluating_op(get_op(problem.op), reference, quiet_gpu)  # a user's reference: GPU and cache
     n_trials = n_trials or trial_count(problem)
     if device is not None:
         # trials the device cannot make wholly (host-made stress rows) are drawn on the host
@@ -583,7 +583,8 @@ class _Run:
         device = prepare_device(problem, self.reference, self.inputs, ordinal)
         key = (group_id, problem.digest(), str(device) if device is not None else None)
         if key not in self.preparing:
-            lock = self.quiet_gpu(device.index or 0) if device is not None else None
+            # a host-made group's custom reference may still run on GPU 0 (reference.evaluating_op)
+            lock = self.quiet_gpu(device.index or 0 if device is not None else 0)
             self.preparing[key] = self.prepare_pool.submit(prepare_problem, problem, group_id, self.trials,
                                                            self.reference, device, lock, self._host_trial,
                                                            self.trial_salt)
