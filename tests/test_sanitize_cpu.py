@@ -197,3 +197,28 @@ def test_a_member_that_stops_the_batch_fails_and_the_rest_are_not_reported():
     assert "did not finish under racecheck (exit code 1)" in reports[1]["failed"]
     assert "illegal memory access" in reports[1]["failed"]
     assert batch_reports("========= COMPUTE-SANITIZER\nno such module", "exit code 1") == []
+
+
+def test_racecheck_runs_small_grids_whole_and_the_first_blocks_of_large_ones():
+    from verify.sanitize import RACECHECK_FEW_BLOCKS, racecheck_grid
+    assert racecheck_grid((16, 16, 1)) == (16, 16, 1)          # 256 blocks: the whole grid
+    assert racecheck_grid((32, 32, 1)) == (8, 1, 1)
+    assert racecheck_grid((1, 1, 4096)) == (1, 1, 8)           # a long z: its first slices
+    assert racecheck_grid((3, 200, 5)) == (3, 2, 1)
+    assert racecheck_grid((132, 2, 1), cluster=(2, 1, 1)) == (8, 1, 1)
+    assert racecheck_grid((1024, 1, 1), cluster=(16, 1, 1)) == (16, 1, 1)  # never less than a cluster
+    for grid in [(1000, 7, 3), (5, 5, 50), (257, 1, 1)]:
+        cut = racecheck_grid(grid)
+        assert cut[0] * cut[1] * cut[2] <= RACECHECK_FEW_BLOCKS and all(1 <= c <= g for c, g in zip(cut, grid))
+
+
+def test_racecheck_record_cuts_only_large_launches():
+    from dataset_spec.model import Arg, Launch
+    from verify.sanitize import racecheck_record
+    row = _row("two-launches")
+    row.launches = [Launch("vadd", (4096,), (256,), [Arg.buf("x")]), Launch("vadd", (4,), (256,), [Arg.buf("x")])]
+    record, cut = racecheck_record(row)
+    assert cut and [l.grid for l in record.launches] == [(8, 1, 1), (4, 1, 1)]
+    assert [l.grid for l in row.launches] == [(4096, 1, 1), (4, 1, 1)]  # the row itself is unchanged
+    row.launches = row.launches[1:]
+    assert racecheck_record(row)[1] is False

@@ -52,7 +52,8 @@ from .timing import TARGET_RSE
 from .roofline import judge as roofline_judge
 from dataset_spec.work import problem_work
 from .outcome import Consensus, OutputSpec, Verdict, classify, launched_code, widest_global_store
-from .sanitize import TOOLS, race_errors, racing_members, run_racecheck_batch, run_sanitizer, sanitizer_status
+from .sanitize import (RACECHECK_FEW_BLOCKS, TOOLS, race_errors, racecheck_record, racing_members,
+                       run_racecheck_batch, run_sanitizer, sanitizer_status)
 from .coverage import apply_coverage, explain_survivors, measure_site
 from .race_focus import automatic_sanitizer, barrier_never_ordered, delay_reason, note as racecheck_note, \
     racecheck_reason, synchronous_copy_pair, synchronous_copy_verdict
@@ -75,6 +76,9 @@ PREFETCH_GROUPS = 4
 PREPARE_AHEAD = 1
 PREPARE_THREADS = 2
 MAX_TIMING_SAMPLES = 2000
+# seconds one member may take under the every-member racecheck before it is given up
+# (recorded as failed, changing nothing) and the group's other members go on
+RACECHECK_MEMBER_SECONDS = 20.0
 # Host threads that draw one problem's trials and compute their references and bounds side
 # by side (shared by every group being prepared; never waits on itself). Two: with eight, the
 # float64 GEMM references of several trials ran in OpenBLAS at once and the process died with
@@ -798,10 +802,16 @@ class _Run:
             for row in todo:
                 row.provenance.setdefault("verify", {})["racecheck"] = f"not run ({self.race_missing}): every member"
             return
-        members = [(row.build_key, row.to_json(), problems[row.problem.digest()][0].host_storage()[0]) for row in todo]
+        members, cut = [], set()
+        for row in todo:
+            record, shrunk = racecheck_record(row)
+            members.append((row.build_key, record.to_json(), problems[row.problem.digest()][0].host_storage()[0]))
+            if shrunk:
+                cut.add(row.build_key)
         try:
             with self.quiet_gpu(worker.ordinal):
-                found = run_racecheck_batch(members, sanitizer=self.race_sanitizer, device=worker.ordinal)
+                found = run_racecheck_batch(members, timeout_per_member=RACECHECK_MEMBER_SECONDS,
+                                            sanitizer=self.race_sanitizer, device=worker.ordinal)
         except Exception as exc:  # a sanitizer that fails to run is recorded and changes nothing
             found = {row.build_key: {"racecheck": {"errors": None, "failed": f"{type(exc).__name__}: {exc}"[:300]}}
                      for row in todo}
@@ -812,7 +822,8 @@ class _Run:
             row.sanitizer = json.dumps(merged, sort_keys=True)
             race_counts[row.build_key] = race_errors(findings)
             ran = "ran" if race_counts[row.build_key] is not None else "failed"
-            row.provenance.setdefault("verify", {})["racecheck"] = f"{ran}: every member, on its first trial"
+            blocks = f", first {RACECHECK_FEW_BLOCKS} blocks of each launch" if row.build_key in cut else ""
+            row.provenance.setdefault("verify", {})["racecheck"] = f"{ran}: every member, on its first trial{blocks}"
 
     def _delay_races(self, worker, group_id: str, out_rows: list, results: dict, problems: dict) -> None:
         """Members still passing whose change touches synchronisation (race_focus.delay_reason)

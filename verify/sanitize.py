@@ -68,6 +68,8 @@ _MEMBER_MARK = "ptxds-racecheck-member "
 # member's); racecheck's analysis report gives a few lines per racing pair of accesses.
 BATCH_PRINT_LIMIT = 10000
 BATCH_STARTUP_SECONDS = 60.0
+RACECHECK_FULL_GRID_BLOCKS = 256
+RACECHECK_FEW_BLOCKS = 8
 SPACER_MIN_BYTES = 1 << 20       # the smallest gap left between two buffers
 SPACER_MAX_BYTES = 256 << 20     # spacers match the largest buffer up to this size
 
@@ -292,6 +294,35 @@ def run_racecheck_batch(members: list, timeout_per_member: float = 60.0, sanitiz
                 break
             start = finished
     return results
+
+
+def racecheck_grid(grid: tuple, cluster: tuple = (1, 1, 1)) -> tuple:
+    """The grid a launch gets under the every-member racecheck: its own when it has at most
+    RACECHECK_FULL_GRID_BLOCKS blocks, else the first blocks of each dimension, at most
+    RACECHECK_FEW_BLOCKS in all (whole clusters). Shared memory is a block's own, so a
+    hazard is found in whichever block has it; racecheck slows a large GEMM's launch by five
+    orders of magnitude (a minute per member at 4096-class sizes), and the first blocks of
+    each dimension (every split-K slice's predecessors included) run the same code as the
+    rest, edge tiles aside."""
+    grid, cluster = tuple(int(g) for g in grid), tuple(max(1, int(c)) for c in cluster)
+    if grid[0] * grid[1] * grid[2] <= RACECHECK_FULL_GRID_BLOCKS:
+        return grid
+    budget, shrunk = RACECHECK_FEW_BLOCKS, []
+    for size, whole in zip(grid, cluster):
+        keep = max(whole, min(size, budget) // whole * whole)
+        shrunk.append(min(size, keep))
+        budget = max(1, budget // shrunk[-1])
+    return tuple(shrunk)
+
+
+def racecheck_record(record):
+    """``record`` as racecheck runs it (launches on racecheck_grid), and whether any launch
+    was cut."""
+    import dataclasses
+    launches = [dataclasses.replace(launch, grid=racecheck_grid(launch.grid, launch.cluster))
+                for launch in record.launches]
+    cut = any(new.grid != old.grid for new, old in zip(launches, record.launches))
+    return dataclasses.replace(record, launches=launches), cut
 
 
 def _record_or_none(record_json: str):
