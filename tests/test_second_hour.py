@@ -668,3 +668,30 @@ def test_tvm_tensor_intrinsics_load_without_scanning_every_module_per_frame():
     # frames looked up once per file of the import stack (761 calls in all with TVM 0.27),
     # not once per frame of each of ~500 parses (about 29000 calls, 49 s of a 53 s import)
     assert int(result.stdout.strip()) < 2000, result.stdout
+
+
+# ---- 20. the README's build-size table is what the builders list ---------------------------------
+
+def _readme_table_rows(source_cell: str, shapes_cell: str) -> tuple:
+    """(kernels, rows) of the README build-size table's row starting with these two cells."""
+    for line in (ROOT / "README.md").read_text().splitlines():
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if cells[:2] == [source_cell, shapes_cell]:
+            return int(cells[2].split()[0]), int(cells[3].split()[0])
+    raise AssertionError(f"no README table row {source_cell!r} | {shapes_cell!r}")
+
+
+@pytest.mark.parametrize("source_cell, shapes_cell, args, needs", [
+    ("triton (sm_80 + sm_90a)", "default", ("--source", "triton"), None),
+    ("tvm (sm_80 + sm_90a)", "its own 2 sizes per workload", ("--source", "tvm"), "tvm"),
+    ("cutlass `--family '*' --per-family 1`", "default", ("--source", "cutlass", "--family", "*", "--per-family", "1"),
+     "cutlass_library"),
+])
+def test_readme_build_size_table_matches_the_dry_run(tmp_path, source_cell, shapes_cell, args, needs):
+    if needs:
+        pytest.importorskip(needs)
+    kernels, rows = _readme_table_rows(source_cell, shapes_cell)
+    line = _plan_line(run_cli("build", *args, "--dry-run", "--out", tmp_path / "d"))
+    assert re.search(rf" {rows} rows; about ", line), (line, rows)
+    if source_cell.startswith("cutlass"):  # one row per kernel at the default size
+        assert kernels == rows
