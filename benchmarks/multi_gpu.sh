@@ -6,7 +6,8 @@
 # (benchmarks/ray_wheels.py) when the machine lacks it; without it the Ray runs say so.
 # Usage: benchmarks/multi_gpu.sh [WHEEL_DIR] [DATASET[=GROUP_GLOB]...]
 #   default: .whl-ray .gpu/cutlass-llm-32 '.gpu/triton-llm=triton/gemm/*'
-# Environment: MULTI_GPU_BUDGET (seconds for the verify runs, default 420), MULTI_GPU_COUNTS (1,2,4).
+# Environment: MULTI_GPU_BUDGET (seconds for the verify runs, default 420), MULTI_GPU_COUNTS (1,2,4),
+# MULTI_GPU_FLAGS (more ray_gpu.py options, e.g. --no-racecheck).
 set -uo pipefail
 wheels=${1:-.whl-ray}
 shift || true
@@ -26,4 +27,4 @@ git rev-parse --short HEAD 2>/dev/null || true
 echo "== GPU tests of the split"
 timeout 120 python3 -m pytest -q -rs -p no:cacheprovider -m gpu tests/test_split_gpu.py 2>&1 | tail -n 6
 python3 benchmarks/ray_gpu.py --work /tmp/ptxds-multi-gpu --budget "${MULTI_GPU_BUDGET:-420}" \
-  --gpus "${MULTI_GPU_COUNTS:-1,2,4}" "${datasets[@]}"
+  --gpus "${MULTI_GPU_COUNTS:-1,2,4}" ${MULTI_GPU_FLAGS:-} "${datasets[@]}"

@@ -47,7 +47,7 @@ def one_run(args) -> None:
     try:
         summary = verify_dataset(args.one[0], args.one[1], groups=args.groups, workers=args.workers,
                                  progress=False, split=not args.no_split, start_workers=runner.gpu_workers,
-                                 assembly_pool=runner.assembly_pool)
+                                 assembly_pool=runner.assembly_pool, racecheck=not args.no_racecheck)
     finally:
         runner.close()
     print(json.dumps({"verify_s": summary.wall_seconds, "busy_s": summary.gpu_busy_seconds,
@@ -133,6 +133,8 @@ def main() -> None:
     parser.add_argument("--executors", default="local,ray")
     parser.add_argument("--budget", type=float, default=450.0, help="seconds for every run together")
     parser.add_argument("--no-noise", action="store_true", help="skip the second one-GPU run")
+    parser.add_argument("--no-racecheck", action="store_true",
+                        help="verify without the every-member racecheck (it runs where each group finishes)")
     parser.add_argument("--one", nargs=2, metavar=("IN", "OUT"), help=argparse.SUPPRESS)
     parser.add_argument("--executor", default="local", help=argparse.SUPPRESS)
     parser.add_argument("--workers", type=int, default=None, help=argparse.SUPPRESS)
@@ -182,7 +184,8 @@ def main() -> None:
                     runs.append((label, out, {"error": "ray not available"}))
                     continue
                 command = [sys.executable, __file__, "--one", folder, str(out), "--executor", executor,
-                           "--workers", str(n)] + (["--groups", glob] if glob else [])
+                           "--workers", str(n)] + (["--groups", glob] if glob else []) + \
+                          (["--no-racecheck"] if args.no_racecheck else [])
                 run_env = dict(env, CUDA_VISIBLE_DEVICES=",".join(map(str, range(n)))) if executor == "local" else env
                 runs.append((label, out, run(f"{name}: {label}", command, run_env, min(RUN_CAP_S, left))))
             results.append((name, runs))
