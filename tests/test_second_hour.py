@@ -456,7 +456,7 @@ def test_manifest_elementwise_buffers_share_a_shape(tmp_path):
 # ---- 19. usage errors agree ------------------------------------------------------------------
 
 @pytest.mark.parametrize("args,message", [
-    (("--source", "nope"), "Error: unknown source 'nope'; known sources: cutlass, cutlass-conv, handhack, mirage, "
+    (("--source", "nope"), "Error: unknown source 'nope'; known sources: cutlass, cutlass-conv, handhack, inductor, mirage, "
                            "ptx, tilelang, triton, triton-dump, triton-jit, tvm"),
     (("--source", "triton", "--arch", ""), "Error: Invalid value for '--arch': give at least one arch, "
                                            "comma-separated: sm_80, sm_86, sm_89, sm_90, sm_90a"),
@@ -476,7 +476,7 @@ def test_usage_errors_exit_2_with_a_usage_line(tmp_path, args, message):
 
 
 def test_build_help_lists_the_sources():
-    assert "[cutlass|cutlass-conv|handhack|mirage|ptx|tilelang|triton|triton-dump|triton-jit|tvm]" in \
+    assert "[cutlass|cutlass-conv|handhack|inductor|mirage|ptx|tilelang|triton|triton-dump|triton-jit|tvm]" in \
         run_cli("build", "--help").output
 
 
