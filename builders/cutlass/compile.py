@@ -7,6 +7,8 @@ nothing; ``ptxds build --cache DIR`` points it at a folder that several machines
 """
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import os
 import shutil
@@ -76,17 +78,36 @@ def compile_to_ptx(source: str, arch: str, use_cache: bool = True) -> CompileRes
     target = cache_dir() / "ptx" / f"{key}.ptx"
     if use_cache and target.exists():
         return CompileResult(target.read_text(), 0.0, True)
-    start = time.perf_counter()
-    try:
-        ptx = compile_cuda(source, arch, flags=BASE_FLAGS, include_dirs=cutlass_include_dirs(),
-                           timeout=COMPILE_TIMEOUT_S)
-    except CompileError as exc:
-        raise CutlassCompileError(str(exc).splitlines()[0], exc.log[-20000:]) from None
-    seconds = time.perf_counter() - start
-    if use_cache:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        _atomic_write(target, ptx)
+    with _made_once(target, use_cache):
+        if use_cache and target.exists():  # another process compiled it while this one waited
+            return CompileResult(target.read_text(), 0.0, True)
+        start = time.perf_counter()
+        try:
+            ptx = compile_cuda(source, arch, flags=BASE_FLAGS, include_dirs=cutlass_include_dirs(),
+                               timeout=COMPILE_TIMEOUT_S)
+        except CompileError as exc:
+            raise CutlassCompileError(str(exc).splitlines()[0], exc.log[-20000:]) from None
+        seconds = time.perf_counter() - start
+        if use_cache:
+            _atomic_write(target, ptx)
     return CompileResult(ptx, seconds, False)
+
+
+@contextlib.contextmanager
+def _made_once(target: Path, use_cache: bool = True):
+    """Held while ``target`` is made: another process asking for the same artifact (a
+    parallel test worker, a build worker) waits, then reads it instead of running nvcc for
+    minutes again. Where the folder takes no lock (some network file systems), both compile."""
+    if not use_cache:
+        yield
+        return
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with open(target.parent / f"{target.name}.lock", "a") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        except OSError:
+            pass
+        yield  # closing the file lets the lock go
 
 
 def packer_flags(arch: str) -> list[str]:
@@ -107,6 +128,13 @@ def build_packer(source: str, arch: str, use_cache: bool = True) -> Path:
     if use_cache and target.exists():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
+    with _made_once(target, use_cache):
+        if not (use_cache and target.exists()):  # else another process built it while this one waited
+            _compile_packer(source, flags, target)
+    return target
+
+
+def _compile_packer(source: str, flags: list, target: Path) -> None:
     nvcc = find_tool("nvcc")
     with tempfile.TemporaryDirectory(prefix="ptxds_cutlass_") as tmp:
         tmp = Path(tmp)
@@ -125,7 +153,6 @@ def build_packer(source: str, arch: str, use_cache: bool = True) -> Path:
         partial = target.with_suffix(f".{uuid.uuid4().hex}.partial")
         shutil.copy2(tmp / "packer", partial)
         os.replace(partial, target)
-    return target
 
 
 def _atomic_write(path: Path, text: str) -> None:
