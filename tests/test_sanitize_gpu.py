@@ -32,8 +32,9 @@ extern "C" __global__ void vadd_shared(const float* x, const float* y, float* ou
     __shared__ float slot[256];
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     slot[threadIdx.x] = i < n ? x[i] + y[i] : 0.0f;
-    __syncthreads();
-    if (i < n) out[i] = slot[(threadIdx.x + 32) % 256] - slot[(threadIdx.x + 32) % 256] + slot[threadIdx.x];
+    __syncthreads();  // vadd_racy_quietly without its race
+    float other = slot[(threadIdx.x + 32) % 256];
+    if (i < n) out[i] = slot[threadIdx.x] + ((other != other && x[i] != x[i]) ? 1.0f : 0.0f);
 }
 extern "C" __global__ void vadd_racy_quietly(const float* x, const float* y, float* out, int n) {
     __shared__ float slot[256];
