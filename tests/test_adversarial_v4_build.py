@@ -30,7 +30,7 @@ CLASSES = (
     "stale_binding", "zero_row_store_skip", "softmax_wide_rows", "norm_inf_hang", "subnormal_ftz",
     "fp8_top_binade", "beta_zero_c", "int_minus_one_skip", "unlaunched_atomics", "grid_barrier",
     "quantised_output", "rounded_int_k4096", "state_across_launches", "reads_own_output",
-    "correct_float_atomics",
+    "correct_float_atomics", "quiet_shared_race",
     "baseline",  # the honest kernel a group's cheating members copy
 )
 
