@@ -166,7 +166,7 @@ docs/verification.md in the ptxds repository.
 
 SANITIZER_POLICY = """\
 Every passing member that uses shared memory runs once under compute-sanitizer racecheck
-(on its problem's first trial; a group's members share one sanitizer process), unless
+(on its problem's first trial; one sanitizer process serves a run's members), unless
 `ptxds verify --no-racecheck` was given or compute-sanitizer was not installed
 (`provenance.verify.racecheck` says which); hazards the group's other members lack make
 a member `race_detected`. racecheck sees shared memory only: races through global memory

@@ -53,7 +53,8 @@ from .roofline import judge as roofline_judge
 from dataset_spec.work import problem_work
 from .outcome import Consensus, OutputSpec, Verdict, classify, launched_code, widest_global_store
 from .sanitize import (RACECHECK_FEW_BLOCKS, TOOLS, race_errors, racecheck_record, racing_members,
-                       run_racecheck_batch, run_sanitizer, sanitizer_status)
+                       run_sanitizer, sanitizer_status)
+from .racecheck_server import RacecheckServer
 from .coverage import apply_coverage, explain_survivors, measure_site
 from .race_focus import automatic_sanitizer, barrier_never_ordered, delay_reason, note as racecheck_note, \
     racecheck_reason, synchronous_copy_pair, synchronous_copy_verdict
@@ -506,6 +507,7 @@ class _Run:
         # racecheck for members whose change may race (race_focus), --sanitize or not
         self.race_sanitizer, self.race_missing = (sanitizer, "") if sanitizer else automatic_sanitizer()
         self.racecheck_every_member = racecheck
+        self.racecheck_servers: dict = {}  # id(worker) -> RacecheckServer, for the run
         self.trial_salt = trial_salt
         self.trials = trials
         self.reference = reference
@@ -791,8 +793,8 @@ class _Run:
 
     def _racecheck_members(self, worker, out_rows: list, problems: dict, race_counts: dict) -> None:
         """racecheck, once, of every passing member not race-checked yet, on its problem's
-        first trial, the group's members in one sanitizer process on the worker's GPU, with
-        that GPU kept quiet (nothing is timed beside it). A hazard the group's other members
+        first trial, in the racecheck process of the worker's GPU thread (kept for the run),
+        with that GPU kept quiet (nothing is timed beside it). A hazard the group's other members
         lack makes a member ``race_detected`` (apply_race_statuses)."""
         todo = [row for row in out_rows if row.status in ("passed", "unexercised") and row.ptx
                 and row.build_key not in race_counts]
@@ -810,8 +812,7 @@ class _Run:
                 cut.add(row.build_key)
         try:
             with self.quiet_gpu(worker.ordinal):
-                found = run_racecheck_batch(members, timeout_per_member=RACECHECK_MEMBER_SECONDS,
-                                            sanitizer=self.race_sanitizer, device=worker.ordinal)
+                found = self._racecheck_server(worker).check(members, timeout_per_member=RACECHECK_MEMBER_SECONDS)
         except Exception as exc:  # a sanitizer that fails to run is recorded and changes nothing
             found = {row.build_key: {"racecheck": {"errors": None, "failed": f"{type(exc).__name__}: {exc}"[:300]}}
                      for row in todo}
@@ -824,6 +825,20 @@ class _Run:
             ran = "ran" if race_counts[row.build_key] is not None else "failed"
             blocks = f", first {RACECHECK_FEW_BLOCKS} blocks of each launch" if row.build_key in cut else ""
             row.provenance.setdefault("verify", {})["racecheck"] = f"{ran}: every member, on its first trial{blocks}"
+
+    def _racecheck_server(self, worker) -> RacecheckServer:
+        """The racecheck process of ``worker``'s GPU thread, started on first use and kept
+        for the run (its start-up, about a second and a half, is paid once)."""
+        with self.lock:
+            server = self.racecheck_servers.get(id(worker))
+            if server is None:
+                server = self.racecheck_servers[id(worker)] = RacecheckServer(self.race_sanitizer, worker.ordinal)
+        return server
+
+    def close_racecheck(self) -> None:
+        for server in self.racecheck_servers.values():
+            server.shutdown()
+        self.racecheck_servers.clear()
 
     def _delay_races(self, worker, group_id: str, out_rows: list, results: dict, problems: dict) -> None:
         """Members still passing whose change touches synchronisation (race_focus.delay_reason)
@@ -1210,5 +1225,6 @@ def verify_dataset(in_dir, out_dir, *, groups: Optional[str] = None, trials: Opt
             pool.close()
         if run is not None:
             run.prepare_pool.shutdown(wait=False, cancel_futures=True)
+            run.close_racecheck()
         for w in gpu_workers:
             w.close()

@@ -21,6 +21,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Optional
 
@@ -63,13 +64,13 @@ _RACE = re.compile(r"^(Error|Warning): Race reported between")
 _DEVICE_ERROR = re.compile(r"^(Misaligned|Out-of-range|Illegal|Hardware exception|Invalid PC|Malloc/Free error|"
                            r"Device-side assert|Barrier error|Cuda Barrier|Stack overflow|Warp|Lane|Unknown)")
 _CHILD_DONE = re.compile(r'^\{"ran": true.*\}$', re.M)
-_MEMBER_MARK = "ptxds-racecheck-member "
-# A batch prints every hazard line it can (the limit is the whole process's, not a
-# member's); racecheck's analysis report gives a few lines per racing pair of accesses.
+MEMBER_MARK = "ptxds-racecheck-member "
+# The every-member racecheck's process prints every hazard it can (the limit is the whole
+# process's, not a member's; racecheck_server.py starts a new process well before it).
 BATCH_PRINT_LIMIT = 10000
-BATCH_STARTUP_SECONDS = 60.0
 RACECHECK_FULL_GRID_BLOCKS = 256
 RACECHECK_FEW_BLOCKS = 8
+REPORT_GRACE_SECONDS = 0.05
 SPACER_MIN_BYTES = 1 << 20       # the smallest gap left between two buffers
 SPACER_MAX_BYTES = 256 << 20     # spacers match the largest buffer up to this size
 
@@ -238,64 +239,6 @@ def run_sanitizer(record_json: str, inputs: dict, tools=TOOLS, timeout: float = 
 
 
 
-def run_racecheck_batch(members: list, timeout_per_member: float = 60.0, sanitizer: Optional[str] = None,
-                        device: int = 0) -> dict:
-    """racecheck of several members in as few compute-sanitizer processes as it takes:
-    build_key -> findings, shaped as ``run_sanitizer``'s (``{"racecheck": {...}}``).
-    ``members``: [(build_key, record_json, inputs)], inputs being name -> storage array.
-
-    One process runs the members one after another (its start-up, about two seconds, is
-    paid once, not per member). The child prints a line before and after each member, and
-    hazards are attributed to the member whose lines enclose them. A member that crashes
-    or outlives its share of the time ends the process: it gets a ``failed`` finding and
-    the members after it run in a new one. Members without shared memory are skipped.
-    ``device``: the ordinal, among the visible GPUs, the members run on."""
-    sanitizer = sanitizer or find_sanitizer()
-    head = {"tool": sanitizer, "version": sanitizer_version(sanitizer)}
-    results, pending = {}, []
-    for key, record_json, inputs in members:
-        record = _record_or_none(record_json)
-        if record is not None and not uses_shared_memory(record):
-            results[key] = dict(head, racecheck={"errors": 0, "warnings": 0, "skipped": "no shared memory: "
-                                                 "racecheck checks shared memory only"})
-        else:
-            pending.append((key, record_json, inputs))
-    root = str(Path(__file__).resolve().parents[1])
-    env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""),
-               PTXDS_SANITIZE_DEVICE=str(int(device)))
-    with tempfile.TemporaryDirectory(prefix="ptxds-racecheck-") as tmp:
-        manifest = []
-        for index, (key, record_json, inputs) in enumerate(pending):
-            row_path, inputs_path = Path(tmp) / f"row{index}.json", Path(tmp) / f"inputs{index}.npz"
-            row_path.write_text(record_json)
-            np.savez(inputs_path, **inputs)
-            manifest.append({"row": str(row_path), "inputs": str(inputs_path)})
-        start = 0
-        while start < len(pending):
-            batch_path = Path(tmp) / f"batch{start}.json"
-            batch_path.write_text(json.dumps(manifest[start:]))
-            command = [sanitizer, "--tool", "racecheck", "--print-limit", str(BATCH_PRINT_LIMIT),
-                       "--error-exitcode", "0", sys.executable, "-m", "verify.sanitize", "--batch", str(batch_path)]
-            timeout = BATCH_STARTUP_SECONDS + timeout_per_member * (len(pending) - start)
-            try:
-                done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env)
-                output, stopped = done.stdout + done.stderr, f"exit code {done.returncode}"
-            except subprocess.TimeoutExpired as exc:
-                output = _text(exc.stdout) + _text(exc.stderr)
-                stopped = f"no result within {timeout:.0f} s"
-            reports = batch_reports(output, stopped)
-            for (key, _, _), report in zip(pending[start:], reports):
-                results[key] = dict(head, racecheck=report)
-            finished = start + min(len(reports), len(pending) - start)
-            if finished == start:  # the process never reached the first member
-                why = (output.strip().splitlines() or [stopped])[-1][:240]
-                for key, _, _ in pending[start:]:
-                    results[key] = dict(head, racecheck={"errors": None, "failed": f"racecheck did not start: {why}"})
-                break
-            start = finished
-    return results
-
-
 def racecheck_grid(grid: tuple, cluster: tuple = (1, 1, 1)) -> tuple:
     """The grid a launch gets under the every-member racecheck: its own when it has at most
     RACECHECK_FULL_GRID_BLOCKS blocks, else the first blocks of each dimension, at most
@@ -325,16 +268,12 @@ def racecheck_record(record):
     return dataclasses.replace(record, launches=launches), cut
 
 
-def _record_or_none(record_json: str):
+def record_or_none(record_json: str):
     try:
         from dataset_spec.model import KernelRecord
         return KernelRecord.from_json(record_json)
     except Exception:  # the child reports the same problem in its own words
         return None
-
-
-def _text(data) -> str:
-    return data.decode(errors="replace") if isinstance(data, bytes) else (data or "")
 
 
 def batch_reports(output: str, stopped: str) -> list:
@@ -367,8 +306,8 @@ def _member_segments(output: str) -> dict:
     member's: the hazards racecheck prints when the member's kernels finish."""
     segments, current = {}, None
     for line in output.splitlines():
-        if line.startswith(_MEMBER_MARK):
-            current = int(line[len(_MEMBER_MARK):].split()[0])
+        if line.startswith(MEMBER_MARK):
+            current = int(line[len(MEMBER_MARK):].split()[0])
             segments[current] = []
         elif current is not None:
             segments[current].append(line)
@@ -441,23 +380,30 @@ def load_isolated(record, stream):
     return LoadedRow(record.build_key, module, buffers, specs, launches, "driver_jit"), gap
 
 
-def _run_batch(batch_path: str) -> None:
-    """Child side of ``run_racecheck_batch``: each member of the manifest loaded with
-    isolated buffers and run once, between its two marks, then unloaded."""
+def _serve() -> None:
+    """Child side of ``racecheck_server.RacecheckServer``: for each job line on stdin
+    ({"index", "row", "inputs"}), the member loaded with isolated buffers and run once
+    between its start mark and its done line, then unloaded."""
     from dataset_spec.model import KernelRecord
     from .driver import Context, check, cu
     ctx = Context(int(os.environ.get("PTXDS_SANITIZE_DEVICE", "0")))
-    for index, member in enumerate(json.loads(Path(batch_path).read_text())):
-        print(f"{_MEMBER_MARK}{index}", flush=True)
-        record = KernelRecord.from_json(Path(member["row"]).read_text())
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        job = json.loads(line)
+        print(f"{MEMBER_MARK}{job['index']}", flush=True)
+        record = KernelRecord.from_json(Path(job["row"]).read_text())
         row, gap = load_isolated(record, ctx.stream)
-        with np.load(member["inputs"]) as data:
+        with np.load(job["inputs"]) as data:
             inputs = {name: data[name] for name in data.files}
         row.prepare(inputs)
         row.enqueue()
         check(cu.cuStreamSynchronize(ctx.stream), "cuStreamSynchronize")
         row.free()
-        print(json.dumps({"ran": True, "member": index, "min_gap_bytes": gap}), flush=True)
+        # the tool prints the member's hazards when its kernels end; a moment lets them reach
+        # the pipe before the done line, which closes the member's share of the output
+        time.sleep(REPORT_GRACE_SECONDS)
+        print(json.dumps({"ran": True, "member": job["index"], "min_gap_bytes": gap}), flush=True)
 
 
 def _run_member(row_path: str, inputs_path: str) -> None:
@@ -476,7 +422,7 @@ def _run_member(row_path: str, inputs_path: str) -> None:
 
 
 if __name__ == "__main__":
-    if sys.argv[1] == "--batch":
-        _run_batch(sys.argv[2])
+    if sys.argv[1] == "--serve":
+        _serve()
     else:
         _run_member(sys.argv[1], sys.argv[2])

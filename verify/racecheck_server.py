@@ -1,0 +1,155 @@
+"""One compute-sanitizer racecheck process per GPU for a whole verify run.
+
+The every-member racecheck (runner ``_racecheck_members``) used to start a sanitizer
+process per group: Python, numpy, the CUDA bindings and a context under the tool, about a
+second and a half each time, most of its cost on a suite of small groups. A server starts
+that process once (``python -m verify.sanitize --serve``) and sends it one member at a
+time on its stdin; the child prints a mark before the member and a done line after it,
+and racecheck's hazards between the two are the member's (``sanitize.batch_reports``).
+
+A member that crashes the child, or outlives its time, gets a ``failed`` finding (which
+changes no status) and the process is started again for the next one. racecheck's print
+limit is the process's, so the process is also started again before the hazards it
+printed could reach it (a later member's hazards would go unprinted).
+"""
+from __future__ import annotations
+
+import json
+import os
+import queue
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
+
+from .sanitize import (BATCH_PRINT_LIMIT, MEMBER_MARK, batch_reports, find_sanitizer, record_or_none,
+                       sanitizer_version, uses_shared_memory)
+
+STARTUP_SECONDS = 60.0
+_EOF = object()
+
+
+class RacecheckServer:
+    """racecheck of members, one at a time, in one long-lived sanitizer process on GPU
+    ``device`` (an ordinal among the visible GPUs). Not thread-safe: one per GPU thread."""
+
+    def __init__(self, sanitizer: Optional[str] = None, device: int = 0):
+        self.sanitizer = sanitizer or find_sanitizer()
+        self.device = int(device)
+        self.head = {"tool": self.sanitizer, "version": sanitizer_version(self.sanitizer)}
+        self.tmp = tempfile.TemporaryDirectory(prefix="ptxds-racecheck-")
+        self.proc: Optional[subprocess.Popen] = None
+        self.lines: "queue.Queue" = queue.Queue()
+        self.printed = 0    # hazards this process has printed (its print limit is the process's)
+        self.sent = 0
+        self.starts = 0
+
+    def check(self, members: list, timeout_per_member: float = 20.0) -> dict:
+        """build_key -> findings (``{"racecheck": {...}}`` with the tool and its version), as
+        ``sanitize.run_racecheck_batch`` gives them. ``members``: [(build_key, record_json,
+        inputs)]; members without shared memory are skipped."""
+        results = {}
+        for key, record_json, inputs in members:
+            record = record_or_none(record_json)
+            if record is not None and not uses_shared_memory(record):
+                results[key] = dict(self.head, racecheck={"errors": 0, "warnings": 0, "skipped": "no shared memory: "
+                                                          "racecheck checks shared memory only"})
+                continue
+            results[key] = dict(self.head, racecheck=self._one(record_json, inputs, timeout_per_member))
+        return results
+
+    def _one(self, record_json: str, inputs: dict, timeout: float) -> dict:
+        if self.printed >= BATCH_PRINT_LIMIT // 2:
+            self.close()
+        started_now = self.proc is None or self.proc.poll() is not None
+        if started_now:
+            self._start()
+        index, self.sent = self.sent, self.sent + 1
+        row_path, inputs_path = Path(self.tmp.name) / f"row{index}.json", Path(self.tmp.name) / f"inputs{index}.npz"
+        row_path.write_text(record_json)
+        np.savez(inputs_path, **inputs)
+        try:
+            self.proc.stdin.write(json.dumps({"index": index, "row": str(row_path), "inputs": str(inputs_path)}) + "\n")
+            self.proc.stdin.flush()
+        except OSError:
+            pass  # the child is gone: what it printed says why, below
+        output, stopped = self._until_done(index, timeout + (STARTUP_SECONDS if started_now else 0.0))
+        for path in (row_path, inputs_path):
+            path.unlink(missing_ok=True)
+        reports = batch_reports(output, stopped)
+        if stopped or not reports:
+            self.close(kill=stopped.startswith("no result"))
+        if not reports:
+            why = (output.strip().splitlines() or [stopped or "no output"])[-1][:240]
+            return {"errors": None, "failed": f"racecheck did not start: {why}"}
+        report = reports[0]
+        self.printed += int(report.get("race_errors") or 0) + int(report.get("race_warnings") or 0)
+        return report
+
+    def _until_done(self, index: int, timeout: float) -> tuple:
+        """The child's lines for member ``index``, renumbered 0 for ``batch_reports``, and ''
+        or how the process stopped."""
+        done, lines, deadline, seen = f'{{"ran": true, "member": {index},', [], time.monotonic() + timeout, False
+        while True:
+            try:
+                line = self.lines.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                return self._renumbered(lines, index), f"no result within {timeout:.0f} s"
+            if line is _EOF:
+                code = self.proc.wait()
+                return self._renumbered(lines, index), f"exit code {code}"
+            if line.startswith(f"{MEMBER_MARK}{index}"):
+                seen = True
+            if seen or not line.startswith(MEMBER_MARK):
+                lines.append(line)
+            if line.startswith(done):
+                return self._renumbered(lines, index), ""
+
+    @staticmethod
+    def _renumbered(lines: list, index: int) -> str:
+        return "\n".join(f"{MEMBER_MARK}0" if line.startswith(f"{MEMBER_MARK}{index}") else line for line in lines)
+
+    def _start(self) -> None:
+        root = str(Path(__file__).resolve().parents[1])
+        env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""),
+                   PTXDS_SANITIZE_DEVICE=str(self.device))
+        command = [self.sanitizer, "--tool", "racecheck", "--print-limit", str(BATCH_PRINT_LIMIT),
+                   "--error-exitcode", "0", sys.executable, "-m", "verify.sanitize", "--serve"]
+        self.lines = queue.Queue()
+        self.printed = 0
+        self.starts += 1
+        self.proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                     text=True, bufsize=1, env=env)
+        threading.Thread(target=self._read, args=(self.proc, self.lines), daemon=True,
+                         name="racecheck-reader").start()
+
+    @staticmethod
+    def _read(proc: subprocess.Popen, lines: "queue.Queue") -> None:
+        for line in proc.stdout:
+            lines.put(line.rstrip("\n"))
+        lines.put(_EOF)
+
+    def close(self, kill: bool = False) -> None:
+        """Ends the process: its stdin closed, then killed if it does not exit (at once with
+        ``kill``: a member that outlived its time is still running)."""
+        proc, self.proc = self.proc, None
+        if proc is None:
+            return
+        try:
+            proc.stdin.close()
+        except OSError:
+            pass
+        try:
+            proc.wait(timeout=0.1 if kill else 10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+    def shutdown(self) -> None:
+        self.close()
+        self.tmp.cleanup()
