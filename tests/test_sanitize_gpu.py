@@ -59,7 +59,8 @@ def _row(ptx, entry):
     return vector_add_row(ptx, "vadd_san", entry, N)
 
 
-def test_sanitize_sees_a_read_past_the_end_and_sets_the_status(tmp_path):
+def _kernels_ptx() -> str:
+    """KERNELS compiled for sm_80; skips without compute-sanitizer or nvcc."""
     if not (os.environ.get("PTXDS_COMPUTE_SANITIZER") or shutil.which("compute-sanitizer")):
         pytest.skip("compute-sanitizer is not on PATH (set PTXDS_COMPUTE_SANITIZER)")
     ptx_tools = pytest.importorskip("ptx_tools")
@@ -67,6 +68,11 @@ def test_sanitize_sees_a_read_past_the_end_and_sets_the_status(tmp_path):
         ptx = ptx_tools.compile_cuda(KERNELS, "sm_80")
     except ptx_tools.ToolchainError as exc:
         pytest.skip(f"no nvcc: {exc}")
+    return ptx
+
+
+def test_sanitize_sees_a_read_past_the_end_and_sets_the_status(tmp_path):
+    ptx = _kernels_ptx()
     from verify import verify_dataset
     ShardWriter(tmp_path / "in").write([_row(ptx, e) for e in ("vadd", "vadd_peeks_past_x", "vadd_racy")])
     verify_dataset(tmp_path / "in", tmp_path / "out", timing=False, progress=False, sanitize=True)
@@ -93,13 +99,7 @@ def test_every_member_gets_racecheck_without_sanitize(tmp_path):
     once (one sanitizer process for the run's GPU thread): the one whose race no rerun can see is
     race_detected, the one that synchronises passes, the one without shared memory is
     skipped."""
-    if not (os.environ.get("PTXDS_COMPUTE_SANITIZER") or shutil.which("compute-sanitizer")):
-        pytest.skip("compute-sanitizer is not on PATH (set PTXDS_COMPUTE_SANITIZER)")
-    ptx_tools = pytest.importorskip("ptx_tools")
-    try:
-        ptx = ptx_tools.compile_cuda(KERNELS, "sm_80")
-    except ptx_tools.ToolchainError as exc:
-        pytest.skip(f"no nvcc: {exc}")
+    ptx = _kernels_ptx()
     from verify import verify_dataset
     # the racy member before the clean one: a hazard given to the wrong member shows
     ShardWriter(tmp_path / "in").write([_row(ptx, e) for e in ("vadd", "vadd_racy_quietly", "vadd_shared")])
