@@ -40,7 +40,7 @@ def coverage_items(problem: Problem) -> list:
     op = get_op(problem.op)
     items = []
     for buf in problem.buffers:
-        if buf.role not in ("in", "inout") or buf.table or buf.name in op.derived_inputs:
+        if buf.role not in ("in", "inout") or buf.table or op.derives(problem, buf.name):
             continue
         if is_float(buf.dtype) and buf.dtype in FORMATS:
             if buf.init is not None and buf.init.kind in FLOAT_DISTRIBUTIONS:

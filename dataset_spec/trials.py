@@ -84,7 +84,7 @@ def trial_spec(problem: Problem, trial: int) -> TrialSpec:
         if buf.table == "values":
             plans.append(BufferPlan(buf.name, index, TABLE))
             continue
-        if op is not None and buf.name in op.derived_inputs:
+        if op is not None and op.derives(problem, buf.name):
             plans.append(BufferPlan(buf.name, index, DERIVED, kind))
             continue
         span = op.integer_range(problem, buf) if (not is_float(buf.dtype) and op is not None

@@ -117,7 +117,9 @@ class TritonJitBuilder(Builder):
                     raise CallDescriptionError(f"--arch {arch}: triton-jit compiles for {', '.join(ARCH_CC)}")
                 if config.num_ctas > 1 and not arch.startswith("sm_90"):
                     continue  # thread-block clusters need sm_90
-                key = f"{description.group_id}/{plan['config']}_{label}/{arch}"
+                # the kernel's name too: several descriptions (Liger's row and block RMSNorm)
+                # may fill one group, and a resumed build skips the items whose key it finds
+                key = f"{description.group_id}/{description.kernel.name}/{plan['config']}_{label}/{arch}"
                 items.append(WorkItem(key=key, group_id=description.group_id, label=key,
                                       payload={"call": str(description.path), "sha256": description.sha256,
                                                "arch": arch, "plan": plan}))

@@ -7,7 +7,10 @@ holds d loss / d x); ``target`` (rows,) integer class indices; outputs ``loss`` 
 ``lse`` (rows,) when declared. Params: ``ignore_index`` (-100; a row whose target equals it
 has loss 0 and gradient 0), ``label_smoothing`` (0), ``reduction`` (``none``, or ``mean``:
 the loss and gradient of every row divided by the number of rows whose target is not
-ignored, ``n_non_ignore``, as the kernel's caller passes it; ``sum``: as none).
+ignored, ``n_non_ignore``, as the kernel's caller passes it; ``sum``: as none),
+``ignored_rows`` (0: every label a class index; k: every trial draws the labels itself,
+uniform class indices with exactly k rows, at random places, set to ``ignore_index``, so
+a kernel that takes ``n_non_ignore`` as an argument is called with rows - k in every trial).
 
     lse = log sum_j exp(x_j),  loss = lse - (1 - ls) x_y - (ls / V) sum_j x_j
     grad_j = softmax(x)_j - (1 - ls) [j = y] - ls / V
@@ -117,6 +120,32 @@ def range_logits(problem, buffer):
     return LOGIT_RANGE
 
 
+def ignored_rows(problem) -> int:
+    """params.ignored_rows, checked against the row count (0 when not given)."""
+    count = problem.params.get("ignored_rows", 0)
+    rows = int(problem.buffer("target").numel)
+    if isinstance(count, bool) or not isinstance(count, int) or not 0 <= count < rows:
+        raise SpecError(f"problem {problem.problem_id}: params.ignored_rows must be an integer from 0 to "
+                        f"{rows - 1} (rows whose label is ignore_index in every trial), got {count!r}")
+    return count
+
+
+def labels_derived(problem, name) -> bool:
+    return name == "target" and ignored_rows(problem) > 0
+
+
+def derive_target(problem, buffer, rng):
+    """Class indices, uniform over 0 .. V - 1 with both ends present, then exactly
+    ``ignored_rows`` rows at random places set to ignore_index."""
+    ignore_index, _, _ = _params(problem)
+    vocab = vocabulary(problem)
+    labels = rng.integers(0, vocab, buffer.numel)
+    labels[:2] = (0, vocab - 1)
+    labels = rng.permutation(labels)
+    labels[rng.choice(buffer.numel, ignored_rows(problem), replace=False)] = ignore_index
+    return labels.astype(np.float64).reshape(buffer.shape)
+
+
 def range_target(problem, buffer):
     """Class indices 0 .. V - 1 (none equals ignore_index, so n_non_ignore is the row count)."""
     if buffer.name != "target":
@@ -135,5 +164,5 @@ OPS = [
            "loss: |lse| + |x_y| + ls mean|x| + 2; lse: 2; x (gradient): 2 p_j; n = V",
            integer_range=range_target, pointwise_scale=pointwise_cross_entropy,
            pointwise_text="4 sum_j p_j |x_j - max| + 6 (|lse| + 1); gradient: p_j (4 (|x_j - max| + spread) + 6)",
-           outputs=outputs_cross_entropy),
+           outputs=outputs_cross_entropy, derive=derive_target, derived_when=labels_derived),
 ]

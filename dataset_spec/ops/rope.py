@@ -10,7 +10,8 @@ the cos/sin row:
 
 Kernels read only the first half of the tables, whose halves are equal in every model
 (``cat(freqs, freqs)``), so the reference reads only it too and a trial's second halves are
-never used. Error model: two products and a sum in float32, then the store: S = |x1 c| +
+never used. ``params.inverse`` (false) applies the inverse rotation, sin negated
+(out1 = x1 c + x2 s, out2 = x2 c - x1 s): the backward pass of RoPE. Error model: two products and a sum in float32, then the store: S = |x1 c| +
 |x2 s| (resp. |x2 c| + |x1 s|), n = 1.
 """
 from __future__ import annotations
@@ -45,6 +46,8 @@ def _rotate(problem, x, cos, sin, magnitude: bool):
     rd = _rotary_dim(problem, x)
     half = rd // 2
     c, s = _table(cos, x)[..., :half], _table(sin, x)[..., :half]
+    if problem.params.get("inverse", False):
+        s = -s
     x1, x2 = x[..., :half], x[..., half:rd]
     out = np.array(x, dtype=np.float64, copy=True)
     if magnitude:
@@ -84,7 +87,7 @@ def range_rope(problem, buffer):
 
 OPS = [
     OpSpec("rope", ref_rope, lambda p: 1, "rotary embedding of q and k in place (first half of each "
-           "cos/sin row; params.rotary_dim)", scale_rope, range_rope,
+           "cos/sin row; params.rotary_dim, params.inverse)", scale_rope, range_rope,
            "|x1 c| + |x2 s| (first half), |x2 c| + |x1 s| (second half)",
            outputs=lambda problem: tuple(_rotated(problem))),
 ]

@@ -35,6 +35,8 @@ class OpSpec:
     ``derived_inputs``: input buffers whose contents the op makes for every trial instead of
     drawing them from a distribution (a sparse operand's metadata); ``derive(problem,
     buffer, rng) -> float64 array`` gives one trial's values, in the buffer's storage dtype.
+    ``derived_when(problem, name) -> bool``: the same for buffers the op makes only when the
+    problem asks (cross entropy's labels with ``params.ignored_rows``); ``derives`` tells both.
     ``coverage(problem) -> [coverage.CoverageItem]``: the op's own coverage items beyond
     the per-buffer ones (structured rows, special and small outputs; dataset_spec/coverage.py).
     ``reduction_axis(problem, buffer) -> int``: the axis an input is reduced along (stress
@@ -69,6 +71,12 @@ class OpSpec:
     exact: Optional[Callable] = None
     outputs: Optional[Callable] = None
     roundings: Optional[Callable] = None
+    derived_when: Optional[Callable] = None
+
+    def derives(self, problem: Problem, name: str) -> bool:
+        """Whether the op makes input ``name``'s values in every trial (``derive``)."""
+        return name in self.derived_inputs or (self.derived_when is not None
+                                               and bool(self.derived_when(problem, name)))
 
     def bound_terms(self, problem: Problem, dtype: str, name: Optional[str] = None) -> BoundTerms:
         p = problem.params
