@@ -38,12 +38,33 @@ class InductorOptions:
 
 
 def kernel_folders(root: Path) -> list:
-    """Every kernel folder (one holding call.json) under a capture folder, sorted."""
+    """Every kernel folder (one holding call.json) under a capture folder, sorted, each
+    checked by ``check_kernel_folder``."""
     folders = sorted(p.parent for p in root.glob("*/*/call.json"))
     if not folders:
         raise CaptureError(f"{root}: no captured kernels (<model>/<kernel>/call.json); "
                            f"write one with ptxds capture --source inductor --out {root}")
+    for folder in folders:
+        check_kernel_folder(folder)
     return folders
+
+
+def check_kernel_folder(folder: Path) -> None:
+    """Refuses a kernel whose capture predates CAPTURE_VERSION or whose reference calls an op
+    that a verifier's torch (the minimum, portable_ops.MINIMUM_TORCH) may lack."""
+    from builders.inductor.capture import CAPTURE_VERSION
+    from builders.inductor.portable_ops import MINIMUM_TORCH, missing_ops
+
+    summary = folder.parent / "capture.json"
+    version = json.loads(summary.read_text()).get("capture_version", 0) if summary.exists() else 0
+    if version < CAPTURE_VERSION:
+        raise CaptureError(f"{folder.parent}: capture version {version} predates portable references and input "
+                           f"domains (version {CAPTURE_VERSION}); capture it again with ptxds capture --source inductor")
+    missing = missing_ops((folder / "reference.py").read_text())
+    if missing:
+        raise CaptureError(f"{folder}/reference.py calls {', '.join(missing)}, which torch {MINIMUM_TORCH} (the "
+                           f"oldest a verifier may run) lacks; capture it again with this ptxds, which "
+                           f"decomposes such ops")
 
 
 class InductorBuilder(TritonJitBuilder):

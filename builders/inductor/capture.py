@@ -30,7 +30,7 @@ from pathlib import Path
 from builders.inductor.codegen_only import TARGETS, codegen_only
 
 RUNTIME_FILE = Path(__file__).with_name("reference_runtime.py")
-CAPTURE_VERSION = 1
+CAPTURE_VERSION = 2  # 2: portable references, params.input_range
 
 
 class _Stop(Exception):
@@ -187,8 +187,8 @@ def subgraph(outputs: list, inputs: list) -> list:
     return sorted(keep, key=order.__getitem__)
 
 
-def subgraph_code(nodes: list, inputs: list, outputs: list) -> str:
-    """Python text of ``graph(*inputs) -> tuple(outputs)``: FX's own code of the nodes."""
+def subgraph_graph(nodes: list, inputs: list, outputs: list):
+    """An FX graph ``graph(*inputs) -> tuple(outputs)`` of copies of the nodes."""
     import torch.fx as fx
 
     graph = fx.Graph()
@@ -198,9 +198,70 @@ def subgraph_code(nodes: list, inputs: list, outputs: list) -> str:
     for node in nodes:
         env[node] = graph.node_copy(node, lambda n: env[n])
     graph.output(tuple(env[n] for n in outputs))
+    return graph
+
+
+def graph_code(graph) -> str:
+    """Python text of an FX graph as ``def graph(...)``: FX's own code."""
     code = graph.python_code(root_module="self").src
     code = code.replace("def forward(self, ", "def graph(").replace("def forward(self)", "def graph()")
     return textwrap.dedent(code).strip() + "\n"
+
+
+def subgraph_code(nodes: list, inputs: list, outputs: list) -> str:
+    """Python text of ``graph(*inputs) -> tuple(outputs)``: FX's own code of the nodes."""
+    return graph_code(subgraph_graph(nodes, inputs, outputs))
+
+
+def portable_graph(graph, in_nodes: list) -> tuple:
+    """(graph, decomposed op names): ``graph`` unchanged when every op it calls is one of the
+    minimum torch's (builders/inductor/portable_ops.py); else the graph traced again with
+    each other op replaced by its decomposition (Inductor's ``prims.prepare_softmax_online``
+    becomes amax, sub, exp and sum). Raises ValueError naming an op without one."""
+    import torch
+    import torch.fx as fx
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    from builders.inductor.portable_ops import MINIMUM_TORCH, decomposition, is_portable
+
+    unportable = {n.target for n in graph.nodes if n.op == "call_function" and not is_portable(n.target)}
+    if not unportable:
+        return graph, []
+    table = {}
+    for target in unportable:
+        table[target] = decomposition(target)
+        if table[target] is None:
+            raise ValueError(f"{target} is not an op of torch {MINIMUM_TORCH} and has no decomposition")
+    cpu = torch.device("cpu")
+    for node in graph.nodes:
+        node.args, node.kwargs = _on_device(node.args, cpu), _on_device(node.kwargs, cpu)
+    values = [n.meta["val"] for n in in_nodes]
+    examples = [torch.empty_strided(v.shape, v.stride(), dtype=v.dtype) for v in values]
+    traced = make_fx(fx.GraphModule(torch.nn.Module(), graph), decomposition_table=table,
+                     tracing_mode="fake")(*examples).graph
+    left = sorted({str(n.target) for n in traced.nodes if n.op == "call_function" and not is_portable(n.target)})
+    if left or any(n.op == "get_attr" for n in traced.nodes):
+        raise ValueError(f"decomposing {sorted(map(str, unportable))} left {left or 'a constant'} "
+                         f"outside torch {MINIMUM_TORCH}")
+    named = fx.Graph()  # the placeholders keep the post-grad graph's names
+    env = {}
+    placeholders = [n for n in traced.nodes if n.op == "placeholder"]
+    for node, original in zip(placeholders, in_nodes):
+        env[node] = named.placeholder(original.name)
+    cuda = torch.device("cuda", 0)
+    for node in traced.nodes:
+        if node.op == "call_function":
+            env[node] = named.node_copy(node, lambda n: env[n])
+            env[node].args, env[node].kwargs = _on_device(env[node].args, cuda), _on_device(env[node].kwargs, cuda)
+        elif node.op == "output":
+            named.output(_map_nodes(node.args[0], env))
+    return named, sorted(map(str, unportable))
+
+
+def _map_nodes(value, env):
+    if isinstance(value, (list, tuple)):
+        return tuple(_map_nodes(v, env) for v in value)
+    return env.get(value, value) if hasattr(value, "op") else value
 
 
 # ----------------------------------------------------------------------------- kernel files
@@ -343,10 +404,12 @@ def describe_kernel(graph, call: KernelCall, roles: dict, model: str) -> dict:
         raise ValueError("two kernel arguments hold the same graph value")
     nodes = subgraph(out_nodes, in_nodes)
     numels = {p: int(args[p]) for p in call.params if p not in pointers}
+    graph_ops = sorted({str(n.target) for n in nodes})
+    portable, decomposed = portable_graph(subgraph_graph(nodes, in_nodes, out_nodes), in_nodes)
     return {"buffers": buffers, "inputs": inputs, "outputs": outputs, "numels": numels,
             "in_nodes": [n.name for n in in_nodes], "out_nodes": [n.name for n in out_nodes],
-            "code": subgraph_code(nodes, in_nodes, out_nodes),
-            "aten_ops": sorted({str(n.target) for n in nodes}),
+            "code": graph_code(portable), "graph_ops": graph_ops, "decomposed": decomposed,
+            "aten_ops": sorted({str(n.target) for n in portable.nodes if n.op == "call_function"}),
             "layers": sorted({_layer(n) for n in nodes} - {""})}
 
 
@@ -405,14 +468,97 @@ def reference_module(kernel: str, model: str, described: dict) -> str:
             f"INPUTS = {inputs!r}\nOUTPUTS = {outputs!r}\n\n\n{described['code']}\n{runtime}")
 
 
+# the largest magnitude a value stored in a dtype may reach in the domain search: half the
+# dtype's largest finite value, so the kernel's rounding of it cannot overflow
+SAFE_MAGNITUDE = {"float16": 65504.0 / 2, "bfloat16": 3.3895313892515355e38 / 2, "float32": 3.4028234663852886e38 / 2}
+DOMAIN_START, DOMAIN_LOW, DOMAIN_FLOOR = 2.0 ** 10, 2.0 ** -10, 2.0 ** -8
+
+
+def input_domain(reference_source: str, buffers: list) -> dict:
+    """{float input buffer: [lo, hi]}: the magnitudes the verifier's wide, edge and stress
+    trials draw (``params.input_range``). hi is the largest (at most DOMAIN_START, the
+    verifier's default) for which every value the graph stores in a narrow dtype, its
+    outputs and its casts, stays below half that dtype's largest finite value on the
+    adversarial inputs of ``dataset_spec.mugraph.search_domain``: a fused ``silu(a) * b``
+    of float16 operands of 1024 overflows the float16 it is stored in, and no member can
+    match a float64 reference there. Raises ValueError when even DOMAIN_FLOOR overflows."""
+    import numpy as np
+    import torch
+
+    from dataset_spec.mugraph import FP16_SAFE, MuGraphSemanticsError, search_domain
+
+    module = _reference_namespace(reference_source)
+    floats = [b for b in buffers if b["role"] in ("in", "inout") and _kind(b["dtype"]) == "float"]
+    if not floats:
+        return {}
+    rng = np.random.default_rng(0)
+    fixed = {b["name"]: rng.integers(b["init"]["params"]["low"], b["init"]["params"]["high"], b["shape"])
+             .astype(np.float64) for b in buffers if b["role"] in ("in", "inout") and b not in floats}
+    stored = {b["name"]: b["dtype"] for b in buffers if b["role"] in ("out", "inout")}
+    watcher = _narrow_values_mode(module)
+
+    def largest(arrays):
+        inputs = dict(fixed, **{b["name"]: np.array(a) for b, a in zip(floats, arrays)})
+        watcher.ratio = 0.0
+        with torch.no_grad(), watcher:
+            outs = module._outputs(module.graph(*module._graph_inputs(inputs)))
+        ratios = [watcher.ratio] + [_finite_peak(value) / SAFE_MAGNITUDE[stored[name]]
+                                    for name, (value, *_) in outs.items() if stored[name] in SAFE_MAGNITUDE]
+        return FP16_SAFE * max(ratios)
+
+    try:
+        hi = search_domain(largest, [b["shape"] for b in floats], DOMAIN_START, DOMAIN_FLOOR)
+    except MuGraphSemanticsError:
+        raise ValueError(f"no input magnitude >= {DOMAIN_FLOOR} keeps the kernel's stored values finite") from None
+    hi = math.floor(hi * 2 ** 10) / 2 ** 10  # a short number, never above the one searched
+    return {b["name"]: [DOMAIN_LOW, hi] for b in floats}
+
+
+def _reference_namespace(reference_source: str):
+    import types
+    module = types.ModuleType("reference")
+    exec(compile(reference_source, "<reference>", "exec"), module.__dict__)
+    return module
+
+
+def _finite_peak(value) -> float:
+    import torch
+    finite = value[torch.isfinite(value)] if value.is_floating_point() else value
+    return float(finite.abs().max()) if finite.numel() else 0.0
+
+
+def _narrow_values_mode(module):
+    """The reference's Float64 mode, also keeping ``ratio``: the largest finite magnitude of a
+    value the graph casts to a float dtype, over that dtype's SAFE_MAGNITUDE."""
+    import torch
+    casts = (torch.ops.prims.convert_element_type.default, torch.ops.aten._to_copy.default)
+
+    class NarrowValues(module.Float64):
+        ratio = 0.0
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = super().__torch_dispatch__(func, types, args, kwargs)
+            dtype = args[1] if func is casts[0] else (kwargs or {}).get("dtype") if func is casts[1] else None
+            safe = SAFE_MAGNITUDE.get(str(dtype).replace("torch.", ""))
+            if safe is not None:
+                self.ratio = max(self.ratio, _finite_peak(out) / safe)
+            return out
+
+    return NarrowValues()
+
+
 def write_kernel(folder: Path, kernel: str, model: str, described: dict, source: str, plain: str,
                  heuristic: str, configs: list, grid: list, dtype: str) -> None:
-    """kernel.py, reference.py, call.yaml and inductor.json of one kernel."""
+    """kernel.py, reference.py, call.json and inductor.json of one kernel."""
     folder.mkdir(parents=True, exist_ok=True)
+    reference = reference_module(kernel, model, described)
+    params = {"reference": "reference:reference", "reduction_length": 1}
+    domain = input_domain(reference, described["buffers"])
+    if domain:
+        params["input_range"] = domain
     (folder / "kernel.py").write_text(plain)
-    (folder / "reference.py").write_text(reference_module(kernel, model, described))
-    problem = {"problem_id": f"{model}/{kernel}", "op": "custom",
-               "params": {"reference": "reference:reference", "reduction_length": 1},
+    (folder / "reference.py").write_text(reference)
+    problem = {"problem_id": f"{model}/{kernel}", "op": "custom", "params": params,
                "buffers": [{k: v for k, v in b.items() if k != "graph_role"} for b in described["buffers"]]}
     args = {b["name"]: b["name"] for b in described["buffers"]}
     args.update(described["numels"])
@@ -421,6 +567,7 @@ def write_kernel(folder: Path, kernel: str, model: str, described: dict, source:
     (folder / "call.json").write_text(json.dumps(call, indent=1) + "\n")
     provenance = {"kernel": kernel, "model": model, "dtype": dtype, "heuristic": heuristic,
                   "config_lists": [c["lists"] for c in configs], "aten_ops": described["aten_ops"],
+                  "graph_ops": described["graph_ops"], "decomposed": described["decomposed"],
                   "layers": described["layers"], "graph_inputs": {b["name"]: b.get("graph_role") for b in
                                                                    described["buffers"] if "graph_role" in b},
                   "in_nodes": described["in_nodes"], "out_nodes": described["out_nodes"],
@@ -454,8 +601,8 @@ def trace_model(spec):
         gm = make_fx(forward, tracing_mode="fake")(*[t.detach() for t in state.values()], *cpu_inputs)
     cuda = torch.device("cuda", 0)
     for node in gm.graph.nodes:
-        node.args = _on_cuda(node.args, cuda)
-        node.kwargs = _on_cuda(node.kwargs, cuda)
+        node.args = _on_device(node.args, cuda)
+        node.kwargs = _on_device(node.kwargs, cuda)
     gm.recompile()
     mode = FakeTensorMode()
     with mode:
@@ -468,14 +615,15 @@ def trace_model(spec):
     return gm, example, roles
 
 
-def _on_cuda(value, cuda):
+def _on_device(value, device):
+    """``value`` with every torch.device in it replaced by ``device``."""
     import torch
     if isinstance(value, torch.device):
-        return cuda
+        return device
     if isinstance(value, (list, tuple)):
-        return type(value)(_on_cuda(v, cuda) for v in value)
+        return type(value)(_on_device(v, device) for v in value)
     if isinstance(value, dict):
-        return {k: _on_cuda(v, cuda) for k, v in value.items()}
+        return {k: _on_device(v, device) for k, v in value.items()}
     return value
 
 

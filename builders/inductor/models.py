@@ -167,9 +167,10 @@ class ModelSpec:
 
 
 def build_block(spec: ModelSpec):
-    """(module in eval mode with random weights, {input name: (role, shape, dtype)})."""
+    """(module in inference mode (``train(False)``) with random weights, {input name: (role,
+    shape, dtype)})."""
     torch = _torch()
     torch.manual_seed(0)
     module, inputs = BLOCKS[spec.block]()
     dtype = getattr(torch, spec.dtype)
-    return module.eval().to(dtype), inputs(spec.batch, spec.seq, dtype, "cuda")
+    return module.train(False).to(dtype), inputs(spec.batch, spec.seq, dtype, "cuda")
