@@ -7,7 +7,8 @@ the chunks back in row order: rows and statuses concatenated, racecheck counts j
 one Consensus for the group (``merge_consensus``), which replays each chunk's cluster
 representatives in row order against the clusters before them, so every member's outputs
 take part in the group's agreement check through its cluster's representative. Pure: the
-merge moves kept outputs to one device and compares them; it launches nothing.
+merge moves kept outputs to one device and compares them; it launches nothing (the runner
+holds the quiet locks of ``chunk_devices`` meanwhile: no GPU it reads or writes is timing).
 """
 from __future__ import annotations
 
@@ -23,13 +24,16 @@ class ChunkResult:
     """What verifying one chunk gave: its rows (verified, in row order), row statuses by
     build key, racecheck hazard counts, the prepared problems it judged against (digest ->
     (prepared, judged)) and its passing members' consensus per problem digest.
-    ``refused``: the group was refused whole (its rows carry different problems)."""
+    ``refused``: the group was refused whole (its rows carry different problems).
+    ``chunks``: the chunks merged into it; ``devices``: the GPUs its consensus lives on."""
     rows: list
     results: dict
     race_counts: dict = field(default_factory=dict)
     problems: dict = field(default_factory=dict)
     consensus: dict = field(default_factory=dict)
     refused: bool = False
+    chunks: int = 1
+    devices: list = field(default_factory=list)
 
 
 def _outputs_on(outputs: list, device) -> list:
@@ -43,6 +47,18 @@ def _outputs_on(outputs: list, device) -> list:
 def _specs_device(specs: list):
     """The device the agreement bounds of ``specs`` live on (None: the host)."""
     return device_of(*[bound for spec in specs for bound in spec.agreement_bounds])
+
+
+def chunk_devices(chunks: list) -> list:
+    """The devices (torch devices, host excluded) holding the chunks' agreement bounds and
+    kept outputs: each chunk's judging GPU."""
+    found = []
+    for chunk in chunks:
+        for consensus in chunk.consensus.values():
+            device = _specs_device(consensus.specs)
+            if device is not None and device not in found:
+                found.append(device)
+    return found
 
 
 def merge_consensus(parts: list) -> Consensus:
@@ -88,6 +104,6 @@ def merge_chunks(chunks: list) -> ChunkResult:
             problems.setdefault(digest, prepared)
         for digest, consensus in chunk.consensus.items():
             parts.setdefault(digest, []).append(consensus)
-    return ChunkResult(rows, results, race_counts, problems,
-                       {digest: merge_consensus(found) for digest, found in parts.items()},
-                       refused=any(chunk.refused for chunk in chunks))
+    merged = {digest: merge_consensus(found) for digest, found in parts.items()}
+    return ChunkResult(rows, results, race_counts, problems, merged, refused=any(chunk.refused for chunk in chunks),
+                       chunks=len(chunks), devices=chunk_devices([ChunkResult([], {}, consensus=merged)]))

@@ -60,7 +60,7 @@ from .race_focus import automatic_sanitizer, barrier_never_ordered, delay_reason
     racecheck_reason, synchronous_copy_pair, synchronous_copy_verdict
 from .race_delays import CHANGED_ORDER, DROPPED_BARRIER, delay_member_runs, judge_delays
 from .schedule import PASS_THROUGH, ChunkQueue, measured_seconds, plan_chunks, row_costs
-from .chunk_merge import ChunkResult, merge_chunks
+from .chunk_merge import ChunkResult, chunk_devices, merge_chunks
 # Statuses whose rows keep their time: every other status is a failed check, and a time is
 # only kept where the kernel was shown to compute the function.
 TIMED_STATUSES = ("passed", "unexercised")
@@ -72,8 +72,11 @@ TIMING_KINDS = ("normal", "uniform", "wide", "edge")
 TIMING_SETS = 2
 INPUT_GENERATORS = ("auto", "host")
 PREFETCH_GROUPS = 4
-# Groups whose inputs, references and bounds are prepared ahead of the GPU, and the host
-# threads that do it (numpy releases the GIL in its array loops).
+# Groups whose inputs, references and bounds are prepared ahead of the GPUs, per GPU worker
+# (with several GPUs the queue's front moves that many times faster), and the host threads
+# that prepare them: at least PREPARE_THREADS, and one per GPU worker, so each GPU can have a
+# preparation in flight (numpy releases the GIL in its array loops; device work waits on its
+# GPU). Each group is prepared once, on one GPU; the others get copies (_Run.on_gpu).
 PREPARE_AHEAD = 1
 PREPARE_THREADS = 2
 MAX_TIMING_SAMPLES = 2000
@@ -87,8 +90,8 @@ RACECHECK_MEMBER_SECONDS = 20.0
 # also held about 9.5 GB of prepared references.
 TRIAL_THREADS = 2
 _TRIAL_POOL = ThreadPoolExecutor(max_workers=TRIAL_THREADS, thread_name_prefix="verify-trial")
-# Host threads that hash outputs kept on the GPU (outcome.classify's hash_pool)
-_HASH_POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="verify-hash")
+# Rows per GPU thread whose outputs are hashed on host threads (outcome.classify's hash_pool,
+# one thread per GPU worker, at least two) while the next member runs
 HASHES_IN_FLIGHT = 2  # rows whose host copies wait for their hash: bounds the host memory held
 
 
@@ -183,27 +186,41 @@ class _ProblemTrials:
     tolerance: Optional[tuple] = None  # (atol, rtol) when the problem replaces the bound with them
     bound_note: str = ""  # the bound's coefficients per output, for provenance
     salt: str = ""        # the run's trial salt, mixed into the seeds (inputs.trial_seed)
+    device: Optional[object] = None  # the torch device the trials and references were made on (None: the host)
     _host_storage: Optional[list] = None
     _coverage: Optional[dict] = None
+    _coverage_pending: Optional[Future] = None  # the measure running on a host thread (_Run)
+    _download_lock: Optional[object] = None  # the quiet lock of ``device``, held while its trials are downloaded
 
     def coverage(self, on_host: Optional[tuple] = None) -> dict:
         """{coverage item: count} the group's trials drew (dataset_spec/coverage.py),
         measured once per group (``on_host``: (trials, references) already copied to the
-        host); {} where the group was refused before its references."""
+        host); {} where the group was refused before its references. Where a host thread
+        measures it (``_coverage_pending``), its answer is waited for."""
+        if self._coverage is None and self._coverage_pending is not None:
+            self._coverage_pending.result()
         if self._coverage is None:
-            from dataset_spec.coverage import measure_trials
-            trials, references = on_host or (self.trials, self.references)
-            try:
-                self._coverage = (measure_trials(self.problem, trials, references) if self.references else {})
-            except Exception as exc:  # a measure that fails must not fail the group's rows
-                self._coverage = {"error": f"{type(exc).__name__}: {exc}"[:300]}
+            self._coverage = self.measure_coverage(on_host)
         return self._coverage
+
+    def measure_coverage(self, on_host: Optional[tuple] = None) -> dict:
+        """The coverage counts, measured now (``coverage`` keeps them)."""
+        from dataset_spec.coverage import measure_trials
+        trials, references = on_host or (self.trials, self.references)
+        try:
+            return measure_trials(self.problem, trials, references) if self.references else {}
+        except Exception as exc:  # a measure that fails must not fail the group's rows
+            return {"error": f"{type(exc).__name__}: {exc}"[:300]}
 
     def host_storage(self) -> list:
         """Per trial, the input storage arrays on the host (downloaded once from the device
-        where the trials were made there; only the host path and the sanitizer need them)."""
+        where the trials were made there, under that GPU's quiet lock: whichever GPU thread
+        asks, the GPU that made them may be timing; only the host path and the sanitizer
+        need them)."""
         if self._host_storage is None:
-            self._host_storage = [t.host_storage() for t in self.trials]
+            with self._download_lock or contextlib.nullcontext():
+                if self._host_storage is None:
+                    self._host_storage = [t.host_storage() for t in self.trials]
         return self._host_storage
 
 
@@ -227,6 +244,16 @@ def prepare_device(problem: Problem, reference: str = "auto", inputs: str = "aut
     return device
 
 
+def host_references(prepared: _ProblemTrials, judged: _ProblemTrials) -> list:
+    """The references a failing member's witness is read from: the prepared ones (the host's
+    exact float64 where the group was made there), or the judged copy where the group was
+    made on another GPU than the one judging it (the same bits, on the judging GPU)."""
+    made, judging = prepared.device, device_of(*(judged.references[0].values() if judged.references else ()))
+    if made is not None and judging is not None and str(made) != str(judging):
+        return judged.references
+    return prepared.references
+
+
 def _worker_gpu_if_made_on_device(prepared, ordinal: int):
     """The GPU of worker ``ordinal`` when ``prepared``'s references are tensors (made on
     the device), else None: they are judged where they are, not brought back."""
@@ -239,7 +266,8 @@ def _worker_gpu_if_made_on_device(prepared, ordinal: int):
 
 def prepare_problem(problem: Problem, group_id: str, n_trials: Optional[int] = None,
                     reference: str = "auto", device=None, quiet_gpu=None, host_trial=None,
-                    salt: str = "") -> _ProblemTrials:
+                    salt: str = "", *, trial_pool: Optional[ThreadPoolExecutor] = None,
+                    measure_coverage: bool = True) -> _ProblemTrials:
     """Draw inputs, compute references and per-element error bounds for every trial (one
     trial per trial kind when ``n_trials`` is None); refuse trivial references.
     ``reference``: where the float64 reference runs (see reference.py). ``device``: a
@@ -249,8 +277,13 @@ def prepare_problem(problem: Problem, group_id: str, n_trials: Optional[int] = N
     (and finished before it is released), so no kernel of ours runs beside a timed one.
     ``host_trial(problem, group_id, trial)``: a Future of a trial drawn on the host (default:
     drawn now on the trial threads); a group prepared on several GPUs shares these draws.
-    ``salt``: the run's trial salt (inputs.trial_seed)."""
+    ``salt``: the run's trial salt (inputs.trial_seed). ``trial_pool``: the threads that
+    evaluate a device's trials (default: the host's trial threads; the runner gives each GPU
+    its own, so GPUs preparing side by side do not queue behind each other).
+    ``measure_coverage``: False leaves the coverage measure to the caller (the runner runs it
+    on a host thread of its own, off the path to the group's first member)."""
     quiet = _quietly(device, quiet_gpu)
+    device_pool = trial_pool if device is not None and trial_pool is not None else _TRIAL_POOL
     host_trial = host_trial or (lambda p, g, t: _TRIAL_POOL.submit(make_trial_inputs, p, g, t, salt))
     op = evaluating_op(get_op(problem.op), reference, quiet_gpu)  # a user's reference: GPU and cache
     n_trials = n_trials or trial_count(problem)
@@ -264,7 +297,8 @@ def prepare_problem(problem: Problem, group_id: str, n_trials: Optional[int] = N
     else:
         trials = list(_TRIAL_POOL.map(lambda t: make_trial_inputs(problem, group_id, t, salt), range(n_trials)))
     specs = [OutputSpec(b.name, b.dtype, shape=b.shape) for b in problem.buffers if b.role in ("out", "inout")]
-    prepared = _ProblemTrials(problem, trials, [], specs, salt=salt)
+    prepared = _ProblemTrials(problem, trials, [], specs, salt=salt, device=device,
+                              _download_lock=quiet_gpu if device is not None else None)
     fixed = {s.name: op.tolerance(problem, s.dtype) for s in specs}
     prepared.tolerance = next(iter(fixed.values()), None)
     terms = {s.name: None if fixed[s.name] else op.bound_terms(problem, s.dtype) for s in specs}
@@ -273,7 +307,7 @@ def prepare_problem(problem: Problem, group_id: str, n_trials: Optional[int] = N
                          else terms[s.name].describe()) for s in specs)
     # The trials are drawn and judged-for in parallel (numpy releases the GIL in its array
     # loops), then taken in trial order, so the first refusal is the one a serial pass finds.
-    results = list(_TRIAL_POOL.map(lambda trial: quiet(_trial_reference, op, problem, trial, specs, terms,
+    results = list(device_pool.map(lambda trial: quiet(_trial_reference, op, problem, trial, specs, terms,
                                                         reference, device), trials))
     catches = []
     for trial, (shaped, per_spec, refusal) in zip(trials, results):
@@ -292,13 +326,19 @@ def prepare_problem(problem: Problem, group_id: str, n_trials: Optional[int] = N
                 catches.append(caught)
         prepared.references.append(shaped)
     prepared.catches_rel_err = max(catches) if catches else None
-    # measured here, on the prefetching thread, so the host work overlaps the GPU's work on
-    # earlier groups (at llm sizes it takes seconds): device-made trials are copied back under
-    # the lock (no copy beside a timed member), then measured without holding it (a timed
-    # member must not wait for host work)
-    on_host = quiet(_host_copies, prepared)
-    prepared.coverage(on_host)
+    if measure_coverage:
+        prepared._coverage = coverage_of(prepared, quiet_gpu)
     return prepared
+
+
+def coverage_of(prepared: _ProblemTrials, quiet_gpu=None) -> dict:
+    """The coverage measure of a prepared problem, on the host (at llm sizes it takes
+    seconds, so the runner runs it on a host thread while the GPUs work): trials and
+    references made on a device are copied back under ``quiet_gpu`` (no copy beside a timed
+    member), then measured without holding it (a timed member must not wait for host work).
+    A refused problem is measured on what it made before its refusal."""
+    on_host = None if prepared.refusal else _quietly(prepared.device, quiet_gpu)(_host_copies, prepared)
+    return prepared.measure_coverage(on_host)
 
 
 @dataclass
@@ -362,6 +402,18 @@ def _trial_reference(op, problem: Problem, trial, specs: list, terms: dict, refe
     return shaped, per_spec, ""
 
 
+def fill_coverage(rows: list, prepared_by_digest: dict) -> None:
+    """Rows written with ``apply_verdict(coverage=False)`` get their problem's coverage counts
+    (waiting for the measure where it still runs)."""
+    for row in rows:
+        verify = (row.provenance or {}).get("verify")
+        if verify is None or "coverage" not in verify or verify["coverage"] is not None:
+            continue
+        prepared = prepared_by_digest.get(row.problem.digest()) if row.problem is not None else None
+        if prepared is not None:
+            verify["coverage"] = prepared.coverage()
+
+
 def _clear_verifier_columns(row: KernelRecord) -> KernelRecord:
     row = dataclasses.replace(row, provenance=dict(row.provenance or {}))
     for name in VERIFIER_COLUMNS:
@@ -370,8 +422,10 @@ def _clear_verifier_columns(row: KernelRecord) -> KernelRecord:
 
 
 def apply_verdict(row: KernelRecord, verdict: Verdict, prepared: _ProblemTrials, gpu: dict,
-                  load_path: str = "", load_note: str = "") -> KernelRecord:
-    """The row with the verifier's columns filled in from ``verdict``."""
+                  load_path: str = "", load_note: str = "", coverage: bool = True) -> KernelRecord:
+    """The row with the verifier's columns filled in from ``verdict``. ``coverage``: False
+    leaves ``provenance.verify.coverage`` None, for ``fill_coverage`` once the group's
+    measure is done (the runner does not wait for it per member)."""
     row = _clear_verifier_columns(row)
     row.status, row.status_message = verdict.status, verdict.message
     row.max_abs_err, row.max_rel_err = verdict.max_abs_err, verdict.max_rel_err
@@ -399,7 +453,7 @@ def apply_verdict(row: KernelRecord, verdict: Verdict, prepared: _ProblemTrials,
         "error_bound": prepared.bound_note, "gpu": gpu.get("pci_bus_id"),
         "load": load_path, **({"load_note": load_note[:1000]} if load_note else {}),
         # per coverage item of the op (dataset_spec/coverage.py), how often the trials drew it
-        "coverage": prepared.coverage(),
+        "coverage": prepared.coverage() if coverage else None,
     }
     return row
 
@@ -488,15 +542,38 @@ class _OpenGroup:
     done: dict = field(default_factory=dict)
 
 
+@dataclass
+class _OnGpu:
+    """A prepared problem where one GPU judges its members: ``judged`` (references and
+    bounds on that GPU) and, where inputs reach the worker as device tensors, ``inputs``
+    (per trial, the input storage as byte tensors there)."""
+    judged: _ProblemTrials
+    inputs: Optional[list] = None
+
+
+def _gpu_ordinal(device) -> Optional[int]:
+    """The GPU ordinal of a torch device (None for the host or the CPU)."""
+    if device is None or getattr(device, "type", "cpu") == "cpu":
+        return None
+    return int(device.index or 0)
+
+
+def prepare_threads(gpu_workers: int) -> int:
+    """Host threads preparing groups for ``gpu_workers`` GPU workers: one per worker, at
+    least PREPARE_THREADS."""
+    return max(PREPARE_THREADS, int(gpu_workers))
+
+
 class _Run:
     """One verify_dataset call: shared state of the GPU threads. ``chunks``: the queue's
-    plan (schedule.plan_chunks; None: each group whole, in order)."""
+    plan (schedule.plan_chunks; None: each group whole, in order). ``ordinals``: the GPU
+    ordinal of each GPU worker (default: one worker on GPU 0)."""
 
     def __init__(self, groups: list, out_dir: Path, trials: int, timing: bool, kernel_timeout: float,
                  time_budget: float, pool: Optional[AssemblyPool], gpu_cc: tuple, progress_bar,
                  reference: str = "auto", sanitizer: Optional[str] = None, device_outputs: bool = True,
                  inputs: str = "auto", chunks: Optional[list] = None, racecheck: bool = True,
-                 trial_salt: str = ""):
+                 trial_salt: str = "", ordinals: Optional[list] = None):
         self.groups = groups
         self.queue = ChunkQueue(chunks if chunks is not None else plan_chunks([[0.0] * len(rows) for _, rows in groups], 1))
         self.open_groups: dict = {}  # group index -> _OpenGroup
@@ -525,25 +602,47 @@ class _Run:
         self.bar = progress_bar
         self.error: Optional[BaseException] = None
         self.stage_seconds: Counter = Counter()  # where the GPU threads' wall time went
-        self.preparing: dict = {}  # (group_id, problem digest, device) -> Future of _ProblemTrials
+        self.ordinals = [int(o) for o in (ordinals if ordinals else [0])]
+        workers = len(self.ordinals)
+        # Each group is prepared once, on one GPU (or the host), whichever GPUs verify its
+        # chunks; a GPU judging a chunk of a group prepared on another gets a copy (on_gpu).
+        self.preparing: dict = {}  # (group_id, problem digest) -> Future of _ProblemTrials
+        self.on_gpus: dict = {}    # (group_id, problem digest, judging device) -> Future of _OnGpu
+        self.preparing_on: Counter = Counter()  # GPU ordinal -> preparations queued or running there
+        self.prepared_count = 0    # preparations started (one per group and problem)
         self.host_trials: dict = {}  # (group_id, problem digest, trial) -> Future of a host-drawn trial
-        self.prepare_pool = ThreadPoolExecutor(max_workers=PREPARE_THREADS, thread_name_prefix="verify-prepare")
+        self.prepare_pool = ThreadPoolExecutor(max_workers=prepare_threads(workers),
+                                               thread_name_prefix="verify-prepare")
+        # the coverage measures (host work, seconds per group at llm sizes), off the path to
+        # a group's first member: one thread per GPU worker keeps up with the GPUs
+        self.coverage_pool = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="verify-coverage")
+        # host-drawn trials of device-prepared groups (the stress rows), several groups at once
+        self.draw_pool = ThreadPoolExecutor(max_workers=max(TRIAL_THREADS, workers), thread_name_prefix="verify-draw")
+        self.hash_pool = ThreadPoolExecutor(max_workers=max(2, workers), thread_name_prefix="verify-hash")
+        self.device_trial_pools: dict = {}  # str(device) -> the threads evaluating that GPU's trials
         # per GPU ordinal, held while a member is timed there: the next group's inputs and
         # references made on that GPU meanwhile would run beside the timed kernel
         self.quiet_locks: dict = {}
 
+    def close(self) -> None:
+        """Stops the run's host threads (work not started is dropped)."""
+        for executor in [self.prepare_pool, self.coverage_pool, self.draw_pool, self.hash_pool,
+                         *self.device_trial_pools.values()]:
+            executor.shutdown(wait=False, cancel_futures=True)
+
     def take(self, ordinal: int = 0):
         """The next chunk from the shared queue (None when it is empty or a thread failed);
         also keeps assembly PREFETCH_GROUPS chunks ahead of the GPUs, and the preparation of
-        inputs and references for the chunks of PREPARE_AHEAD more groups ahead of GPU
-        ``ordinal`` (where they are made on the GPU, on that one: a free GPU takes the next
-        chunk, so the next groups are the ones it most likely verifies)."""
+        inputs and references PREPARE_AHEAD groups per GPU worker ahead (each group once,
+        whichever GPU asks: a free GPU takes the next chunk, so the next groups are the ones
+        the GPUs verify next)."""
         if self.error is not None:
             return None
         chunk = self.queue.take()
         if chunk is None:
             return None
-        ahead = self.queue.upcoming(max(PREFETCH_GROUPS, 8 * PREPARE_AHEAD))
+        ahead_groups = PREPARE_AHEAD * len(self.ordinals)
+        ahead = self.queue.upcoming(max(PREFETCH_GROUPS, 8 * ahead_groups))
         with self.lock:
             for later in [chunk] + ahead[:PREFETCH_GROUPS]:
                 if self.pool is not None and (later.group, later.start) not in self.submitted:
@@ -553,7 +652,7 @@ class _Run:
                             self.pool.submit(row)
             groups = [chunk.group]
             for later in ahead:
-                if len(groups) > PREPARE_AHEAD:
+                if len(groups) > ahead_groups:
                     break
                 if later.group not in groups:
                     groups.append(later.group)
@@ -570,6 +669,25 @@ class _Run:
         return self.quiet_locks.setdefault(int(ordinal), threading.Lock())  # setdefault is atomic under the GIL
 
     @contextlib.contextmanager
+    def quiet_gpus(self, devices):
+        """Holds the quiet locks of the GPUs among ``devices`` (torch devices; None and the
+        CPU are skipped) in ordinal order, so two threads taking several never wait on each
+        other, and waits for the CUDA ones before releasing them: a copy from one GPU to
+        another reads one and writes the other, and neither may be timing meanwhile."""
+        devices = [d for d in devices if _gpu_ordinal(d) is not None]
+        with contextlib.ExitStack() as held:
+            for ordinal in sorted({_gpu_ordinal(d) for d in devices}):
+                held.enter_context(self.quiet_gpu(ordinal))
+            try:
+                yield
+            finally:
+                cuda = [d for d in devices if getattr(d, "type", "") == "cuda"]
+                if cuda:
+                    import torch
+                    for device in cuda:
+                        torch.cuda.synchronize(device)
+
+    @contextlib.contextmanager
     def stopwatch(self, stage: str):
         """Adds the block's wall time to ``stage_seconds[stage]`` (summed over GPU threads)."""
         start = time.perf_counter()
@@ -580,29 +698,64 @@ class _Run:
                 self.stage_seconds[stage] += time.perf_counter() - start
 
     def _prepare_future(self, group_id: str, problem: Problem, ordinal: int = 0):
-        """The Future of a group's prepared problem (inputs, references, bounds) for the
-        members judged on GPU ``ordinal``, started on a host thread if it was not yet, so
-        that this work overlaps the GPU's work on the chunks before it. Made on that GPU
-        where prepare_device says so (each GPU that verifies a chunk of the group makes its
-        own, from the same seeds); made on the host once for all GPUs otherwise. Called
-        under the lock."""
-        device = prepare_device(problem, self.reference, self.inputs, ordinal)
-        key = (group_id, problem.digest(), str(device) if device is not None else None)
+        """The Future of a group's prepared problem (inputs, references, bounds), started on a
+        host thread if it was not yet, so that this work overlaps the GPUs' work on the
+        chunks before it. Prepared once per group and problem, however many GPUs verify its
+        chunks: on a GPU where prepare_device says so (the one with the fewest preparations
+        queued, GPU ``ordinal`` on a tie, so several groups are prepared on several GPUs at
+        once), else on the host. Called under the lock."""
+        key = (group_id, problem.digest())
         if key not in self.preparing:
+            device = prepare_device(problem, self.reference, self.inputs, ordinal)
+            home = None
+            if device is not None:
+                home = min(dict.fromkeys(self.ordinals),
+                           key=lambda o: (self.preparing_on[o], o != int(ordinal), o))
+                device = prepare_device(problem, self.reference, self.inputs, home)
+                self.preparing_on[home] += 1
             # a host-made group's custom reference may still run on GPU 0 (reference.evaluating_op)
-            lock = self.quiet_gpu(device.index or 0 if device is not None else 0)
-            self.preparing[key] = self.prepare_pool.submit(prepare_problem, problem, group_id, self.trials,
-                                                           self.reference, device, lock, self._host_trial,
-                                                           self.trial_salt)
+            lock = self.quiet_gpu(_gpu_ordinal(device) or 0)
+            self.prepared_count += 1
+            self.preparing[key] = self.prepare_pool.submit(self._prepare, problem, group_id, device, lock, home)
         return self.preparing[key]
 
+    def _prepare(self, problem: Problem, group_id: str, device, lock, home: Optional[int]) -> _ProblemTrials:
+        """One group's preparation (a prepare thread's task); its coverage measure then goes to
+        a coverage thread, so the GPUs need not wait for it."""
+        try:
+            prepared = prepare_problem(problem, group_id, self.trials, self.reference, device, lock,
+                                       self._host_trial, self.trial_salt, trial_pool=self._trial_pool(device),
+                                       measure_coverage=False)
+        finally:
+            if home is not None:
+                with self.lock:
+                    self.preparing_on[home] -= 1
+        prepared._coverage_pending = self.coverage_pool.submit(self._measure_coverage, prepared, lock)
+        return prepared
+
+    @staticmethod
+    def _measure_coverage(prepared: _ProblemTrials, lock) -> None:
+        prepared._coverage = coverage_of(prepared, lock)
+
+    def _trial_pool(self, device) -> Optional[ThreadPoolExecutor]:
+        """The threads that evaluate GPU ``device``'s trials (None for the host's, shared)."""
+        if device is None:
+            return None
+        with self.lock:
+            key = str(device)
+            if key not in self.device_trial_pools:
+                self.device_trial_pools[key] = ThreadPoolExecutor(max_workers=TRIAL_THREADS,
+                                                                  thread_name_prefix=f"verify-trial-{key}")
+            return self.device_trial_pools[key]
+
     def _host_trial(self, problem: Problem, group_id: str, trial: int):
-        """The Future of one trial drawn on the host, drawn once whichever GPUs prepare the
-        group (the stress rows of a large GEMM take seconds of numpy)."""
+        """The Future of one trial drawn on the host, drawn once per group (the stress rows of
+        a large GEMM take seconds of numpy)."""
         key = (group_id, problem.digest(), trial)
         with self.lock:
             if key not in self.host_trials:
-                self.host_trials[key] = _TRIAL_POOL.submit(make_trial_inputs, problem, group_id, trial, self.trial_salt)
+                self.host_trials[key] = self.draw_pool.submit(make_trial_inputs, problem, group_id, trial,
+                                                              self.trial_salt)
             return self.host_trials[key]
 
     def prepared(self, group_id: str, problem: Problem, ordinal: int = 0) -> _ProblemTrials:
@@ -610,13 +763,49 @@ class _Run:
             future = self._prepare_future(group_id, problem, ordinal)
         return future.result()
 
-    def forget_prepared(self, group_id: str) -> None:
-        """Drop a written group's prepared problems (their arrays are large)."""
+    def on_gpu(self, group_id: str, prepared: _ProblemTrials, worker) -> _OnGpu:
+        """``prepared`` where ``worker``'s members are judged: its references and bounds on
+        the worker's judging GPU (judge.on_device; a copy from the GPU that prepared the
+        group, or an upload of a host-made one), and where inputs reach the worker as device
+        tensors, its inputs there too. Made once per group and GPU; a copy onto or off a GPU
+        holds that GPU's quiet lock (quiet_gpus)."""
+        problem = prepared.problem
+        target = (judge_device(problem, self.reference, worker.ordinal)
+                  or _worker_gpu_if_made_on_device(prepared, worker.ordinal))
+        key = (group_id, problem.digest(), str(target))
         with self.lock:
-            for key in [k for k in self.preparing if k[0] == group_id]:
-                del self.preparing[key]
-            for key in [k for k in self.host_trials if k[0] == group_id]:
-                del self.host_trials[key]
+            future = self.on_gpus.get(key)
+            mine = future is None
+            if mine:
+                future = self.on_gpus[key] = Future()
+        if not mine:
+            return future.result()
+        try:
+            made = self._copy_to(prepared, target, worker)
+        except BaseException as exc:
+            future.set_exception(exc)
+            raise
+        future.set_result(made)
+        return made
+
+    def _copy_to(self, prepared: _ProblemTrials, target, worker) -> _OnGpu:
+        source = getattr(prepared, "device", None)
+        # data moves only between two places (the GPU's own group made there stays in place)
+        moving = target is not None and str(source) != str(target)
+        with self.quiet_gpus([source, target] if moving else []):
+            judged = on_device(prepared, target)
+            inputs = None
+            if getattr(worker, "device_outputs_ok", False) and self.device_outputs and judged is not prepared:
+                device = device_of(*judged.references[0].values())
+                inputs = [device_inputs(t.storage, device) for t in prepared.trials]
+        return _OnGpu(judged, inputs)
+
+    def forget_prepared(self, group_id: str) -> None:
+        """Drop a written group's prepared problems and their copies (their arrays are large)."""
+        with self.lock:
+            for found in (self.preparing, self.on_gpus, self.host_trials):
+                for key in [k for k in found if k[0] == group_id]:
+                    del found[key]
 
     def verify_group(self, worker, group_id: str, rows: list) -> tuple:
         """(rows, statuses by build key) of a whole group verified on ``worker``."""
@@ -635,7 +824,7 @@ class _Run:
         # digest -> (prepared problem, the same with its arrays where members are judged)
         problems: dict = {}
         consensus_by_digest: dict = {}
-        gpu_inputs: dict = {}  # digest -> per trial, the inputs uploaded to the judging GPU
+        gpu_inputs: dict = {}  # digest -> per trial, the inputs as tensors on the judging GPU
         hashing: list = []     # rows whose output_hash is still a Future
         for row in rows:
             if row.status in PASS_THROUGH:
@@ -655,15 +844,16 @@ class _Run:
                 with self.stopwatch("wait_prepare"):
                     prepared = self.prepared(group_id, row.problem, worker.ordinal)
                 row_start = time.perf_counter()
-                judged = on_device(prepared, judge_device(row.problem, self.reference, worker.ordinal)
-                                   or _worker_gpu_if_made_on_device(prepared, worker.ordinal))
+                with self.stopwatch("copy"):
+                    here = self.on_gpu(group_id, prepared, worker)
+                judged, gpu_inputs[digest] = here.judged, here.inputs
                 problems[digest] = (prepared, judged)
                 consensus_by_digest[digest] = Consensus(judged.specs)
             prepared, judged = problems[digest]
             if prepared.refusal:
                 status = prepared.refusal_status or "trivial_reference"
                 verdict = Verdict(status, prepared.refusal, trials=0)
-                out_rows.append(apply_verdict(row, verdict, prepared, gpu))
+                out_rows.append(apply_verdict(row, verdict, prepared, gpu, coverage=False))
                 results[row.build_key] = status
                 continue
             assembled = self.pool.result(row) if self.pool is not None else None
@@ -672,9 +862,6 @@ class _Run:
             with self.stopwatch("run"):
                 if getattr(worker, "device_outputs_ok", False) and self.device_outputs and judged is not prepared:
                     # inputs and outputs stay on the GPU the members are judged on (device_outputs.py)
-                    if digest not in gpu_inputs:
-                        device = device_of(*judged.references[0].values())
-                        gpu_inputs[digest] = [device_inputs(t.storage, device) for t in prepared.trials]
                     payload = [(t.trial, f"{digest}:{t.trial}", t.seed, gpu_inputs[digest][i])
                                for i, t in enumerate(prepared.trials)]
                     check = worker.check(row.to_json(), group_id, payload, cubin, self.kernel_timeout,
@@ -691,12 +878,13 @@ class _Run:
                 self.stage_seconds["run.pipe"] += max(0.0, time.perf_counter() - run_start
                                                       - sum((check.seconds or {}).values()))
             with self.stopwatch("judge"):
-                verdict = classify(check, judged.specs, judged.references, prepared.references, _HASH_POOL)
+                verdict = classify(check, judged.specs, judged.references, host_references(prepared, judged),
+                                   self.hash_pool)
             load_path = check.load_path or ("driver_jit" if not cubin else "cubin")
             if load_path == "cubin" and assembled:
                 load_path = assembled.path
             new_row = apply_verdict(row, verdict, prepared, gpu, load_path,
-                                    assembled.message if assembled else "")
+                                    assembled.message if assembled else "", coverage=False)
             if check.fences or check.notes:  # how buffers were fenced, perturbations skipped
                 new_row.provenance["verify"].update(fences=check.fences, runtime_notes=list(check.notes)[:8])
             if self.sanitizer and verdict.status not in ("jit_failed", "timeout"):
@@ -733,7 +921,11 @@ class _Run:
         if merged.refused:
             return out_rows, results
         consensus_by_digest = merged.consensus
-        with self.stopwatch("judge"):
+        # the consensus lives on the first chunk's GPU, a prepared problem on the GPU that made
+        # it: where either is another GPU than this thread's, that GPU may be timing
+        touched = list(merged.devices) + [getattr(p, "device", None) for p, _ in problems.values()]
+        foreign = any(_gpu_ordinal(d) not in (None, int(worker.ordinal)) for d in touched)
+        with self.stopwatch("judge"), self.quiet_gpus(touched if foreign else []):
             self._apply_consensus(out_rows, results, consensus_by_digest)
             add_consensus_witnesses(out_rows, consensus_by_digest, {d: p for d, (p, _) in problems.items()})
         with self.stopwatch("racecheck"):
@@ -742,7 +934,12 @@ class _Run:
             self._judge_derived(worker, group_id, out_rows, results, problems, race_counts)
         apply_race_statuses(out_rows, results, racing_members(race_counts))
         with self.stopwatch("delays"):
-            self._delay_races(worker, group_id, out_rows, results, problems)
+            # judged where this worker judges: the merged group's copy is the first chunk's, and
+            # its GPU may be timing (this worker verified the last chunk: its copy is kept)
+            here = {d: (p, self.on_gpu(group_id, p, worker).judged) for d, (p, _) in problems.items()}
+            self._delay_races(worker, group_id, out_rows, results, here)
+        with self.stopwatch("wait_coverage"):  # measured on a host thread meanwhile; a probe's own record stays
+            fill_coverage(out_rows, {d: p for d, (p, _) in problems.items()})
         explain_survivors(out_rows)
         drop_unearned_times(out_rows)
         return out_rows, results
@@ -864,7 +1061,8 @@ class _Run:
                 base_runs[base.build_key] = delay_member_runs(worker, base, group_id, payload, self.kernel_timeout)
             mutant_runs = delay_member_runs(worker, row, group_id, payload, self.kernel_timeout)
             cause = DROPPED_BARRIER if (row.variant or {}).get("mutation") == "drop_barrier" else CHANGED_ORDER
-            verdict = judge_delays(mutant_runs, base_runs[base.build_key], base, prepared, cause=cause)
+            judged = problems[row.problem.digest()][1]  # where this worker judges (finish_group)
+            verdict = judge_delays(mutant_runs, base_runs[base.build_key], base, judged, cause=cause)
             row.provenance.setdefault("verify", {})["delays"] = {"reason": reason, **verdict.record}
             if verdict.status:
                 _replace_status(row, verdict.status, verdict.message)
@@ -1000,7 +1198,10 @@ class _Run:
                     if complete:
                         del self.open_groups[chunk.group]
                 if complete:
-                    merged = merge_chunks([state.done[i] for i in range(state.count)])
+                    parts = [state.done[i] for i in range(state.count)]
+                    # the merge compares kept outputs across the chunks' GPUs: none of them may be timing
+                    with self.stopwatch("judge.merge"), self.quiet_gpus(chunk_devices(parts) if len(parts) > 1 else []):
+                        merged = merge_chunks(parts)
                     self.write_group(chunk.group, *self.finish_group(worker, group_id, merged))
                 with self.lock:
                     self.gpu_busy[name] += time.perf_counter() - start
@@ -1195,7 +1396,8 @@ def verify_dataset(in_dir, out_dir, *, groups: Optional[str] = None, trials: Opt
                                    measured=measured_seconds(records) | (measured_seconds(Dataset.open(costs_from).records())
                                                                          if costs_from else {}))
         run = _Run(todo, out_path, trials, timing, kernel_timeout, time_budget, pool, cc, bar, reference, sanitizer,
-                   device_outputs, inputs, chunks=chunks, racecheck=racecheck, trial_salt=trial_salt)
+                   device_outputs, inputs, chunks=chunks, racecheck=racecheck, trial_salt=trial_salt,
+                   ordinals=[getattr(w, "ordinal", i) for i, w in enumerate(gpu_workers)])
         threads = [threading.Thread(target=run.serve, args=(w,), name=f"verify-gpu{i}", daemon=True)
                    for i, w in enumerate(gpu_workers)]
         started = time.perf_counter()
@@ -1224,7 +1426,7 @@ def verify_dataset(in_dir, out_dir, *, groups: Optional[str] = None, trials: Opt
         if pool is not None:
             pool.close()
         if run is not None:
-            run.prepare_pool.shutdown(wait=False, cancel_futures=True)
+            run.close()
             run.close_racecheck()
         for w in gpu_workers:
             w.close()
