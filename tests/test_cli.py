@@ -32,7 +32,7 @@ def test_unknown_source_lists_known_ones(tmp_path):
     result = run_cli("build", "--source", "nope", "--out", str(tmp_path / "d"))
     assert result.exit_code == 2  # a usage error, like a bad --arch
     assert result.output.strip().splitlines()[-1] == \
-        "Error: unknown source 'nope'; known sources: cutlass, cutlass-conv, handhack, mirage, ptx, tilelang, triton, triton-dump, triton-jit, tvm"
+        "Error: unknown source 'nope'; known sources: cutlass, cutlass-conv, handhack, inductor, mirage, ptx, tilelang, triton, triton-dump, triton-jit, tvm"
 
 
 def test_unknown_arch_is_rejected(tmp_path):
