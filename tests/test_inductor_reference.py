@@ -113,7 +113,7 @@ def test_build_refuses_a_reference_calling_an_op_the_minimum_torch_lacks(capture
 
 def test_silu_times_up_gets_a_domain_whose_float16_output_stays_finite(captured):
     """Inputs of 1024 make silu(a) * b about 1e6, which float16 stores as inf while the float64
-    reference stays finite: the capture narrows that kernel's domain, and only that one."""
+    reference stays finite: the capture narrows that kernel's domain, not a norm's."""
     root, summaries = captured
     model = "llama_layer-float16-b1s16"
     [name] = [k for k in summaries[model]["kernels"] if k.endswith("mul_silu_3")]
@@ -124,8 +124,9 @@ def test_silu_times_up_gets_a_domain_whose_float16_output_stays_finite(captured)
     full = {b.name: np.full(b.shape, 1024.0) for b in problem.buffers if b.role != "out"}
     [out] = get_op("custom").reference(full, problem).values()
     assert np.abs(out).max() > 65504  # the default domain would overflow
-    others = [_problem(f) for f in _folders(root) if not f.name.endswith("mul_silu_3")]
-    assert all(hi == 1024.0 for p in others for _, hi in p.params.get("input_range", {}).values())
+    norms = [_problem(f) for f in _folders(root) if "rsqrt" in f.name or "layer_norm" in f.name]
+    assert len(norms) >= 4  # a normalised row stays below sqrt(n) |weight|: the default domain
+    assert all(hi == 1024.0 for p in norms for _, hi in p.params["input_range"].values())
 
 
 def test_float32_evaluation_passes_every_trial_the_verifier_draws(captured):
@@ -172,3 +173,29 @@ class _Float32(torch.utils._python_dispatch.TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         return func(*_float32(tuple(args)), **{k: _float32(v) for k, v in (kwargs or {}).items()})
+
+
+def test_attention_is_traced_as_the_cuda_build_dispatches_it(captured):
+    """Llama's SDPA is FlashAttention's CUDA op (an extern call), not the CPU's fused op, and
+    the rotary kernel that writes its query and key in flash's layout is captured."""
+    root, summaries = captured
+    llama = summaries["llama_layer-float16-b1s16"]
+    assert "_scaled_dot_product_flash_attention" in llama["aten_fallbacks"]
+    assert not any("for_cpu" in k for k in llama["kernels"] + list(llama["skipped"]))
+    assert llama["skipped"] == {}
+    [rotary] = [k for k in llama["kernels"] if "flash_attention" in k and "cat" in k]
+    info = json.loads((root / "llama_layer-float16-b1s16" / rotary / "inductor.json").read_text())
+    assert len(info["out_nodes"]) == 2 and "aten.cat.default" in info["aten_ops"]
+
+
+def test_sdpa_backend_follows_the_cuda_dispatch_order():
+    from builders.inductor.cuda_attention import sdpa_backend
+    q = torch.zeros(2, 4, 16, 64, dtype=torch.float16)
+    assert sdpa_backend(q, q, q) == "flash"
+    assert sdpa_backend(q, q, q, attn_mask=torch.ones(16, 16, dtype=torch.bool)) == "efficient"
+    assert sdpa_backend(q.float(), q.float(), q.float()) == "efficient"
+    odd = torch.zeros(2, 4, 16, 60, dtype=torch.float32)
+    assert sdpa_backend(odd, odd, odd) == "efficient"  # 60 % 4 == 0
+    assert sdpa_backend(odd[..., :30], odd[..., :30], odd[..., :30]) == "math"  # 30 % 4 != 0
+    big = torch.zeros(1, 1, 8, 512, dtype=torch.float16)
+    assert sdpa_backend(big, big, big) == "efficient"  # flash takes head sizes up to 256

@@ -140,7 +140,32 @@ def _buffer_node(graph, name: str):
     node = buffer.get_origin_node() if hasattr(buffer, "get_origin_node") else None
     if node is None and hasattr(buffer, "data"):
         node = getattr(buffer.data, "origin_node", None)
-    return node
+    return node if node is not None else _extern_operand_node(graph, name)
+
+
+def _extern_operand_node(graph, name: str):
+    """The FX node whose value buffer ``name`` holds when Inductor made the buffer to give an
+    extern kernel an operand in the layout it requires (flash attention's query and key
+    after the rotary embedding): the extern op's FX argument at the buffer's position. None
+    when no extern kernel takes the buffer itself as an operand."""
+    import torch.utils._pytree as pytree
+    from torch._inductor import ir
+
+    for op in getattr(graph, "operations", []):
+        if not isinstance(op, ir.ExternKernel) or isinstance(op, ir.MultiOutput):
+            continue
+        operands = [i.get_name() if isinstance(i, ir.Buffer) else None for i in op.inputs]
+        if name not in operands:
+            continue
+        fx_node = op.origin_node
+        if fx_node is None:
+            matches = [n for n in op.origins if n.target is getattr(op, "op_overload", None)]
+            fx_node = matches[0] if len(matches) == 1 else None
+        if fx_node is None:
+            return None
+        fx_args = [a for a in pytree.tree_leaves((fx_node.args, fx_node.kwargs)) if hasattr(a, "op")]
+        return fx_args[operands.index(name)] if len(fx_args) == len(operands) else None
+    return None
 
 
 def _layout(graph, name: str) -> tuple:
@@ -580,12 +605,14 @@ def write_kernel(folder: Path, kernel: str, model: str, described: dict, source:
 def trace_model(spec):
     """(ATen FX graph of the model's forward, moved to the CUDA device; fake CUDA example
     inputs; {placeholder name: role}). Weights come first as graph inputs, then the model's
-    inputs. The graph is traced over fake CPU tensors (make_fx cannot run CUDA factory calls
-    without a GPU) and every device it names is then made ``cuda:0``."""
+    inputs. The graph is traced over fake CPU tensors (a CPU-only torch cannot index a fake
+    CUDA tensor), with attention as the CUDA build dispatches it (cuda_attention.py), and
+    every device it names is then made ``cuda:0``."""
     import torch
     from torch._subclasses.fake_tensor import FakeTensorMode
     from torch.fx.experimental.proxy_tensor import make_fx
 
+    from builders.inductor.cuda_attention import cuda_attention_mode
     from builders.inductor.models import build_block
 
     module, inputs = build_block(spec)
@@ -597,7 +624,7 @@ def trace_model(spec):
         params = dict(zip(names, flat[:len(names)]))
         return torch.func.functional_call(module, params, tuple(flat[len(names):]))
 
-    with torch.no_grad():
+    with torch.no_grad(), cuda_attention_mode():
         gm = make_fx(forward, tracing_mode="fake")(*[t.detach() for t in state.values()], *cpu_inputs)
     cuda = torch.device("cuda", 0)
     for node in gm.graph.nodes:
@@ -667,7 +694,8 @@ def capture_model(spec, out_dir, target: str = "h100") -> dict:
     summary = {"model": spec.name, "kernels": kept, "skipped": skipped, "target": target,
                "torch": torch.__version__, "seconds": round(time.time() - start, 1),
                "capture_version": CAPTURE_VERSION,
-               "extern_kernels": sorted(set(re.findall(r"extern_kernels\.(\w+)", recorder.wrapper or "")))}
+               "extern_kernels": sorted(set(re.findall(r"extern_kernels\.(\w+)", recorder.wrapper or ""))),
+               "aten_fallbacks": sorted(set(re.findall(r"torch\.ops\.aten\.(\w+)\.", recorder.wrapper or "")))}
     (Path(out_dir) / spec.name).mkdir(parents=True, exist_ok=True)
     (Path(out_dir) / spec.name / "capture.json").write_text(json.dumps(summary, indent=1) + "\n")
     return summary
