@@ -23,6 +23,7 @@ from dataset_spec.errors import PtxdsError
 from dataset_spec.one_problem import check_joins, problems_in_folder
 
 SOURCE_NAME = "inductor"
+CAPTURE_VERSION = 2  # what a capture folder's capture.json must say; 2: portable references, input domains
 
 
 class CaptureError(PtxdsError, ValueError):
@@ -52,7 +53,6 @@ def kernel_folders(root: Path) -> list:
 def check_kernel_folder(folder: Path) -> None:
     """Refuses a kernel whose capture predates CAPTURE_VERSION or whose reference calls an op
     that a verifier's torch (the minimum, portable_ops.MINIMUM_TORCH) may lack."""
-    from builders.inductor.capture import CAPTURE_VERSION
     from builders.inductor.portable_ops import MINIMUM_TORCH, missing_ops
 
     summary = folder.parent / "capture.json"

@@ -30,7 +30,6 @@ from pathlib import Path
 from builders.inductor.codegen_only import TARGETS, codegen_only
 
 RUNTIME_FILE = Path(__file__).with_name("reference_runtime.py")
-CAPTURE_VERSION = 2  # 2: portable references, params.input_range
 
 
 class _Stop(Exception):
@@ -658,6 +657,8 @@ def capture_model(spec, out_dir, target: str = "h100") -> dict:
     """Capture every Triton kernel of ``spec``'s forward into ``out_dir/<model>/<kernel>/``;
     returns the model's summary (kernels kept, kernels left out with reasons, seconds)."""
     import torch
+
+    from builders.inductor.builder import CAPTURE_VERSION
 
     start = time.time()
     gm, example, roles = trace_model(spec)
