@@ -263,19 +263,20 @@ def main() -> None:
     print(f"costs (x{args.scale}): check {args.check_s} s, time {args.time_s} s per row; per group: prepare "
           f"{args.prepare_s} s on a GPU, coverage {args.coverage_s} s on the host, copy {args.copy_s} s per GPU")
     print("| dataset | code | workers | verify s | speed-up | chunks | prepares | copies | coverage measures | "
-          "wait_prepare s | rows = 1 worker |")
+          "wait_prepare s (summed) | rows = first 1-worker run |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory(prefix="ptxds-split-sim-") as tmp:
         for name in args.datasets.split(","):
             groups, members = DATASETS[name]
             data = Path(tmp) / name
             write_dataset(data, groups, members)
-            for label, code in codes:
+            first = None  # the first checkout's first run: every run's rows are compared with it
+            for index, (label, code) in enumerate(codes):
                 base = None
                 for n in counts:
-                    found = run_child(args, code, data, Path(tmp) / f"{name}-{abs(hash(label))}-{n}", n)
-                    base = base or found
-                    same = "yes" if found["rows"] == base["rows"] else "NO"
+                    found = run_child(args, code, data, Path(tmp) / f"{name}-{index}-{n}", n)
+                    base, first = base or found, first or found
+                    same = "yes" if found["rows"] == first["rows"] else "NO"
                     print(f"| {name} | {label} | {n} | {found['verify_s']:.1f} | "
                           f"{base['verify_s'] / found['verify_s']:.2f}x | {found['chunks']} | {found['prepares']} | "
                           f"{found['copies']} | {found['coverages']} | {found['stages'].get('wait_prepare', 0):.1f} | "

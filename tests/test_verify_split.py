@@ -133,3 +133,119 @@ def test_measured_seconds_of_an_earlier_run_steer_the_next_schedule(tmp_path):
     plan = plan_group_chunks(groups, 2, None, True, 1.0, measured)
     assert groups[plan[0].group][0] == "ptx/b" and plan[0].count > 1
     assert plan_group_chunks(groups, 1, None, True, 1.0, measured)[0].group == 0
+
+
+class _StandInGpu:
+    """A GPU ordinal as the runner's device: prepared on, judged on, locked per ordinal (a
+    type torch does not know, so nothing is synchronised)."""
+    type = "standin"
+
+    def __init__(self, index: int):
+        self.index = index
+
+    def __str__(self) -> str:
+        return f"standin:{self.index}"
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, _StandInGpu) and other.index == self.index
+
+    def __hash__(self) -> int:
+        return self.index
+
+
+class _TimedVectorAdd(_HostVectorAdd):
+    """_HostVectorAdd whose timing takes a while and is recorded (ordinal, start, end)."""
+
+    def __init__(self, ordinal: int, log: list, timed: list):
+        super().__init__(ordinal, log)
+        self.timed = timed
+
+    def time(self, build_key, budget_s, timeout, max_samples=2000, sets=None):
+        import time
+        start = time.perf_counter()
+        time.sleep(0.01)
+        self.timed.append((self.ordinal, start, time.perf_counter()))
+        return super().time(build_key, budget_s, timeout, max_samples, sets)
+
+
+def _stand_in_gpus(monkeypatch) -> dict:
+    """Each worker's GPU a _StandInGpu for verify_dataset: each group's preparation and each
+    copy between GPUs recorded (the quiet locks a copy held, intervals), as is every timing."""
+    import time
+
+    import verify.runner as runner
+    seen = {"runs": [], "prepares": [], "copies": [], "timed": []}
+    real_init, real_prepare, real_on_device = runner._Run.__init__, runner.prepare_problem, runner.on_device
+
+    def init(self, *args, **kwargs):
+        real_init(self, *args, **kwargs)
+        seen["runs"].append(self)
+
+    def prepare_problem(problem, group_id, n_trials=None, reference="auto", device=None, quiet_gpu=None,
+                        host_trial=None, salt="", **options):
+        with quiet_gpu:  # the device's work, under its quiet lock as the runner's own is
+            start = time.perf_counter()
+            time.sleep(0.02)
+            seen["prepares"].append((group_id, device.index, start, time.perf_counter()))
+        prepared = real_prepare(problem, group_id, n_trials, reference, None, None, None, salt, **options)
+        prepared.device = device
+        return prepared
+
+    def on_device(prepared, device):
+        if prepared.device != device:
+            locks = seen["runs"][-1].quiet_locks
+            held = all(locks[o].locked() for o in (prepared.device.index, device.index))
+            start = time.perf_counter()
+            time.sleep(0.01)
+            seen["copies"].append((prepared.problem.problem_id, prepared.device.index, device.index, held, start,
+                                   time.perf_counter()))
+        return real_on_device(prepared, None)
+
+    monkeypatch.setattr(runner._Run, "__init__", init)
+    monkeypatch.setattr(runner, "prepare_device", lambda problem, reference, inputs, ordinal: _StandInGpu(ordinal))
+    monkeypatch.setattr(runner, "judge_device", lambda problem, backend, index: _StandInGpu(index))
+    monkeypatch.setattr(runner, "prepare_problem", prepare_problem)
+    monkeypatch.setattr(runner, "on_device", on_device)
+    return seen
+
+
+def _verify_on_stand_in_gpus(tmp_path, seen: dict, name: str, workers: int) -> tuple:
+    """(summary, rows by build key, the run, preparations, copies, timings) of one verify."""
+    from verify import verify_dataset
+    for found in seen.values():
+        found.clear()
+    log = []
+    summary = verify_dataset(tmp_path / "in", tmp_path / name, progress=False, reference="numpy", inputs="host",
+                             time_budget=0.1, workers=workers, assembly_pool=_NoAssembly,
+                             start_workers=lambda n: [_TimedVectorAdd(i, log, seen["timed"]) for i in range(n)])
+    return (summary, {r.build_key: r for r in read_records(tmp_path / name)}, seen["runs"][-1],
+            list(seen["prepares"]), list(seen["copies"]), list(seen["timed"]))
+
+
+def test_a_split_group_is_prepared_once_and_copied_to_other_gpus_while_they_are_quiet(tmp_path, monkeypatch):
+    from verify.runner import prepare_threads
+    rows = (_rows("ptx/big", 8192, 24, skewed={5, 17}, failed={9}) + _rows("ptx/mid", 4096, 6, skewed={2})
+            + _rows("ptx/small", 1024, 2))
+    ShardWriter(tmp_path / "in").write(rows)
+    seen = _stand_in_gpus(monkeypatch)
+    _, by_one, _, one_prepares, one_copies, _ = _verify_on_stand_in_gpus(tmp_path, seen, "one", 1)
+    three, by_three, run, prepares, copies, timed = _verify_on_stand_in_gpus(tmp_path, seen, "three", 3)
+    for key, row in by_one.items():
+        assert _labels(by_three[key]) == _labels(row), key
+        if row.status != "build_failed":  # the coverage measure, made on a host thread, reached every row
+            assert by_three[key].provenance["verify"]["coverage"] == row.provenance["verify"]["coverage"]
+            assert isinstance(row.provenance["verify"]["coverage"], dict)
+    assert three.split_groups >= 1
+    # one preparation per group, however many GPUs verify its chunks
+    assert sorted(g for g, *_ in prepares) == sorted(g for g, *_ in one_prepares) == ["ptx/big", "ptx/mid",
+                                                                                     "ptx/small"]
+    assert not one_copies and copies  # GPUs other than the preparing one judge from copies
+    assert all(held for *_, held, _, _ in copies)  # under both GPUs' quiet locks
+    assert len({(g, target) for g, _, target, *_ in copies}) == len(copies)  # one copy per group and GPU
+    # nothing of ours ran on a GPU while a member was timed there
+    for ordinal, start, end in timed:
+        for _, device, a, b in prepares:
+            assert device != ordinal or b <= start or a >= end
+        for _, source, target, _, a, b in copies:
+            assert ordinal not in (source, target) or b <= start or a >= end
+    assert run.prepare_pool._max_workers >= 3 and prepare_threads(4) >= 4 and prepare_threads(1) >= 2

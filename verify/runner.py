@@ -145,7 +145,10 @@ class VerifySummary:
     # seconds of the GPU threads' wall time per stage: run (in the worker process, split
     # into run.load/upload/kernel/download/compare; the rest of run is moving the job and
     # its outputs between processes), judge (checks and agreement), time, wait_prepare
-    # (inputs and references not ready yet)
+    # (inputs and references not ready yet), copy (a group prepared on another GPU copied to
+    # this one), wait_coverage; and, summed over the host threads that prepare groups rather
+    # than the GPU threads, prepare.draw.device, prepare.draw.host, prepare.reference and
+    # prepare.coverage (where a group's preparation goes)
     stage_seconds: dict = field(default_factory=dict)
     # peak resident memory (MiB) of each GPU worker process and of this process, from getrusage
     worker_peak_rss_mib: list = field(default_factory=list)
@@ -267,7 +270,7 @@ def _worker_gpu_if_made_on_device(prepared, ordinal: int):
 def prepare_problem(problem: Problem, group_id: str, n_trials: Optional[int] = None,
                     reference: str = "auto", device=None, quiet_gpu=None, host_trial=None,
                     salt: str = "", *, trial_pool: Optional[ThreadPoolExecutor] = None,
-                    measure_coverage: bool = True) -> _ProblemTrials:
+                    measure_coverage: bool = True, phases: Optional[Counter] = None) -> _ProblemTrials:
     """Draw inputs, compute references and per-element error bounds for every trial (one
     trial per trial kind when ``n_trials`` is None); refuse trivial references.
     ``reference``: where the float64 reference runs (see reference.py). ``device``: a
@@ -281,7 +284,11 @@ def prepare_problem(problem: Problem, group_id: str, n_trials: Optional[int] = N
     evaluate a device's trials (default: the host's trial threads; the runner gives each GPU
     its own, so GPUs preparing side by side do not queue behind each other).
     ``measure_coverage``: False leaves the coverage measure to the caller (the runner runs it
-    on a host thread of its own, off the path to the group's first member)."""
+    on a host thread of its own, off the path to the group's first member). ``phases``: where
+    given, gets the seconds of the draws made on the device (``draw.device``), the wait for
+    the host's draws after them (``draw.host``) and the references and bounds (``reference``)."""
+    phases = Counter() if phases is None else phases
+    started = time.perf_counter()
     quiet = _quietly(device, quiet_gpu)
     device_pool = trial_pool if device is not None and trial_pool is not None else _TRIAL_POOL
     host_trial = host_trial or (lambda p, g, t: _TRIAL_POOL.submit(make_trial_inputs, p, g, t, salt))
@@ -293,9 +300,14 @@ def prepare_problem(problem: Problem, group_id: str, n_trials: Optional[int] = N
         on_host = {t: host_trial(problem, group_id, t) for t in range(n_trials) if not device_makes(problem, t)}
         made = {t: quiet(make_trial_inputs_device, problem, group_id, t, device, salt)
                 for t in range(n_trials) if t not in on_host}
+        phases["draw.device"] += time.perf_counter() - started
+        started = time.perf_counter()
         trials = [made[t] if t in made else on_host[t].result() for t in range(n_trials)]
+        phases["draw.host"] += time.perf_counter() - started
     else:
         trials = list(_TRIAL_POOL.map(lambda t: make_trial_inputs(problem, group_id, t, salt), range(n_trials)))
+        phases["draw.host"] += time.perf_counter() - started
+    started = time.perf_counter()
     specs = [OutputSpec(b.name, b.dtype, shape=b.shape) for b in problem.buffers if b.role in ("out", "inout")]
     prepared = _ProblemTrials(problem, trials, [], specs, salt=salt, device=device,
                               _download_lock=quiet_gpu if device is not None else None)
@@ -309,6 +321,7 @@ def prepare_problem(problem: Problem, group_id: str, n_trials: Optional[int] = N
     # loops), then taken in trial order, so the first refusal is the one a serial pass finds.
     results = list(device_pool.map(lambda trial: quiet(_trial_reference, op, problem, trial, specs, terms,
                                                         reference, device), trials))
+    phases["reference"] += time.perf_counter() - started
     catches = []
     for trial, (shaped, per_spec, refusal) in zip(trials, results):
         if refusal:
@@ -619,6 +632,9 @@ class _Run:
         # host-drawn trials of device-prepared groups (the stress rows), several groups at once
         self.draw_pool = ThreadPoolExecutor(max_workers=max(TRIAL_THREADS, workers), thread_name_prefix="verify-draw")
         self.hash_pool = ThreadPoolExecutor(max_workers=max(2, workers), thread_name_prefix="verify-hash")
+        # finished groups whose coverage measure still runs are written here when it ends
+        self.write_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="verify-write")
+        self.writes: list = []  # Futures of those writes
         self.device_trial_pools: dict = {}  # str(device) -> the threads evaluating that GPU's trials
         # per GPU ordinal, held while a member is timed there: the next group's inputs and
         # references made on that GPU meanwhile would run beside the timed kernel
@@ -626,7 +642,7 @@ class _Run:
 
     def close(self) -> None:
         """Stops the run's host threads (work not started is dropped)."""
-        for executor in [self.prepare_pool, self.coverage_pool, self.draw_pool, self.hash_pool,
+        for executor in [self.prepare_pool, self.coverage_pool, self.draw_pool, self.hash_pool, self.write_pool,
                          *self.device_trial_pools.values()]:
             executor.shutdown(wait=False, cancel_futures=True)
 
@@ -722,20 +738,26 @@ class _Run:
     def _prepare(self, problem: Problem, group_id: str, device, lock, home: Optional[int]) -> _ProblemTrials:
         """One group's preparation (a prepare thread's task); its coverage measure then goes to
         a coverage thread, so the GPUs need not wait for it."""
+        phases = Counter()
         try:
             prepared = prepare_problem(problem, group_id, self.trials, self.reference, device, lock,
                                        self._host_trial, self.trial_salt, trial_pool=self._trial_pool(device),
-                                       measure_coverage=False)
+                                       measure_coverage=False, phases=phases)
         finally:
+            with self.lock:  # seconds of the prepare threads, not of the GPU threads
+                for phase, seconds in phases.items():
+                    self.stage_seconds[f"prepare.{phase}"] += seconds
             if home is not None:
                 with self.lock:
                     self.preparing_on[home] -= 1
         prepared._coverage_pending = self.coverage_pool.submit(self._measure_coverage, prepared, lock)
         return prepared
 
-    @staticmethod
-    def _measure_coverage(prepared: _ProblemTrials, lock) -> None:
+    def _measure_coverage(self, prepared: _ProblemTrials, lock) -> None:
+        start = time.perf_counter()
         prepared._coverage = coverage_of(prepared, lock)
+        with self.lock:  # seconds of the coverage threads
+            self.stage_seconds["prepare.coverage"] += time.perf_counter() - start
 
     def _trial_pool(self, device) -> Optional[ThreadPoolExecutor]:
         """The threads that evaluate GPU ``device``'s trials (None for the host's, shared)."""
@@ -916,7 +938,24 @@ class _Run:
     def finish_group(self, worker, group_id: str, merged: ChunkResult) -> tuple:
         """The group's (rows, statuses) once every chunk is verified (``merged``, in row
         order): members outside the consensus, witnesses, derived members' probes,
-        racecheck and delays (on ``worker``), then times a row has not earned dropped."""
+        racecheck and delays (on ``worker``: ``finish_on_gpu``), then coverage counts filled
+        in, survivors explained and times a row has not earned dropped (``finish_on_host``)."""
+        out_rows, results = self.finish_on_gpu(worker, group_id, merged)
+        self.finish_on_host(out_rows, merged)
+        return out_rows, results
+
+    def finish_on_host(self, out_rows: list, merged: ChunkResult) -> None:
+        """The group's last steps, on the host: its coverage counts (waiting for the measure
+        where it still runs), survivors explained, unearned times dropped."""
+        if merged.refused:
+            return
+        with self.stopwatch("wait_coverage"):
+            fill_coverage(out_rows, {d: p for d, (p, _) in merged.problems.items()})
+        explain_survivors(out_rows)
+        drop_unearned_times(out_rows)
+
+    def finish_on_gpu(self, worker, group_id: str, merged: ChunkResult) -> tuple:
+        """``finish_group``'s part on ``worker`` and the GPUs: (rows, statuses)."""
         out_rows, results, race_counts, problems = merged.rows, merged.results, merged.race_counts, merged.problems
         if merged.refused:
             return out_rows, results
@@ -938,10 +977,6 @@ class _Run:
             # its GPU may be timing (this worker verified the last chunk: its copy is kept)
             here = {d: (p, self.on_gpu(group_id, p, worker).judged) for d, (p, _) in problems.items()}
             self._delay_races(worker, group_id, out_rows, results, here)
-        with self.stopwatch("wait_coverage"):  # measured on a host thread meanwhile; a probe's own record stays
-            fill_coverage(out_rows, {d: p for d, (p, _) in problems.items()})
-        explain_survivors(out_rows)
-        drop_unearned_times(out_rows)
         return out_rows, results
 
     def _keep(self, prepared: "_ProblemTrials", digest: str) -> dict:
@@ -1202,7 +1237,9 @@ class _Run:
                     # the merge compares kept outputs across the chunks' GPUs: none of them may be timing
                     with self.stopwatch("judge.merge"), self.quiet_gpus(chunk_devices(parts) if len(parts) > 1 else []):
                         merged = merge_chunks(parts)
-                    self.write_group(chunk.group, *self.finish_group(worker, group_id, merged))
+                    out_rows, results = self.finish_on_gpu(worker, group_id, merged)
+                    self.forget_prepared(group_id)  # its copies' GPU memory; the rows keep what they need
+                    self.write_when_measured(chunk.group, out_rows, results, merged)
                 with self.lock:
                     self.gpu_busy[name] += time.perf_counter() - start
         except BaseException as exc:  # surface in the main thread; other threads stop taking chunks
@@ -1210,10 +1247,40 @@ class _Run:
                 self.error = self.error or exc
             self.queue.close()
 
+    def write_when_measured(self, index: int, out_rows: list, results: dict, merged: ChunkResult) -> None:
+        """``finish_on_host`` and ``write_group`` now if the group's coverage measures are done,
+        else on the writing thread once they are, so the GPU thread takes its next chunk
+        instead of waiting for host work (``drain`` waits for those writes)."""
+        pending = [p._coverage_pending for p, _ in merged.problems.values()
+                   if p._coverage_pending is not None and not p._coverage_pending.done()]
+        if not pending:
+            self.finish_on_host(out_rows, merged)
+            self.write_group(index, out_rows, results)
+            return
+
+        def write() -> None:
+            try:
+                for measure in pending:
+                    measure.result()
+                self.finish_on_host(out_rows, merged)
+                self.write_group(index, out_rows, results)
+            except BaseException as exc:  # surfaces in the main thread (drain); the GPU threads stop
+                with self.lock:
+                    self.error = self.error or exc
+                self.queue.close()
+                raise
+        with self.lock:
+            self.writes.append(self.write_pool.submit(write))
+
+    def drain(self) -> None:
+        """Waits for the writes left to the writing thread (a failed one is ``self.error``)."""
+        for future in list(self.writes):
+            with contextlib.suppress(BaseException):
+                future.result()
+
     def write_group(self, index: int, out_rows: list, results: dict) -> None:
-        """A finished group's rows in one part; its prepared problems dropped."""
+        """A finished group's rows in one part."""
         group_id = self.groups[index][0]
-        self.forget_prepared(group_id)
         summary = self.summarise(group_id, out_rows, results)
         with self.lock:
             self.writer.write(out_rows)
@@ -1405,6 +1472,7 @@ def verify_dataset(in_dir, out_dir, *, groups: Optional[str] = None, trials: Opt
             t.start()
         for t in threads:
             t.join()
+        run.drain()
         if run.error is not None:
             raise run.error
         summary.wall_seconds = time.perf_counter() - started
