@@ -73,6 +73,10 @@ def run(label: str, command: list, env: dict, timeout: float) -> dict:
     found["wall_s"] = wall
     print(f"   wall {wall:.1f} s, verify {found['verify_s']:.1f} s, {found['chunks']} chunks, "
           f"busy {', '.join(f'{b:.1f}' for b in found['busy_s'])}; {found['counts']}", flush=True)
+    # where the time went: the GPU threads' stages (wait_prepare, copy, run, time, wait_coverage ...)
+    # and the preparing threads' (prepare.*: device draws, host draws, references, coverage)
+    stages = sorted(found.get("stages", {}).items(), key=lambda kv: -kv[1])
+    print("   stages: " + ", ".join(f"{k} {v:.1f}" for k, v in stages if v >= 0.1), flush=True)
     return found
 
 
