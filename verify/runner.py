@@ -622,7 +622,6 @@ class _Run:
         self.preparing: dict = {}  # (group_id, problem digest) -> Future of _ProblemTrials
         self.on_gpus: dict = {}    # (group_id, problem digest, judging device) -> Future of _OnGpu
         self.preparing_on: Counter = Counter()  # GPU ordinal -> preparations queued or running there
-        self.prepared_count = 0    # preparations started (one per group and problem)
         self.host_trials: dict = {}  # (group_id, problem digest, trial) -> Future of a host-drawn trial
         self.prepare_pool = ThreadPoolExecutor(max_workers=prepare_threads(workers),
                                                thread_name_prefix="verify-prepare")
@@ -731,7 +730,6 @@ class _Run:
                 self.preparing_on[home] += 1
             # a host-made group's custom reference may still run on GPU 0 (reference.evaluating_op)
             lock = self.quiet_gpu(_gpu_ordinal(device) or 0)
-            self.prepared_count += 1
             self.preparing[key] = self.prepare_pool.submit(self._prepare, problem, group_id, device, lock, home)
         return self.preparing[key]
 
@@ -1250,10 +1248,13 @@ class _Run:
     def write_when_measured(self, index: int, out_rows: list, results: dict, merged: ChunkResult) -> None:
         """``finish_on_host`` and ``write_group`` now if the group's coverage measures are done,
         else on the writing thread once they are, so the GPU thread takes its next chunk
-        instead of waiting for host work (``drain`` waits for those writes)."""
+        instead of waiting for host work (``drain`` waits for those writes). Groups are written
+        in the order they finish: behind a write still waiting, a group waits too."""
         pending = [p._coverage_pending for p, _ in merged.problems.values()
                    if p._coverage_pending is not None and not p._coverage_pending.done()]
-        if not pending:
+        with self.lock:
+            queued = any(not write.done() for write in self.writes)
+        if not pending and not queued:
             self.finish_on_host(out_rows, merged)
             self.write_group(index, out_rows, results)
             return
