@@ -457,6 +457,11 @@ def _value_layout(node, size: list, stride: list, name: str) -> tuple:
         return list(size), list(stride)
     if stride == _contiguous(size) and math.prod(shape) == math.prod(size):
         return shape, _contiguous(shape)
+    kept = [(s, t) for s, t in zip(size, stride) if s != 1]
+    if [s for s in shape if s != 1] == [s for s, _ in kept]:
+        # the same dims less the ones of size 1 (a padded [1, 16, 683] buffer of a [16, 683] value)
+        strides = iter(t for _, t in kept)
+        return shape, [1 if s == 1 else next(strides) for s in shape]
     raise ValueError(f"buffer {name} is {list(size)} with strides {list(stride)} but its FX node "
                      f"{node.name} is {shape}")
 
@@ -469,8 +474,34 @@ def _init(node, roles: dict, dtype_name: str) -> tuple:
     if dtype_name == "bool":
         return {"kind": "randint", "params": {"low": 0, "high": 2}}, role
     if _kind(dtype_name) == "int":
-        raise ValueError(f"integer value {node.name} ({role}) has no known range")
+        span = index_range(node)
+        if span is None:
+            raise ValueError(f"integer value {node.name} ({role}) has no known range")
+        return {"kind": "randint", "params": {"low": 0, "high": span}}, f"indices:{span}"
     return {"kind": "normal", "params": {"mean": 0.0, "std": 1.0}}, role
+
+
+def index_range(node):
+    """n when ``node`` holds indices along a dimension of size n that an op chose (the
+    indices of ``topk``, ``sort``, ``max.dim``/``min.dim``, ``argmax``/``argmin``: an MoE
+    router's experts), else None."""
+    import operator
+
+    import torch
+    aten = torch.ops.aten
+    source, dim = None, None
+    if node.op == "call_function" and node.target is operator.getitem and node.args[1] == 1:
+        chooser = node.args[0]
+        if getattr(chooser, "target", None) in (aten.topk.default, aten.sort.default, aten.max.dim, aten.min.dim):
+            position = {aten.topk.default: 2}.get(chooser.target, 1)
+            dim = chooser.args[position] if len(chooser.args) > position else chooser.kwargs.get("dim", -1)
+            source = chooser.args[0]
+    elif node.op == "call_function" and node.target in (aten.argmax.default, aten.argmin.default):
+        source, dim = node.args[0], node.args[1] if len(node.args) > 1 else node.kwargs.get("dim")
+    value = getattr(source, "meta", {}).get("val")
+    if value is None or dim is None:
+        return None
+    return int(value.shape[dim])
 
 
 def _layer(node) -> str:
@@ -696,7 +727,8 @@ def capture_model(spec, out_dir, target: str = "h100") -> dict:
                "torch": torch.__version__, "seconds": round(time.time() - start, 1),
                "capture_version": CAPTURE_VERSION,
                "extern_kernels": sorted(set(re.findall(r"extern_kernels\.(\w+)", recorder.wrapper or ""))),
-               "aten_fallbacks": sorted(set(re.findall(r"torch\.ops\.aten\.(\w+)\.", recorder.wrapper or "")))}
+               "aten_fallbacks": sorted(set(re.findall(r"^[^#\n]*torch\.ops\.aten\.(\w+)\.", recorder.wrapper or "",
+                                                       re.MULTILINE)))}
     (Path(out_dir) / spec.name).mkdir(parents=True, exist_ok=True)
     (Path(out_dir) / spec.name / "capture.json").write_text(json.dumps(summary, indent=1) + "\n")
     return summary

@@ -11,7 +11,10 @@ Two things differ from a GPU machine, both recorded with every capture:
   patterns are device-independent except ``randperm_index_add``, which then never fires;
 - constant folding evaluates its (real, small) constants on the CPU: their values are the
   same, the folded graph still names the CUDA device;
-- ``triton_helpers.set_driver_to_gpu`` does nothing (the kernels are compiled, never loaded).
+- ``triton_helpers.set_driver_to_gpu`` does nothing (the kernels are compiled, never loaded);
+- the pad-mm pass never benchmarks: a GEMM it would time (a compute-bound one with a
+  misaligned size) is left unpadded, as a GPU decides when padding is not faster; its
+  rules that need no timing (``force_shape_pad``, the bf16 large-K rule) still apply.
 """
 from __future__ import annotations
 
@@ -142,6 +145,8 @@ def codegen_only(target: GpuTarget):
                             ("current_device", lambda: 0), ("device_count", lambda: 1),
                             ("is_bf16_supported", lambda *a, **k: True), ("get_raw_stream", lambda d=0: 0)):
             patches.set(CudaInterface, name, staticmethod(value))
+        from torch._inductor.fx_passes import pad_mm
+        patches.set(pad_mm, "is_mm_compute_bound", lambda *args, **kwargs: False)  # no timing runs
         fold = constant_folding.ConstantFolder.run
         patches.set(constant_folding.ConstantFolder, "run", functools.partialmethod(_fold_on_cpu, fold))
         # a kernel module calls this when it is imported (to read its autotune configs)

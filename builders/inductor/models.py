@@ -2,6 +2,8 @@
 weights and sizes in code (nothing is downloaded): a Llama-style decoder layer (RMSNorm,
 rotary attention, SwiGLU MLP), a GPT-2 block (LayerNorm, GELU-tanh MLP), a ViT block and a
 ResNet bottleneck (batch norm in eval mode). Each is named ``<block>-<dtype>-<size>``.
+Also a Mixtral-style MoE decoder layer, BERT's embeddings and encoder layer and a T5 v1.1
+encoder layer, written after their ``transformers`` code (not installed where captures run).
 The ``transformers`` and ``torchvision`` models of docs/inductor.md's plan are not here yet."""
 from __future__ import annotations
 
@@ -134,8 +136,152 @@ def resnet_bottleneck(channels=64, width=16):
     return Bottleneck(), inputs
 
 
+def moe_block(hidden=128, heads=4, kv_heads=2, experts=8, top_k=2, ffn=128, eps=1e-5):
+    """A Mixtral-style decoder layer: RMSNorm, rotary attention with grouped key/value heads,
+    and a sparse mixture of SwiGLU experts routed by softmax top-k, written as gpt-fast
+    writes it for torch.compile (each token gathers its experts' weights: static shapes)."""
+    torch, nn = _torch(), _nn()
+    F = torch.nn.functional
+    head_dim = hidden // heads
+
+    class RMSNorm(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.weight = nn.Parameter(torch.ones(hidden))
+
+        def forward(self, x):
+            x32 = x.float()
+            return (x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + eps)).to(x.dtype) * self.weight
+
+    class Experts(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w1 = nn.Parameter(torch.randn(experts, ffn, hidden) / math.sqrt(hidden))
+            self.w3 = nn.Parameter(torch.randn(experts, ffn, hidden) / math.sqrt(hidden))
+            self.w2 = nn.Parameter(torch.randn(experts, hidden, ffn) / math.sqrt(ffn))
+
+        def forward(self, x, chosen):
+            w1, w3, w2 = self.w1[chosen], self.w3[chosen], self.w2[chosen]  # [tokens, k, out, in]
+            gated = F.silu(torch.einsum("ti,taoi->tao", x, w1)) * torch.einsum("ti,taoi->tao", x, w3)
+            return torch.einsum("tao,taio->tai", gated, w2)
+
+    class Layer(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.input_norm, self.post_norm = RMSNorm(), RMSNorm()
+            self.q, self.o = nn.Linear(hidden, hidden, bias=False), nn.Linear(hidden, hidden, bias=False)
+            self.k = nn.Linear(hidden, kv_heads * head_dim, bias=False)
+            self.v = nn.Linear(hidden, kv_heads * head_dim, bias=False)
+            self.router = nn.Linear(hidden, experts, bias=False)
+            self.experts = Experts()
+
+        def forward(self, x, cos, sin):
+            b, s, _ = x.shape
+            h = self.input_norm(x)
+            q = self.q(h).view(b, s, heads, head_dim).transpose(1, 2)
+            k, v = (p(h).view(b, s, kv_heads, head_dim).transpose(1, 2) for p in (self.k, self.v))
+            q, k = q * cos + _rotate(q) * sin, k * cos + _rotate(k) * sin
+            k, v = (t.repeat_interleave(heads // kv_heads, dim=1) for t in (k, v))  # as HF's repeat_kv
+            attn = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            x = x + self.o(attn.transpose(1, 2).reshape(b, s, hidden))
+            tokens = self.post_norm(x).view(-1, hidden)
+            weights, chosen = torch.topk(F.softmax(self.router(tokens), dim=-1, dtype=torch.float), top_k, dim=-1)
+            weights = (weights / weights.sum(dim=-1, keepdim=True)).to(x.dtype)
+            mixed = torch.einsum("tai,ta->ti", self.experts(tokens, chosen), weights)
+            return x + mixed.view(b, s, hidden)
+
+    def inputs(batch, seq, dtype, device):
+        return {"x": ("activation", (batch, seq, hidden), dtype),
+                "cos": ("activation", (seq, head_dim), dtype), "sin": ("activation", (seq, head_dim), dtype)}
+
+    return Layer(), inputs
+
+
+def _rotate(t):
+    half = t.shape[-1] // 2
+    return _torch().cat((-t[..., half:], t[..., :half]), dim=-1)
+
+
+def bert_block(hidden=256, heads=4, ffn=1024, vocab=1024, positions=512, eps=1e-12):
+    """BERT's embeddings (word, position, token type; LayerNorm) and one post-LN encoder layer
+    with a padding mask (attention through SDPA with an additive mask, GELU-erf MLP)."""
+    torch, nn = _torch(), _nn()
+    F = torch.nn.functional
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.word, self.position = nn.Embedding(vocab, hidden), nn.Embedding(positions, hidden)
+            self.token_type = nn.Embedding(2, hidden)
+            self.embed_norm = nn.LayerNorm(hidden, eps=eps)
+            self.qkv, self.out = nn.Linear(hidden, 3 * hidden), nn.Linear(hidden, hidden)
+            self.attn_norm, self.ffn_norm = nn.LayerNorm(hidden, eps=eps), nn.LayerNorm(hidden, eps=eps)
+            self.fc1, self.fc2 = nn.Linear(hidden, ffn), nn.Linear(ffn, hidden)
+
+        def forward(self, input_ids, token_type_ids, attention_mask):
+            b, s = input_ids.shape
+            position_ids = torch.arange(s, device=input_ids.device)
+            x = self.embed_norm(self.word(input_ids) + self.token_type(token_type_ids) + self.position(position_ids))
+            # HF's extended mask: 0 where attended, the dtype's lowest value where padded
+            bias = (1.0 - attention_mask[:, None, None, :].to(x.dtype)) * torch.finfo(x.dtype).min
+            q, k, v = (t.view(b, s, heads, -1).transpose(1, 2) for t in self.qkv(x).split(hidden, dim=2))
+            attn = F.scaled_dot_product_attention(q, k, v, attn_mask=bias)
+            x = self.attn_norm(x + self.out(attn.transpose(1, 2).reshape(b, s, hidden)))
+            return self.ffn_norm(x + self.fc2(F.gelu(self.fc1(x))))
+
+    def inputs(batch, seq, dtype, device):
+        torch = _torch()
+        return {"input_ids": (f"indices:{vocab}", (batch, seq), torch.int64),
+                "token_type_ids": ("indices:2", (batch, seq), torch.int64),
+                "attention_mask": ("indices:2", (batch, seq), torch.int64)}
+
+    return Block(), inputs
+
+
+def t5_block(hidden=256, heads=4, ffn=683, eps=1e-6):
+    """A T5 v1.1 encoder layer after the first: RMS layer norm without mean or bias,
+    unscaled attention plus the position bias the first layer computed (an input here, as
+    in HF's T5Stack), gated-GELU (tanh) feed-forward."""
+    torch, nn = _torch(), _nn()
+    F = torch.nn.functional
+
+    class T5Norm(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.weight = nn.Parameter(torch.ones(hidden))
+
+        def forward(self, x):
+            variance = x.to(torch.float32).pow(2).mean(-1, keepdim=True)
+            return self.weight * (x * torch.rsqrt(variance + eps)).to(self.weight.dtype)
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.attn_norm, self.ffn_norm = T5Norm(), T5Norm()
+            self.q, self.k, self.v, self.o = (nn.Linear(hidden, hidden, bias=False) for _ in range(4))
+            self.wi_0, self.wi_1 = nn.Linear(hidden, ffn, bias=False), nn.Linear(hidden, ffn, bias=False)
+            self.wo = nn.Linear(ffn, hidden, bias=False)
+
+        def forward(self, x, position_bias):
+            b, s, _ = x.shape
+            h = self.attn_norm(x)
+            q, k, v = (p(h).view(b, s, heads, -1).transpose(1, 2) for p in (self.q, self.k, self.v))
+            scores = torch.matmul(q, k.transpose(3, 2)) + position_bias
+            weights = F.softmax(scores.float(), dim=-1).type_as(scores)
+            x = x + self.o(torch.matmul(weights, v).transpose(1, 2).reshape(b, s, hidden))
+            h = self.ffn_norm(x)
+            return x + self.wo(F.gelu(self.wi_0(h), approximate="tanh") * self.wi_1(h))
+
+    def inputs(batch, seq, dtype, device):
+        return {"x": ("activation", (batch, seq, hidden), dtype),
+                "position_bias": ("activation", (1, heads, seq, seq), dtype)}
+
+    return Block(), inputs
+
+
 BLOCKS = {"llama_layer": llama_layer, "gpt2_block": gpt2_block, "vit_block": vit_block,
-          "resnet_bottleneck": resnet_bottleneck}
+          "resnet_bottleneck": resnet_bottleneck, "moe_block": moe_block, "bert_block": bert_block,
+          "t5_block": t5_block}
 DTYPES = ("float16", "bfloat16", "float32")
 
 
