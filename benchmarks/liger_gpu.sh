@@ -19,7 +19,7 @@ case "${1:-}" in
       echo "== $call"
       $PTXDS build --source triton-jit --call "$call" --arch "${ARCHS:-sm_90a}" --out "$OUT/built" --silent
     done
-    $PTXDS info "$OUT/built" | head -20 ;;
+    $PTXDS info "$OUT/built" ;;
   verify)
     rm -rf "$OUT/verified"
     start=$(date +%s)
