@@ -38,11 +38,18 @@ split_of = bucket_split
 def _atomic_write_table(table: pa.Table, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "wb") as handle:
-        pq.write_table(table, handle, compression="zstd")
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "wb") as handle:
+            pq.write_table(table, handle, compression="zstd")
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)  # a half-written file only holds space a full disk needs
+        if exc.errno is not None and exc.filename is None:
+            # pyarrow's write errors name no file; the one-line message names the part file
+            raise OSError(exc.errno, exc.strerror, str(path)) from exc
+        raise
     dir_fd = os.open(path.parent, os.O_RDONLY)
     try:
         os.fsync(dir_fd)

@@ -68,10 +68,12 @@ def _os_error_message(exc: Exception) -> str:
     import errno
     if not isinstance(exc, OSError) or exc.errno is None:
         return ""
+    if exc.errno == errno.EPIPE:
+        return ""  # output piped into a reader that stopped (| head): click ends quietly
     where = f" {exc.filename}" if exc.filename else ""
     if exc.errno == errno.ENOSPC:
-        return (f"no space left on the device of{where}; free some space and run the same command again "
-                "(a build or verify resumes where it stopped)")
+        return (f"no space left on the device{' of' + where if where else ''}; free some space and run the same "
+                "command again (a build or verify resumes where it stopped)")
     if exc.errno in (errno.EACCES, errno.EROFS, errno.EPERM):
         return f"cannot write{where}: {exc.strerror}; give a folder you can write"
     return f"{exc.strerror or exc}:{where}" if where else f"{exc.strerror or exc}"

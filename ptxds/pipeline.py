@@ -169,6 +169,7 @@ def run_build(source: str, out_dir, options: BuildOptions, jobs: int = 0, sass: 
     command line a stopped build is resumed with (what ``ptxds info`` tells)."""
     start = time.time()
     find_tool("ptxas")  # a missing toolchain is one clear error before any work
+    check_card_replaceable(Path(out_dir))  # before the builder's own work (a TVM search takes a minute)
     builder_cls = load_builder(source)
     builder = builder_cls(options)
     items = selected_items(source, builder, options)

@@ -695,3 +695,50 @@ def test_readme_build_size_table_matches_the_dry_run(tmp_path, source_cell, shap
     assert re.search(rf" {rows} rows; about ", line), (line, rows)
     if source_cell.startswith("cutlass"):  # one row per kernel at the default size
         assert kernels == rows
+
+
+# ---- found on the fresh-clone walk-through -----------------------------------------------------
+
+def test_a_full_disk_during_a_parquet_write_names_the_part_file(tmp_path, monkeypatch):
+    """pyarrow's own error on a full disk names no file (OSError 28 from ParquetWriter.close):
+    the line still names the part file, and no half-written temp file keeps the space."""
+    import dataset_spec.shards as shards
+
+    def full(table, where, **kwargs):
+        where.write(b"PAR1")  # some bytes landed before the device filled up
+        raise OSError(errno.ENOSPC, "No space left on device")
+    monkeypatch.setattr(shards.pq, "write_table", full)
+    out = tmp_path / "d"
+    result = run_cli("build", "--source", "triton", "--arch", "sm_80", "--limit", "1", "--silent", "--jobs", "1",
+                     "--out", out)
+    assert result.exit_code == 1
+    line = error_line(result)
+    assert re.match(rf"Error: no space left on the device of {re.escape(str(out))}/\S+/part-\S+\.parquet; free some "
+                    "space and run the same command again", line), line
+    assert not [p for p in out.rglob("*.tmp")]
+
+
+def test_output_into_a_closed_pipe_ends_quietly(dataset):
+    """`ptxds info DIR | head -1`: the reader stops early; no 'Error: Broken pipe' line."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        result = subprocess.run([sys.executable, "-m", "ptxds", "info", str(dataset)], cwd=ROOT, stdout=write_end,
+                                stderr=subprocess.PIPE, text=True, timeout=120)
+    finally:
+        os.close(write_end)
+    assert result.returncode != 0
+    assert result.stderr == ""
+
+
+def test_a_folder_with_its_own_readme_is_refused_before_the_builder_runs(own_readme, monkeypatch):
+    """tune-tvm propose (a TVM search first) and build: refused before any builder work."""
+    import ptxds.pipeline as pipeline
+
+    def no_builder(source):
+        raise AssertionError(f"the {source} builder was loaded before the --out folder was checked")
+    monkeypatch.setattr(pipeline, "load_builder", no_builder)
+    result = run_cli("build", "--source", "triton", "--arch", "sm_80", "--limit", "1", "--silent",
+                     "--out", own_readme)
+    assert result.exit_code == 1
+    assert "was not written by ptxds" in error_line(result)
