@@ -72,6 +72,22 @@ def representative(op: str) -> Problem:
         return _rows(op, extra=("w",))
     if op == "layernorm":
         return _rows(op, extra=("w", "b"))
+    if op == "add_rmsnorm":
+        rows, row = (64, 256), (256,)
+        return Problem(op, op, [Buffer("x", "float16", rows), Buffer("r", "float16", rows), Buffer("w", "float16", row),
+                                Buffer("y", "float16", rows, "out"), Buffer("s", "float16", rows, "out"),
+                                Buffer("rstd", "float32", (64,), "out")], {"eps": 1e-6})
+    if op in ("swiglu", "geglu"):
+        return Problem(op, op, [Buffer("a", "float16", (64, 256)), Buffer("b", "float16", (64, 256)),
+                                Buffer("c", "float16", (64, 256), "out")])
+    if op == "rope":
+        return Problem(op, op, [Buffer("q", "float16", (2, 8, 4, 64), "inout"),
+                                Buffer("k", "float16", (2, 8, 2, 64), "inout"),
+                                Buffer("cos", "float32", (1, 8, 64)), Buffer("sin", "float32", (1, 8, 64))])
+    if op == "cross_entropy":
+        return Problem(op, op, [Buffer("x", "float32", (64, 512), "inout"), Buffer("target", "int64", (64,)),
+                                Buffer("loss", "float32", (64,), "out"), Buffer("lse", "float32", (64,), "out")],
+                       {"reduction": "mean", "label_smoothing": 0.1})
     if op == "vector_add":
         n = 4096
         return Problem("va", "vector_add", [Buffer("x", "float32", (n,)), Buffer("y", "float32", (n,)),

@@ -97,9 +97,12 @@ def range_geglu(problem, buffer):
     """a: a^3 stays finite in float32 (gelu_tanh's cubic); b: the product fits."""
     out = _fmt(problem.buffer(_main_out(problem)).dtype)
     cube_root = FORMATS["float32"].max_finite ** (1.0 / 3.0) / 4
+    a_high = min(cube_root, out.max_finite / 4, _fmt(problem.buffer("a").dtype).max_finite)
     if buffer.name == "a":
-        return _fmt(buffer.dtype).tiny, min(cube_root, out.max_finite / 4)
-    return _fmt(buffer.dtype).tiny, out.max_finite / (4 * cube_root)
+        return _fmt(buffer.dtype).tiny, a_high
+    # |gelu(a)| <= |a|: the product stays below a quarter of the output's range for the
+    # largest a the domain allows (a float16 output: |b| up to 1, not an empty range)
+    return _fmt(buffer.dtype).tiny, out.max_finite / (4 * a_high)
 
 
 def roundings_gated(problem, name=None) -> int:
