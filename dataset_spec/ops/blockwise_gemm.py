@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Optional
 
 import numpy as np
 
@@ -169,9 +170,8 @@ def promotion_coefficient(blocks: int) -> float:
 class BlockwiseOpSpec(OpSpec):
     """``OpSpec`` whose bound splits the accumulation at the scale blocks."""
 
-    def bound_terms(self, problem: Problem, dtype: str) -> BoundTerms:
-        base = bound_terms(dtype, granularities(problem)[2], TENSOR_CORE, "",
-                           int(problem.params.get("output_roundings", 1)))
+    def bound_terms(self, problem: Problem, dtype: str, name: Optional[str] = None) -> BoundTerms:
+        base = bound_terms(dtype, granularities(problem)[2], TENSOR_CORE, "", self.output_roundings(problem, name))
         if base.u_out == 0.0 and base.u_acc == 0.0:  # an integer output: exact match
             return base
         return BlockwiseBoundTerms(base.u_out, base.u_in, base.u_acc, base.n, base.tiny_out, base.tiny_acc,

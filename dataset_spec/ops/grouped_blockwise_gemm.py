@@ -128,8 +128,8 @@ def stress_grouped_blockwise(problem, buffer, context, previous):
 class GroupedBlockwiseOpSpec(bw.BlockwiseOpSpec):
     """The blockwise bound applied problem by problem, each with its own K and K blocks."""
 
-    def bound_terms(self, problem: Problem, dtype: str):
-        return super().bound_terms(_largest_k_view(problem), dtype)
+    def bound_terms(self, problem: Problem, dtype: str, name=None):
+        return super().bound_terms(_largest_k_view(problem), dtype, name)
 
     def bounds(self, inputs: dict, problem: Problem, reference: dict) -> dict:
         if self.tolerance(problem, problem.buffer("D").dtype) is not None:
