@@ -362,8 +362,8 @@ def pin_trial(monkeypatch, kind: str, edit) -> None:
     from verify.inputs import float_to_bits, from_storage
     draw = verify.runner.make_trial_inputs
 
-    def pinned(problem, group_id, trial):
-        made = draw(problem, group_id, trial)
+    def pinned(problem, group_id, trial, salt=""):
+        made = draw(problem, group_id, trial, salt)
         if made.kind != kind:
             return made
         values = {name: np.array(v, dtype=np.float64) for name, v in made.values.items()}
