@@ -60,7 +60,7 @@ def test_short_names_are_ptxds_own_after_import_ptxds(installed):
                  "print(CliRunner().invoke(cli, ['build', '--source', 'nope', '--out', 'x']).output)", installed)
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines()[0] == "ptxds.verify ptxds.builders True False"
-    assert "Error: unknown source 'nope'; known sources: cutlass, cutlass-conv, handhack, mirage, ptx" in result.stdout
+    assert "Error: unknown source 'nope'; known sources: cutlass, cutlass-conv, handhack, inductor, mirage, ptx" in result.stdout
 
 
 def test_a_foreign_verify_imported_first_is_one_clear_error(installed):
