@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -68,14 +70,37 @@ def _devtools_port(profile: Path, process, timeout: float = 30.0) -> int:
     raise TimeoutError("chromium did not open its DevTools port")
 
 
+def _end_group(process) -> None:
+    """SIGTERM to chromium's process group, SIGKILL to what is left after 10 s."""
+    for sig, wait in ((signal.SIGTERM, 10.0), (signal.SIGKILL, 5.0)):
+        try:
+            os.killpg(process.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            process.wait(timeout=wait)
+        except subprocess.TimeoutExpired:
+            continue
+        deadline = time.time() + wait
+        while time.time() < deadline:  # the helpers leave after the browser
+            try:
+                os.killpg(process.pid, 0)
+            except ProcessLookupError:
+                return
+            time.sleep(0.05)
+
+
 def visit(page: Path, width: int = 1280, height: int = 1600, settle_s: float = 0.5) -> PageVisit:
     """Load ``page`` (a local file), return what the console said and a screenshot of the
     top ``width`` x ``height`` CSS pixels."""
     chromium = find_chromium()
-    with tempfile.TemporaryDirectory(prefix="ptxds-chromium-") as profile:
+    # chromium's helper processes (renderer, crash handler) may still write the profile when
+    # the browser itself has exited: the whole process group is ended, and a file they leave
+    # behind does not fail the visit
+    with tempfile.TemporaryDirectory(prefix="ptxds-chromium-", ignore_cleanup_errors=True) as profile:
         process = subprocess.Popen([chromium, *FLAGS, f"--user-data-dir={profile}",
                                     f"--window-size={width},{height}", "about:blank"],
-                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
         try:
             port = _devtools_port(Path(profile), process)
             with urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=10) as response:
@@ -93,12 +118,7 @@ def visit(page: Path, width: int = 1280, height: int = 1600, settle_s: float = 0
             tools.call("Runtime.evaluate", expression="0")  # drain events sent before the shot
             tools.socket.close()
         finally:
-            process.terminate()
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+            _end_group(process)
     problems, console = [], []
     for event in tools.events:
         method, params = event.get("method"), event.get("params", {})
