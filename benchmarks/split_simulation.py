@@ -130,20 +130,6 @@ def stand_in_worker_class():
     return SleepingWorker
 
 
-class NoAssembly:
-    def __init__(self, cc, jobs):
-        pass
-
-    def submit(self, row):
-        pass
-
-    def result(self, row):
-        return None
-
-    def close(self):
-        pass
-
-
 def install_stand_ins(costs: dict, events: Events) -> None:
     """Per-ordinal devices and sleeping preparation, coverage and copies in the imported
     ``verify.runner`` (whichever checkout it comes from)."""
@@ -209,7 +195,7 @@ def child(args) -> None:
     install_stand_ins(costs, events)
     worker = stand_in_worker_class()
     summary = verify_dataset(args.data, args.out, progress=False, reference="numpy", inputs="host",
-                             time_budget=0.1, workers=args.workers, assembly_pool=NoAssembly, racecheck=False,
+                             time_budget=0.1, workers=args.workers, assemble_jobs=0, racecheck=False,
                              start_workers=lambda n: [worker(i, costs, events) for i in range(n)])
     rows = {r.build_key: (r.status, r.output_hash, r.time_us_median, r.max_disagreement)
             for r in read_records(args.out)}

@@ -248,20 +248,6 @@ class _HostAddWorker:
         pass
 
 
-class _NoAssembly:
-    def __init__(self, cc, jobs):
-        pass
-
-    def submit(self, row):
-        pass
-
-    def result(self, row):
-        return None
-
-    def close(self):
-        pass
-
-
 def test_verify_with_trials_made_on_the_device_labels_as_the_host(tmp_path, monkeypatch):
     """The runner end to end with torch's CPU as the device (inputs, references, bounds and
     judging there) against the host path: the same statuses, the generator recorded."""
@@ -275,7 +261,7 @@ def test_verify_with_trials_made_on_the_device_labels_as_the_host(tmp_path, monk
     got = {}
     for inputs in ("auto", "host"):
         verify_dataset(tmp_path / "in", tmp_path / inputs, timing=False, progress=False, inputs=inputs,
-                       start_workers=lambda n: [_HostAddWorker()], assembly_pool=_NoAssembly)
+                       start_workers=lambda n: [_HostAddWorker()], assemble_jobs=0)
         got[inputs] = {r.name: r for r in read_records(tmp_path / inputs)}
     for mode, generator in (("auto", device_rng.GENERATOR), ("host", HOST_GENERATOR)):
         assert [got[mode][n].status for n in ("exact", "exact_too", "skewed")] == ["passed", "passed", "wrong_result"]

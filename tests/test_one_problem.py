@@ -61,20 +61,6 @@ class _NoGpuWorker:
         pass
 
 
-class _NoAssembly:
-    def __init__(self, cc, jobs):
-        pass
-
-    def submit(self, row):
-        pass
-
-    def result(self, row):
-        return None
-
-    def close(self):
-        pass
-
-
 def test_verify_refuses_a_group_with_two_problems(tmp_path):
     from verify import verify_dataset
     rows = [_row("strict", _problem()), _row("loose", _problem(atol=1e30)),
@@ -82,7 +68,7 @@ def test_verify_refuses_a_group_with_two_problems(tmp_path):
             dataclasses.replace(_row("broken", _problem()), status="build_failed", status_message="ptxas: error")]
     ShardWriter(tmp_path / "in").write(rows)
     summary = verify_dataset(tmp_path / "in", tmp_path / "out", timing=False, progress=False,
-                             start_workers=lambda n: [_NoGpuWorker()], assembly_pool=_NoAssembly)
+                             start_workers=lambda n: [_NoGpuWorker()], assemble_jobs=0)
     got = {r.name: r for r in read_records(tmp_path / "out")}
     for name in ("strict", "loose", "strict_sm90"):
         assert got[name].status == "problem_mismatch", (name, got[name].status)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import hashlib
 
-from test_verify_split import _HostVectorAdd, _NoAssembly, _rows
+from test_verify_split import _HostVectorAdd, _rows
 
 from dataset_spec.shards import ShardWriter, read_records
 from verify.inputs import trial_seed
@@ -15,7 +15,7 @@ from verify.inputs import trial_seed
 def _verify(tmp_path, name: str, salt: str) -> dict:
     from verify import verify_dataset
     verify_dataset(tmp_path / "in", tmp_path / name, progress=False, reference="numpy", inputs="host",
-                   time_budget=0.1, assembly_pool=_NoAssembly, trial_salt=salt,
+                   time_budget=0.1, assemble_jobs=0, trial_salt=salt,
                    start_workers=lambda n: [_HostVectorAdd(i, []) for i in range(n or 1)])
     return {r.build_key: r for r in read_records(tmp_path / name)}
 

@@ -52,20 +52,6 @@ class _HostVectorAdd:
         pass
 
 
-class _NoAssembly:
-    def __init__(self, cc, jobs):
-        pass
-
-    def submit(self, row):
-        pass
-
-    def result(self, row):
-        return None
-
-    def close(self):
-        pass
-
-
 def _problem(n: int) -> Problem:
     return Problem(f"vadd_{n}", "vector_add", [Buffer("x", "float32", (n,)), Buffer("y", "float32", (n,)),
                                                Buffer("out", "float32", (n,), role="out")])
@@ -88,7 +74,7 @@ def _verify(tmp_path, name: str, workers: int):
     from verify import verify_dataset
     log = []
     summary = verify_dataset(tmp_path / "in", tmp_path / name, progress=False, reference="numpy", inputs="host",
-                             time_budget=0.1, workers=workers, assembly_pool=_NoAssembly,
+                             time_budget=0.1, workers=workers, assemble_jobs=0,
                              start_workers=lambda n: [_HostVectorAdd(i, log) for i in range(n)])
     return summary, {r.build_key: r for r in read_records(tmp_path / name)}, log
 
@@ -216,7 +202,7 @@ def _verify_on_stand_in_gpus(tmp_path, seen: dict, name: str, workers: int) -> t
         found.clear()
     log = []
     summary = verify_dataset(tmp_path / "in", tmp_path / name, progress=False, reference="numpy", inputs="host",
-                             time_budget=0.1, workers=workers, assembly_pool=_NoAssembly,
+                             time_budget=0.1, workers=workers, assemble_jobs=0,
                              start_workers=lambda n: [_TimedVectorAdd(i, log, seen["timed"]) for i in range(n)])
     return (summary, {r.build_key: r for r in read_records(tmp_path / name)}, seen["runs"][-1],
             list(seen["prepares"]), list(seen["copies"]), list(seen["timed"]))
