@@ -100,12 +100,16 @@ def _install_hooks(recorder: _Recorder, patches):
     patches.set(GraphLowering, "_compile_to_module_lines", hooked_lines)
 
 
-def inductor_kernels(fn, example_inputs, target: str = "h100"):
-    """(recorder, post-grad GraphLowering) of Inductor's compile of ``fn`` (an FX GraphModule of
-    ATen ops over fake CUDA tensors) for ``target``; Inductor's inference settings, no
-    autotuning, no cudagraphs."""
+def inductor_kernels(fn, example_inputs, target: str = "h100", backward: bool = False):
+    """The recorder of Inductor's compile of ``fn`` (an FX GraphModule of ATen ops over fake
+    CUDA tensors) for ``target``; no autotuning, no cudagraphs. A forward goes through
+    ``compile_fx`` (Inductor's inference settings); a ``backward`` graph (aot_autograd's
+    partition, see ``trace_backward``) goes straight to ``compile_fx_inner`` with
+    ``is_backward`` as aot_autograd's backward compiler hands it over."""
+    import torch
     import torch._inductor.config as inductor_config
-    from torch._inductor.compile_fx import compile_fx
+    from torch._inductor.compile_fx import compile_fx, compile_fx_inner
+    from torch._inductor.virtualized import V
 
     from builders.inductor.codegen_only import _Patches
 
@@ -115,7 +119,12 @@ def inductor_kernels(fn, example_inputs, target: str = "h100"):
             autotune_local_cache=False, **{"triton.cudagraphs": False}):
         _install_hooks(recorder, patches)
         try:
-            compile_fx(fn, example_inputs)
+            if backward:
+                mode = example_inputs[0].fake_mode
+                with mode, V.set_fake_mode(mode), torch._guards.tracing(torch._guards.TracingContext(mode)):
+                    compile_fx_inner(fn, example_inputs, static_input_idxs=[], is_backward=True, graph_id=0)
+            else:
+                compile_fx(fn, example_inputs)
         except Exception as exc:  # our stop arrives wrapped in Inductor's error
             if recorder.graph is None:
                 raise
@@ -672,6 +681,82 @@ def trace_model(spec):
     return gm, example, roles
 
 
+def trace_backward(spec, target: str = "h100"):
+    """(ATen FX graph of the model's training backward on the CUDA device; fake CUDA example
+    inputs; {placeholder name: role}), as aot_autograd makes it for Inductor: the joint
+    forward-backward graph is traced with Inductor's decompositions (``make_fx`` of
+    ``torch.autograd.grad`` over ``functional_call``, attention as in ``trace_model``), and
+    Inductor's ``partition_fn`` (joint-graph passes, then the min-cut rematerialisation
+    partitioner) splits it. The backward's inputs are the parameters and model inputs it
+    reads (their forward roles), the activations the forward saves (``saved:<node>``) and the
+    incoming gradient of the output (``gradient``)."""
+    import torch
+    from torch._inductor.compile_fx import partition_fn
+    from torch._inductor.decomposition import select_decomp_table
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    from builders.inductor.cuda_attention import cuda_attention_mode
+    from builders.inductor.models import build_block
+
+    module, inputs = build_block(spec)
+    state = dict(list(module.named_parameters()) + list(module.named_buffers()))
+    names = list(state)
+    primals = [t.detach() for t in state.values()] + [torch.zeros(shape, dtype=dtype)
+                                                      for role, shape, dtype in inputs.values()]
+    with FakeTensorMode(allow_non_fake_inputs=True), torch.no_grad(), cuda_attention_mode():
+        out = torch.func.functional_call(module, dict(zip(names, primals)), tuple(primals[len(names):]))
+    tangent = torch.zeros(out.shape, dtype=out.dtype)
+
+    def joint(primals, tangents):
+        primals = [p.detach().requires_grad_(p.is_floating_point()) for p in primals]
+        out = torch.func.functional_call(module, dict(zip(names, primals[:len(names)])),
+                                         tuple(primals[len(names):]))
+        return (out, *torch.autograd.grad(out, [p for p in primals if p.requires_grad], tangents))
+
+    with torch.enable_grad(), cuda_attention_mode():
+        gm = make_fx(joint, tracing_mode="fake", decomposition_table=select_decomp_table())(primals, [tangent])
+    _to_cuda(gm)
+    with codegen_only(TARGETS[target]):
+        _, backward = partition_fn(gm, None, num_fwd_outputs=1)
+    example = _to_cuda(backward)
+    forward_roles = [f"weight:{n}" for n in names] + [role for role, _, _ in inputs.values()]
+    roles = {}
+    for node in backward.graph.nodes:
+        if node.op == "placeholder":
+            roles[node.name] = (forward_roles[int(node.name.split("_")[1]) - 1] if node.name.startswith("primals_")
+                                else "gradient" if node.name.startswith("tangents_") else f"saved:{node.name}")
+        elif node.op == "call_function":  # Inductor names its kernels after these (descriptive names)
+            node.meta.setdefault("original_aten", node.target)
+    return backward, example, roles
+
+
+def _to_cuda(gm) -> list:
+    """Makes every device ``gm`` names ``cuda:0`` and every value's metadata a fake CUDA
+    tensor of the same layout (made, not propagated: a CPU-only torch cannot run some
+    decompositions over fake CUDA tensors); returns the placeholders' values."""
+    import torch
+    import torch.utils._pytree as pytree
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    cuda = torch.device("cuda", 0)
+    mode = FakeTensorMode(allow_non_fake_inputs=True)
+
+    def on_cuda(value):
+        if not isinstance(value, torch.Tensor):
+            return value
+        with mode:
+            return torch.empty_strided(value.shape, value.stride(), dtype=value.dtype,
+                                       device=cuda if value.device.type == "cpu" else value.device)
+
+    for node in gm.graph.nodes:
+        node.args, node.kwargs = _on_device(node.args, cuda), _on_device(node.kwargs, cuda)
+        if "val" in node.meta:
+            node.meta["val"] = pytree.tree_map(on_cuda, node.meta["val"])
+    gm.recompile()
+    return [n.meta["val"] for n in gm.graph.nodes if n.op == "placeholder"]
+
+
 def _on_device(value, device):
     """``value`` with every torch.device in it replaced by ``device``."""
     import torch
@@ -685,16 +770,16 @@ def _on_device(value, device):
 
 
 def capture_model(spec, out_dir, target: str = "h100") -> dict:
-    """Capture every Triton kernel of ``spec``'s forward into ``out_dir/<model>/<kernel>/``;
+    """Capture every Triton kernel of ``spec``'s forward (or backward) into ``out_dir/<model>/<kernel>/``;
     returns the model's summary (kernels kept, kernels left out with reasons, seconds)."""
     import torch
 
     from builders.inductor.builder import CAPTURE_VERSION
 
     start = time.time()
-    gm, example, roles = trace_model(spec)
+    gm, example, roles = trace_backward(spec, target) if spec.backward else trace_model(spec)
     # Inductor numbers its graph inputs arg0_1, ...: the same order as make_fx's placeholders
-    recorder = inductor_kernels(gm, example, target)
+    recorder = inductor_kernels(gm, example, target, spec.backward)
     graph = recorder.graph
     graph_roles = {}
     for (_, role), node in zip(roles.items(), [n for n in graph.module.graph.nodes if n.op == "placeholder"]):
@@ -723,7 +808,7 @@ def capture_model(spec, out_dir, target: str = "h100") -> dict:
             kept.append(name)
         except Exception as exc:  # a kernel we cannot describe is left out, with its reason
             skipped[name] = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
-    summary = {"model": spec.name, "kernels": kept, "skipped": skipped, "target": target,
+    summary = {"model": spec.name, "graph": "backward" if spec.backward else "forward", "kernels": kept, "skipped": skipped, "target": target,
                "torch": torch.__version__, "seconds": round(time.time() - start, 1),
                "capture_version": CAPTURE_VERSION,
                "extern_kernels": sorted(set(re.findall(r"extern_kernels\.(\w+)", recorder.wrapper or ""))),

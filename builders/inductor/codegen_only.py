@@ -12,6 +12,9 @@ Two things differ from a GPU machine, both recorded with every capture:
 - constant folding evaluates its (real, small) constants on the CPU: their values are the
   same, the folded graph still names the CUDA device;
 - ``triton_helpers.set_driver_to_gpu`` does nothing (the kernels are compiled, never loaded);
+- a fake tensor's ``copy_`` and ``~`` call their ATen ops directly (the methods' Python
+  bindings open a CUDA device guard, which a CPU-only torch refuses; a backward graph's
+  reinplacing of slice scatters and the embedding gradient's decomposition call them);
 - the pad-mm pass never benchmarks: a GEMM it would time (a compute-bound one with a
   misaligned size) is left unpadded, as a GPU decides when padding is not faster; its
   rules that need no timing (``force_shape_pad``, the bf16 large-K rule) still apply.
@@ -151,6 +154,9 @@ def codegen_only(target: GpuTarget):
         patches.set(constant_folding.ConstantFolder, "run", functools.partialmethod(_fold_on_cpu, fold))
         # a kernel module calls this when it is imported (to read its autotune configs)
         patches.set(triton_helpers, "set_driver_to_gpu", lambda: None)
+        from torch._subclasses.fake_tensor import FakeTensor
+        patches.set(FakeTensor, "copy_", _fake_copy)
+        patches.set(FakeTensor, "__invert__", _fake_invert)
         patches.set(CudaInterface.Worker, "get_device_properties", staticmethod(lambda device=None: props))
         patches.set(CudaInterface.Worker, "current_device", staticmethod(lambda: 0))
         previous_driver = driver._active
@@ -165,6 +171,16 @@ def codegen_only(target: GpuTarget):
             _triton.triton_hash_with_backend.cache_clear()
     finally:
         patches.undo()
+
+
+def _fake_copy(self, src, non_blocking=False):
+    import torch
+    return torch.ops.aten.copy_.default(self, src, non_blocking)
+
+
+def _fake_invert(self):
+    import torch
+    return torch.ops.aten.bitwise_not.default(self)
 
 
 def _lazy_init_on_cpu(lazy_init, input_device=None, **kwargs):

@@ -288,20 +288,25 @@ DTYPES = ("float16", "bfloat16", "float32")
 @dataclass(frozen=True)
 class ModelSpec:
     """One captured graph: a block, its dtype and its input size (batch x sequence, or
-    batch x side for images)."""
+    batch x side for images); the forward, or with ``backward`` the training backward."""
     block: str
     dtype: str
     batch: int
     seq: int
+    backward: bool = False
 
     @property
     def name(self) -> str:
-        return f"{self.block}-{self.dtype}-b{self.batch}s{self.seq}"
+        return f"{self.block}-{self.dtype}-b{self.batch}s{self.seq}" + ("-backward" if self.backward else "")
 
     @staticmethod
     def parse(text: str) -> "ModelSpec":
-        """``block`` or ``block:dtype:batch:seq`` (default float16, 2, 64; 2, 16 for images)."""
+        """``block`` or ``block:dtype:batch:seq`` (default float16, 2, 64; 2, 16 for images),
+        with ``:backward`` last for the training backward (``llama_layer:backward``)."""
         parts = text.split(":")
+        backward = parts[-1] == "backward"
+        if backward:
+            parts = parts[:-1]
         if parts[0] not in BLOCKS:
             raise ValueError(f"unknown model {parts[0]!r}; known: {', '.join(BLOCKS)}")
         image = parts[0] == "resnet_bottleneck"
@@ -309,7 +314,7 @@ class ModelSpec:
         parts = parts + defaults[len(parts):]
         if parts[1] not in DTYPES:
             raise ValueError(f"model {text!r}: dtype must be one of {', '.join(DTYPES)}")
-        return ModelSpec(parts[0], parts[1], int(parts[2]), int(parts[3]))
+        return ModelSpec(parts[0], parts[1], int(parts[2]), int(parts[3]), backward)
 
 
 def build_block(spec: ModelSpec):
