@@ -733,7 +733,7 @@ def tune_tvm_run(db_dir, workloads, candidates, arch, seed, rounds, out_dir, job
 
 @cli.command()
 @click.option("--source", "source", required=True, type=click.Choice(["inductor"]), help="what to capture")
-@click.option("--models", required=True, help="comma-separated models: block or block:dtype:batch:seq "
+@click.option("--models", required=True, help="comma-separated models: block or block:dtype:batch:seq[:backward] "
               "(gpt2_block, llama_layer, vit_block, resnet_bottleneck)")
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False), help="capture folder")
 @click.option("--target", type=click.Choice(["h100", "a100"]), default="h100", show_default=True,
