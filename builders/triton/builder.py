@@ -49,11 +49,10 @@ from typing import Any, Optional
 
 from builders.base import Builder, BuildOptions, WorkItem, shared_memory_misfit
 from builders.shapes import OP_KINDS, ShapeSet, load_shape_set, shape_label, shape_params
-from builders.triton.expressions import cdiv, check_spec_entries, evaluate, next_pow2
+from builders.triton.expressions import cdiv, evaluate, next_pow2
 from builders.triton.dump_messages import describe_params, no_problem_message
 from builders.triton.dump_specs import load_specs, match_variant, problems_by_group
 from builders.triton.recover import Recovery, recover_launch_facts
-from dataset_spec.documents import load_document
 from dataset_spec.model import Arg, Buffer, KernelRecord, Launch, Problem, SpecError
 from dataset_spec.one_problem import check_joins, problems_in_folder
 
@@ -681,17 +680,6 @@ def recover_dump_metadata(variant: dict) -> Optional[Recovery]:
 def dump_group_id(name: str, signature: str) -> str:
     digest = hashlib.sha256(signature.encode()).hexdigest()[:8]
     return f"triton-dump/{name}/{digest}"
-
-
-def load_problem_specs(path: Optional[str]) -> list[dict]:
-    """The user's problem spec file (JSON or YAML list), or [] when none is given."""
-    if not path:
-        return []
-    specs = load_document(path)
-    if not isinstance(specs, list):
-        raise SpecError(f"{path}: a problem spec file holds a list of entries, got {type(specs).__name__}")
-    check_spec_entries(specs, path)
-    return specs
 
 
 def find_spec(specs: list, name: str, signature: str) -> Optional[dict]:

@@ -51,15 +51,22 @@ def entry_fits(entry: dict) -> list:
     return list(fits) if isinstance(fits, list) else [fits]
 
 
-def load_specs(path: Optional[str]) -> list:
-    """The entries of the spec file with ``entry["problem"]`` a checked Problem ([] without a
-    file). Raises SpecError naming the file, the entry and the field."""
+def load_problem_specs(path: Optional[str]) -> list[dict]:
+    """The user's problem spec file (JSON or YAML list), its entries' fields checked, or []
+    when none is given."""
     if not path:
         return []
     specs = load_document(path)
     if not isinstance(specs, list):
         raise SpecError(f"{path}: a problem spec file holds a list of entries, got {type(specs).__name__}")
     check_spec_entries(specs, path)
+    return specs
+
+
+def load_specs(path: Optional[str]) -> list:
+    """The entries of the spec file with ``entry["problem"]`` a checked Problem ([] without a
+    file). Raises SpecError naming the file, the entry and the field."""
+    specs = load_problem_specs(path)
     problems: dict = {}
     for index, entry in enumerate(specs):
         where = f"{path}: entry {index + 1} ({', '.join(entry_kernels(entry))})"
