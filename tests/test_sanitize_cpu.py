@@ -164,39 +164,38 @@ def test_card_explains_the_racecheck_policy_and_says_what_ran(tmp_path):
     assert "1 row(s) ran under compute-sanitizer: 1 under racecheck" in card and "0 under memcheck" in card
 
 
-def _batch_log(*members) -> str:
-    """A batch process's output: per member its start mark, then a sample log's lines."""
-    out = ["========= COMPUTE-SANITIZER"]
-    for index, (sample, finished) in enumerate(members):
-        out.append(f"ptxds-racecheck-member {index}")
-        for line in (SAMPLES / sample).read_text().splitlines():
-            if "COMPUTE-SANITIZER" in line or "SUMMARY" in line:
-                continue
-            if line.startswith('{"ran": true') and not finished:
-                continue
-            out.append(line)
-    return "\n".join(out + ["========= RACECHECK SUMMARY: 1 hazard displayed (1 error, 0 warnings)"])
+def _member_segment(index: int, sample: str, finished: bool = True) -> str:
+    """One member's share of the racecheck process's output: its start mark, then a sample
+    log's lines (without its done line when the member stopped the process)."""
+    out = [f"ptxds-racecheck-member {index}"]
+    for line in (SAMPLES / sample).read_text().splitlines():
+        if "COMPUTE-SANITIZER" in line or "SUMMARY" in line:
+            continue
+        if line.startswith('{"ran": true') and not finished:
+            continue
+        out.append(line)
+    return "\n".join(out)
 
 
-def test_a_racecheck_batch_gives_each_member_its_own_hazards():
-    from verify.sanitize import batch_reports
-    log = _batch_log(("racecheck_clean.log", True), ("racecheck_hazard.log", True), ("racecheck_clean.log", True))
-    reports = batch_reports(log, "exit code 0")
+def test_each_member_s_share_of_the_output_gives_its_own_hazards():
+    from verify.sanitize import member_report
+    reports = [member_report(_member_segment(i, sample), "") for i, sample in
+               enumerate(("racecheck_clean.log", "racecheck_hazard.log", "racecheck_clean.log"))]
     assert [r["errors"] for r in reports] == [0, 1, 0], reports
     assert "rmsnorm_no_sync" in reports[1]["first_race_error"]
     assert race_errors({"racecheck": reports[0]}) == 0 and race_errors({"racecheck": reports[1]}) == 1
 
 
-def test_a_member_that_stops_the_batch_fails_and_the_rest_are_not_reported():
-    from verify.sanitize import batch_reports
-    log = _batch_log(("racecheck_clean.log", True), ("racecheck_hazard.log", False)) + \
+def test_a_member_that_stops_the_process_fails_with_its_last_words():
+    from verify.sanitize import member_report
+    segment = _member_segment(1, "racecheck_hazard.log", finished=False) + \
         "\nCUDA_ERROR_ILLEGAL_ADDRESS: an illegal memory access was encountered"
-    reports = batch_reports(log, "exit code 1")
-    assert len(reports) == 2 and reports[0]["errors"] == 0
-    assert reports[1]["errors"] is None and race_errors({"racecheck": reports[1]}) is None
-    assert "did not finish under racecheck (exit code 1)" in reports[1]["failed"]
-    assert "illegal memory access" in reports[1]["failed"]
-    assert batch_reports("========= COMPUTE-SANITIZER\nno such module", "exit code 1") == []
+    report = member_report(segment, "exit code 1")
+    assert report["errors"] is None and race_errors({"racecheck": report}) is None
+    assert "did not finish under racecheck (exit code 1)" in report["failed"]
+    assert "illegal memory access" in report["failed"]
+    # a member that printed nothing but its mark is not named by it
+    assert member_report("ptxds-racecheck-member 3", "exit code 1")["failed"].endswith("no message")
 
 
 def test_racecheck_runs_small_grids_whole_and_the_first_blocks_of_large_ones():

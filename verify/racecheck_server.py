@@ -5,7 +5,7 @@ process per group: Python, numpy, the CUDA bindings and a context under the tool
 second and a half each time, most of its cost on a suite of small groups. A server starts
 that process once (``python -m verify.sanitize --serve``) and sends it one member at a
 time on its stdin; the child prints a mark before the member and a done line after it,
-and racecheck's hazards between the two are the member's (``sanitize.batch_reports``).
+and racecheck's hazards between the two are the member's (``sanitize.member_report``).
 
 A member that crashes the child, or outlives its time, gets a ``failed`` finding (which
 changes no status) and the process is started again for the next one. racecheck's print
@@ -27,7 +27,7 @@ from typing import Optional
 
 import numpy as np
 
-from .sanitize import (BATCH_PRINT_LIMIT, MEMBER_MARK, batch_reports, find_sanitizer, record_or_none,
+from .sanitize import (BATCH_PRINT_LIMIT, MEMBER_MARK, find_sanitizer, member_report, record_or_none,
                        sanitizer_version, uses_shared_memory)
 
 STARTUP_SECONDS = 60.0
@@ -46,6 +46,7 @@ class RacecheckServer:
         self.proc: Optional[subprocess.Popen] = None
         self.lines: "queue.Queue" = queue.Queue()
         self.printed = 0    # hazards this process has printed (its print limit is the process's)
+        self.last_words = ""
         self.sent = 0
         self.starts = 0
 
@@ -78,41 +79,38 @@ class RacecheckServer:
             self.proc.stdin.flush()
         except OSError:
             pass  # the child is gone: what it printed says why, below
-        output, stopped = self._until_done(index, timeout + (STARTUP_SECONDS if started_now else 0.0))
+        segment, stopped = self._until_done(index, timeout + (STARTUP_SECONDS if started_now else 0.0))
         for path in (row_path, inputs_path):
             path.unlink(missing_ok=True)
-        reports = batch_reports(output, stopped)
-        if stopped or not reports:
+        if stopped:
             self.close(kill=stopped.startswith("no result"))
-        if not reports:
-            why = (output.strip().splitlines() or [stopped or "no output"])[-1][:240]
-            return {"errors": None, "failed": f"racecheck did not start: {why}"}
-        report = reports[0]
+        if not segment:
+            return {"errors": None, "failed": f"racecheck did not start: {self.last_words or stopped}"}
+        report = member_report(segment, stopped)
         self.printed += int(report.get("race_errors") or 0) + int(report.get("race_warnings") or 0)
         return report
 
     def _until_done(self, index: int, timeout: float) -> tuple:
-        """The child's lines for member ``index``, renumbered 0 for ``batch_reports``, and ''
-        or how the process stopped."""
-        done, lines, deadline, seen = f'{{"ran": true, "member": {index},', [], time.monotonic() + timeout, False
+        """The child's output for member ``index``, from its start mark to its done line
+        ('' when the mark never came), and '' or how the process stopped."""
+        mark, done = f"{MEMBER_MARK}{index}", f'{{"ran": true, "member": {index},'
+        lines, deadline = None, time.monotonic() + timeout
         while True:
             try:
                 line = self.lines.get(timeout=max(0.0, deadline - time.monotonic()))
             except queue.Empty:
-                return self._renumbered(lines, index), f"no result within {timeout:.0f} s"
+                return "\n".join(lines or ()), f"no result within {timeout:.0f} s"
             if line is _EOF:
-                code = self.proc.wait()
-                return self._renumbered(lines, index), f"exit code {code}"
-            if line.startswith(f"{MEMBER_MARK}{index}"):
-                seen = True
-            if seen or not line.startswith(MEMBER_MARK):
-                lines.append(line)
+                return "\n".join(lines or ()), f"exit code {self.proc.wait()}"
+            if lines is None:
+                if line == mark:
+                    lines = [line]
+                elif line.strip():
+                    self.last_words = line.strip()[:240]  # what a process that never starts says
+                continue
+            lines.append(line)
             if line.startswith(done):
-                return self._renumbered(lines, index), ""
-
-    @staticmethod
-    def _renumbered(lines: list, index: int) -> str:
-        return "\n".join(f"{MEMBER_MARK}0" if line.startswith(f"{MEMBER_MARK}{index}") else line for line in lines)
+                return "\n".join(lines), ""
 
     def _start(self) -> None:
         root = str(Path(__file__).resolve().parents[1])
@@ -122,6 +120,7 @@ class RacecheckServer:
                    "--error-exitcode", "0", sys.executable, "-m", "verify.sanitize", "--serve"]
         self.lines = queue.Queue()
         self.printed = 0
+        self.last_words = ""
         self.starts += 1
         self.proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                      text=True, bufsize=1, env=env)

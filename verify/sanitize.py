@@ -276,42 +276,20 @@ def record_or_none(record_json: str):
         return None
 
 
-def batch_reports(output: str, stopped: str) -> list:
-    """racecheck's findings for each member a batch process reached, in order: hazards
-    counted between a member's start mark and the next member's; the last member reached
-    that never printed its done line stopped the process (``stopped`` says how) and gets
-    a ``failed`` report (errors None) with its last words."""
-    reports = []
-    segments = _member_segments(output)
-    for index in range(len(segments)):
-        segment = segments.get(index)
-        if segment is None:
-            break
-        report = parse_report(segment)
-        report.pop("summary_found", None)
-        if _CHILD_DONE.search(segment):
-            report["errors"], report["warnings"] = report["race_errors"], report["race_warnings"]
-        else:
-            lines = [line for line in segment.strip().splitlines() if line.strip() and not _PREFIX.match(line)]
-            report = dict(report, errors=None, failed=f"the member did not finish under racecheck ({stopped}): "
-                          f"{lines[-1][:240] if lines else 'no message'}")
-            reports.append(report)
-            break
-        reports.append(report)
-    return reports
-
-
-def _member_segments(output: str) -> dict:
-    """Member index (within the batch) -> the output lines from its start mark to the next
-    member's: the hazards racecheck prints when the member's kernels finish."""
-    segments, current = {}, None
-    for line in output.splitlines():
-        if line.startswith(MEMBER_MARK):
-            current = int(line[len(MEMBER_MARK):].split()[0])
-            segments[current] = []
-        elif current is not None:
-            segments[current].append(line)
-    return {index: "\n".join(lines) for index, lines in segments.items()}
+def member_report(segment: str, stopped: str) -> dict:
+    """racecheck's findings for one member from its share of the process's output (from
+    its start mark on): the hazards printed before its done line; without that line the
+    member stopped the process (``stopped`` says how) and gets a ``failed`` report (errors
+    None) with its last words."""
+    report = parse_report(segment)
+    report.pop("summary_found", None)
+    if _CHILD_DONE.search(segment):
+        report["errors"], report["warnings"] = report["race_errors"], report["race_warnings"]
+        return report
+    lines = [line for line in segment.strip().splitlines()
+             if line.strip() and not _PREFIX.match(line) and not line.startswith(MEMBER_MARK)]
+    return dict(report, errors=None, failed=f"the member did not finish under racecheck ({stopped}): "
+                f"{lines[-1][:240] if lines else 'no message'}")
 
 
 def _judge_run(report: dict, output: str, returncode: int) -> dict:
