@@ -111,17 +111,21 @@ class Checksums:
         self.max_blocks = max(1, 8 * int(sm_count))
         self.slots = DeviceBuffer(8 * slots)
         self.capacity = slots
+        # (slot, stream) -> ((address, nbytes), PreparedLaunch): one launch a slot, so the
+        # cache stays bounded over a worker's many rows (each row's buffers are new addresses)
         self._launches: dict = {}
 
     def _launch(self, address: int, nbytes: int, slot: int, stream):
         from .driver import PreparedLaunch
-        key = (address, nbytes, slot, int(stream) if stream is not None else 0)
-        if key not in self._launches:
+        key = (slot, int(stream) if stream is not None else 0)
+        cached = self._launches.get(key)
+        if cached is None or cached[0] != (address, nbytes):
             blocks = min(self.max_blocks, max(1, -(-(nbytes // 4) // CHECKSUM_BLOCK)))
             params = b"".join(int(v).to_bytes(8, "little") for v in (address, nbytes, self.slots.address + 8 * slot))
-            self._launches[key] = PreparedLaunch(self.function, (blocks, 1, 1), (CHECKSUM_BLOCK, 1, 1), params,
-                                                 [0, 8, 16], stream)
-        return self._launches[key]
+            cached = (address, nbytes), PreparedLaunch(self.function, (blocks, 1, 1), (CHECKSUM_BLOCK, 1, 1), params,
+                                                       [0, 8, 16], stream)
+            self._launches[key] = cached
+        return cached[1]
 
     def clear(self, stream) -> None:
         self.slots.fill_bytes(0, stream)
