@@ -827,14 +827,10 @@ class _Run:
                 for key in [k for k in found if k[0] == group_id]:
                     del found[key]
 
-    def verify_group(self, worker, group_id: str, rows: list) -> tuple:
-        """(rows, statuses by build key) of a whole group verified on ``worker``."""
-        return self.finish_group(worker, group_id, merge_chunks([self.verify_chunk(worker, group_id, rows)]))
-
     def verify_chunk(self, worker, group_id: str, rows: list) -> ChunkResult:
         """Contiguous rows of one group checked (and timed) on ``worker``; the agreement
         between members, derived members and writes wait for the group's other chunks
-        (``finish_group``)."""
+        (``finish_on_gpu``, ``finish_on_host``)."""
         gpu = dict(worker.info)
         mismatch = problem_mismatch(group_id, rows)
         if mismatch:
@@ -933,15 +929,6 @@ class _Run:
             self._resolve_hash(pending)
         return ChunkResult(out_rows, results, race_counts, problems, consensus_by_digest)
 
-    def finish_group(self, worker, group_id: str, merged: ChunkResult) -> tuple:
-        """The group's (rows, statuses) once every chunk is verified (``merged``, in row
-        order): members outside the consensus, witnesses, derived members' probes,
-        racecheck and delays (on ``worker``: ``finish_on_gpu``), then coverage counts filled
-        in, survivors explained and times a row has not earned dropped (``finish_on_host``)."""
-        out_rows, results = self.finish_on_gpu(worker, group_id, merged)
-        self.finish_on_host(out_rows, merged)
-        return out_rows, results
-
     def finish_on_host(self, out_rows: list, merged: ChunkResult) -> None:
         """The group's last steps, on the host: its coverage counts (waiting for the measure
         where it still runs), survivors explained, unearned times dropped."""
@@ -953,7 +940,9 @@ class _Run:
         drop_unearned_times(out_rows)
 
     def finish_on_gpu(self, worker, group_id: str, merged: ChunkResult) -> tuple:
-        """``finish_group``'s part on ``worker`` and the GPUs: (rows, statuses)."""
+        """The group's (rows, statuses) once every chunk is verified (``merged``, in row
+        order), on ``worker`` and the GPUs: members outside the consensus, witnesses, derived
+        members' probes, racecheck and delays (``finish_on_host`` then does the host's part)."""
         out_rows, results, race_counts, problems = merged.rows, merged.results, merged.race_counts, merged.problems
         if merged.refused:
             return out_rows, results
@@ -1094,7 +1083,7 @@ class _Run:
                 base_runs[base.build_key] = delay_member_runs(worker, base, group_id, payload, self.kernel_timeout)
             mutant_runs = delay_member_runs(worker, row, group_id, payload, self.kernel_timeout)
             cause = DROPPED_BARRIER if (row.variant or {}).get("mutation") == "drop_barrier" else CHANGED_ORDER
-            judged = problems[row.problem.digest()][1]  # where this worker judges (finish_group)
+            judged = problems[row.problem.digest()][1]  # where this worker judges (finish_on_gpu)
             verdict = judge_delays(mutant_runs, base_runs[base.build_key], base, judged, cause=cause)
             row.provenance.setdefault("verify", {})["delays"] = {"reason": reason, **verdict.record}
             if verdict.status:
