@@ -1130,7 +1130,9 @@ class _Run:
         a store could straddle (``tail_buffers``): the fenced placement leaves up to 15 bytes
         past such an end before the guard page, where a store of the bytes already there
         changes nothing the checks see."""
-        path, missing = automatic_sanitizer()
+        # without --sanitize (the only caller's case) race_sanitizer is automatic_sanitizer()'s,
+        # found once per run rather than on PATH per passing row
+        path, missing = self.race_sanitizer, self.race_missing
         verify_note = new_row.provenance.setdefault("verify", {})
         names = ", ".join(tails)
         if path is None:
