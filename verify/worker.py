@@ -148,16 +148,16 @@ class _Worker:
             self.noise.synchronize()
         return self._download(("out", "inout"))
 
-    def _download(self, roles) -> dict:
+    def _download(self, roles, host: bool = False) -> dict:
         """The buffers of ``roles`` as host arrays; outputs as tensors on the device when
-        this row keeps them there (device_outputs.py)."""
+        this row keeps them there (device_outputs.py) and ``host`` is not asked."""
         from .inputs import STORAGE_NUMPY, storage_shape
         out = {}
         for name, buf in self.row.buffers.items():
             spec = self.row.specs[name]
             if spec.role not in roles:
                 continue
-            if self.device_outputs and spec.role in ("out", "inout"):
+            if self.device_outputs and not host and spec.role in ("out", "inout"):
                 from .device_outputs import copy_to_tensor
                 out[name] = copy_to_tensor(buf, spec.dtype, spec.shape, self.ctx.stream, self.ctx.info.ordinal)
             else:
@@ -217,20 +217,18 @@ class _Worker:
         return CheckResult(runs=runs, load_path=load_path, seconds=seconds, float_atomics=atomics,
                            fences=self._fences(), notes=notes)
 
-    def _keep(self, key: str, atomics: bool) -> None:
+    def _keep(self, key: str, atomics: bool, first: dict) -> None:
         """Right after run 1 of a trial the timing job will use: its output hashes, and
-        where runs may differ by design (float atomics) its outputs on the host."""
+        where runs may differ by design (float atomics) its outputs on the host (``first``,
+        run 1's downloaded outputs, unless this row keeps them on the device)."""
         from .checked_timing import Checksums, KeptRun
-        from .inputs import STORAGE_NUMPY, storage_shape
         from .timing import MAX_BATCH
         if self.checksums is None:
             self.checksums = Checksums(self.ctx.info.sm_count, MAX_BATCH * 8)
         names = [n for n, spec in self.row.specs.items() if spec.role in ("out", "inout")]
         outputs = None
         if atomics:
-            outputs = {n: self.row.buffers[n].download(STORAGE_NUMPY[self.row.specs[n].dtype],
-                                                       storage_shape(self.row.specs[n].dtype, self.row.specs[n].shape))
-                       for n in names}
+            outputs = self._download(("out", "inout"), host=True) if self.device_outputs else first
         self.kept[key] = KeptRun(self.checksums.of([self.row.buffers[n] for n in names], self.ctx.stream), outputs)
 
     def _trial(self, trial: int, inputs: dict, seed: int, lap, keep_key: Optional[str] = None,
@@ -263,7 +261,7 @@ class _Worker:
 
         first = run(0, fills[0])
         if keep_key is not None:
-            self._keep(keep_key, atomics)
+            self._keep(keep_key, atomics, first)
         after = {}
         if not (self.row.fences == "vmm" and self.row.buffers and self._inputs_fenced()):
             after = self._download(("in",))  # unfenced inputs: compare their bits after the run
