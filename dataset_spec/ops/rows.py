@@ -173,31 +173,26 @@ def _accumulator_roundoff(problem) -> float:
                        str(p.get("accumulator") or ""), str(p.get("math_input") or "")).u_acc
 
 
-def _biased_factor(problem, x, centre: bool):
-    """gamma(n) / (2 u_acc) per row (rows x 1) on rows whose sum of squares (of deviations,
-    with ``centre``) may round with one sign (biased_sums), else 0; numpy or torch as ``x``."""
-    rows = _rows(x, problem)
-    u_acc = _accumulator_roundoff(problem)
-    return biased_sum_of_squares(rows, u_acc, centre).reshape(-1, 1) * half_worst_case(rows.shape[-1], u_acc)
-
-
-def _on_biased_rows(problem, x, magnitude, centre: bool):
-    """gamma(n) / (2 u_acc) ``magnitude`` (rows x n) on rows whose sum of squares (of
-    deviations, with ``centre``) may round with one sign (biased_sums), else 0; numpy or
+def _biased_rows(problem, x, centre: bool) -> tuple:
+    """(per row (rows x 1, boolean) whether its sum of squares (of deviations, with
+    ``centre``) may round with one sign (biased_sums), gamma(n) / (2 u_acc)): a scale's
+    worst case on such rows is ``magnitude * biased * half``, in that order, so a torch
+    boolean meets the float64 magnitude first (bool * float would be float32); numpy or
     torch as ``x``."""
     rows = _rows(x, problem)
     u_acc = _accumulator_roundoff(problem)
-    biased = biased_sum_of_squares(rows, u_acc, centre).reshape(-1, 1)
-    return magnitude.reshape(rows.shape) * biased * half_worst_case(rows.shape[-1], u_acc)
+    return biased_sum_of_squares(rows, u_acc, centre).reshape(-1, 1), half_worst_case(rows.shape[-1], u_acc)
 
 
-def _rstd_pointwise(problem, x, reference, centre: bool) -> dict:
+def _rstd_pointwise(problem, reference, biased_rows: tuple) -> dict:
     """rstd, when declared: the same relative error as the output's scale (the mean of
-    squares, + eps, the square root), the fixed roundings and a biased row's worst case."""
+    squares, + eps, the square root), the fixed roundings and a biased row's worst case
+    (``biased_rows``: the output's ``_biased_rows``)."""
     if "rstd" not in reference:
         return {}
     magnitude = abs(reference["rstd"]).reshape(-1, 1)
-    scale = NORM_FIXED_ROUNDINGS * magnitude + magnitude * _biased_factor(problem, x, centre)
+    biased, half = biased_rows
+    scale = NORM_FIXED_ROUNDINGS * magnitude + magnitude * biased * half
     if problem.op == "add_rmsnorm":  # the norm reads s rounded to x's dtype: one rounding of it
         scale = scale + magnitude * (_fmt(problem.buffer("x").dtype).unit_roundoff / _accumulator_roundoff(problem))
     return {"rstd": scale.reshape(reference["rstd"].shape)}
@@ -213,8 +208,9 @@ def pointwise_rmsnorm(inputs, problem, reference):
     else:
         (x,) = _inputs_of(problem, inputs, "x")
     magnitude = abs(reference[out])
-    biased = _on_biased_rows(problem, x, magnitude, centre=False).reshape(magnitude.shape)
-    result = {out: NORM_FIXED_ROUNDINGS * magnitude + biased, **_rstd_pointwise(problem, x, reference, False)}
+    found = _biased_rows(problem, x, centre=False)  # one sort of every row, for out and rstd
+    biased = (magnitude.reshape(_rows(x, problem).shape) * found[0] * found[1]).reshape(magnitude.shape)
+    result = {out: NORM_FIXED_ROUNDINGS * magnitude + biased, **_rstd_pointwise(problem, reference, found)}
     if "s" in reference:  # x + r rounded once: no pointwise term beyond |s|'s own rounding
         result["s"] = 0.0 * reference["s"]
     return result
@@ -239,9 +235,10 @@ def pointwise_layernorm(inputs, problem, reference):
     (x,) = _inputs_of(problem, inputs, "x")
     centred, shift, w, b = _layernorm_parts(inputs, problem)
     scale = (centred + shift) * abs(w) + abs(b)
-    biased = _on_biased_rows(problem, x, centred * abs(w), centre=True)
+    found = _biased_rows(problem, x, centre=True)  # one sort of every row, for out and rstd
+    biased = centred * abs(w) * found[0] * found[1]
     result = {out: _shaped(problem, out, NORM_FIXED_ROUNDINGS * scale + biased),
-              **_rstd_pointwise(problem, x, reference, True)}
+              **_rstd_pointwise(problem, reference, found)}
     if "mean" in reference:  # the division by n
         result["mean"] = abs(reference["mean"])
     return result
