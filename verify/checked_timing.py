@@ -116,14 +116,13 @@ class Checksums:
         self._launches: dict = {}
 
     def _launch(self, address: int, nbytes: int, slot: int, stream):
-        from .driver import PreparedLaunch
+        from .driver import u64_launch
         key = (slot, int(stream) if stream is not None else 0)
         cached = self._launches.get(key)
         if cached is None or cached[0] != (address, nbytes):
             blocks = min(self.max_blocks, max(1, -(-(nbytes // 4) // CHECKSUM_BLOCK)))
-            params = b"".join(int(v).to_bytes(8, "little") for v in (address, nbytes, self.slots.address + 8 * slot))
-            cached = (address, nbytes), PreparedLaunch(self.function, (blocks, 1, 1), (CHECKSUM_BLOCK, 1, 1), params,
-                                                       [0, 8, 16], stream)
+            words = (address, nbytes, self.slots.address + 8 * slot)
+            cached = (address, nbytes), u64_launch(self.function, (blocks, 1, 1), (CHECKSUM_BLOCK, 1, 1), words, stream)
             self._launches[key] = cached
         return cached[1]
 

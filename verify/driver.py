@@ -293,6 +293,13 @@ class PreparedLaunch:
         check(cu.cuLaunchKernelEx(self.config, self.function, self.kernel_params, 0), "cuLaunchKernelEx")
 
 
+def u64_launch(function, grid: Sequence[int], block: Sequence[int], words: Sequence[int], stream) -> PreparedLaunch:
+    """A prepared launch of a kernel whose parameters are all 64-bit words (addresses,
+    counts): the verifier's own small kernels (hold, flush read, hashes, SM holder)."""
+    params = b"".join(int(w).to_bytes(8, "little") for w in words)
+    return PreparedLaunch(function, grid, block, params, [8 * i for i in range(len(words))], stream)
+
+
 class DeviceBuffer:
     """A device allocation of ``nbytes`` (at least 1 byte, so empty buffers still get an address)."""
 

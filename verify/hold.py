@@ -50,15 +50,14 @@ class StreamHold:
     """``hold()`` enqueues the spinning kernel; ``release()`` lets it finish."""
 
     def __init__(self, stream, timeout_s: float = 2.0):
-        from .driver import Module, PreparedLaunch, check, cu
+        from .driver import Module, check, cu, u64_launch
         self._check, self._cu = check, cu
         self.module = Module.from_ptx(HOLD_PTX)
         self.host_ptr = check(cu.cuMemHostAlloc(4, cu.CU_MEMHOSTALLOC_DEVICEMAP), "cuMemHostAlloc")
         self.flag = ctypes.c_uint32.from_address(int(self.host_ptr))
         device_ptr = int(check(cu.cuMemHostGetDevicePointer(self.host_ptr, 0), "cuMemHostGetDevicePointer"))
-        params = device_ptr.to_bytes(8, "little") + int(timeout_s * 1e9).to_bytes(8, "little")
-        self.launch = PreparedLaunch(self.module.function("ptxds_hold_stream"), (1, 1, 1), (1, 1, 1),
-                                     params, [0, 8], stream)
+        self.launch = u64_launch(self.module.function("ptxds_hold_stream"), (1, 1, 1), (1, 1, 1),
+                                 (device_ptr, int(timeout_s * 1e9)), stream)
 
     def hold(self) -> None:
         self.flag.value = 0

@@ -89,8 +89,7 @@ class L2Flush:
             self._module = Module.from_ptx(FLUSH_READ_PTX)
             self._function = self._module.function(FLUSH_READ_ENTRY)
             self._grid = (READ_BLOCKS_PER_SM * max(1, int(sm_count)), 1, 1)
-            self._params = b"".join(int(v).to_bytes(8, "little")
-                                    for v in (self.buffer.address, self.buffer.nbytes // 16, self._sink.address))
+            self._words = (self.buffer.address, self.buffer.nbytes // 16, self._sink.address)
 
     @property
     def nbytes(self) -> int:
@@ -104,11 +103,10 @@ class L2Flush:
         self.buffer.fill_bytes(sample & 0xFF, stream)
         if self._module is None:
             return
-        from .driver import PreparedLaunch
+        from .driver import u64_launch
         key = int(stream) if stream is not None else 0
         if key not in self._launches:
-            self._launches[key] = PreparedLaunch(self._function, self._grid, (READ_BLOCK, 1, 1), self._params,
-                                                 [0, 8, 16], stream)
+            self._launches[key] = u64_launch(self._function, self._grid, (READ_BLOCK, 1, 1), self._words, stream)
         self._launches[key].enqueue()
 
     def free(self) -> None:

@@ -96,7 +96,7 @@ class SmHolder:
     """Holds ``fraction`` of the SMs of the current context's device on its own stream."""
 
     def __init__(self, sm_count: int, fraction: float = 0.5):
-        from .driver import DeviceBuffer, Module, PreparedLaunch, check, cu, function_attribute
+        from .driver import DeviceBuffer, Module, check, cu, function_attribute, u64_launch
         self._check, self._cu = check, cu
         self.blocks = max(1, int(sm_count * fraction))
         self.module = Module.from_ptx(holder_ptx())
@@ -107,10 +107,8 @@ class SmHolder:
         device_ptr = int(check(cu.cuMemHostGetDevicePointer(self.host, 0), "cuMemHostGetDevicePointer"))
         self.sink = DeviceBuffer(4 * self.blocks * HOLDER_THREADS)
         self.stream = check(cu.cuStreamCreate(cu.CUstream_flags.CU_STREAM_NON_BLOCKING.value), "cuStreamCreate")
-        params = b"".join(int(v).to_bytes(8, "little") for v in
-                          (device_ptr, device_ptr + 4 * self.blocks, self.sink.address, int(FAILSAFE_S * 1e9)))
-        self.launch = PreparedLaunch(function, (self.blocks, 1, 1), (HOLDER_THREADS, 1, 1), params,
-                                     [0, 8, 16, 24], self.stream)
+        words = (device_ptr, device_ptr + 4 * self.blocks, self.sink.address, int(FAILSAFE_S * 1e9))
+        self.launch = u64_launch(function, (self.blocks, 1, 1), (HOLDER_THREADS, 1, 1), words, self.stream)
 
     def hold(self) -> int:
         """Start holding; returns how many holding blocks were running within ARRIVAL_WAIT_S."""
