@@ -176,6 +176,15 @@ def test_prepare_on_the_device_keeps_what_it_cannot_make_on_the_host():
     assert storage[0]["x"].dtype == np.float32 and storage[0]["x"].shape == (4096,)
 
 
+
+def test_the_first_trial_is_downloaded_alone_for_the_sanitizers():
+    prepared = prepare_problem(_vector_add(), "g", device=CPU)
+    first = prepared.first_host_storage()
+    assert prepared._host_storage is None  # the other trials stay where they were made
+    redrawn = prepare_problem(_vector_add(), "g", device=CPU).host_storage()
+    assert first.keys() == redrawn[0].keys() and all(np.array_equal(first[k], redrawn[0][k]) for k in first)
+    assert prepared.host_storage()[0] is first and prepared.first_host_storage() is first
+
 def test_a_witness_of_device_drawn_inputs_is_redrawn_on_the_cpu():
     from verify.witness import regenerate
     problem = _vector_add()

@@ -191,6 +191,7 @@ class _ProblemTrials:
     salt: str = ""        # the run's trial salt, mixed into the seeds (inputs.trial_seed)
     device: Optional[object] = None  # the torch device the trials and references were made on (None: the host)
     _host_storage: Optional[list] = None
+    _first_host_storage: Optional[dict] = None  # the first trial's alone (first_host_storage)
     _coverage: Optional[dict] = None
     _coverage_pending: Optional[Future] = None  # the measure running on a host thread (_Run)
     _download_lock: Optional[object] = None  # the quiet lock of ``device``, held while its trials are downloaded
@@ -223,8 +224,23 @@ class _ProblemTrials:
         if self._host_storage is None:
             with self._download_lock or contextlib.nullcontext():
                 if self._host_storage is None:
-                    self._host_storage = [t.host_storage() for t in self.trials]
+                    first = self._first_host_storage
+                    self._host_storage = [first if i == 0 and first is not None else t.host_storage()
+                                          for i, t in enumerate(self.trials)]
         return self._host_storage
+
+    def first_host_storage(self) -> dict:
+        """The first trial's input storage on the host, for the work that runs that trial
+        alone (sanitizers, delayed copies): ``host_storage``'s where every trial is already
+        on the host, else that trial downloaded alone (the group's other trials stay on
+        the device)."""
+        if self._host_storage is not None:
+            return self._host_storage[0]
+        if self._first_host_storage is None:
+            with self._download_lock or contextlib.nullcontext():
+                if self._first_host_storage is None and self._host_storage is None:
+                    self._first_host_storage = self.trials[0].host_storage()
+        return self._host_storage[0] if self._host_storage is not None else self._first_host_storage
 
 
 def prepare_device(problem: Problem, reference: str = "auto", inputs: str = "auto", ordinal: int = 0):
@@ -1026,7 +1042,7 @@ class _Run:
         members, cut = [], set()
         for row in todo:
             record, shrunk = racecheck_record(row)
-            members.append((row.build_key, record.to_json(), problems[row.problem.digest()][0].host_storage()[0]))
+            members.append((row.build_key, record.to_json(), problems[row.problem.digest()][0].first_host_storage()))
             if shrunk:
                 cut.add(row.build_key)
         try:
@@ -1078,7 +1094,7 @@ class _Run:
             prepared = problems[row.problem.digest()][0]
             first = prepared.trials[0]
             payload = [(first.trial, f"{row.problem.digest()}:{first.trial}", first.seed,
-                        prepared.host_storage()[0])]
+                        prepared.first_host_storage())]
             if base.build_key not in base_runs:
                 base_runs[base.build_key] = delay_member_runs(worker, base, group_id, payload, self.kernel_timeout)
             mutant_runs = delay_member_runs(worker, row, group_id, payload, self.kernel_timeout)
@@ -1147,7 +1163,7 @@ class _Run:
     def _sanitize(self, row: KernelRecord, prepared: _ProblemTrials, tools=TOOLS,
                   sanitizer: Optional[str] = None) -> dict:
         try:
-            return run_sanitizer(row.to_json(), prepared.host_storage()[0], tools=tools,
+            return run_sanitizer(row.to_json(), prepared.first_host_storage(), tools=tools,
                                  sanitizer=sanitizer or self.sanitizer)
         except Exception as exc:  # a sanitizer that fails to run is recorded and changes nothing
             return {"failed": f"{type(exc).__name__}: {exc}"[:300]}
