@@ -8,9 +8,9 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from ..model import DTYPES, Problem, SpecError, dtype_kind
-from ..packed import element_range, is_packed
+from ..model import Problem, SpecError, dtype_kind
 from ..numerics import FORMATS, BoundTerms, bound_terms
+from .items import integer_dtype_range
 
 
 @dataclass(frozen=True)
@@ -233,7 +233,7 @@ def integer_rounding_bound(exact, reference, dtype: str, terms: BoundTerms, scal
     value is farther than b from every rounding boundary; 1 next to one (a float32 sum at
     K = 4096 lands on the other side of .5 for a few elements in 65,536); NaN/inf
     references keep 0."""
-    lowest, highest = _dtype_range(dtype)
+    lowest, highest = integer_dtype_range(dtype)
     with np.errstate(invalid="ignore", over="ignore"):
         b = terms.bound(np.zeros(np.shape(reference)), scale, pointwise)
         # the epilogue's conversion (gemm.saturate_to_output): round half to even, saturate
@@ -335,13 +335,6 @@ def is_float_dtype(dtype: str) -> bool:
 INT32_LIMIT = 2 ** 31  # the accumulator of integer products and sums
 
 
-def _dtype_range(dtype: str) -> tuple:
-    if is_packed(dtype):
-        return element_range(dtype)
-    info = np.iinfo(np.dtype(f"{DTYPES[dtype][1]}{DTYPES[dtype][0]}"))
-    return int(info.min), int(info.max) + 1
-
-
 def range_int_products(length: Callable, *operands: str):
     """Full dtype range for the named operands of an n-term integer sum of products (n =
     ``length(problem)``, the op's reduction length), narrowed only where n max|a| max|b|
@@ -352,12 +345,12 @@ def range_int_products(length: Callable, *operands: str):
     def integer_range(problem, buffer):
         if buffer.name not in operands or problem.params.get("operand_density"):
             return None
-        low, high = _dtype_range(buffer.dtype)
+        low, high = integer_dtype_range(buffer.dtype)
         if any(dtype_kind(problem.buffer(name).dtype) == "f" for name in operands):
             return low, high
         n = max(1, int(length(problem)))
         others = [max(abs(a), abs(b - 1)) for a, b in
-                  (_dtype_range(problem.buffer(name).dtype) for name in operands if name != buffer.name)]
+                  (integer_dtype_range(problem.buffer(name).dtype) for name in operands if name != buffer.name)]
         other = max(others) if others else 1
         cap = max(1, (INT32_LIMIT - 1) // (n * max(1, other)))
         return max(low, -cap), min(high, cap + 1)
@@ -371,8 +364,8 @@ def range_int_sum(length: Callable, operands: int = 1):
         out = problem.buffer(_out_name(problem)).dtype
         if dtype_kind(out) not in ("i", "u") or buffer.dtype in FORMATS:
             return None
-        low, high = _dtype_range(buffer.dtype)
-        out_low, out_high = _dtype_range(out)
+        low, high = integer_dtype_range(buffer.dtype)
+        out_low, out_high = integer_dtype_range(out)
         n = max(1, int(length(problem))) * operands
         return max(low, -(-out_low // n)), min(high, (out_high - 1) // n + 1)
     return integer_range
