@@ -195,15 +195,24 @@ def evaluating_op(op, torch=None, device=None, quiet=None):
     and the GPU when ``torch`` and ``device`` are given); other ops are returned unchanged."""
     if op.name != CUSTOM_OP:
         return op
+    # (problem digest, attribute) -> function_identity: the module's folder is read once per
+    # op, not once per trial
+    identities: dict = {}
+
+    def identity(problem, attribute: str) -> Optional[str]:
+        key = (problem.digest(), attribute)
+        if key not in identities:
+            identities[key] = function_identity(problem, attribute)
+        return identities[key]
 
     def reference(values, problem):
         func = _load_custom(problem, "reference")
-        return evaluate(func, values, problem, function_identity(problem, "reference"), torch, device, quiet)
+        return evaluate(func, values, problem, identity(problem, "reference"), torch, device, quiet)
 
     def error_scale(values, problem):
         func = _load_custom(problem, "error_scale", required=False)
         if func is None:
             return None
-        return evaluate(func, values, problem, function_identity(problem, "error_scale"), torch, device, quiet)
+        return evaluate(func, values, problem, identity(problem, "error_scale"), torch, device, quiet)
 
     return dataclasses.replace(op, reference=reference, error_scale=error_scale)
