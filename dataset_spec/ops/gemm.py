@@ -9,6 +9,7 @@ from ..fp8 import is_fp8
 from ..model import DTYPES, Problem, SpecError, dtype_kind
 from ..packed import element_range, is_packed
 from ..numerics import FORMATS, fp8_alignment_magnitudes
+from .items import top_binade_floor
 from typing import Optional
 
 from .spec import (OpSpec, _fmt, _inputs_of, _out_dtype, _out_name, is_float_dtype, on_magnitudes,
@@ -228,7 +229,7 @@ def top_input_entries(problem: Problem, buffer, values: np.ndarray, axis: int) -
     if not str(dtype).startswith("float8") or np.ndim(values) < 2 or np.shape(values)[axis] < 4:
         return values
     fmt = FORMATS[dtype]
-    top_floor = 2.0 ** math.floor(math.log2(fmt.max_finite))
+    top_floor = top_binade_floor(dtype)
     tops = np.linspace(top_floor, fmt.max_finite, 8)
     small = fmt.tiny
     own_k, other_k = fp8_top_input_k(np.shape(values)[axis])
