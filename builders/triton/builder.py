@@ -47,7 +47,7 @@ from pathlib import Path
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from builders.base import Builder, BuildOptions, WorkItem, shared_memory_misfit
+from builders.base import Builder, WorkItem, shared_memory_misfit
 from builders.shapes import OP_KINDS, ShapeSet, load_shape_set, shape_label, shape_params
 from builders.triton.expressions import cdiv, evaluate, next_pow2
 from builders.triton.dump_messages import describe_params, no_problem_message
@@ -680,15 +680,6 @@ def recover_dump_metadata(variant: dict) -> Optional[Recovery]:
 def dump_group_id(name: str, signature: str) -> str:
     digest = hashlib.sha256(signature.encode()).hexdigest()[:8]
     return f"triton-dump/{name}/{digest}"
-
-
-def find_spec(specs: list, name: str, signature: str) -> Optional[dict]:
-    """The first entry for this kernel whose signature (if given) matches."""
-    for spec in specs:
-        wanted = spec.get("signature")
-        if spec.get("kernel") == name and (not wanted or wanted.replace(" ", "") == signature):
-            return spec
-    return None
 
 
 def expression_scope(spec: dict, problem: Problem, variant: dict) -> dict:

@@ -24,7 +24,7 @@ from typing import Optional
 from builders.manifest import ManifestError, read_problem
 from builders.triton.expressions import check_spec_entries, evaluate
 from dataset_spec.documents import load_document
-from dataset_spec.model import Problem, SpecError
+from dataset_spec.model import SpecError
 
 
 @dataclass
@@ -153,7 +153,3 @@ def match_variant(specs: list, variant: dict, scope_of, ranges_of_kernel: list) 
 def problems_by_group(specs: list) -> dict:
     """group id -> the Problem its rows carry."""
     return {group_of(e["problem"].problem_id): e["problem"] for e in specs}
-
-
-def problem_of(entry: dict) -> Problem:
-    return entry["problem"]
