@@ -16,9 +16,8 @@ from pathlib import Path
 from typing import Optional
 
 from builders.base import WorkItem
-from builders.triton_jit.builder import TritonJitBuilder, member_plan
-from builders.triton_jit.description import CallDescriptionError, load_description
-from builders.triton.builder import ARCH_CC, config_label
+from builders.triton_jit.builder import TritonJitBuilder, member_items
+from builders.triton_jit.description import load_description
 from dataset_spec.errors import PtxdsError
 from dataset_spec.one_problem import check_joins, problems_in_folder
 
@@ -91,23 +90,12 @@ class InductorBuilder(TritonJitBuilder):
                 raise CaptureError(f"{folder}: {clash}")
 
     def work_items(self) -> list:
-        root = self.capture_root()
         items = []
-        for folder in kernel_folders(root):
+        for folder in kernel_folders(self.capture_root()):
             description = load_description(folder / "call.json")
             info = json.loads((folder / "inductor.json").read_text())
             group_id = f"{SOURCE_NAME}/{description.problem.problem_id}"
-            for index in range(len(description.configs)):
-                plan = member_plan(description, index)
-                config = description.configs[index]
-                label = config_label({**config.kwargs, **config.options()})
-                for arch in self.options.archs:
-                    if arch not in ARCH_CC:
-                        raise CallDescriptionError(f"--arch {arch}: inductor compiles for {', '.join(ARCH_CC)}")
-                    key = f"{group_id}/{index}_{label}/{arch}"
-                    items.append(WorkItem(key=key, group_id=group_id, label=key, payload={
-                        "call": str(description.path), "sha256": description.sha256, "arch": arch,
-                        "plan": plan, "inductor": info}))
+            items += member_items(description, group_id, group_id, self.options.archs, SOURCE_NAME, inductor=info)
         return items
 
     def build(self, item: WorkItem) -> list:

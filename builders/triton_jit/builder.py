@@ -50,6 +50,27 @@ def member_plan(description: CallDescription, index: int) -> dict:
             "specialization": summary(plans, description.kernel.params)}
 
 
+def member_items(description: CallDescription, group_id: str, key_prefix: str, archs, source: str,
+                 **payload) -> list:
+    """One work item per config of ``description`` and target arch, keyed
+    ``<key_prefix>/<config index>_<label>/<arch>``; ``payload`` joins each item's payload."""
+    plans = [member_plan(description, index) for index in range(len(description.configs))]
+    items = []
+    for plan in plans:
+        config = description.configs[plan["config"]]
+        label = config_label({**config.kwargs, **config.options()})
+        for arch in archs:
+            if arch not in ARCH_CC:
+                raise CallDescriptionError(f"--arch {arch}: {source} compiles for {', '.join(ARCH_CC)}")
+            if config.num_ctas > 1 and not arch.startswith("sm_90"):
+                continue  # thread-block clusters need sm_90
+            key = f"{key_prefix}/{plan['config']}_{label}/{arch}"
+            items.append(WorkItem(key=key, group_id=group_id, label=key, payload={
+                "call": str(description.path), "sha256": description.sha256, "arch": arch, "plan": plan,
+                **payload}))
+    return items
+
+
 def compile_member(description: CallDescription, plan: dict, arch: str):
     """triton.compile of one member for ``arch``; returns the CompiledKernel."""
     import triton
@@ -107,23 +128,10 @@ class TritonJitBuilder(Builder):
 
     def work_items(self) -> list:
         description = self.description()
-        plans = [member_plan(description, index) for index in range(len(description.configs))]
-        items = []
-        for plan in plans:
-            config = description.configs[plan["config"]]
-            label = config_label({**config.kwargs, **config.options()})
-            for arch in self.options.archs:
-                if arch not in ARCH_CC:
-                    raise CallDescriptionError(f"--arch {arch}: triton-jit compiles for {', '.join(ARCH_CC)}")
-                if config.num_ctas > 1 and not arch.startswith("sm_90"):
-                    continue  # thread-block clusters need sm_90
-                # the kernel's name too: several descriptions (Liger's row and block RMSNorm)
-                # may fill one group, and a resumed build skips the items whose key it finds
-                key = f"{description.group_id}/{description.kernel.name}/{plan['config']}_{label}/{arch}"
-                items.append(WorkItem(key=key, group_id=description.group_id, label=key,
-                                      payload={"call": str(description.path), "sha256": description.sha256,
-                                               "arch": arch, "plan": plan}))
-        return items
+        # the kernel's name too: several descriptions (Liger's row and block RMSNorm) may
+        # fill one group, and a resumed build skips the items whose key it finds
+        return member_items(description, description.group_id, f"{description.group_id}/{description.kernel.name}",
+                            self.options.archs, SOURCE_NAME)
 
     def check_output(self, out_dir) -> None:
         """Refuses a folder whose rows of this group carry another problem."""
