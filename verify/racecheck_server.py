@@ -52,7 +52,7 @@ class RacecheckServer:
 
     def check(self, members: list, timeout_per_member: float = 20.0) -> dict:
         """build_key -> findings (``{"racecheck": {...}}`` with the tool and its version), as
-        ``sanitize.run_racecheck_batch`` gives them. ``members``: [(build_key, record_json,
+        ``sanitize.run_sanitizer`` gives them. ``members``: [(build_key, record_json,
         inputs)]; members without shared memory are skipped."""
         results = {}
         for key, record_json, inputs in members:

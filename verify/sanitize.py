@@ -14,6 +14,7 @@ binary and version ran.
 """
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -44,6 +45,7 @@ def find_sanitizer() -> str:
     return path
 
 
+@functools.lru_cache(maxsize=None)
 def sanitizer_version(path: str) -> str:
     try:
         out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=60).stdout
@@ -214,12 +216,7 @@ def run_sanitizer(record_json: str, inputs: dict, tools=TOOLS, timeout: float = 
         row_path, inputs_path = Path(tmp) / "row.json", Path(tmp) / "inputs.npz"
         row_path.write_text(record_json)
         np.savez(inputs_path, **inputs)
-        record = None
-        try:
-            from dataset_spec.model import KernelRecord
-            record = KernelRecord.from_json(record_json)
-        except Exception:  # the child reports the same problem in its own words
-            pass
+        record = record_or_none(record_json)
         for tool in tools:
             if tool == "racecheck" and record is not None and not uses_shared_memory(record):
                 result[tool] = {"errors": 0, "warnings": 0,
@@ -358,26 +355,31 @@ def load_isolated(record, stream):
     return LoadedRow(record.build_key, module, buffers, specs, launches, "driver_jit"), gap
 
 
+def _run_once(ctx, row_path: str, inputs_path: str) -> Optional[int]:
+    """Child side: the row loaded with isolated buffers, its launch sequence run once and
+    finished, the row unloaded; the smallest gap between two of its buffers."""
+    from dataset_spec.model import KernelRecord
+    from .driver import check, cu
+    row, gap = load_isolated(KernelRecord.from_json(Path(row_path).read_text()), ctx.stream)
+    with np.load(inputs_path) as data:
+        row.prepare({name: data[name] for name in data.files})
+    row.enqueue()
+    check(cu.cuStreamSynchronize(ctx.stream), "cuStreamSynchronize")
+    row.free()
+    return gap
+
+
 def _serve() -> None:
     """Child side of ``racecheck_server.RacecheckServer``: for each job line on stdin
-    ({"index", "row", "inputs"}), the member loaded with isolated buffers and run once
-    between its start mark and its done line, then unloaded."""
-    from dataset_spec.model import KernelRecord
-    from .driver import Context, check, cu
+    ({"index", "row", "inputs"}), one member run between its start mark and its done line."""
+    from .driver import Context
     ctx = Context(int(os.environ.get("PTXDS_SANITIZE_DEVICE", "0")))
     for line in sys.stdin:
         if not line.strip():
             continue
         job = json.loads(line)
         print(f"{MEMBER_MARK}{job['index']}", flush=True)
-        record = KernelRecord.from_json(Path(job["row"]).read_text())
-        row, gap = load_isolated(record, ctx.stream)
-        with np.load(job["inputs"]) as data:
-            inputs = {name: data[name] for name in data.files}
-        row.prepare(inputs)
-        row.enqueue()
-        check(cu.cuStreamSynchronize(ctx.stream), "cuStreamSynchronize")
-        row.free()
+        gap = _run_once(ctx, job["row"], job["inputs"])
         # the tool prints the member's hazards when its kernels end; a moment lets them reach
         # the pipe before the done line, which closes the member's share of the output
         time.sleep(REPORT_GRACE_SECONDS)
@@ -385,17 +387,9 @@ def _serve() -> None:
 
 
 def _run_member(row_path: str, inputs_path: str) -> None:
-    """Child side: load the row with isolated buffers, run its launch sequence once."""
-    from dataset_spec.model import KernelRecord
-    from .driver import Context, check, cu
-    record = KernelRecord.from_json(Path(row_path).read_text())
-    ctx = Context(0)
-    row, gap = load_isolated(record, ctx.stream)
-    with np.load(inputs_path) as data:
-        inputs = {name: data[name] for name in data.files}
-    row.prepare(inputs)
-    row.enqueue()
-    check(cu.cuStreamSynchronize(ctx.stream), "cuStreamSynchronize")
+    """Child side of ``run_sanitizer``: one member run once."""
+    from .driver import Context
+    gap = _run_once(Context(int(os.environ.get("PTXDS_SANITIZE_DEVICE", "0"))), row_path, inputs_path)
     print(json.dumps({"ran": True, "min_gap_bytes": gap}), flush=True)
 
 
