@@ -11,6 +11,7 @@ and ends); its workers then read the answers instead of searching again.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -97,8 +98,10 @@ def disagreeing(raw: list, indices: list, reference: int) -> list:
     return differ
 
 
+@functools.lru_cache(maxsize=1)
 def _code_digest() -> bytes:
-    """The bytes the analysis's answer depends on besides the file's."""
+    """The bytes the analysis's answer depends on besides the file's (read once a process:
+    the modules cannot change under it)."""
     modules = (mugraph_semantics, graph_module, operators_module, sys.modules[__name__])
     return b"".join(Path(m.__file__).read_bytes() for m in modules) + np.__version__.encode()
 
