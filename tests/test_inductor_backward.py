@@ -39,8 +39,11 @@ def test_every_backward_kernel_is_captured_or_has_its_reason(captured):
     assert len(summaries[LLAMA]["kernels"]) >= 5
     assert "_scaled_dot_product_flash_attention_backward" in summaries[LLAMA]["aten_fallbacks"]
     assert len(summaries[BERT]["kernels"]) >= 8
-    # the embedding gradients' scatter-adds: recorded, never silently dropped
-    assert all("index_put" in name and reason for name, reason in summaries[BERT]["skipped"].items())
+    # the embedding gradients' scatter-adds, recorded and never silently dropped: torch 2.11
+    # names the accumulators' fill kernels ``fused_full``, so the reason names the scatter
+    skipped = summaries[BERT]["skipped"]
+    assert 1 <= len(skipped) <= 5
+    assert all(reason and "index_put" in name + reason for name, reason in skipped.items())
 
 
 def test_backward_inputs_have_their_roles(captured):

@@ -435,7 +435,14 @@ def describe_kernel(graph, call: KernelCall, roles: dict, model: str) -> dict:
         raise ValueError("the kernel writes no buffer")
     if len(set(in_nodes)) != len(in_nodes):
         raise ValueError("two kernel arguments hold the same graph value")
-    nodes = subgraph(out_nodes, in_nodes)
+    try:
+        nodes = subgraph(out_nodes, in_nodes)
+    except ValueError as exc:
+        scatters = sorted({str(n.target) for n in out_nodes if _is_scatter(n)})
+        if scatters:  # Inductor fills a scatter's accumulator in a kernel of its own
+            raise ValueError(f"its output is the accumulator of {', '.join(scatters)}, which other kernels "
+                             f"fill and accumulate into; the kernel alone is not that node's function ({exc})") from None
+        raise
     numels = {p: int(args[p]) for p in call.params if p not in pointers}
     graph_ops = sorted({str(n.target) for n in nodes})
     portable, decomposed = portable_graph(subgraph_graph(nodes, in_nodes, out_nodes), in_nodes)
@@ -444,6 +451,12 @@ def describe_kernel(graph, call: KernelCall, roles: dict, model: str) -> dict:
             "code": graph_code(portable), "graph_ops": graph_ops, "decomposed": decomposed,
             "aten_ops": sorted({str(n.target) for n in portable.nodes if n.op == "call_function"}),
             "layers": sorted({_layer(n) for n in nodes} - {""})}
+
+
+def _is_scatter(node) -> bool:
+    """Whether an FX node accumulates into its output at computed indices (index_put with
+    accumulate, scatter_add, index_add): Inductor splits such a node over several kernels."""
+    return any(word in str(node.target) for word in ("index_put", "scatter", "index_add"))
 
 
 def _contiguous(size: list) -> list:
