@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One GPU session: GPU tests, `ptxds verify` on the carried datasets, verify's times against
 # Nsight Compute, the verify throughput/timing benchmark. Datasets are built on a CPU
-# machine beforehand into .gpu/ (see docs/gpu-results.md for the exact commands).
+# machine beforehand into .gpu/ (see docs/runs/ for the exact commands).
 # Usage: benchmarks/gpu_run.sh OUTDIR [all|tests|timing]
 #   tests:  the GPU tests (pytest -m gpu)
 #   timing: ptxds verify on every carried dataset, verify's times against Nsight Compute

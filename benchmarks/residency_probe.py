@@ -1,6 +1,6 @@
 """How a row runs while half the SMs are held (verify/residency.py): the launch sequence's
 wall time, plain and held, for the first rows of a dataset. A correct kernel should take
-about twice as long held, not orders of magnitude longer (docs/gpu-results.md, run 78: a
+about twice as long held, not orders of magnitude longer (docs/runs/run-076-082.md, run 78: a
 holder whose every thread polled host memory slowed every kernel 700-3000x).
 
 Usage: python benchmarks/residency_probe.py DATASET [ROWS]

@@ -15,7 +15,7 @@ which releases the GIL like a GPU call does):
 Each GPU is a stand-in device (``SimDevice``) that the runner treats like a CUDA device it
 cannot synchronise: prepared per ordinal, judged per ordinal, locked per ordinal.
 
-The default costs are CUTLASS `llm` rows on one H200 (docs/gpu-results.md, runs 85 and 87:
+The default costs are CUTLASS `llm` rows on one H200 (docs/runs/run-083-087.md, runs 85 and 87:
 32 rows in 4 groups, 24.5 s on one GPU; run.* 7.2 s and time.samples 3.0 s summed, so
 about 0.22 s of check and 0.1 s of timing per row; run 80's coverage measure about 3 s a
 group); the device part of a preparation (1.5 s) and a copy between GPUs (0.2 s) are

@@ -3,7 +3,7 @@
 # the checks it changed, then the default Triton suite and a CUTLASS `llm` slice verified by
 # the verifier before v4 (a worktree of that commit in .gpu/base) and by this checkout, side
 # by side (wall seconds, statuses row by row, time ratios, sol_ratio). Datasets are built on a
-# CPU machine into .gpu/triton and .gpu/cutlass-llm (docs/gpu-results.md has the commands).
+# CPU machine into .gpu/triton and .gpu/cutlass-llm (docs/runs/ has the commands).
 # Usage: benchmarks/verifier_v4_gpu.sh OUTDIR [tests|compare|all] [TEST_FILE...]
 set -uo pipefail
 out=${1:?usage: verifier_v4_gpu.sh OUTDIR [tests|compare|all] [TEST_FILE...]}

@@ -318,7 +318,7 @@ def test_grouped_nosmem_and_wide_outputs_keep_their_sizes():
 
 GROUPED_E4M3_E5M2 = ("cutlass3x_sm90_tensorop_gemm_grouped_e4m3_e5m2_f32_f32_f32_128x256x128_1x2x1_0_tnn_align16_"
                      "warpspecialized_cooperative_epi_nosmem")
-# The H100's failing element (docs/gpu-results.md, run 73): D element 37515 of the grouped
+# The H100's failing element (docs/runs/run-067-071.md, run 73): D element 37515 of the grouped
 # e4m3 x e5m2 -> f32 kernel's edge trial, row 27, column 118 of the second problem (40 x 128
 # x 64). Its row of A (e4m3) and column of B (e5m2) along K as the kernel read them (the
 # edge draw of that run, before the stratified draws of 58d3683), stored bytes in K order:

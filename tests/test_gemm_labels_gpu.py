@@ -8,7 +8,7 @@ GEMM whose edge trial failed before the FP8 bound weighed subnormal operands as 
 core aligns them; E: the SM90a 2:4 sparse u8 x u8 -> u8 GEMM (sparse kept values and
 operands, mid-range alpha); S and S-conv: one kernel of each of the 7 signed saturating GEMM
 families (s4/s8 outputs, dense and sparse) and 14 conv families, with spread_alpha's power of
-two (built with the commands in docs/gpu-results.md, run 75).
+two (built with the commands in docs/runs/run-067-071.md, run 75).
 Skipped where a dataset is not built or no CUDA driver or device is present.
 """
 from pathlib import Path

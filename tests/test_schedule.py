@@ -13,7 +13,7 @@ from dataset_spec.model import Buffer, KernelRecord, Launch, Problem
 from verify.schedule import (ChunkQueue, estimated_seconds, measured_seconds, plan_chunks, row_costs,
                              simulate)
 
-# Run 21 of docs/gpu-results.md: 150 rows in 17 groups of 1-16 members (Triton suite and a
+# Run 21 of docs/runs/: 150 rows in 17 groups of 1-16 members (Triton suite and a
 # CUTLASS slice); one GPU took 89 rows when the groups were dealt out whole.
 RUN21_GROUP_SIZES = [16, 16, 16, 12, 12, 12, 10, 10, 10, 8, 8, 6, 6, 4, 2, 1, 2]
 ROW_S = 0.35  # run 21's one-GPU rate: 160 rows per minute

@@ -3,7 +3,7 @@
 The write alone evicts the row's data but leaves L2 full of the flush buffer's dirty lines;
 the timed kernel's first misses then write those back to memory. On an H100 that cost a
 memory-bound Triton kernel of 4-9 us another 0.8-1.4 us, and a GEMM 0.35 us, against
-Nsight Compute's own cache flush (docs/gpu-results.md, run 28): time of the flush, not of
+Nsight Compute's own cache flush (docs/runs/run-028.md, run 28): time of the flush, not of
 the kernel. Reading the buffer back after the write (a small kernel, outside the timed
 span) leaves L2 holding clean lines, so the kernel starts as it does under Nsight Compute.
 The read kernel's records are never a member's (``kernel_clock`` leaves its name out).

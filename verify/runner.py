@@ -86,7 +86,7 @@ RACECHECK_MEMBER_SECONDS = 20.0
 # Host threads that draw one problem's trials and compute their references and bounds side
 # by side (shared by every group being prepared; never waits on itself). Two: with eight, the
 # float64 GEMM references of several trials ran in OpenBLAS at once and the process died with
-# a segmentation fault on an H100 machine (docs/gpu-results.md, run 39); more groups ahead
+# a segmentation fault on an H100 machine (docs/runs/run-039.md, run 39); more groups ahead
 # also held about 9.5 GB of prepared references.
 TRIAL_THREADS = 2
 _TRIAL_POOL = ThreadPoolExecutor(max_workers=TRIAL_THREADS, thread_name_prefix="verify-trial")
