@@ -204,7 +204,10 @@ def _read_problem(data: dict, folder: Path) -> Problem:
     _check_same_shapes(op, buffers)
     params = dict(spec.get("params") or {})
     if op == "custom":
-        params = _resolve_reference(params, folder)
+        params = _resolve_reference(params, folder, buffers)
+    elif params.get("derived_inputs"):
+        raise _FieldError("problem.params.derived_inputs", f"only op custom makes inputs from a function of its "
+                          f"reference module; op {op} draws its own")
     tolerance = spec.get("tolerance") or {}
     _expect_mapping(tolerance, "problem.tolerance", ("atol", "rtol"))
     for key, value in tolerance.items():
@@ -289,7 +292,7 @@ def _read_init(value: Any, path: str) -> dict:
     return {"kind": value["kind"], "params": params}
 
 
-def _resolve_reference(params: dict, folder: Path) -> dict:
+def _resolve_reference(params: dict, folder: Path, buffers: list = ()) -> dict:
     """Check ``params.reference`` = "module:function" and make the module reachable at
     verify time, on any machine.
 
@@ -333,7 +336,31 @@ def _resolve_reference(params: dict, folder: Path) -> dict:
                           f"importing {module_name!r} failed: {type(exc).__name__}: {exc}") from None
     if not callable(getattr(module, function_name, None)):
         raise _FieldError("problem.params.reference", f"module {module_name!r} has no function {function_name!r}")
+    _check_derived_inputs(params.get("derived_inputs"), module, module_name, buffers)
     return params
+
+
+def _check_derived_inputs(spec: Any, module, module_name: str, buffers: list) -> None:
+    """params.derived_inputs: each key an input buffer, each value a function of the
+    reference module that is declared after at least one buffer it can be made from."""
+    if spec is None:
+        return
+    path = "problem.params.derived_inputs"
+    if not isinstance(spec, dict) or not spec:
+        raise _FieldError(path, f"must map input buffers to functions of {module_name!r}, got {_show(spec)}")
+    names = [b.name for b in buffers]
+    for name, function in spec.items():
+        if name not in names:
+            raise _FieldError(f"{path}.{name}", f"no buffer named {name!r}; known: {', '.join(names)}")
+        buffer = buffers[names.index(name)]
+        if buffer.role != "in":
+            raise _FieldError(f"{path}.{name}", f"buffer {name} has role {buffer.role}; only an input (role in) "
+                              f"is made from the others")
+        if names.index(name) == 0:
+            raise _FieldError(f"{path}.{name}", f"buffer {name} is declared first; declare it after the buffers "
+                              f"it is made from")
+        if not isinstance(function, str) or not callable(getattr(module, function, None)):
+            raise _FieldError(f"{path}.{name}", f"module {module_name!r} has no function {_show(function)}")
 
 
 # ----------------------------------------------------------------------------- members

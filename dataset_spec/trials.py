@@ -76,7 +76,7 @@ def trial_spec(problem: Problem, trial: int) -> TrialSpec:
     integer_inputs = any(b.role in ("in", "inout") and not is_float(b.dtype) for b in problem.buffers)
     # the registry is asked only when the trial needs it, so a float problem of an op this
     # registry lacks still runs its normal trials
-    op = _op(problem) if kind in DOMAIN_KINDS or integer_inputs else None
+    op = _op(problem) if kind in DOMAIN_KINDS or integer_inputs or problem.params.get("derived_inputs") else None
     plans = []
     for index, buf in enumerate(problem.buffers):
         if buf.role not in ("in", "inout") or buf.table == "addresses":
@@ -112,9 +112,10 @@ def stress_values(problem: Problem, plan: BufferPlan, rng, previous: dict):
     return _op(problem).stress_values(problem, problem.buffer(plan.name), rng, plan.domain, previous)
 
 
-def derived_values(problem: Problem, plan: BufferPlan, rng):
-    """The float64 values of a ``derived`` buffer (the op makes them: ``OpSpec.derive``)."""
-    return _op(problem).derive(problem, problem.buffer(plan.name), rng)
+def derived_values(problem: Problem, plan: BufferPlan, rng, previous: dict):
+    """The float64 values of a ``derived`` buffer (the op makes them: ``OpSpec.derive``, from
+    ``previous``, the buffers drawn before it)."""
+    return _op(problem).derive(problem, problem.buffer(plan.name), rng, previous)
 
 
 def _op(problem: Problem):

@@ -447,7 +447,7 @@ def make_trial_inputs(problem: Problem, group_id: str, trial: int, salt: str = "
             if plan.domain is not None:
                 ranges[buf.name] = list(plan.domain)
         elif plan.how == DERIVED:
-            drawn = derived_values(problem, plan, rng)
+            drawn = derived_values(problem, plan, rng, values)
         else:
             drawn = stress_values(problem, plan, rng, values)
             ranges[buf.name] = list(plan.domain)

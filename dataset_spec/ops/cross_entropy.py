@@ -134,7 +134,7 @@ def labels_derived(problem, name) -> bool:
     return name == "target" and ignored_rows(problem) > 0
 
 
-def derive_target(problem, buffer, rng):
+def derive_target(problem, buffer, rng, previous=None):
     """Class indices, uniform over 0 .. V - 1 with both ends present, then exactly
     ``ignored_rows`` rows at random places set to ignore_index."""
     ignore_index, _, _ = _params(problem)

@@ -1,15 +1,22 @@
-"""The ``custom`` op: a user reference given as ``params.reference = 'module:function'``."""
+"""The ``custom`` op: a user reference given as ``params.reference = 'module:function'``.
+
+``params.derived_inputs`` ({input buffer: function of the same module}) makes an input from
+the buffers declared before it in every trial instead of drawing it: a sorted copy of x,
+a norm's rstd of x for its backward. ``function(inputs, problem)`` gets the float64 values
+drawn so far and returns the buffer's values."""
 from __future__ import annotations
 
 import importlib
 import sys
 import types
 
+import numpy as np
+
 from ..model import Problem, SpecError
 from .spec import OpSpec
 
 
-def _load_custom(problem: Problem, attribute: str, required: bool = True):
+def _load_custom(problem: Problem, attribute: str, required: bool = True, name: str = ""):
     """A function from the user's reference module: from ``params.reference_source`` (the
     module's text, shipped inside the dataset) when present, else imported by name with
     ``params.reference_path`` (a folder) on sys.path."""
@@ -30,7 +37,7 @@ def _load_custom(problem: Problem, attribute: str, required: bool = True):
     except Exception as exc:
         raise SpecError(f"problem {problem.problem_id}: cannot load reference module {module_name!r}: "
                         f"{type(exc).__name__}: {exc}") from None
-    name = func_name if attribute == "reference" else f"{func_name}_{attribute}"
+    name = name or (func_name if attribute == "reference" else f"{func_name}_{attribute}")
     func = getattr(module, name, None)
     if func is None and required:
         raise SpecError(f"problem {problem.problem_id}: reference module {module_name!r} has no {name!r}")
@@ -61,9 +68,37 @@ def scale_custom(inputs, problem):
     return func(inputs, problem) if func is not None else None
 
 
+def derived_inputs(problem: Problem) -> dict:
+    """params.derived_inputs: {input buffer: function name in the reference module}."""
+    return dict(problem.params.get("derived_inputs") or {})
+
+
+def derives_custom(problem: Problem, name: str) -> bool:
+    return name in derived_inputs(problem)
+
+
+def derive_custom(problem: Problem, buffer, rng, previous=None) -> np.ndarray:
+    """One trial's values of a derived input: the module's function of the buffers drawn
+    before it (declared earlier in the problem)."""
+    function_name = derived_inputs(problem)[buffer.name]
+    func = _load_custom(problem, "derive", name=function_name)
+    try:
+        values = func(dict(previous or {}), problem)
+    except KeyError as exc:
+        raise SpecError(f"problem {problem.problem_id}: derived input {buffer.name} ({function_name}) reads "
+                        f"buffer {exc.args[0]!r}, which is not drawn before it; declare {buffer.name} after "
+                        f"the buffers it is made from") from None
+    values = np.asarray(values, dtype=np.float64)
+    if values.size != buffer.numel:
+        raise SpecError(f"problem {problem.problem_id}: derived input {buffer.name} ({function_name}) returned "
+                        f"{values.size} values; the buffer has {buffer.numel} {tuple(buffer.shape)}")
+    return values.reshape(buffer.shape)
+
+
 OPS = [
     OpSpec("custom", ref_custom, lambda p: int(p.params.get("reduction_length", 1)),
            "user reference module:function", scale_custom, None,
            "the module's <function>_error_scale, else |out|; n = params.reduction_length",
-           outputs=lambda problem: None),  # the user's function says which outputs it fills
+           outputs=lambda problem: None,  # the user's function says which outputs it fills
+           derive=derive_custom, derived_when=derives_custom),
 ]

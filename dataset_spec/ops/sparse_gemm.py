@@ -98,7 +98,7 @@ def kept_length(problem: Problem) -> int:
     return int(problem.params["K"]) // 2
 
 
-def derive_meta(problem: Problem, buffer, rng: np.random.Generator) -> np.ndarray:
+def derive_meta(problem: Problem, buffer, rng: np.random.Generator, previous=None) -> np.ndarray:
     """E's contents for one trial: a valid code for every group, chosen at random."""
     if buffer.name != "E":
         raise SpecError(f"problem {problem.problem_id}: sparse_gemm derives only E, not {buffer.name}")

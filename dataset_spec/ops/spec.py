@@ -34,7 +34,9 @@ class OpSpec:
     None falls back to the generic in-domain row patterns (stress.GENERIC).
     ``derived_inputs``: input buffers whose contents the op makes for every trial instead of
     drawing them from a distribution (a sparse operand's metadata); ``derive(problem,
-    buffer, rng) -> float64 array`` gives one trial's values, in the buffer's storage dtype.
+    buffer, rng, previous) -> float64 array`` gives one trial's values, in the buffer's
+    storage dtype (``previous``: the float64 values of the buffers declared before it, so an
+    input may be made from others: a sorted copy, a norm's statistics).
     ``derived_when(problem, name) -> bool``: the same for buffers the op makes only when the
     problem asks (cross entropy's labels with ``params.ignored_rows``); ``derives`` tells both.
     ``coverage(problem) -> [coverage.CoverageItem]``: the op's own coverage items beyond
