@@ -11,7 +11,7 @@ from typing import Optional
 
 from dataset_spec.model import KernelRecord
 
-from .options import NoOptions, options_from_extra
+from .options import NoOptions, given_values, typed_options
 
 # Dynamic shared memory one block may opt into (cudaFuncAttributeMaxDynamicSharedMemorySize)
 MAX_DYNAMIC_SMEM = {"sm_80": 163 * 1024, "sm_90": 227 * 1024, "sm_90a": 227 * 1024}
@@ -29,13 +29,15 @@ def shared_memory_misfit(arch: str, dynamic_smem: int) -> str:
 @dataclass
 class BuildOptions:
     """What the user asked for: target archs, a row limit (whole work items, see
-    ``ptxds.pipeline.select_items``), a sampling seed, and the source's own settings in
-    ``extra``: its ``Options`` as plain values (``builders.options.options_to_extra``),
-    read back typed through ``Builder.settings``."""
+    ``ptxds.pipeline.select_items``), a sampling seed, and the source's own settings:
+    ``settings``, its typed ``Options`` (what the CLI gives, coerced once), or from a
+    library caller plain values in ``extra``, coerced once when the builder is made
+    (``builders.options.typed_options``). ``Builder.settings`` is the typed object."""
     archs: list = field(default_factory=lambda: ["sm_80", "sm_90a"])
     limit: Optional[int] = None
     sample_seed: int = 0
     extra: dict = field(default_factory=dict)
+    settings: object = None
 
 
 @dataclass
@@ -65,6 +67,9 @@ class Builder:
     # ``(source, option)``: this source builds ``source``'s requests that set ``option``
     # (``--source triton --from-dump DIR`` is the triton-dump source)
     serves: Optional[tuple] = None
+    # The source's own ``ptxds`` commands: "module:function" paths, each function taking a
+    # ``builders.commands.CommandHost`` and returning a click command (builders/commands.py)
+    commands: tuple = ()
     # Peak memory of one item's build, a scheduling hint for cluster executors (0: small).
     task_memory_bytes = 0
     # CPU seconds one row costs to build with cold caches, for ``ptxds build --dry-run``'s
@@ -73,7 +78,12 @@ class Builder:
 
     def __init__(self, options: Optional[BuildOptions] = None):
         self.options = options or BuildOptions()
-        self.settings = options_from_extra(self.Options, self.options.extra)
+        given = self.options.settings
+        if isinstance(given, self.Options):
+            self.settings = given
+        else:  # plain values, or a source handing its Options on (triton to triton-dump)
+            values = given_values(given) if given is not None else self.options.extra
+            self.settings = typed_options(self.Options, values, self.name)
 
     def cpu_seconds(self, item: WorkItem) -> float:
         """Estimated CPU seconds to build ``item`` with cold caches (``build --dry-run``); a

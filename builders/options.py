@@ -6,9 +6,13 @@ A field's ``metadata`` says how the CLI offers it: ``flag`` (the option's name, 
 ``--options FILE.yaml``), ``help``, ``path`` ("file", "dir" or "any": must exist), ``min`` (for
 numbers), ``choices`` (the words the flag takes; another is a usage error), ``multiple``
 (a repeatable flag), ``show_default`` and ``required`` (the text after ``--source X needs
-FLAG``). ``BuildOptions.extra`` carries the values to the
-workers; ``options_from_values`` is the one place it is made, ``Builder.settings`` the one
-place a builder reads it back.
+FLAG``).
+
+The CLI coerces what the user typed once (``options_from_values``: unknown names, required
+fields and paths checked too) and hands the typed dataclass to the build in
+``BuildOptions.settings``, which travels to the workers as it is. A library caller may give
+plain values in ``BuildOptions.extra`` instead: ``typed_options`` coerces them once, with the
+same rules, when the builder is made. Either way ``Builder.settings`` is the typed object.
 """
 from __future__ import annotations
 
@@ -52,23 +56,43 @@ def field_type(options_cls, field: dataclasses.Field):
     return hint, False
 
 
-def _coerce(options_cls, field: dataclasses.Field, value, source: str):
-    """``value`` (from a flag, ``--option`` text or a YAML file) as the field's type."""
+def _coerce(options_cls, field: dataclasses.Field, value, source: str, strict: bool = True):
+    """``value`` (from a flag, ``--option`` text, a YAML file or a library caller) as the
+    field's type. ``strict`` (the CLI): a path must exist. Not strict (a library caller's
+    ``BuildOptions.extra``): a value that is neither text, a number nor a list is the
+    caller's own object and kept as it is (a ``ShapeSet`` for ``shapes``)."""
     if value is None:
         return None
     kind, is_list = field_type(options_cls, field)
     if is_list:
-        items = [v.strip() for v in value.split(",") if v.strip()] if isinstance(value, str) else list(value)
-        return tuple(_coerce_one(kind, item, field, source) for item in items)
-    return _coerce_one(kind, value, field, source)
+        if isinstance(value, str):
+            items = [v.strip() for v in value.split(",") if v.strip()]
+        elif isinstance(value, (list, tuple)):
+            items = list(value)
+        else:
+            items = [value]
+        return tuple(_coerce_one(kind, item, field, source, strict) for item in items)
+    return _coerce_one(kind, value, field, source, strict)
 
 
-def _coerce_one(kind, value, field, source):
+# YAML 1.1 reads on/off/yes/no as booleans: a field of words takes them back
+_BOOL_WORDS = ({True: "on", False: "off"}, {True: "yes", False: "no"}, {True: "true", False: "false"})
+
+
+def _coerce_one(kind, value, field, source, strict=True):
+    choices = field.metadata.get("choices")
+    if kind is str and isinstance(value, bool):
+        words = next((w for w in _BOOL_WORDS if choices and w[value] in choices), _BOOL_WORDS[2])
+        value = words[value]
+    elif not strict and not isinstance(value, (str, int, float, Path)):
+        return value
     try:
         if kind is bool and isinstance(value, str):
             if value.lower() not in ("true", "false", "1", "0", "yes", "no"):
                 raise ValueError(value)
             return value.lower() in ("true", "1", "yes")
+        if kind is int and isinstance(value, float) and not value.is_integer():
+            raise ValueError(value)
         converted = kind(value)
     except (TypeError, ValueError):
         raise OptionError(f"{flag_of(field)}: {value!r} is not a {kind.__name__} "
@@ -76,9 +100,12 @@ def _coerce_one(kind, value, field, source):
     minimum = field.metadata.get("min")
     if minimum is not None and converted < minimum:
         raise OptionError(f"{flag_of(field)}: {converted} is below {minimum} (option {field.name} of --source {source})")
+    if choices and converted not in choices:
+        raise OptionError(f"{flag_of(field)}: {converted!r} is not one of {', '.join(map(str, choices))} "
+                          f"(option {field.name} of --source {source})")
     path = field.metadata.get("path")
     exists = {"dir": Path.is_dir, "file": Path.is_file, "any": Path.exists}.get(path)
-    if exists is not None and not exists(Path(converted)):
+    if strict and exists is not None and not exists(Path(converted)):
         what = {"dir": "folder", "file": "file", "any": "file or folder"}[path]
         raise OptionError(f"{flag_of(field)}: {converted} is not an existing {what}")
     return converted
@@ -125,18 +152,17 @@ def load_options_file(path) -> dict:
     return {str(k).replace("-", "_"): v for k, v in data.items()}
 
 
-def options_to_extra(options) -> dict:
-    """The values that travel to build workers in ``BuildOptions.extra`` (None left out;
-    tuples as lists, as JSON and YAML give them)."""
-    extra = {}
-    for name, value in dataclasses.asdict(options).items():
-        if value is not None:
-            extra[name] = list(value) if isinstance(value, tuple) else value
-    return extra
+def given_values(options) -> dict:
+    """The fields of an Options object that are set (not None), by name."""
+    return {f.name: getattr(options, f.name) for f in dataclasses.fields(options)
+            if getattr(options, f.name) is not None}
 
 
-def options_from_extra(options_cls, extra: dict):
-    """A builder's typed settings from ``BuildOptions.extra``; keys it does not declare are
-    left for subclasses (a test builder's own settings), values are taken as given."""
+def typed_options(options_cls, values: dict, source: str):
+    """A source's Options from a library caller's plain ``values`` (``BuildOptions.extra``,
+    or another source's Options a builder hands over), coerced once with the CLI's rules.
+    Names the class does not declare are left out: they are a test builder's own
+    settings, read from ``BuildOptions.extra`` directly."""
     fields = option_fields(options_cls)
-    return options_cls(**{k: v for k, v in extra.items() if k in fields and v is not None})
+    return options_cls(**{name: _coerce(options_cls, fields[name], value, source, strict=False)
+                          for name, value in values.items() if name in fields and value is not None})

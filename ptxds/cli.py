@@ -180,16 +180,12 @@ def source_options(func):
 
 
 def _given_source_options(flags: dict) -> dict:
-    """The source options the user set: flags that differ from their default, as values."""
-    given = {}
-    for name, value in flags.items():
-        if value is None or value == ():
-            continue
-        defaults = {option_fields(cls.Options)[name].default for cls in SOURCE_CLASSES.values()
-                    if name in option_fields(cls.Options)}
-        if value not in defaults:
-            given[name] = list(value) if isinstance(value, tuple) else value
-    return given
+    """The source options the user typed on the command line, whatever their value (one
+    equal to a default still counts: it names the option, which the chosen source must
+    take)."""
+    ctx = click.get_current_context()
+    return {name: value for name, value in flags.items()
+            if ctx.get_parameter_source(name) not in (None, click.core.ParameterSource.DEFAULT)}
 
 
 @cli.command()
@@ -233,7 +229,7 @@ def build(source, out_dir, arch, limit, sample_seed, jobs, option_pairs, options
     """
     from builders import resolve_source_options
     from builders.base import BuildOptions
-    from builders.options import load_options_file, options_to_extra, parse_option_pairs
+    from builders.options import load_options_file, parse_option_pairs
     from builders.shapes import load_shape_set
     from .pipeline import run_build
     if sample_seed is not None and limit is None:
@@ -251,8 +247,7 @@ def build(source, out_dir, arch, limit, sample_seed, jobs, option_pairs, options
             shapes = str(option_shapes)
     load_shape_set(shapes)  # a bad name or file is one line before any work
     source, settings = resolve_source_options(source, values, shapes)
-    options = BuildOptions(archs=archs, limit=limit, sample_seed=sample_seed or 0,
-                           extra=options_to_extra(settings))
+    options = BuildOptions(archs=archs, limit=limit, sample_seed=sample_seed or 0, settings=settings)
     if sass and not dry_run:
         _require_nvdisasm()
     if dry_run:

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from builders import BUILDERS, load_builder, resolve_source_options, source_classes
 from builders.base import BuildOptions, Builder
-from builders.options import OptionError, options_to_extra
+from builders.options import OptionError, given_values, typed_options
 from dataset_spec.shards import read_records
 from ptxds.cli import cli
 
@@ -160,7 +160,6 @@ def test_every_source_declares_frozen_options_and_its_attributes():
         assert isinstance(cls.takes_shapes, bool) and isinstance(cls.credit, str), name
         settings = cls(BuildOptions()).settings
         assert isinstance(settings, cls.Options)
-        assert options_to_extra(settings) == {k: (list(v) if isinstance(v, tuple) else v)
-                                              for k, v in vars(settings).items() if v is not None}
+        assert typed_options(cls.Options, given_values(settings), name) == settings
     assert {n for n, c in source_classes().items() if c.takes_shapes} == {"triton", "cutlass", "cutlass-conv", "tvm", "tilelang"}
     assert load_builder("mirage").credit.startswith("Rows of source `mirage`") and set(BUILDERS) >= {"mirage"}

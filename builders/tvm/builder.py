@@ -92,6 +92,7 @@ class TvmBuilder(Builder):
     Options = TvmOptions
     takes_shapes = True
     pip_extra = "tvm"
+    commands = ("builders.tvm.commands:tune_tvm",)  # ptxds tune-tvm
     # 280 rows in 686 s on 2 cores
     cpu_seconds_per_row = 4.9
 
