@@ -21,6 +21,7 @@ from .. import mugraph
 from ..model import SpecError
 from . import (complex_gemm, conv, conv_nhwc, cross_entropy, custom, elementwise, gated, gemm, grouped_gemm, llm,
                mixed_input_gemm, rope, rows, sequence, sparse_gemm)
+from ..numerics import MATH_INPUT_ROUNDOFF
 from .spec import DEFAULT_INPUT_RANGE, OpSpec, init_moments
 from . import blockwise_gemm, grouped_blockwise_gemm, grouped_complex_gemm
 
@@ -53,6 +54,16 @@ def check_problem(problem) -> None:
             raise SpecError(f"problem {problem.problem_id}: {where} must be an integer from 1 to "
                             f"{MAX_OUTPUT_ROUNDINGS} (roundings to the output dtype between the inputs and "
                             f"the store), got {count!r}")
+    precisions = problem.params.get("math_input")
+    for name, precision in (precisions.items() if isinstance(precisions, dict) else []):
+        where = f"params.math_input.{name}"
+        if name not in declared:
+            raise SpecError(f"problem {problem.problem_id}: {where}: {name!r} is no out/inout buffer; "
+                            f"the outputs are {', '.join(declared)}")
+        if precision not in MATH_INPUT_ROUNDOFF:
+            raise SpecError(f"problem {problem.problem_id}: {where} must be one of "
+                            f"{', '.join(MATH_INPUT_ROUNDOFF)} (the type operands are rounded to before a "
+                            f"product), got {precision!r}")
     produced = op.produced_outputs(problem)
     if produced is None:
         return

@@ -83,7 +83,7 @@ class OpSpec:
     def bound_terms(self, problem: Problem, dtype: str, name: Optional[str] = None) -> BoundTerms:
         p = problem.params
         return bound_terms(dtype, self.reduction_length(problem), str(p.get("accumulator") or ""),
-                           str(p.get("math_input") or ""), self.output_roundings(problem, name))
+                           math_input(problem, name), self.output_roundings(problem, name))
 
     def output_roundings(self, problem: Problem, name: Optional[str] = None) -> int:
         """The roundings to the dtype of output ``name`` (None: the main output) the bound
@@ -191,6 +191,17 @@ class OpSpec:
         if not 0 < lo <= hi:
             raise SpecError(f"problem {problem.problem_id}: input range of {buffer_name} is empty ({lo}, {hi})")
         return lo, hi
+
+
+def math_input(problem: Problem, name: Optional[str] = None) -> str:
+    """The precision output ``name``'s operands are rounded to before a product:
+    ``params.math_input``, one for every output, or {buffer: precision} when only some
+    outputs' terms pass through a narrower type (a norm backward's dW products of x * rstd
+    rounded to bfloat16, beside a dx computed in float32); '' for none."""
+    declared = problem.params.get("math_input")
+    if isinstance(declared, dict):
+        declared = declared.get(name) if name is not None else None
+    return str(declared or "")
 
 
 def outputs_hold_specials(problem: Problem) -> bool:
