@@ -638,22 +638,32 @@ def _schema_line(rows: list) -> str:
             f"since{lacking}, which read as null.")
 
 
-def write_card(root, title: str = "PTX equivalence groups", credits=None) -> Path:
+# The columns of ``kernels`` the card reads (with each row's ``split``).
+CARD_COLUMNS = ["group_id", "source", "arch", "status", "provenance", "toolchain", "name", "time_us_median", "op",
+                "problem", "catches_rel_err", "time_method", "variant", "kernel_id", "sanitizer", "schema_version",
+                "ptx_hash", "build_key"]
+# The columns of ``pairs`` it reads.
+CARD_PAIR_COLUMNS = ["equivalent", "label_source", "mutation"]
+
+
+def write_card(root, title: str = "PTX equivalence groups", credits=None, rows=None, pairs=None) -> Path:
     """(Re)write DIR/README.md from the shards present. ``credits``: a function of the
     sources present returning {source: credit line} (upstream work the rows derive from,
-    each source's ``Builder.credit``; ``builders.source_credits``)."""
+    each source's ``Builder.credit``; ``builders.source_credits``). ``rows`` (every physical
+    row of ``kernels`` as a dict with ``CARD_COLUMNS`` and ``split``) and ``pairs`` (every
+    pair row, dicts with ``CARD_PAIR_COLUMNS``): what a publish has read or made already;
+    None: read from the folder."""
     root = Path(root)
-    columns = ["group_id", "source", "arch", "status", "provenance", "toolchain",
-               "name", "time_us_median", "op", "problem", "catches_rel_err", "time_method", "variant",
-               "kernel_id", "sanitizer", "schema_version"]
-    rows = read_split_table(root, "kernels", columns=columns + ["ptx_hash", "build_key"]).to_pylist()
+    if rows is None:
+        rows = read_split_table(root, "kernels", columns=CARD_COLUMNS).to_pylist()
     verified = any(r["status"] not in BUILD_STATUSES for r in rows)
     check_card_replaceable(root)  # never replace a README.md that is not a ptxds card
     old_rows = sum((r["schema_version"] or 0) < TRIAL_ERRORS_SINCE for r in rows)
     present = splits_present(root, "kernels")
     split = "test" if "test" in present else (present or ["train"])[0]
     how_to_use = HOW_TO_USE_UNVERIFIED if not verified else HOW_TO_USE_OLD_ROWS if old_rows else HOW_TO_USE
-    pairs = read_table(root, "pairs", columns=["equivalent", "label_source", "mutation"]).to_pylist()
+    if pairs is None:
+        pairs = read_table(root, "pairs", columns=CARD_PAIR_COLUMNS).to_pylist()
     splits = [r["split"] for r in rows]
     pair_count = len(pairs)
     parts = [

@@ -3,7 +3,8 @@
 Open it (a folder that is not a dataset is one line naming why; so is a damaged part
 file, ``damaged_parts``), read its rows and groups,
 the statistics of each group, and append rows: written as one atomic part file, then
-published (rows into their canonical splits, pairs regenerated, the card rewritten).
+published (dataset_spec/publish.py: pairs regenerated, the card rewritten; rows keep the
+split their writer fixed).
 Rows appended must be final (``ptxds.finalize`` normalises and assembles built rows;
 verified rows carry the verifier's columns). ``ptxds add``, ``ptxds rewrite``, ``ptxds
 build``, ``ptxds verify``'s writer and the report go through it.
@@ -18,9 +19,9 @@ import pyarrow.parquet as pq
 from .card import check_card_replaceable
 from .errors import PtxdsError
 from .group_stats import GroupStats, group_stats
-from .pairs import publish
+from .publish import publish, publish_added
 from .schema import SCHEMAS
-from .shards import ShardWriter, done_keys, not_a_dataset_reason, part_files, read_records
+from .shards import ShardWriter, done_keys, key_splits, not_a_dataset_reason, part_files, read_records
 
 
 class NotADatasetError(PtxdsError, ValueError):
@@ -90,29 +91,40 @@ class Dataset:
         """build_keys already written (an empty set for a folder not made yet)."""
         return done_keys(self.root) if self.root.exists() else set()
 
-    def writer(self, config: str = "kernels") -> ShardWriter:
-        """An atomic part-file writer into this folder (for writers that flush as they go)."""
+    def writer(self, config: str = "kernels", carried_splits: dict | None = None) -> ShardWriter:
+        """An atomic part-file writer into this folder (for writers that flush as they go);
+        ``carried_splits`` (build_key -> split): rows that keep the split they have in
+        another folder (``split_of_keys`` of the folder a verify reads)."""
         self._records = None
-        return ShardWriter(self.root, config)
+        return ShardWriter(self.root, config, carried_splits)
+
+    def split_of_keys(self) -> dict:
+        """build_key -> the split its row was written to."""
+        return key_splits(self.root) if self.root.exists() else {}
 
     def write(self, rows: list) -> None:
-        """Write final rows as one atomic part file (no publish: call ``publish`` after)."""
+        """Write final rows as one atomic part file (no publish: call ``publish`` once the
+        command's writes are done)."""
         if rows:
             self.writer().write(rows)
 
-    def publish(self, progress: bool = False):
-        """Rows into their canonical splits, pairs regenerated, the ``*_by_shape`` configs,
-        then the card. Returns ``ResplitSummary``. ``progress``: a bar of these steps when
-        they take long."""
+    def publish(self, progress: bool = False, canonical: bool = False):
+        """The derived configs (pairs, ``*_by_shape``) and the card, from one read of the
+        rows, which keep their splits (``canonical``: moved into the canonical ones, as
+        ``ptxds resplit`` does). Returns ``ResplitSummary``. ``progress``: a bar of these
+        steps when they take long. Once per command, after its last write."""
         self._records = None
-        check_card_replaceable(self.root)  # before any row moves: the card is written last
-        return publish(self.root, self.credits, progress)
+        check_card_replaceable(self.root)  # before anything is rewritten: the card is written last
+        return publish(self.root, self.credits, progress, canonical)
 
     def append(self, rows: list, progress: bool = False):
-        """Write final rows, then publish."""
+        """Write final rows, then publish what they change (``publish_added``: rows that
+        change no pair add their by-shape rows and the card's counts; others publish
+        whole)."""
         check_card_replaceable(self.root)  # refused before a row is written, not after
         self.write(rows)
-        return self.publish(progress)
+        self._records = None
+        return publish_added(self.root, rows, self.credits, progress)
 
 
 __all__ = ["DamagedPartError", "Dataset", "GroupStats", "NotADatasetError", "damaged_message", "damaged_parts",

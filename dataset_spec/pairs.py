@@ -30,13 +30,9 @@ import itertools
 import json
 import random
 from collections import defaultdict
-from pathlib import Path
 
-from .card import write_card
 from .labels import KILLED_STATUSES, mutant_class, mutant_killed  # noqa: F401 (KILLED_STATUSES: re-exported)
 from .model import Pair
-from .resplit import ResplitSummary, resplit
-from .shards import read_records
 
 MAX_PAIRS_PER_GROUP = 2000
 MAX_CROSS_PAIRS = 200
@@ -147,41 +143,3 @@ def make_pairs(records: list, split_of_kernel: dict = None) -> list:
                       for a, b in itertools.product(left, right)]
         pairs += _capped(cross, MAX_CROSS_PAIRS, signature + side)
     return pairs
-
-
-def pair_maker(root):
-    """For dataset_spec.resplit: the pairs of ``root``'s rows under one split assignment."""
-    records = read_records(root)
-
-    def make(split_of_kernel: dict) -> list:
-        return [(pair, split_of_kernel[pair.kernel_a]) for pair in make_pairs(records, split_of_kernel)]
-    return make
-
-
-# A publish shows its steps only when it takes longer than this (a large dataset).
-PUBLISH_BAR_DELAY_SECONDS = 2.0
-
-
-def publish(root, credits=None, progress: bool = False) -> ResplitSummary:
-    """After any write: rows into their canonical splits, pairs regenerated (they are
-    derived), the ``*_by_shape`` configs, then the card. ``progress``: a bar of these steps,
-    shown once the publish has taken ``PUBLISH_BAR_DELAY_SECONDS``."""
-    from tqdm import tqdm
-    with tqdm(total=3, desc=f"publish {Path(root).name}", unit="step", disable=not progress,
-              delay=PUBLISH_BAR_DELAY_SECONDS) as steps:
-        steps.set_postfix_str("reading rows", refresh=False)
-        maker = pair_maker(root)
-        steps.set_postfix_str("splits and pairs", refresh=False)
-        steps.update()
-        summary = resplit(root, maker)
-        steps.set_postfix_str("card", refresh=False)
-        steps.update()
-        write_card(root, credits=credits)
-        steps.set_postfix_str("done", refresh=False)
-        steps.update()
-    return summary
-
-
-def write_pairs(root) -> int:
-    """Regenerate DIR/pairs (and the whole canonical layout) from DIR/kernels; returns pairs written."""
-    return publish(root).pairs

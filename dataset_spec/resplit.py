@@ -1,6 +1,7 @@
-"""Rewrite a dataset folder's split folders into the canonical split assignment
-(dataset_spec/splits.py) and write the derived ``kernels_by_shape`` / ``pairs_by_shape``
-configs, atomically and without losing a row.
+"""Write a dataset folder's layout: its rows' split folders, the derived ``kernels_by_shape``
+config and the pairs of both, atomically and without losing a row. ``resplit`` moves every
+row into the canonical split assignment (dataset_spec/splits.py); a publish
+(dataset_spec/publish.py) keeps the splits the writer fixed.
 
 The new tree is written whole under ``DIR/.resplit-new``; a ``COMPLETE`` marker (written
 atomically, listing the configs it holds) commits it; then each config folder is swapped
@@ -89,16 +90,59 @@ def resplit(root, pair_maker: Optional[PairMaker] = None) -> ResplitSummary:
     pairs for a split assignment; without it existing pairs follow their rows. Holds the
     folder's writer lock throughout (``DatasetBusy`` while another process writes it)."""
     with FolderLock(root):
-        return _resplit(Path(root), pair_maker)
+        root = Path(root)
+        kernels = read_kernels(root)
+        layout = plan_layout(kernels, canonical=True)
+        if pair_maker is not None:
+            pairs, shape_pairs = pair_maker(layout.split_of_kernel()), pair_maker(layout.shape_of_kernel())
+            return write_layout(root, kernels, layout, pairs, shape_pairs)
+        return write_layout(root, kernels, layout)
 
 
-def _resplit(root: Path, pair_maker: Optional[PairMaker]) -> ResplitSummary:
+def read_kernels(root: Path, columns=None) -> pa.Table:
+    """The ``kernels`` config (whole, or ``columns``) with each row's ``split`` folder, after
+    finishing a resplit cut short and removing a killed writer's temp files (the caller
+    holds the lock)."""
     recover(root, _move)
     remove_stale_temp_files(root)
-    kernels = read_split_table(root, "kernels")
-    light = kernels.select(SPLIT_COLUMNS).to_pylist()
+    return read_split_table(root, "kernels", columns=columns)
+
+
+@dataclass
+class Layout:
+    """Where every physical row of ``kernels`` goes: ``splits`` (the kernels config) and
+    ``by_shape`` (kernels_by_shape), in the table's row order, with ``rows`` the columns the
+    assignment reads and ``before`` the split folders the rows were found in."""
+    rows: list
+    before: list
+    splits: list
+    by_shape: list
+
+    def split_of_kernel(self) -> dict:
+        return {r["kernel_id"]: s for r, s in zip(self.rows, self.splits)}
+
+    def shape_of_kernel(self) -> dict:
+        return {r["kernel_id"]: s for r, s in zip(self.rows, self.by_shape)}
+
+
+def plan_layout(kernels: pa.Table, canonical: bool = False) -> Layout:
+    """The layout of ``kernels`` (a table with ``split``). A row keeps the split it was
+    written to (the writer fixes it: its function's, or that of its PTX already in the
+    folder), unless ``canonical`` (``ptxds resplit``) or the splits found put one PTX on
+    two sides (a folder written by an older ptxds): then every row gets the canonical one
+    (dataset_spec/splits.py)."""
+    rows = kernels.select(SPLIT_COLUMNS).to_pylist()
     before = kernels.column("split").to_pylist()
-    default, by_shape = default_splits(light), shape_splits(light)
+    keep = not canonical and not crossing_hashes(rows, before)
+    return Layout(rows, before, before if keep else default_splits(rows), shape_splits(rows))
+
+
+def write_layout(root: Path, kernels: pa.Table, layout: Layout, pairs: Optional[list] = None,
+                 shape_pairs: Optional[list] = None) -> ResplitSummary:
+    """Write ``layout`` atomically: ``kernels`` only where a row changes split, the
+    ``kernels_by_shape`` config, and the pairs of each (``pairs``/``shape_pairs``: [(Pair,
+    split)]; None: the existing pairs follow their rows). The caller holds the lock."""
+    light, before, default, by_shape = layout.rows, layout.before, layout.splits, layout.by_shape
     summary = ResplitSummary(rows=len(light), moved=sum(a != b for a, b in zip(before, default)),
                              moved_by_hash=moved_by_hash(light, default),
                              crossing_before=len(crossing_hashes(light, before)))
@@ -106,20 +150,18 @@ def _resplit(root: Path, pair_maker: Optional[PairMaker]) -> ResplitSummary:
     if leaks:
         raise CrossSplitLeak(f"{len(leaks)} ptx_hash values cross splits after resplit, e.g. {next(iter(leaks))}")
     kernels = kernels.drop_columns(["split"])
-    default_of = {r["kernel_id"]: s for r, s in zip(light, default)}
-    shape_of = {r["kernel_id"]: s for r, s in zip(light, by_shape)}
-    if pair_maker is not None:
-        pairs, pair_splits = _pairs_table(pair_maker(default_of))
-        shape_pairs, shape_pair_splits = _pairs_table(pair_maker(shape_of))
+    if pairs is not None:
+        pairs, pair_splits = _pairs_table(pairs)
+        shape_pairs, shape_pair_splits = _pairs_table(shape_pairs)
     else:
         existing = read_split_table(root, "pairs").drop_columns(["split"])
-        pairs, pair_splits, summary.pairs_dropped = _follow_rows(existing, default_of)
-        shape_pairs, shape_pair_splits, _ = _follow_rows(existing, shape_of)
+        pairs, pair_splits, summary.pairs_dropped = _follow_rows(existing, layout.split_of_kernel())
+        shape_pairs, shape_pair_splits, _ = _follow_rows(existing, layout.shape_of_kernel())
     stamp = f"{int(time.time() * 1000):013d}-{os.getpid()}"
     new = root / NEW
     written, dropped = [], []
-    # kernels are rewritten only when a row changes split: an append-only writer (rewrite,
-    # add) leaves the part files it found as they were
+    # kernels are rewritten only when a row changes split: the part files a writer left
+    # stay as they were
     summary.by_split = {split: before.count(split) for split in SPLITS if split in before}
     for config, table, splits in (("kernels", kernels, default), ("kernels_by_shape", kernels, by_shape),
                                   ("pairs", pairs, pair_splits), ("pairs_by_shape", shape_pairs, shape_pair_splits)):

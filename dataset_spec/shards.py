@@ -8,11 +8,14 @@ Layout of a dataset folder::
 
 Each ``write`` call lands as whole files: written to a temp name, fsynced, then renamed,
 so a build killed at any moment leaves only complete shards, and a rerun skips the
-``build_key``s already present. The split of a row is its function's (dataset_spec/splits.py),
-so every size, arch and source of a function sits on one side; a row whose normalised PTX
-is already in the folder joins that PTX's split, so after every write no PTX text is on two
-sides. ``ptxds resplit`` (dataset_spec/resplit.py) rewrites a folder into the canonical
-assignment and writes the derived ``*_by_shape`` configs. A writer holds the folder's
+``build_key``s already present. The split of a row is fixed here, when it is written: a row
+carried from another folder (a verified row) keeps the split it had there; otherwise its
+function's (dataset_spec/splits.py), so every size, arch and source of a function sits on
+one side, unless its normalised PTX is already in the folder (or earlier in the same
+write, rows taken in (group_id, build_key) order as ``splits.default_splits`` takes them):
+then it joins that PTX's split, so after every write no PTX text is on two sides. A
+publish keeps these splits; ``ptxds resplit`` (dataset_spec/resplit.py) rewrites a folder
+into the canonical assignment. A writer holds the folder's
 writer lock (dataset_spec/lock.py) from its creation until ``close``: one writer per folder.
 """
 from __future__ import annotations
@@ -62,7 +65,7 @@ class ShardWriter:
     ``write`` call. Holds the folder's writer lock until ``close`` (or until it is dropped);
     a second process's writer raises ``DatasetBusy``."""
 
-    def __init__(self, out_dir, config: str = "kernels"):
+    def __init__(self, out_dir, config: str = "kernels", carried_splits: dict | None = None):
         if config not in SCHEMAS:
             raise ValueError(f"unknown config {config!r}; known: {sorted(SCHEMAS)}")
         self.root = Path(out_dir)
@@ -70,6 +73,7 @@ class ShardWriter:
         self._stamp = f"{int(time.time() * 1000):013d}-{os.getpid()}"
         self._count = 0
         self._hash_split = None  # ptx_hash -> split of the rows already in the folder
+        self._carried = carried_splits or {}  # build_key -> the split a row had in its own folder
         self._lock = FolderLock(self.root).acquire()  # before anything in the folder changes
         recover(self.root)  # a resplit cut short is finished (or discarded) first
 
@@ -86,7 +90,8 @@ class ShardWriter:
     def _split_of_row(self, row: dict) -> str:
         if self._hash_split is None:
             self._hash_split = hash_splits(self.root, self.config)
-        split = self._hash_split.get(row["ptx_hash"] or "") or bucket_split(function_key(row["problem"]))
+        split = (self._carried.get(row["build_key"]) or self._hash_split.get(row["ptx_hash"] or "")
+                 or bucket_split(function_key(row["problem"])))
         if row["ptx_hash"]:
             self._hash_split.setdefault(row["ptx_hash"], split)
         return split
@@ -95,13 +100,22 @@ class ShardWriter:
         """Write KernelRecords (kernels configs) or Pairs (pairs configs); returns rows
         written. ``splits`` (one per item) overrides the assignment: pairs follow their rows."""
         by_split: dict = {}
-        for index, item in enumerate(items):
+        items = list(items)
+        order = range(len(items))
+        if not splits and not any(isinstance(item, Pair) for item in items):
+            order = sorted(order, key=lambda i: (items[i].group_id, items[i].build_key))
+        placed = {}
+        for index in order:
+            item = items[index]
             if isinstance(item, Pair):
                 row = pair_to_row(item)
                 split = splits[index] if splits else bucket_split(item.group_a or item.kernel_a)
             else:
                 row = record_to_row(item)
                 split = splits[index] if splits else self._split_of_row(row)
+            placed[index] = (split, row)
+        for index in range(len(items)):  # each part file keeps the caller's row order
+            split, row = placed[index]
             by_split.setdefault(split, []).append(row)
         written = 0
         for split, rows in sorted(by_split.items()):
@@ -120,6 +134,13 @@ def hash_splits(root, config: str = "kernels") -> dict:
             if value:
                 found.setdefault(value, path.parent.name)
     return found
+
+
+def key_splits(root, config: str = "kernels") -> dict:
+    """build_key -> the split folder of its last written row (what a verify of this folder
+    carries into its output, ``ShardWriter(carried_splits=...)``)."""
+    table = read_split_table(root, config, columns=["build_key"])
+    return dict(zip(table.column("build_key").to_pylist(), table.column("split").to_pylist()))
 
 
 def read_split_table(root, config: str = "kernels", columns=None) -> pa.Table:

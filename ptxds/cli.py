@@ -392,7 +392,7 @@ def resplit(dataset, silent):
         ptxds resplit data/triton-verified
     """
     from dataset_spec.dataset import Dataset
-    summary = Dataset.open(dataset, credits=source_credits).publish(progress=not silent)
+    summary = Dataset.open(dataset, credits=source_credits).publish(progress=not silent, canonical=True)
     click.echo(f"{dataset}: {summary.rows} rows, {summary.moved} moved "
                f"({summary.crossing_before} ptx_hash value(s) crossed splits before, 0 now; "
                f"{summary.moved_by_hash} row(s) off their function's split to keep a PTX on one side)")

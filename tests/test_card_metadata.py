@@ -13,7 +13,7 @@ import yaml
 
 from dataset_spec.card import size_category, write_card
 from dataset_spec.model import Buffer, KernelRecord, Launch, Problem
-from dataset_spec.pairs import publish
+from dataset_spec.publish import publish
 from dataset_spec.schema import SCHEMAS
 from dataset_spec.shards import ShardWriter, read_split_table
 

@@ -633,8 +633,8 @@ def test_a_slow_first_work_item_gets_a_line_before_the_bar(tmp_path, monkeypatch
 
 
 def test_resplit_and_add_take_silent(built, tmp_path, monkeypatch):
-    from dataset_spec import pairs
-    monkeypatch.setattr(pairs, "PUBLISH_BAR_DELAY_SECONDS", 0)  # as if the dataset were large
+    from dataset_spec import publish
+    monkeypatch.setattr(publish, "PUBLISH_BAR_DELAY_SECONDS", 0)  # as if the dataset were large
     loud = run_cli("resplit", built)
     assert loud.exit_code == 0 and re.search(r"publish built: 100%.* 3/3 ", loud.output), loud.output
     quiet = run_cli("resplit", built, "--silent")
