@@ -52,9 +52,8 @@ def verified_dir(dataset: Path, work: Path, kernel_timeout: float) -> Path:
 
 def racy_survivors(verified: Path, work: Path, kernel_timeout: float) -> dict:
     """kernel_id -> racecheck hazards of surviving mutants whose base has none."""
-    import dataclasses
     import shutil
-    from dataset_spec.schema import VERIFIER_COLUMNS
+    from dataset_spec.model import unverified
     from dataset_spec.shards import ShardWriter
     from verify import verify_dataset
     records = read_records(verified)
@@ -64,7 +63,7 @@ def racy_survivors(verified: Path, work: Path, kernel_timeout: float) -> dict:
         return {}
     rows = {r.kernel_id: r for r in survivors}
     rows.update({r.variant["base"]: by_id[r.variant["base"]] for r in survivors if r.variant["base"] in by_id})
-    fresh = [dataclasses.replace(r, status="built", **{c: None for c in VERIFIER_COLUMNS}) for r in rows.values()]
+    fresh = [unverified(r) for r in rows.values()]
     sub, out = work / f"{verified.name}-survivors", work / f"{verified.name}-survivors-sanitized"
     shutil.rmtree(sub, ignore_errors=True)
     shutil.rmtree(out, ignore_errors=True)

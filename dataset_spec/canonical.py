@@ -33,14 +33,13 @@ source's own problem and group kept in ``provenance`` (``source_problem``,
 from __future__ import annotations
 
 import copy
-import dataclasses
 import json
 from dataclasses import dataclass
 from typing import Optional
 
 from . import attention as attention_fn
-from .model import (DEFAULT_TRIAL_KINDS, VERIFY_STATUSES, Buffer, Distribution, KernelRecord, Problem,
-                    make_kernel_id, to_plain)
+from .model import (DEFAULT_TRIAL_KINDS, Buffer, Distribution, KernelRecord, Problem,
+                    make_kernel_id, to_plain, unverified)
 
 GROUP_PREFIX = "function"
 TRANSPOSED = {"row": "col", "col": "row"}
@@ -51,9 +50,6 @@ ROW_OPS = {  # op -> (canonical input names in order, params other than the size
     "rmsnorm": (("x", "w"), frozenset({"eps"})),
     "layernorm": (("x", "w", "b"), frozenset({"eps"})),
 }
-# KernelRecord fields the verifier fills; a row moved into a canonical group is unverified.
-_FIELDS = [f.name for f in dataclasses.fields(KernelRecord)]
-VERIFIER_FIELDS = tuple(_FIELDS[_FIELDS.index("max_abs_err"):])
 DEFAULT_INIT = Distribution("normal", {"mean": 0.0, "std": 1.0})
 
 
@@ -247,16 +243,12 @@ def canonical_record(record: KernelRecord) -> KernelRecord:
     if clash:
         raise ValueError(f"{record.name}: scratch buffer {sorted(clash)[0]!r} has a canonical buffer's name; "
                          "rename the scratch buffer in its builder")
-    row = copy.deepcopy(record)
-    row.provenance = dict(row.provenance)
+    # a row moved into a canonical group is unverified
+    row = unverified(copy.deepcopy(record))
     row.provenance.setdefault("source_problem", to_plain(record.problem))
     row.provenance.setdefault("source_group_id", record.group_id)
     row.problem, row.group_id = found.problem, found.problem.problem_id
     row.launches = rename_launches(record.launches, found.renames)
-    if row.status in VERIFY_STATUSES:
-        row.status, row.status_message = "built", ""
-    for name in VERIFIER_FIELDS:
-        setattr(row, name, None)
     if row.ptx_hash and not row.kernel_id.startswith("unbuilt-"):
         row.kernel_id = make_kernel_id(row.ptx_hash, row.launches, row.problem, row.arch)
     return row

@@ -108,6 +108,8 @@ COLUMNS = {
                     "bad and total elements); null before verify",
     "witness": "verify: for a wrong result, the trial and element where it differs, with the reference, "
                "the member's value and the consensus member's value",
+    "findings": "verify: every check's outcome in the order the checks ran (check, status or null for a note, "
+                "message); `status` and `status_message` are derived from them, and a status that lost stays here",
 }
 
 

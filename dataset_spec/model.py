@@ -18,9 +18,9 @@ from .packed import PACKED_DTYPES, packed_nbytes
 
 
 # 3: pairs.mutation; 4: kernels.trial_errors and witness, pairs.witness, equivalent null for
-# surviving mutants; 5: kernels.sol_ratio and roofline_us (checked timing). Older shards read
-# the new columns as null.
-SCHEMA_VERSION = 5
+# surviving mutants; 5: kernels.sol_ratio and roofline_us (checked timing); 6: kernels.findings
+# (every check's outcome, from which status is derived). Older shards read the new columns as null.
+SCHEMA_VERSION = 6
 
 DTYPES = {
     # name: (bytes per element, kind)
@@ -453,6 +453,9 @@ class KernelRecord:
     trial_errors: Optional[list] = None
     # a verified-wrong member's first differing element (schema.WITNESS), None otherwise
     witness: Optional[dict] = None
+    # every check's outcome in the order the checks ran: {check, status, message}, status None
+    # for a note; ``status`` and ``status_message`` are derived from them (verify/findings.py)
+    findings: Optional[list] = None
 
     def __post_init__(self):
         if isinstance(self.problem, dict):
@@ -512,6 +515,27 @@ def check_address_tables(buffers: list, where: str) -> None:
                    f"which is not among {sorted(sizes)}")
             _check(offset < sizes[name], f"{where}: table {b.name} entry offset {offset} is outside "
                    f"buffer {name} ({sizes[name]} bytes)")
+
+
+# The verifier's columns: empty in a built dataset, filled by ptxds verify.
+VERIFIER_COLUMNS = (
+    "max_abs_err", "max_rel_err", "atol", "rtol", "trials", "deterministic", "max_err_ratio",
+    "catches_rel_err", "output_hash", "max_disagreement", "sanitizer", "time_us_median",
+    "time_us_iqr", "time_us_min", "time_samples", "time_method", "time_us_events_median",
+    "time_us_events_iqr", "roofline_us", "sol_ratio", "gpu_name", "sm_clock_mhz", "driver_version",
+    "trial_errors", "witness", "findings",
+)
+
+
+def unverified(record: "KernelRecord") -> "KernelRecord":
+    """A copy of ``record`` as the build left it: every verifier column None, no
+    ``provenance.verify``, and a verified status back to ``built`` (a build's own status,
+    such as ``build_failed``, stays). The one place a row is unverified."""
+    provenance = {k: v for k, v in (record.provenance or {}).items() if k != "verify"}
+    row = dataclasses.replace(record, provenance=provenance, **{name: None for name in VERIFIER_COLUMNS})
+    if row.status in VERIFY_STATUSES:
+        row.status, row.status_message = "built", ""
+    return row
 
 
 def make_build_key(source: str, group_id: str, variant: dict, arch: str, name: str = "") -> str:

@@ -10,7 +10,7 @@ import json
 
 import pyarrow as pa
 
-from .model import SCHEMA_VERSION, Buffer, KernelRecord, Pair, Problem, Resources, to_plain
+from .model import SCHEMA_VERSION, VERIFIER_COLUMNS, Buffer, KernelRecord, Pair, Problem, Resources, to_plain
 
 DIM3 = pa.list_(pa.int64())
 # ``tensormap`` (the encode arguments of a CUtensorMap patch) is JSON text; null for addresses.
@@ -45,6 +45,9 @@ WITNESS = pa.struct([
     ("consensus_kernel_id", pa.string()), ("consensus_value", pa.float64()), ("reason", pa.string()),
 ])
 
+# One check's outcome (verify/findings.py): status None for a note that changes no status.
+FINDING = pa.struct([("check", pa.string()), ("status", pa.string()), ("message", pa.string())])
+
 KERNELS_SCHEMA = pa.schema([
     ("schema_version", pa.int32()),
     ("kernel_id", pa.string()), ("build_key", pa.string()), ("group_id", pa.string()),
@@ -67,7 +70,7 @@ KERNELS_SCHEMA = pa.schema([
     ("time_us_events_iqr", pa.float64()),
     ("roofline_us", pa.float64()), ("sol_ratio", pa.float64()),
     ("gpu_name", pa.string()), ("sm_clock_mhz", pa.int32()), ("driver_version", pa.string()),
-    ("trial_errors", pa.list_(TRIAL_ERROR)), ("witness", WITNESS),
+    ("trial_errors", pa.list_(TRIAL_ERROR)), ("witness", WITNESS), ("findings", pa.list_(FINDING)),
 ], metadata={"ptxds.schema_version": str(SCHEMA_VERSION), "ptxds.config": "kernels"})
 
 PAIRS_SCHEMA = pa.schema([
@@ -83,13 +86,6 @@ SCHEMAS = {"kernels": KERNELS_SCHEMA, "pairs": PAIRS_SCHEMA,
            "kernels_by_shape": KERNELS_SCHEMA, "pairs_by_shape": PAIRS_SCHEMA}
 
 _JSON_COLUMNS = ("variant", "toolchain", "provenance")
-# The verifier's columns: empty in a built dataset, filled by ptxds verify.
-VERIFIER_COLUMNS = (
-    "max_abs_err", "max_rel_err", "atol", "rtol", "trials", "deterministic", "max_err_ratio",
-    "catches_rel_err", "output_hash", "max_disagreement", "sanitizer", "time_us_median",
-    "time_us_iqr", "time_us_min", "time_samples", "time_method", "time_us_events_median",
-    "time_us_events_iqr", "roofline_us", "sol_ratio", "gpu_name", "sm_clock_mhz", "driver_version", "trial_errors", "witness",
-)
 
 
 def record_to_row(record: KernelRecord) -> dict:

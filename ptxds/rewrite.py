@@ -22,8 +22,7 @@ from tqdm import tqdm
 
 from builders import source_credits
 from dataset_spec.dataset import Dataset
-from dataset_spec.model import SpecError, make_build_key
-from dataset_spec.schema import VERIFIER_COLUMNS
+from dataset_spec.model import SpecError, make_build_key, unverified
 from ptx_tools import parse_ptx
 from ptx_tools.rewrite.equivalence import PROOF, static_reason
 from ptx_tools.rewrite import MUTATIONS, REWRITES, Context, NotApplicable, apply_mutation, apply_rewrites
@@ -73,9 +72,7 @@ def context_for(record) -> Context:
 
 
 def _derived_row(base, ptx: str, variant: dict, provenance: dict):
-    row = copy.deepcopy(base)
-    for name in VERIFIER_COLUMNS:
-        setattr(row, name, None)
+    row = unverified(copy.deepcopy(base))
     row.source, row.ptx, row.variant, row.status, row.status_message = SOURCE, ptx, variant, "built", ""
     row.kernel_id, row.ptx_hash, row.sass = "", "", ""
     row.provenance = provenance

@@ -33,6 +33,7 @@ from ptx_tools.rewrite.ordering import COUNTER_WORDS, instrument_ordering
 from ptx_tools.rewrite.probe import MutatedSite, ProbeError, SiteProbe, instrument_site, mutated_site
 
 from .race_delays import describe_for_survivor
+from .findings import add_finding
 
 COUNTER_BUFFER = "ptxds_site_count"
 
@@ -262,8 +263,7 @@ def apply_coverage(row: KernelRecord, coverage: SiteCoverage) -> None:
                 f"(divergences {coverage.diverged}): the change never took effect, equivalent for this problem")
     else:
         return
-    row.status = "unexercised"
-    row.status_message = f"{note}; {row.status_message}" if row.status_message else note
+    add_finding(row, "coverage", "unexercised", note)
 
 
 def _empirical_reason(operator: str, coverage: dict, delays: Optional[dict] = None) -> SurvivorReason:

@@ -15,7 +15,6 @@ whose rows are already in the output folder. The input folder is only read.
 """
 from __future__ import annotations
 
-import dataclasses
 import fnmatch
 import contextlib
 import json
@@ -29,10 +28,9 @@ from typing import Optional
 
 import numpy as np
 
-from dataset_spec.model import KernelRecord, Problem
+from dataset_spec.model import KernelRecord, Problem, unverified
 from dataset_spec.ops import get_op
 from dataset_spec.trials import trial_count
-from dataset_spec.schema import VERIFIER_COLUMNS
 from dataset_spec.dataset import Dataset
 from dataset_spec.group_stats import group_stats
 
@@ -56,6 +54,7 @@ from .sanitize import (RACECHECK_FEW_BLOCKS, TOOLS, race_errors, racecheck_recor
                        run_sanitizer, sanitizer_status)
 from .racecheck_server import RacecheckServer
 from .coverage import apply_coverage, explain_survivors, measure_site
+from .findings import add_finding
 from .race_focus import automatic_sanitizer, barrier_never_ordered, delay_reason, note as racecheck_note, \
     racecheck_reason, synchronous_copy_pair, synchronous_copy_verdict
 from .race_delays import CHANGED_ORDER, DROPPED_BARRIER, delay_member_runs, judge_delays
@@ -443,20 +442,13 @@ def fill_coverage(rows: list, prepared_by_digest: dict) -> None:
             verify["coverage"] = prepared.coverage()
 
 
-def _clear_verifier_columns(row: KernelRecord) -> KernelRecord:
-    row = dataclasses.replace(row, provenance=dict(row.provenance or {}))
-    for name in VERIFIER_COLUMNS:
-        setattr(row, name, None)
-    return row
-
-
 def apply_verdict(row: KernelRecord, verdict: Verdict, prepared: _ProblemTrials, gpu: dict,
                   load_path: str = "", load_note: str = "", coverage: bool = True) -> KernelRecord:
     """The row with the verifier's columns filled in from ``verdict``. ``coverage``: False
     leaves ``provenance.verify.coverage`` None, for ``fill_coverage`` once the group's
     measure is done (the runner does not wait for it per member)."""
-    row = _clear_verifier_columns(row)
-    row.status, row.status_message = verdict.status, verdict.message
+    row = unverified(row)
+    add_finding(row, "checks", verdict.status, verdict.message)
     row.max_abs_err, row.max_rel_err = verdict.max_abs_err, verdict.max_rel_err
     row.max_err_ratio, row.output_hash = verdict.max_err_ratio, verdict.output_hash
     row.catches_rel_err = prepared.catches_rel_err
@@ -487,12 +479,6 @@ def apply_verdict(row: KernelRecord, verdict: Verdict, prepared: _ProblemTrials,
     return row
 
 
-# Statuses a sanitizer finding may replace: outcomes of the checks that the finding
-# explains better (a crash from an invalid access, a wrong result from reading past an
-# end). Statuses with a more specific cause of their own stay.
-SANITIZER_REPLACES = ("passed", "disagrees", "wrong_result", "unwritten_output", "crashed")
-
-
 def problem_mismatch(group_id: str, rows: list) -> str:
     """One line when the group's rows carry different problems, else ''."""
     problems = distinct_problems(row.problem for row in rows if row.status not in PASS_THROUGH)
@@ -506,33 +492,26 @@ def refuse_group(rows: list, message: str, gpu: dict) -> tuple:
         if row.status in PASS_THROUGH:
             out_rows.append(row)
             continue
-        row = _clear_verifier_columns(row)
-        row.status, row.status_message = "problem_mismatch", message
+        row = unverified(row)
+        add_finding(row, "checks", "problem_mismatch", message)
         row.gpu_name, row.driver_version = gpu.get("name"), gpu.get("driver_version")
         out_rows.append(row)
         results[row.build_key] = "problem_mismatch"
     return out_rows, results
 
 
-def apply_sanitizer_status(row: KernelRecord, finding: Optional[tuple]) -> None:
-    """A memcheck finding sets the row's status (see SANITIZER_REPLACES); the earlier
-    status and message stay in the message."""
-    if finding and row.status in SANITIZER_REPLACES:
-        _replace_status(row, *finding)
+def apply_sanitizer_status(row: KernelRecord, found: Optional[tuple], check: str = "memcheck") -> None:
+    """A memcheck finding (status, message), recorded; it replaces the statuses it explains
+    (verify/findings.SANITIZER_REPLACES), and the earlier status stays in the message."""
+    if found:
+        add_finding(row, check, *found)
 
 
 def apply_race_statuses(out_rows: list, results: dict, racing: dict) -> None:
     """Members with racecheck hazards the group's other members lack become race_detected."""
     for row in out_rows:
-        if row.build_key in racing and row.status in SANITIZER_REPLACES:
-            _replace_status(row, "race_detected", racing[row.build_key])
-            results[row.build_key] = "race_detected"
-
-
-def _replace_status(row: KernelRecord, status: str, message: str) -> None:
-    """A sanitizer's status replaces the checks' one, which stays in the message."""
-    before = f" (the checks said {row.status}" + (f": {row.status_message})" if row.status_message else ")")
-    row.status, row.status_message = status, message + before
+        if row.build_key in racing and add_finding(row, "racecheck", "race_detected", racing[row.build_key]):
+            results[row.build_key] = row.status
 
 
 def add_consensus_witnesses(out_rows: list, consensus_by_digest: dict, prepared_by_digest: dict) -> None:
@@ -865,7 +844,7 @@ class _Run:
             reason = runnable_reason(row.arch, self.cc)
             if reason:
                 # Kept unverified (status unchanged) so another GPU can verify it later.
-                row = _clear_verifier_columns(row)
+                row = unverified(row)
                 row.status_message = f"not verified on {gpu.get('name')}: {reason}"
                 out_rows.append(row)
                 results[row.build_key] = "not_runnable"
@@ -1102,9 +1081,8 @@ class _Run:
             judged = problems[row.problem.digest()][1]  # where this worker judges (finish_on_gpu)
             verdict = judge_delays(mutant_runs, base_runs[base.build_key], base, judged, cause=cause)
             row.provenance.setdefault("verify", {})["delays"] = {"reason": reason, **verdict.record}
-            if verdict.status:
-                _replace_status(row, verdict.status, verdict.message)
-                results[row.build_key] = verdict.status
+            if verdict.status and add_finding(row, "race_delays", verdict.status, verdict.message):
+                results[row.build_key] = row.status
 
     @staticmethod
     def _barrier_never_ordered(row: KernelRecord, base: KernelRecord, race_counts: dict, results: dict) -> None:
@@ -1115,9 +1093,7 @@ class _Run:
         if forms is None and synchronous_copy_pair(row, base) is not None:
             return  # copies the plain racecheck cannot see, and no synchronous form ran
         note = barrier_never_ordered(row, base, *counts)
-        if note:
-            row.status = "unexercised"
-            row.status_message = f"{note}; {row.status_message}" if row.status_message else note
+        if note and add_finding(row, "barrier", "unexercised", note):
             results[row.build_key] = row.status
 
     def _race_synchronous_copies(self, row: KernelRecord, base: KernelRecord, prepared: "_ProblemTrials",
@@ -1158,7 +1134,7 @@ class _Run:
             findings = self._sanitize(row, prepared, tools=("memcheck",), sanitizer=path)
         new_row.sanitizer = json.dumps(findings, sort_keys=True)
         verify_note["memcheck_tails"] = f"ran: buffers {names} end inside a 16-byte word"
-        apply_sanitizer_status(new_row, sanitizer_status(findings))
+        apply_sanitizer_status(new_row, sanitizer_status(findings), check="memcheck_tails")
 
     def _sanitize(self, row: KernelRecord, prepared: _ProblemTrials, tools=TOOLS,
                   sanitizer: Optional[str] = None) -> dict:
@@ -1179,10 +1155,8 @@ class _Run:
                 continue
             agrees, ratio, message = verdicts[row.build_key]
             row.max_disagreement = ratio
-            if not agrees:
-                row.status = "disagrees"
-                row.status_message = f"{message}; {row.status_message}" if row.status_message else message
-                results[row.build_key] = "disagrees"
+            if not agrees and add_finding(row, "consensus", "disagrees", message):
+                results[row.build_key] = row.status
 
     def _time(self, worker, row: KernelRecord, prepared: "_ProblemTrials", digest: str) -> None:
         timeout = 2 * self.kernel_timeout + 3 * self.time_budget + 10.0
@@ -1193,9 +1167,10 @@ class _Run:
         if reply.get("error"):
             # The row passed its checks; a timing failure is noted, not a status change,
             # unless the kernel crashed, hung or computed something else while being timed.
+            status = None
             if reply["error"] in ("timeout", "died", "crashed", "timing_mismatch"):
-                row.status = {"timeout": "timeout", "timing_mismatch": "timing_mismatch"}.get(reply["error"], "crashed")
-            row.status_message = f"timing: {reply.get('message', reply['error'])}"
+                status = {"timeout": "timeout", "timing_mismatch": "timing_mismatch"}.get(reply["error"], "crashed")
+            add_finding(row, "timing", status, f"timing: {reply.get('message', reply['error'])}")
             return
         with self.lock:
             for phase, seconds in (reply.get("seconds") or {}).items():
@@ -1317,8 +1292,8 @@ def record_timing(row: KernelRecord, reply: dict) -> None:
     if reply.get("sm_clock_source"):
         row.provenance.setdefault("verify", {})["sm_clock_source"] = reply["sm_clock_source"]
     if not stats["converged"]:
-        note = f"timing did not reach {TARGET_RSE:.2%} RSE (median RSE {stats['rse'] * 100:.2f}%)"
-        row.status_message = f"{row.status_message}; {note}" if row.status_message else note
+        add_finding(row, "timing", None, f"timing did not reach {TARGET_RSE:.2%} RSE "
+                                         f"(median RSE {stats['rse'] * 100:.2f}%)")
 
 
 def tail_buffers(row: KernelRecord) -> list:
@@ -1355,8 +1330,7 @@ def apply_roofline(row: KernelRecord, device: dict) -> None:
         message = (f"median time {row.time_us_median:.3g} us is below the roofline floor {verdict.floor_us:.3g} us "
                    f"({verdict.bound}-bound: {verdict.note['dram_bytes']} bytes, {verdict.note['flops']} flops) by "
                    f"more than its noise: the kernel skipped work")
-        row.status = "faster_than_roofline"
-        row.status_message = f"{message}; {row.status_message}" if row.status_message else message
+        add_finding(row, "roofline", "faster_than_roofline", message)
 
 
 def drop_unearned_times(rows: list) -> None:
