@@ -49,6 +49,7 @@ from .reference import choose_backend, evaluating_op, reference_outputs, torch_f
 from .timing import TARGET_RSE
 from .roofline import judge as roofline_judge
 from dataset_spec.work import problem_work
+from .options import INPUTS, VerifyOptions
 from .outcome import Consensus, OutputSpec, Verdict, classify, launched_code, widest_global_store
 from .sanitize import (RACECHECK_FEW_BLOCKS, TOOLS, race_errors, racecheck_record, racing_members,
                        run_sanitizer, sanitizer_status)
@@ -69,7 +70,7 @@ TIMING_COLUMNS = ("time_us_median", "time_us_iqr", "time_us_min", "time_samples"
 # in order of preference; at least two sets alternate between samples where the plan has them.
 TIMING_KINDS = ("normal", "uniform", "wide", "edge")
 TIMING_SETS = 2
-INPUT_GENERATORS = ("auto", "host")
+INPUT_GENERATORS = INPUTS
 PREFETCH_GROUPS = 4
 # Groups whose inputs, references and bounds are prepared ahead of the GPUs, per GPU worker
 # (with several GPUs the queue's front moves that many times faster), and the host threads
@@ -577,11 +578,11 @@ class _Run:
     plan (schedule.plan_chunks; None: each group whole, in order). ``ordinals``: the GPU
     ordinal of each GPU worker (default: one worker on GPU 0)."""
 
-    def __init__(self, groups: list, out_dir: Path, trials: int, timing: bool, kernel_timeout: float,
-                 time_budget: float, pool: Optional[AssemblyPool], gpu_cc: tuple, progress_bar,
-                 reference: str = "auto", sanitizer: Optional[str] = None, device_outputs: bool = True,
-                 inputs: str = "auto", chunks: Optional[list] = None, racecheck: bool = True,
-                 trial_salt: str = "", ordinals: Optional[list] = None):
+    def __init__(self, groups: list, out_dir: Path, options: VerifyOptions, pool: Optional[AssemblyPool],
+                 gpu_cc: tuple, progress_bar, sanitizer: Optional[str] = None, chunks: Optional[list] = None,
+                 ordinals: Optional[list] = None, carried_splits: Optional[dict] = None):
+        self.options = options
+        inputs, device_outputs, racecheck = options.inputs, options.device_outputs, options.racecheck
         self.groups = groups
         self.queue = ChunkQueue(chunks if chunks is not None else plan_chunks([[0.0] * len(rows) for _, rows in groups], 1))
         self.open_groups: dict = {}  # group index -> _OpenGroup
@@ -593,15 +594,16 @@ class _Run:
         self.race_sanitizer, self.race_missing = (sanitizer, "") if sanitizer else automatic_sanitizer()
         self.racecheck_every_member = racecheck
         self.racecheck_servers: dict = {}  # id(worker) -> RacecheckServer, for the run
-        self.trial_salt = trial_salt
-        self.trials = trials
-        self.reference = reference
-        self.timing = timing
-        self.kernel_timeout = kernel_timeout
-        self.time_budget = time_budget
+        self.trial_salt = options.trial_salt
+        self.trials = options.trials
+        self.reference = options.reference
+        self.timing = options.timing
+        self.kernel_timeout = options.kernel_timeout
+        self.time_budget = options.time_budget
         self.pool = pool
         self.cc = gpu_cc
-        self.writer = Dataset(out_dir).writer()
+        # a verified row stays in the split its build wrote it to
+        self.writer = Dataset(out_dir).writer(carried_splits=carried_splits)
         self.lock = threading.Lock()
         self.submitted: set = set()  # (group index, start) of chunks whose rows went to the assembly pool
         self.summaries: dict = {}
@@ -1364,14 +1366,13 @@ def select_groups(records: list, pattern: Optional[str]) -> list:
     return list(groups.items())
 
 
-def verify_dataset(in_dir, out_dir, *, groups: Optional[str] = None, trials: Optional[int] = None,
-                   timing: bool = True,
-                   workers: Optional[int] = None, kernel_timeout: float = 20.0, assemble_jobs: Optional[int] = None,
-                   progress: bool = True, time_budget: float = 1.0, reference: str = "auto",
-                   sanitize: bool = False, start_workers=None, assembly_pool=None,
-                   device_outputs: bool = True, inputs: str = "auto", split: bool = True,
-                   costs_from=None, racecheck: bool = True, trial_salt: str = "") -> VerifySummary:
-    """Verify (and time) every group of the dataset in ``in_dir``; write rows to ``out_dir``.
+def verify_dataset(in_dir, out_dir, options: Optional[VerifyOptions] = None, *, progress: bool = True,
+                   start_workers=None, assembly_pool=None, **settings) -> VerifySummary:
+    """Verify (and time) every group of the dataset in ``in_dir``; write rows to ``out_dir``
+    (each in the split it has in ``in_dir``). What the run does is ``options``
+    (``VerifyOptions``, verify/options.py; ``settings``: its fields as keywords, changing
+    them); ``progress``, ``start_workers`` and ``assembly_pool`` are the means it runs with.
+    The settings:
 
     ``groups``: fnmatch pattern on group_id. ``trials``: trials per problem (None: one per
     trial kind of the problem, so every kind runs). ``workers``: GPU worker processes, spread over
@@ -1407,15 +1408,15 @@ def verify_dataset(in_dir, out_dir, *, groups: Optional[str] = None, trials: Opt
     other rows' costs are estimated. Raises NoDriverError when no GPU can be used.
     """
     from .worker import start_local_workers
+    options = (options or VerifyOptions()).replace(**settings)
+    groups, trials, timing, workers = options.groups, options.trials, options.timing, options.workers
+    assemble_jobs, time_budget, split, costs_from = options.assemble_jobs, options.time_budget, options.split, \
+        options.costs_from
     in_path, out_path = Path(in_dir).resolve(), Path(out_dir).resolve()
     if in_path == out_path:
         raise ValueError("out_dir must differ from in_dir: the input dataset is never changed in place")
-    if inputs not in INPUT_GENERATORS:
-        raise ValueError(f"inputs must be one of {INPUT_GENERATORS}, got {inputs!r}: use auto or host")
-    if trials is not None and trials < 1:
-        raise ValueError(f"trials must be >= 1, got {trials}")
     sanitizer = None
-    if sanitize:
+    if options.sanitize:
         from .sanitize import find_sanitizer
         sanitizer = find_sanitizer()
     records = Dataset(in_path).records()
@@ -1444,9 +1445,9 @@ def verify_dataset(in_dir, out_dir, *, groups: Optional[str] = None, trials: Opt
         chunks = plan_group_chunks(todo, len(gpu_workers) if split else 1, trials, timing, time_budget,
                                    measured=measured_seconds(records) | (measured_seconds(Dataset.open(costs_from).records())
                                                                          if costs_from else {}))
-        run = _Run(todo, out_path, trials, timing, kernel_timeout, time_budget, pool, cc, bar, reference, sanitizer,
-                   device_outputs, inputs, chunks=chunks, racecheck=racecheck, trial_salt=trial_salt,
-                   ordinals=[getattr(w, "ordinal", i) for i, w in enumerate(gpu_workers)])
+        run = _Run(todo, out_path, options, pool, cc, bar, sanitizer, chunks=chunks,
+                   ordinals=[getattr(w, "ordinal", i) for i, w in enumerate(gpu_workers)],
+                   carried_splits=Dataset(in_path).split_of_keys())
         threads = [threading.Thread(target=run.serve, args=(w,), name=f"verify-gpu{i}", daemon=True)
                    for i, w in enumerate(gpu_workers)]
         started = time.perf_counter()
