@@ -21,7 +21,7 @@ from typing import Any
 from builders.manifest import ManifestError, read_problem
 from builders.triton.expressions import evaluate
 from builders.triton_jit.kernel_ref import KernelImportError, KernelRef, load_kernel
-from builders.triton_jit.specialize import POINTEE, Value
+from builders.triton_jit.specialize import DTYPE_PREFIX, POINTEE, Value, triton_dtype
 from dataset_spec.documents import DocumentError, parse_document
 from dataset_spec.errors import PtxdsError
 from dataset_spec.model import Problem, SpecError
@@ -194,6 +194,9 @@ def _read_constexprs(spec: dict, kernel: KernelRef) -> dict:
             raise _Field(f"constexprs.{name}", f"{kernel.name} has no parameter {name!r}")
         if not param.constexpr:
             raise _Field(f"constexprs.{name}", "is a runtime parameter; give it under args")
+        value = spec[name]
+        if isinstance(value, str) and value.startswith(DTYPE_PREFIX) and triton_dtype(value) is None:
+            raise _Field(f"constexprs.{name}", f"{value!r} names no triton.language dtype (write e.g. tl.bfloat16)")
     return dict(spec)
 
 

@@ -114,10 +114,24 @@ def specialize(params: list, args: dict, constexprs: dict) -> list:
     return plans
 
 
+DTYPE_PREFIX = "tl."  # a constexpr written "tl.bfloat16" is that Triton dtype (Liger's X_dtype)
+
+
+def triton_dtype(value):
+    """The ``triton.language`` dtype a constexpr such as ``"tl.bfloat16"`` names, or None when
+    ``value`` names none (a description keeps dtypes as text: rows and work items are plain data)."""
+    if not isinstance(value, str) or not value.startswith(DTYPE_PREFIX):
+        return None
+    import triton.language as tl
+    found = getattr(tl, value[len(DTYPE_PREFIX):], None)
+    return found if isinstance(found, tl.dtype) else None
+
+
 def compile_inputs(plans: list) -> tuple:
-    """(signature, constexprs, attrs) for ``triton.compiler.ASTSource``."""
+    """(signature, constexprs, attrs) for ``triton.compiler.ASTSource``; a constexpr naming a
+    Triton dtype (``"tl.float32"``) is passed as that dtype."""
     signature = {p.name: p.type for p in plans}
-    constexprs = {p.name: p.value for p in plans if p.type == "constexpr"}
+    constexprs = {p.name: triton_dtype(p.value) or p.value for p in plans if p.type == "constexpr"}
     attrs = {(p.index,): [["tt.divisibility", 16]] for p in plans if p.divisible and p.type != "constexpr"}
     return signature, constexprs, attrs
 
