@@ -589,25 +589,24 @@ def verify(dataset, out_dir, groups, trials, no_timing, workers, kernel_timeout,
         ptxds verify data/cutlass --out data/cutlass-verified --executor ray --address auto
     """
     from dataset_spec.dataset import Dataset
+    from verify.options import VerifyOptions
+    from .verification import verify_and_publish
     out_dir = out_dir or str(Path(dataset).resolve()) + "-verified"
     if Path(out_dir).resolve() == Path(dataset).resolve():
         raise click.UsageError("--out must differ from DATASET: the input is never changed in place")
     Dataset.open(dataset)
-    from verify import verify_dataset
+    options = VerifyOptions(groups=groups, trials=trials, timing=not no_timing, workers=workers,
+                            kernel_timeout=kernel_timeout, reference=reference, sanitize=sanitize, inputs=inputs,
+                            split=not no_split, costs_from=costs_from, racecheck=not no_racecheck,
+                            trial_salt=secrets.token_hex(8) if trial_salt is None else trial_salt)
     runner = _executor(executor, address)
     try:
-        summary = verify_dataset(dataset, out_dir, groups=groups, trials=trials, timing=not no_timing,
-                                 workers=workers, kernel_timeout=kernel_timeout,
-                                 progress=not silent, reference=reference, sanitize=sanitize, inputs=inputs,
-                                 start_workers=runner.gpu_workers, assembly_pool=runner.assembly_pool,
-                                 split=not no_split, costs_from=costs_from, racecheck=not no_racecheck,
-                                 trial_salt=secrets.token_hex(8) if trial_salt is None else trial_salt)
+        summary = verify_and_publish(dataset, out_dir, options, runner, progress=not silent)
     finally:
         runner.close()
     if not summary.groups and not summary.skipped_groups:
         selection = f"matches --groups {groups!r}" if groups else "is in it"
         raise click.ClickException(f"no group of {dataset} {selection}; `ptxds info {dataset}` lists its groups")
-    Dataset(out_dir, credits=source_credits).publish(progress=not silent)
     click.echo(summary.format())
 
 
@@ -638,94 +637,6 @@ def add(dataset, group, ptx_file, launch_file, name, silent):
                f"run ptxds verify {dataset} to label it")
 
 
-@cli.group("tune-tvm")
-def tune_tvm():
-    """Tune the tvm source's schedules on times measured by ptxds verify, in a MetaSchedule database.
-
-    A round: propose (here, with TVM) -> ptxds verify (on a GPU) -> commit (here). Then
-    ptxds build --source tvm --tuning-db DB builds the measured schedules as members.
-    """
-
-
-def _tune_options(func):
-    func = click.option("--seed", type=int, default=0, show_default=True, help="seeds round 0's samples")(func)
-    func = click.option("--arch", default="sm_90a", show_default=True,
-                        help="the target the candidates are built and measured for")(func)
-    func = click.option("--candidates", type=click.IntRange(min=1), default=64, show_default=True,
-                        help="candidates per workload and round")(func)
-    func = click.option("--workloads", "workloads", multiple=True, required=True,
-                        help="tvm workload groups to tune, e.g. matmul_fp16/large (repeatable or comma-separated)")(func)
-    return click.option("--db", "db_dir", required=True, type=click.Path(file_okay=False),
-                        help="the tuning database folder (made when missing)")(func)
-
-
-@tune_tvm.command("propose")
-@_tune_options
-@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False), help="dataset folder of the candidates")
-@click.option("--jobs", type=click.IntRange(min=1), default=None, help="worker processes (default: all cores)")
-@silent_option
-@library_errors
-def tune_tvm_propose(db_dir, workloads, candidates, arch, seed, out_dir, jobs, silent):
-    """The next candidates of each workload as a tvm dataset: seeded samples while the
-    database has no record of it, then MetaSchedule's evolutionary search from the records.
-
-    Example:
-
-        ptxds tune-tvm propose --db tune/db --workloads matmul_fp16/large --candidates 64 --out tune/r0
-    """
-    from .tune_tvm import propose
-    summary = propose(db_dir, list(workloads), candidates, out_dir, _parse_archs(arch), seed,
-                      jobs or 0, not silent)
-    _print_build_summary(summary)
-    click.echo(f"next: ptxds verify {out_dir} --out {out_dir}-verified (on a GPU), then "
-               f"ptxds tune-tvm commit --db {db_dir} {out_dir}-verified")
-
-
-@tune_tvm.command("commit")
-@click.option("--db", "db_dir", required=True, type=click.Path(file_okay=False), help="the tuning database folder")
-@click.argument("dataset", type=click.Path(exists=True, file_okay=False))
-@library_errors
-def tune_tvm_commit(db_dir, dataset):
-    """Add a verified candidate dataset's times to the database (again: adds nothing).
-
-    Example:
-
-        ptxds tune-tvm commit --db tune/db tune/r0-verified
-    """
-    from builders.tvm.tuning import commit, require_tvm
-    require_tvm()
-    summary = commit(db_dir, dataset)
-    click.echo(f"{db_dir}: {summary.added} measured record(s) added, {summary.failed} failed run(s) recorded "
-               f"(run_secs 1e10), {summary.already} already there, {summary.not_measured} row(s) not measured")
-    for workload, count in summary.workloads.items():
-        click.echo(f"  {workload}: {count} records")
-    click.echo(f"database sha256: {summary.digest}")
-
-
-@tune_tvm.command("run")
-@_tune_options
-@click.option("--rounds", type=click.IntRange(min=1), default=3, show_default=True, help="propose-verify-commit rounds")
-@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
-              help="folder for each round's candidates (round-<i>) and verified rows (round-<i>-verified)")
-@click.option("--jobs", type=click.IntRange(min=1), default=None, help="build worker processes (default: all cores)")
-@silent_option
-@library_errors
-def tune_tvm_run(db_dir, workloads, candidates, arch, seed, rounds, out_dir, jobs, silent):
-    """Whole rounds on a machine with TVM and a GPU: propose, verify, commit, --rounds times.
-
-    Example:
-
-        ptxds tune-tvm run --db tune/db --workloads matmul_fp16/large --rounds 3 --out tune
-    """
-    from .tune_tvm import run_rounds
-    summary = run_rounds(db_dir, list(workloads), rounds, candidates, out_dir, _parse_archs(arch), seed,
-                         jobs or 0, not silent)
-    for index, result in enumerate(summary.rounds):
-        click.echo(f"round {index}: {result.rows} candidate rows -> {result.verified}; {result.commit.added} measured, "
-                   f"{result.commit.failed} failed")
-    click.echo(f"database sha256: {summary.rounds[-1].commit.digest}")
-
-
 @cli.command()
 @click.option("--source", "source", required=True, type=click.Choice(["inductor"]), help="what to capture")
 @click.option("--models", required=True, help="comma-separated models: block or block:dtype:batch:seq[:backward] "
@@ -749,6 +660,43 @@ def capture(source, models, out_dir, target):
                    f"({summary['seconds']} s)")
         for kernel, reason in summary["skipped"].items():
             click.echo(f"  left out {kernel}: {reason}")
+
+
+def command_host():
+    """What a source's own commands get from the CLI (builders/commands.py)."""
+    from builders.commands import CommandHost
+
+    def build(source, out_dir, options, jobs: int = 0, progress: bool = True):
+        from .pipeline import run_build
+        return run_build(source, out_dir, options, jobs=jobs, progress=progress)
+
+    def verify(in_dir, out_dir, progress: bool = True, **settings):
+        from verify.options import VerifyOptions
+        from .verification import verify_and_publish
+        return verify_and_publish(in_dir, out_dir, VerifyOptions(**settings), progress=progress)
+
+    def require_gpu():
+        from verify.driver import init
+        init()
+
+    return CommandHost(build=build, verify=verify, require_gpu=require_gpu, errors=library_errors,
+                       silent_option=silent_option, parse_archs=_parse_archs, print_build_summary=_print_build_summary)
+
+
+def add_source_commands(group, classes: dict) -> None:
+    """Each source's own commands (``Builder.commands``) beside the built-in ones; a name
+    that is taken already is a programming error, found at import."""
+    from builders import import_builder
+    host = command_host()
+    for source, cls in classes.items():
+        for path in cls.commands:
+            command = import_builder(source, path)(host)
+            if command.name in group.commands:
+                raise RuntimeError(f"source {source} brings a command {command.name!r}, which ptxds has already")
+            group.add_command(command)
+
+
+add_source_commands(cli, SOURCE_CLASSES)
 
 
 def main():

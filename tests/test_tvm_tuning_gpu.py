@@ -12,9 +12,10 @@ def test_two_rounds_measure_candidates_into_the_database(tmp_path):
     pytest.importorskip("tvm")
     from tvm.s_tir import meta_schedule as ms
     from dataset_spec.dataset import Dataset
-    from ptxds.tune_tvm import run_rounds
-    summary = run_rounds(tmp_path / "db", ["matmul_fp16/small"], rounds=2, candidates=4, out_dir=tmp_path,
-                         progress=False, verify_options={"time_budget": 0.2})
+    from builders.tvm.commands import run_rounds
+    from ptxds.cli import command_host
+    summary = run_rounds(command_host(), tmp_path / "db", ["matmul_fp16/small"], rounds=2, candidates=4,
+                         out_dir=tmp_path, progress=False, verify_settings={"time_budget": 0.2})
     assert len(summary.rounds) == 2
     for index, result in enumerate(summary.rounds):
         rows = [r for r in Dataset.open(result.verified).records() if r.status != "build_failed"]
