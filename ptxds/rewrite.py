@@ -24,7 +24,7 @@ from builders import source_credits
 from dataset_spec.dataset import Dataset
 from dataset_spec.model import SpecError, make_build_key, unverified
 from ptx_tools import parse_ptx
-from ptx_tools.rewrite.equivalence import PROOF, static_reason
+from ptx_tools.analysis.equivalence import PROOF, static_reason
 from ptx_tools.rewrite import MUTATIONS, REWRITES, Context, NotApplicable, apply_mutation, apply_rewrites
 
 from .finalize import finalize_record

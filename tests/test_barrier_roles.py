@@ -9,7 +9,7 @@ import pytest
 
 from ptx_tools import assemble
 from ptx_tools.rewrite import Context, NotApplicable, PtxProgram, apply_mutation
-from ptx_tools.rewrite.barriers import ASYNC_IN_FLIGHT, NO_CONFLICT, WARPGROUP_COLLECTIVE, barrier_roles
+from ptx_tools.analysis.barriers import ASYNC_IN_FLIGHT, NO_CONFLICT, WARPGROUP_COLLECTIVE, barrier_roles
 
 HEAD = [".version 8.0", ".target sm_80", ".address_size 64", "",
         ".visible .entry k(", "\t.param .u64 k_param_0", ")", "{",
@@ -132,7 +132,7 @@ MBARRIER = ["\tmbarrier.init.shared.b64 [%r4], 32;", "\tbar.sync 0;", "\tld.shar
 
 
 def test_racecheck_sees_plain_copied_and_ldmatrix_accesses_but_not_an_mbarrier():
-    from ptx_tools.rewrite.barriers import racecheck_blind_spot
+    from ptx_tools.instrument.sync_copies import racecheck_blind_spot
     assemble(_ptx(LDMATRIX), "sm_80")
     line = lambda body: next(i for i, text in enumerate(_ptx(body).split("\n")) if "bar.sync 0" in text)  # noqa: E731
     assert racecheck_blind_spot(PtxProgram(_ptx(WRITE_THEN_READ)), line(WRITE_THEN_READ)) == ""
@@ -169,7 +169,7 @@ GLOBAL = ["\tst.global.f32 [%rd3], %f1;", "\tbar.sync 0;", "\tld.global.f32 %f5,
 
 
 def test_a_barrier_that_orders_global_memory_between_threads_stays_a_site():
-    from ptx_tools.rewrite.barriers import racecheck_blind_spot
+    from ptx_tools.instrument.sync_copies import racecheck_blind_spot
     assemble(_ptx(GLOBAL), "sm_80")
     assert _roles(GLOBAL) == [None]  # no shared memory at all, yet the neighbour's global write is ordered
     line = next(i for i, text in enumerate(_ptx(GLOBAL).split("\n")) if "bar.sync 0" in text)

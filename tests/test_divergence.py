@@ -9,9 +9,9 @@ import pytest
 
 from ptx_tools import assemble
 from ptx_tools.rewrite import MUTATIONS, NotApplicable, apply_mutation
-from ptx_tools.rewrite.divergence import instrument_divergence
-from ptx_tools.rewrite.probe import PROBE_MARK, ProbeError, strip_probe
-from ptx_tools.rewrite.sync_copies import SYNC_MARK, synchronous_copies
+from ptx_tools.instrument.divergence import instrument_divergence
+from ptx_tools.instrument.probe import PROBE_MARK, ProbeError, strip_probe
+from ptx_tools.instrument.sync_copies import SYNC_MARK, synchronous_copies
 
 HEAD = [".version 8.0", ".target sm_80", ".address_size 64", "",
         ".visible .entry k(", "\t.param .u64 k_param_0", ")", "{",

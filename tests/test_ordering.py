@@ -6,8 +6,8 @@ a conflict or an unknown probe leaves a passing mutant as it was."""
 import pytest
 
 from dataset_spec.model import KernelRecord
-from ptx_tools.rewrite.ordering import COUNTER_WORDS, MAX_REGIONS, TABLE_BYTES, instrument_ordering, table_shape
-from ptx_tools.rewrite.probe import PROBE_MARK, ProbeError
+from ptx_tools.instrument.ordering import COUNTER_WORDS, MAX_REGIONS, TABLE_BYTES, instrument_ordering, table_shape
+from ptx_tools.instrument.probe import PROBE_MARK, ProbeError
 from verify.coverage import SiteCoverage, apply_coverage
 
 HEAD = """.version 8.0

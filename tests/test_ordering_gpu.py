@@ -1,4 +1,4 @@
-"""GPU tests of the ordering probe (ptx_tools/rewrite/ordering.py): a barrier between each
+"""GPU tests of the ordering probe (ptx_tools/instrument/ordering.py): a barrier between each
 thread's write and a neighbour's read conflicts, in global and in shared memory, on every
 trial; one between each thread's write and its own read, or between two ring slots that
 never meet (the Smith-Waterman pattern), orders nothing, and its dropped-barrier mutant is
@@ -92,7 +92,7 @@ def _dropped(ptx: str, entry: str, which: int, group: str):
 
 
 def test_the_probe_counts_conflicts_only_where_the_barrier_orders_two_threads(ptx):
-    from ptx_tools.rewrite.ordering import COUNTER_WORDS
+    from ptx_tools.instrument.ordering import COUNTER_WORDS
     from verify.coverage import ordering_record
     from verify.runner import prepare_problem
     from verify.worker import GpuWorker

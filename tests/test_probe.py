@@ -14,7 +14,8 @@ from dataset_spec.model import VERIFY_STATUSES, KernelRecord
 from dataset_spec.shards import read_records
 from ptx_tools import assemble
 from ptx_tools.rewrite import MUTATIONS, PtxProgram
-from ptx_tools.rewrite.probe import PROBE_MARK, ProbeError, instrument_site, mutated_site, strip_probe
+from ptx_tools.analysis.sites import mutated_site
+from ptx_tools.instrument.probe import PROBE_MARK, ProbeError, instrument_site, strip_probe
 from ptxds.cli import cli
 from ptxds.pairs import make_pairs
 from ptxds.rewrite import rewrite_dataset

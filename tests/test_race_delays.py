@@ -1,4 +1,4 @@
-"""CPU tests of delay injection: the PTX instrumentation (ptx_tools/rewrite/delays.py: where
+"""CPU tests of delay injection: the PTX instrumentation (ptx_tools/instrument/delays.py: where
 delays go, fresh register names, both parities, refusals, ptxas accepts the copies of real
 kernels) and the verifier's judgement of delayed runs (verify/race_delays.py), selection
 (race_focus.delay_reason), its place in the runner and the survivor note."""
@@ -12,7 +12,7 @@ import pytest
 
 from conftest import compiled_or_skip
 from dataset_spec.model import Arg, Buffer, KernelRecord, Launch, Problem
-from ptx_tools.rewrite.delays import (DELAY_MARK, DelayError, delayed_copies, delayed_copy, is_block_barrier,
+from ptx_tools.instrument.delays import (DELAY_MARK, DelayError, delayed_copies, delayed_copy, is_block_barrier,
                                      is_shared_store, strip_delays)
 from verify.race_delays import delay_verdict, describe_for_survivor
 

@@ -13,7 +13,7 @@ from builders.base import BuildOptions
 from dataset_spec.shards import ShardWriter, part_files, read_records
 from ptx_tools import assemble
 from ptx_tools.rewrite import MUTATIONS, REWRITES, Context, NotApplicable, PtxProgram, apply_mutation, apply_rewrites
-from ptx_tools.rewrite.ir import PURE_OPS
+from ptx_tools.program import PURE_OPS
 from ptxds.cli import cli
 from ptxds.pairs import make_pairs
 from ptxds.pipeline import build_and_finalize

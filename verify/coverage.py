@@ -3,20 +3,20 @@
 A mutant that passed every trial either changed code its problem never executes (then it
 is equivalent *for this problem*: status ``unexercised``) or ran the change and got away
 (it stays ``passed``; pairs call it ``survived``). To tell them apart the runner builds an
-instrumented copy of the mutant (``ptx_tools.rewrite.probe``: a ``uint64`` counter
+instrumented copy of the mutant (``ptx_tools.instrument.probe``: a ``uint64`` counter
 incremented at the mutated site, reached through a parameter appended to its entry), adds
 the counter as a zeroed scratch buffer and an extra pointer argument of that entry's
 launches, and runs it once per trial on the trial inputs in the GPU worker. A probe that
 cannot be built or run leaves coverage unknown, never counted either way.
 
-A dropped barrier's base also gets the ordering probe (``ptx_tools.rewrite.ordering``): no
+A dropped barrier's base also gets the ordering probe (``ptx_tools.instrument.ordering``): no
 two threads of a CTA touching one address on its two sides with a write among them, on
 every trial, makes the mutant ``unexercised`` too (the barrier ordered nothing here).
 
 For an exercised site the base gets the same probe at the same place (``base_counts``),
 and ``explain_survivor`` records, for a mutant still ``passed`` once racecheck is done, why
 it may be equivalent under ``provenance.verify.survivor``: a proof from the PTX
-(``ptx_tools.rewrite.equivalence``: a dead result, a sign that a square removes), or an
+(``ptx_tools.analysis.equivalence``: a dead result, a sign that a square removes), or an
 observation from the trials (the site ran exactly as often as in the base), each labelled
 as what it is.
 """
@@ -27,10 +27,11 @@ from dataclasses import dataclass
 from typing import Optional
 
 from dataset_spec.model import Arg, Buffer, Distribution, KernelRecord
-from ptx_tools.rewrite.divergence import instrument_divergence
-from ptx_tools.rewrite.equivalence import OBSERVATION, SurvivorReason, static_reason
-from ptx_tools.rewrite.ordering import COUNTER_WORDS, instrument_ordering
-from ptx_tools.rewrite.probe import MutatedSite, ProbeError, SiteProbe, instrument_site, mutated_site
+from ptx_tools.instrument.divergence import instrument_divergence
+from ptx_tools.analysis.equivalence import OBSERVATION, SurvivorReason, static_reason
+from ptx_tools.instrument.ordering import COUNTER_WORDS, instrument_ordering
+from ptx_tools.analysis.sites import MutatedSite, ProbeError, mutated_site
+from ptx_tools.instrument.probe import SiteProbe, instrument_site
 
 from .race_delays import describe_for_survivor
 from .findings import add_finding
@@ -111,14 +112,14 @@ def _probed(record: KernelRecord, site: MutatedSite) -> ProbedRow:
 
 
 def divergence_record(record: KernelRecord, base_ptx: str) -> ProbedRow:
-    """``record`` with the divergence probe's PTX (``ptx_tools.rewrite.divergence``) and its
+    """``record`` with the divergence probe's PTX (``ptx_tools.instrument.divergence``) and its
     counter. Raises ProbeError when the mutation cannot be shadowed."""
     return _with_counter(record, mutated_site(base_ptx, record.ptx), instrument_divergence(base_ptx, record.ptx),
                          ":divergence")
 
 
 def ordering_record(base: KernelRecord, mutant_ptx: str) -> ProbedRow:
-    """The base with the ordering probe (``ptx_tools.rewrite.ordering``) of the barrier its
+    """The base with the ordering probe (``ptx_tools.instrument.ordering``) of the barrier its
     ``drop_barrier`` mutant removed; its counter buffer holds the probe's counters and tables.
     Raises ProbeError when the barrier's accesses cannot be followed."""
     site = mutated_site(base.ptx, mutant_ptx)

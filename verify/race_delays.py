@@ -5,7 +5,7 @@ racecheck sees only shared memory, and the trials' schedules may never make one 
 dropped barrier late, so a barrier that ordered global memory can pass both. Here the
 member and its base each run three times on the first trial's inputs (the buffers, poison
 and guard fill of a trial's first run): plainly, and in the two delayed copies of
-``ptx_tools.rewrite.delays`` (warps of parity 0, then of parity 1, sleep before every store
+``ptx_tools.instrument.delays`` (warps of parity 0, then of parity 1, sleep before every store
 and after every remaining barrier). Judged in the parent (``delay_verdict``):
 
 - the base's delayed outputs must equal its plain ones (bitwise; within the error bound
@@ -29,7 +29,7 @@ from typing import Callable, Optional
 import numpy as np
 
 from dataset_spec.model import KernelRecord
-from ptx_tools.rewrite.delays import DEFAULT_NANOSECONDS, PARITIES, DelayError, delayed_copy
+from ptx_tools.instrument.delays import DEFAULT_NANOSECONDS, PARITIES, DelayError, delayed_copy
 
 PLAIN = "plain"
 DROPPED_BARRIER = "the dropped barrier ordered them"

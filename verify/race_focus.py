@@ -8,7 +8,7 @@ installed; a hazard its base lacks makes it ``race_detected`` (runner.apply_race
 
 racecheck does not see ``cp.async`` writes, so a ``drop_barrier`` mutant whose racecheck
 found nothing its base lacks, in a kernel with asynchronous copies or ldmatrix reads, is
-checked again in its synchronous-copy form (``ptx_tools.rewrite.sync_copies``) beside its
+checked again in its synchronous-copy form (``ptx_tools.instrument.sync_copies``) beside its
 base's (``synchronous_copy_pair``). A dropped barrier whose racecheck (of those forms where
 they exist) found no hazard in the mutant or its base, and whose sides hold only accesses
 racecheck sees, ordered no pair of conflicting accesses on the race-checked trial: its
@@ -25,10 +25,9 @@ import difflib
 import re
 from typing import Optional
 
-from ptx_tools.rewrite.barriers import racecheck_blind_spot
-from ptx_tools.rewrite.ir import PtxProgram
-from ptx_tools.rewrite.probe import ProbeError, mutated_site
-from ptx_tools.rewrite.sync_copies import synchronous_copies
+from ptx_tools.analysis.sites import ProbeError, mutated_site
+from ptx_tools.instrument.sync_copies import racecheck_blind_spot, synchronous_copies
+from ptx_tools.program import PtxProgram
 
 from .sanitize import SanitizerMissing, find_sanitizer, uses_shared_memory
 

@@ -16,8 +16,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from .barriers import barrier_roles
-from .ir import NUMBERED_REGISTER, PURE_OPS, Instruction, PtxProgram, defs_and_uses, registers_in
+from ..analysis.barriers import barrier_roles
+from ..program import NUMBERED_REGISTER, PURE_OPS, Instruction, PtxProgram, defs_and_uses, registers_in
 
 
 class NotApplicable(Exception):

@@ -11,13 +11,15 @@ finds in it is a pair of accesses that no barrier orders in the original either.
 ``ldmatrix`` also gets, right before it, a volatile 16-byte ``ld.shared`` of the row each
 lane addresses (the bytes the warp's ldmatrix reads), whose result nothing uses. The
 verifier race-checks this form of a ``drop_barrier`` mutant and of its base; a hazard the
-base's form lacks is the race the dropped barrier let in.
+base's form lacks is the race the dropped barrier let in. ``racecheck_blind_spot`` names the
+first access around a barrier that even this form keeps from racecheck.
 """
 from __future__ import annotations
 
 import re
 
-from .ir import Instruction, PtxProgram
+from ..analysis.barriers import UnboundedSides, _global_conflict, _traffic, barrier_sides, shared_access
+from ..program import Instruction, PtxProgram
 
 SYNC_MARK = "// ptxds synchronous copy"
 _COPY = re.compile(r"^cp\.async\.(ca|cg)\.shared(::cta)?\.global\b")
@@ -114,3 +116,30 @@ def _row_reads(instr: Instruction, lanes: int) -> list:
                  f"{instr.operands[1]};")
     lines.append(f"{indent}}}")
     return [f"{line} {SYNC_MARK}" for line in lines]
+
+
+def racecheck_blind_spot(program: PtxProgram, line: int) -> str:
+    """The first shared-memory access on either side of the CTA barrier at ``line`` that
+    compute-sanitizer's racecheck cannot see even in the synchronous-copy form (wgmma,
+    stmatrix, bulk or cache-policy copies, mbarriers, ...), or '' when it sees them all
+    (plain, generic or atomic loads and stores, and the copies and ldmatrix rows that
+    ``sync_copies`` makes explicit).
+    A reason string when the sides cannot be bounded."""
+    try:
+        sides = barrier_sides(program, line)
+    except UnboundedSides as exc:
+        return str(exc)
+    order, (before, after) = sides.order, sides.positions
+    if _global_conflict(_traffic(program, order, before), _traffic(program, order, after)):
+        return "global memory written on one side and accessed on the other (racecheck checks shared memory only)"
+    for side in (before, after):
+        for j in sorted(side):
+            instr = program.lines[order[j]].instr
+            if not any(shared_access(instr)):
+                continue
+            plain = instr.base in ("ld", "st", "atom", "red") and "async" not in instr.modifiers \
+                and "shared::cluster" not in instr.modifiers
+            if plain or convertible(instr) or matrix_rows(instr):
+                continue
+            return instr.opcode
+    return ""

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import Optional
 
-from ..errors import PtxError
+from .errors import PtxError
 
 REGISTER = re.compile(r"%[A-Za-z_][A-Za-z_]*\d+\b|%[A-Za-z_]\w*")
 NUMBERED_REGISTER = re.compile(r"(%[A-Za-z_]+)(\d+)\b")

@@ -34,7 +34,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Optional
 
-from .ir import Instruction, PtxProgram
+from ..program import Instruction, PtxProgram
 
 NO_CONFLICT = "no_conflict"
 ASYNC_IN_FLIGHT = "async_copies_in_flight"
@@ -267,31 +267,3 @@ def barrier_sides(program: PtxProgram, line: int) -> BarrierSides:
     k = position[line]
     before, after = _side(k, predecessors, boundary.__contains__), _side(k, successors, boundary.__contains__)
     return BarrierSides(order, {order[j] for j in before}, {order[j] for j in after}, (before, after))
-
-
-def racecheck_blind_spot(program: PtxProgram, line: int) -> str:
-    """The first shared-memory access on either side of the CTA barrier at ``line`` that
-    compute-sanitizer's racecheck cannot see even in the synchronous-copy form (wgmma,
-    stmatrix, bulk or cache-policy copies, mbarriers, ...), or '' when it sees them all
-    (plain, generic or atomic loads and stores, and the copies and ldmatrix rows that
-    ``sync_copies`` makes explicit).
-    A reason string when the sides cannot be bounded."""
-    from .sync_copies import convertible, matrix_rows
-    try:
-        sides = barrier_sides(program, line)
-    except UnboundedSides as exc:
-        return str(exc)
-    order, (before, after) = sides.order, sides.positions
-    if _global_conflict(_traffic(program, order, before), _traffic(program, order, after)):
-        return "global memory written on one side and accessed on the other (racecheck checks shared memory only)"
-    for side in (before, after):
-        for j in sorted(side):
-            instr = program.lines[order[j]].instr
-            if not any(shared_access(instr)):
-                continue
-            plain = instr.base in ("ld", "st", "atom", "red") and "async" not in instr.modifiers \
-                and "shared::cluster" not in instr.modifiers
-            if plain or convertible(instr) or matrix_rows(instr):
-                continue
-            return instr.opcode
-    return ""

@@ -24,7 +24,7 @@ import re
 from dataclasses import dataclass
 
 from ..errors import PtxError
-from .ir import PtxProgram
+from ..program import PtxProgram
 
 DELAY_MARK = "// ptxds delay"
 DEFAULT_NANOSECONDS = 4000

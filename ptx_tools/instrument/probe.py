@@ -1,7 +1,7 @@
 """Coverage probe of a mutated site: an instrumented copy of a mutant's PTX that counts how
 often the changed instruction runs.
 
-``mutated_site(base_ptx, mutant_ptx)`` finds the first line the mutation changed (for a
+``analysis.sites.mutated_site(base_ptx, mutant_ptx)`` finds the first line the mutation changed (for a
 deleted line, the place where it stood). ``instrument_site(ptx, site)`` appends a ``.u64``
 counter parameter to the entry that holds the site and, right before the site, adds
 ``add.u64 %count, %count, 1`` to a per-thread 64-bit register under the site instruction's own
@@ -14,34 +14,16 @@ the counter's set-up, increment and flush.
 """
 from __future__ import annotations
 
-import difflib
 import re
 from dataclasses import dataclass
-from typing import Optional
 
-from .ir import _INSTRUCTION, PtxProgram
+from ..analysis.sites import MutatedSite, ProbeError
+from ..program import PtxProgram
 
 COUNTER_PARAM_SUFFIX = "_ptxds_site_count"
 COUNTER_REGISTER = "%ptxds_site"
 COUNT_REGISTER = "%ptxds_count"
 PROBE_MARK = "// ptxds site probe"
-
-
-class ProbeError(ValueError):
-    """The site cannot be instrumented; the message says why."""
-
-
-@dataclass
-class MutatedSite:
-    """Where a mutation changed the program: ``line`` (0-based, in the mutant's text) is the
-    first changed line, or for a deletion the line that now stands where the deleted one
-    was; ``guard`` is the changed instruction's guard predicate (None: unguarded)."""
-    line: int
-    kind: str                 # replace, delete or insert
-    before: str               # the base's line(s) there
-    after: str                # the mutant's line(s) there
-    guard: Optional[str] = None
-    base_line: Optional[int] = None  # the same place in the base's text (0-based)
 
 
 @dataclass
@@ -53,25 +35,6 @@ class SiteProbe:
     param: str
     line: int                 # the site's line in the instrumented text (0-based)
     site: str                 # the site's text, stripped
-
-
-def _guard_of(text: str) -> Optional[str]:
-    match = _INSTRUCTION.match(text)
-    return match.group("guard") if match else None
-
-
-def mutated_site(base_ptx: str, mutant_ptx: str) -> MutatedSite:
-    """The first place ``mutant_ptx`` differs from ``base_ptx``, by line."""
-    before, after = base_ptx.split("\n"), mutant_ptx.split("\n")
-    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, before, after, autojunk=False).get_opcodes():
-        if tag == "equal":
-            continue
-        old, new = "\n".join(before[i1:i2]), "\n".join(after[j1:j2])
-        guards = {_guard_of(t) for t in before[i1:i2] + after[j1:j2] if t.strip()}
-        # a guard both sides share: the site runs only under it; a changed guard: count arrivals
-        guard = guards.pop() if len(guards) == 1 else None
-        return MutatedSite(j1, tag, old, new, guard, i1)
-    raise ProbeError("the mutant's PTX equals its base's: there is no mutated site to probe")
 
 
 def _unique(text: str, stem: str) -> str:

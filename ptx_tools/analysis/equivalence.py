@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from .ir import PURE_OPS, PtxProgram, defs_and_uses, registers_in
-from .probe import ProbeError, mutated_site
+from ..program import PURE_OPS, PtxProgram, defs_and_uses, registers_in
+from .sites import ProbeError, mutated_site
 
 PROOF, OBSERVATION = "proof", "observation"
 

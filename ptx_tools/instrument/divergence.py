@@ -24,10 +24,11 @@ from __future__ import annotations
 import re
 from typing import Optional
 
-from .ir import _INSTRUCTION, PURE_OPS, REGISTER, SPECIAL_REGISTERS, Instruction, PtxProgram, \
+from ..program import _INSTRUCTION, PURE_OPS, REGISTER, SPECIAL_REGISTERS, Instruction, PtxProgram, \
     defs_and_uses, split_operands
+from ..analysis.sites import mutated_site
 from .probe import COUNT_REGISTER, COUNTER_PARAM_SUFFIX, COUNTER_REGISTER, PROBE_MARK, ProbeError, SiteProbe, \
-    _append_param, _unique, first_statement, flush_at_exits, mutated_site
+    _append_param, _unique, first_statement, flush_at_exits
 
 _SINGLE_REG = re.compile(r"\.reg\s+\.(\w+)\s+([^;<]+);")
 _RANGE_DECL = re.compile(r"\.reg\s+\.(\w+)\s+(%[A-Za-z_]+)<\d+>")

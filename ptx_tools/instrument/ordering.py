@@ -38,9 +38,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .barriers import UnboundedSides, barrier_sides, global_access, is_cta_barrier, shared_access
+from ..analysis.barriers import UnboundedSides, barrier_sides, global_access, is_cta_barrier, shared_access
 from .divergence import _register_types, _type_of
-from .ir import PtxProgram
+from ..program import PtxProgram
 from .probe import COUNTER_PARAM_SUFFIX, PROBE_MARK, ProbeError, _append_param, _unique, first_statement
 
 COUNTER_WORDS = 4  # conflicts, lookups, overflows, records
