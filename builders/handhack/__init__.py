@@ -1,6 +1,6 @@
 """The ``handhack`` source: hand-edited PTX. ``kernels.py`` holds the Triton Smith-Waterman
 kernel, ``ptx_edit.py`` the edit that moves its ring buffers to shared memory, ``builder.py``
-and the built-in groups; ``ptxds add`` (ptxds/add.py) registers a hand-edited PTX into an
+the built-in groups; ``ptxds add`` (ptxds/add.py) registers a hand-edited PTX into an
 existing group."""
 from .builder import HandhackBuilder
 
