@@ -119,13 +119,14 @@ class CutlassBuilder(Builder):
         super().__init__(options)
         settings = self.settings
         self.families = _families(settings.family)
-        self.sm_count = int(settings.sm_count)
+        # the settings arrive typed (builders/options.py); None alpha/beta: not given
+        self.sm_count = settings.sm_count
         self.shape_set = cutlass_shape_set(settings.shapes, settings.problem)
-        self.alpha = float(1.0 if settings.alpha is None else settings.alpha)
+        self.alpha = 1.0 if settings.alpha is None else settings.alpha
         self.alpha_given = settings.alpha is not None
-        self.beta = float(0.0 if settings.beta is None else settings.beta)
-        self.batch_size = int(settings.batch_size)
-        self.per_family = int(settings.per_family) if settings.per_family is not None else None
+        self.beta = 0.0 if settings.beta is None else settings.beta
+        self.batch_size = settings.batch_size
+        self.per_family = settings.per_family
 
     # -- enumeration -------------------------------------------------------------------
     def kernels(self) -> list:

@@ -271,15 +271,16 @@ class CutlassConvBuilder(Builder):
     def __init__(self, options: BuildOptions | None = None):
         super().__init__(options)
         s = self.settings
+        # the settings arrive typed (builders/options.py); None alpha/beta: not given
         family = s.family
         self.families = (tuple(f.strip() for f in family.split(",") if f.strip()) if isinstance(family, str)
                          else tuple(family) if family else DEFAULT_CONV_FAMILIES)
         self.shape_set = conv_shape_set(s.shapes)
-        self.alpha = float(1.0 if s.alpha is None else s.alpha)
+        self.alpha = 1.0 if s.alpha is None else s.alpha
         self.alpha_given = s.alpha is not None
-        self.beta = float(0.0 if s.beta is None else s.beta)
-        self.per_family = int(s.per_family) if s.per_family is not None else None
-        self.batch_size = int(s.batch_size)
+        self.beta = 0.0 if s.beta is None else s.beta
+        self.per_family = s.per_family
+        self.batch_size = s.batch_size
 
     def kernels(self) -> list:
         archs = tuple(a for a in self.options.archs if a in CONV_ARCHS.values())

@@ -68,8 +68,8 @@ class TileLangOptions:
     """Members per group (``members``), which workloads (names or group ids; default all)
     and the sizes (``shapes``: a set states gemm_fp16, gemm_bf16, attention_fp16,
     rmsnorm_fp16 and softmax_fp32 at its sizes)."""
-    members: Optional[int] = field(default=None, metadata={
-        "flag": "--members", "min": 1, "help": "distinct configurations (members) per group (default 8)"})
+    members: int = field(default=DEFAULT_MEMBERS, metadata={
+        "flag": "--members", "min": 1, "show_default": True, "help": "distinct configurations (members) per group"})
     workloads: Optional[tuple[str, ...]] = field(default=None, metadata={
         "flag": "--workloads", "multiple": True,
         "help": "workload names or group ids to build (repeatable; default all)"})
@@ -119,9 +119,7 @@ class TileLangBuilder(Builder):
 
     def __init__(self, options: BuildOptions | None = None):
         super().__init__(options)
-        self.members = int(self.settings.members or DEFAULT_MEMBERS)
-        if self.members < 1:
-            raise ValueError(f"--members must be at least 1, got {self.members}")
+        self.members = self.settings.members  # typed and at least 1 (builders/options.py)
 
     def work_items(self) -> list:
         from builders import MissingSourceDependency
