@@ -6,7 +6,8 @@ grid, block, args, scratch); ``launch`` overrides any of a launch's fields (for 
 more ``dynamic_smem`` or another ``block``). The row is normalised, checked against the
 launch and assembled with ptxas *before* anything is written; any failure raises
 ``AddError`` and leaves the dataset folder untouched. On success the row is appended
-through ``Dataset`` (one atomic part file, then splits, pairs and card published).
+through ``Dataset`` (one atomic part file; then its by-shape row and the card's counts:
+an unverified row changes no pair, and every other file stays as it was).
 """
 from __future__ import annotations
 
@@ -130,8 +131,8 @@ def build_added_record(dataset, group: str, ptx_path: str, launch_path: Optional
 def add_member(dataset, group: str, ptx_path: str, launch_path: Optional[str] = None,
                name: Optional[str] = None, progress: bool = False) -> KernelRecord:
     """Build the row (see ``build_added_record``), then append it to the dataset (written,
-    then splits, pairs and card published; ``progress``: a bar of the publish's steps when
-    they take long)."""
+    then what it changes published: ``Dataset.append``; ``progress``: a bar of the publish's
+    steps, should it need the whole publish)."""
     if not (Path(dataset) / "kernels").is_dir():
         raise AddError(f"{dataset} has no kernels/ folder; build a dataset first with ptxds build")
     record = build_added_record(dataset, group, ptx_path, launch_path, name)
