@@ -242,7 +242,8 @@ def _heuristic(description: CallDescription, config: Config, name: str, known: d
     as the problem's Buffer, so ``args['x'].shape`` works)."""
     call = {n: description.problem.buffer(v.value) if v.kind == "buffer" else v.value
             for n, v in description.args.items()}
-    call.update(config.kwargs, **known, **description.constexprs)
+    for values in (config.kwargs, known, description.constexprs):  # a name may be in several
+        call.update(values)
     try:
         value = description.kernel.heuristics[name](call)
     except Exception as exc:  # user code
