@@ -189,3 +189,228 @@ def group_norm_error_scale(inputs, problem):
     centred = np.abs(x - ref["mean"][..., None]) * ref["rstd"][..., None] * np.abs(w[channel][None])
     return {"y": centred * amplification[..., None] + np.abs(b[channel][None]),
             "mean": np.abs(x).mean(axis=-1), "rstd": ref["rstd"] * amplification}
+
+
+def tv_distance(inputs, problem):
+    """Total variation distance per row, 0.5 sum |p - q|, and its gradient in p,
+    0.5 sign(p - q) (0 where p == q), both times params.scale (1 / BT for batchmean)."""
+    p, q = inputs["p"], inputs["q"]
+    scale = float(problem.params["scale"])
+    return {"loss": 0.5 * np.abs(p - q).sum(axis=-1) * scale, "grads": 0.5 * np.sign(p - q) * scale}
+
+
+def tv_distance_error_scale(inputs, problem):
+    p, q = inputs["p"], inputs["q"]
+    scale = float(problem.params["scale"])
+    return {"loss": 0.5 * (np.abs(p) + np.abs(q)).sum(axis=-1) * scale, "grads": np.full(p.shape, 0.5 * scale)}
+
+
+def sparsemax_sorted(inputs, problem):
+    """Derived input: each row of x sorted in descending order (Liger's host sorts it)."""
+    return -np.sort(-inputs["x"], axis=-1)
+
+
+def _sparsemax_tau(x):
+    """Sparsemax's threshold per row: with z sorted descending and k the largest index with
+    1 + k z_k > sum_{j<=k} z_j, tau = (sum_{j<=k} z_j - 1) / k."""
+    z = -np.sort(-x, axis=-1)
+    cumulative = np.cumsum(z, axis=-1)
+    ks = np.arange(1, x.shape[-1] + 1)
+    support = (1.0 + ks * z) > cumulative
+    k = np.maximum(support.sum(axis=-1, keepdims=True), 1)
+    total = np.take_along_axis(cumulative, k - 1, axis=-1)
+    return (total - 1.0) / k, k, z
+
+
+def sparsemax(inputs, problem):
+    """sparsemax(x) = max(x - tau, 0) per row (Martins and Astudillo, 2016)."""
+    tau, _, _ = _sparsemax_tau(inputs["x"])
+    return {"y": np.maximum(inputs["x"] - tau, 0.0)}
+
+
+def sparsemax_error_scale(inputs, problem):
+    """tau is a k-term sum over k: its error is the mean magnitude of the support (the
+    cumulative sums that choose k are float32 too, but a near-tie gives either k the same
+    tau); then the subtraction."""
+    tau, k, z = _sparsemax_tau(inputs["x"])
+    ks = np.arange(1, z.shape[-1] + 1)
+    support = np.abs(z) * (ks <= k)
+    return {"y": np.abs(inputs["x"]) + np.abs(tau) + support.sum(axis=-1, keepdims=True) / k + 1.0 / k}
+
+
+def sparsemax_backward(inputs, problem):
+    """On the support (y > 0): dx = dy - mean of dy over the support (rounded to dx's dtype
+    first: params.output_roundings); 0 elsewhere."""
+    y, dy = inputs["y"], inputs["dy"]
+    support = y > 0
+    count = np.maximum(support.sum(axis=-1, keepdims=True), 1)
+    mean = np.where(support, dy, 0.0).sum(axis=-1, keepdims=True) / count
+    return {"dx": np.where(support, dy - mean, 0.0)}
+
+
+def sparsemax_backward_error_scale(inputs, problem):
+    y, dy = inputs["y"], inputs["dy"]
+    support = y > 0
+    count = np.maximum(support.sum(axis=-1, keepdims=True), 1)
+    mean = np.where(support, np.abs(dy), 0.0).sum(axis=-1, keepdims=True) / count
+    return {"dx": np.where(support, np.abs(dy) + mean, 0.0)}
+
+
+def _mrope_tables(inputs, problem):
+    """cos and sin of each position's half row, each frequency j taken from the section it
+    falls in (t, h, w: params.mrope_section), shaped (batch, seq, 1, head_dim / 2)."""
+    cos, sin = inputs["cos"], inputs["sin"]
+    t, h = (int(v) for v in problem.params["mrope_section"][:2])
+    half = cos.shape[-1] // 2
+    section = np.where(np.arange(half) < t, 0, np.where(np.arange(half) < t + h, 1, 2))
+    pick = lambda table: np.take_along_axis(table[..., :half], section[None, None, None, :], axis=0)[0]
+    return pick(cos)[:, :, None, :], pick(sin)[:, :, None, :]
+
+
+def _rotate(x, c, s, inverse):
+    half = x.shape[-1] // 2
+    x1, x2 = x[..., :half], x[..., half:]
+    s = -s if inverse else s
+    return np.concatenate([x1 * c - x2 * s, x2 * c + x1 * s], axis=-1)
+
+
+def qwen2vl_mrope(inputs, problem):
+    """Qwen2-VL's multimodal RoPE of q and k in place: the rotation of RoPE with each
+    frequency's cos/sin read from the temporal, height or width table by section;
+    params.inverse: the backward rotation (sin negated)."""
+    c, s = _mrope_tables(inputs, problem)
+    inverse = bool(problem.params.get("inverse", False))
+    return {name: _rotate(inputs[name], c, s, inverse) for name in ("q", "k")}
+
+
+def qwen2vl_mrope_error_scale(inputs, problem):
+    """Two products and a sum per element: |x1 c| + |x2 s| (each product rounded to the
+    tables' dtype: params.math_input)."""
+    c, s = _mrope_tables(inputs, problem)
+    out = {}
+    for name in ("q", "k"):
+        half = inputs[name].shape[-1] // 2
+        x1, x2 = np.abs(inputs[name][..., :half]), np.abs(inputs[name][..., half:])
+        out[name] = np.concatenate([x1 * np.abs(c) + x2 * np.abs(s), x2 * np.abs(c) + x1 * np.abs(s)], axis=-1)
+    return out
+
+
+def _complex_pairs(x):
+    return x[..., 0::2] + 1j * x[..., 1::2]
+
+
+def llama4_rope(inputs, problem):
+    """Llama 4's RoPE: each (even, odd) pair of a head is a complex number, multiplied by
+    the position's frequency cos + i sin (freqs as (seq, head_dim / 2, 2) real pairs);
+    params.imag_sign -1 conjugates it (the backward pass)."""
+    freqs = inputs["freqs"]
+    rotation = freqs[..., 0] + 1j * float(problem.params.get("imag_sign", 1.0)) * freqs[..., 1]
+    out = {}
+    for name in ("q", "k"):
+        z = _complex_pairs(inputs[name]) * rotation[None, :, None, :]
+        out[name] = np.stack([z.real, z.imag], axis=-1).reshape(inputs[name].shape)
+    return out
+
+
+def llama4_rope_error_scale(inputs, problem):
+    freqs = np.abs(inputs["freqs"])
+    out = {}
+    for name in ("q", "k"):
+        x = inputs[name]
+        a, b = np.abs(x[..., 0::2]), np.abs(x[..., 1::2])
+        c, d = freqs[None, :, None, :, 0], freqs[None, :, None, :, 1]
+        out[name] = np.stack([a * c + b * d, a * d + b * c], axis=-1).reshape(x.shape)
+    return out
+
+
+def swiglu_gate_up(inputs, problem):
+    """SwiGLU over a fused gate-up row [gate | up]: c = silu(gate) * up (silu rounded to the
+    dtype first: params.output_roundings)."""
+    y = inputs["y"]
+    half = y.shape[-1] // 2
+    gate, up = y[:, :half], y[:, half:]
+    return {"c": gate * _sigmoid(gate) * up}
+
+
+def swiglu_gate_up_error_scale(inputs, problem):
+    y = inputs["y"]
+    half = y.shape[-1] // 2
+    gate, up = y[:, :half], y[:, half:]
+    return {"c": np.abs(gate * _sigmoid(gate) * up) * (ARGUMENT * np.abs(gate) + FIXED)}
+
+
+def swiglu_gate_up_backward(inputs, problem):
+    """The gradient of swiglu_gate_up into a fused [d_gate | d_up] row."""
+    y, dc = inputs["y"], inputs["dc"]
+    half = y.shape[-1] // 2
+    grads = swiglu_backward({"a": y[:, :half], "b": y[:, half:], "dc": dc}, problem)
+    return {"dy": np.concatenate([grads["a"], grads["b"]], axis=-1)}
+
+
+def swiglu_gate_up_backward_error_scale(inputs, problem):
+    y, dc = inputs["y"], inputs["dc"]
+    half = y.shape[-1] // 2
+    scales = swiglu_backward_error_scale({"a": y[:, :half], "b": y[:, half:], "dc": dc}, problem)
+    return {"dy": np.concatenate([scales["a"], scales["b"]], axis=-1)}
+
+
+def element_mul(inputs, problem):
+    """x scaled in place by the one-element grad_output (fused linear cross entropy's
+    gradient scaling)."""
+    return {"x": inputs["x"] * inputs["grad_output"].reshape(())}
+
+
+def causal_mask(inputs, problem):
+    """Multi-token attention's mask: scores above the diagonal replaced by params.mask_value."""
+    scores = inputs["scores"]
+    length = scores.shape[-1]
+    future = np.arange(length)[None, :] > np.arange(length)[:, None]
+    return {"out": np.where(future, float(problem.params["mask_value"]), scores)}
+
+
+def causal_mask_backward(inputs, problem):
+    """The mask's gradient: grad with the entries above the diagonal zeroed."""
+    grad = inputs["grad"]
+    length = grad.shape[-1]
+    future = np.arange(length)[None, :] > np.arange(length)[:, None]
+    return {"out": np.where(future, 0.0, grad)}
+
+
+def embedding(inputs, problem):
+    """out[i] = weight[indices[i]]."""
+    return {"out": inputs["weight"][inputs["indices"].astype(np.int64)]}
+
+
+def embedding_backward(inputs, problem):
+    """grad_weight[v] = sum of grad_output rows whose index is v (zero-filled first)."""
+    grad = np.zeros(next(b.shape for b in problem.buffers if b.name == "grad_weight"))
+    np.add.at(grad, inputs["indices"].astype(np.int64), inputs["grad_output"])
+    return {"grad_weight": grad}
+
+
+def embedding_backward_error_scale(inputs, problem):
+    grad = np.zeros(next(b.shape for b in problem.buffers if b.name == "grad_weight"))
+    np.add.at(grad, inputs["indices"].astype(np.int64), np.abs(inputs["grad_output"]))
+    return {"grad_weight": grad}
+
+
+def modulated_rms_norm(inputs, problem):
+    """y = rmsnorm(x) (w + offset) (1 + scale_m) + shift_m, scale and shift rows shared by
+    params.rows_per_modulation consecutive rows; and rstd."""
+    x, w, scale, shift = inputs["x"], inputs["w"], inputs["scale"], inputs["shift"]
+    rstd = 1.0 / np.sqrt((x * x).mean(axis=-1, keepdims=True) + float(problem.params.get("eps", 1e-6)))
+    per = int(problem.params["rows_per_modulation"])
+    scale, shift = np.repeat(scale, per, axis=0), np.repeat(shift, per, axis=0)
+    y = x * rstd * (w + float(problem.params.get("offset", 0.0))) * (1.0 + scale) + shift
+    return {"y": y, "rstd": rstd[:, 0]}
+
+
+def modulated_rms_norm_error_scale(inputs, problem):
+    """The normalised product's magnitude (x * rstd rounded to x's dtype: params.math_input)
+    and the shift's."""
+    x, w, scale, shift = inputs["x"], inputs["w"], inputs["scale"], inputs["shift"]
+    rstd = 1.0 / np.sqrt((x * x).mean(axis=-1, keepdims=True) + float(problem.params.get("eps", 1e-6)))
+    per = int(problem.params["rows_per_modulation"])
+    scale, shift = np.repeat(scale, per, axis=0), np.repeat(shift, per, axis=0)
+    y = np.abs(x * rstd * (w + float(problem.params.get("offset", 0.0))) * (1.0 + scale))
+    return {"y": FIXED * y + np.abs(shift), "rstd": rstd[:, 0]}
