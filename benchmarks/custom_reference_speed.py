@@ -77,7 +77,7 @@ def main() -> None:
     os.environ["PTXDS_REFERENCES_CACHE"] = tempfile.mkdtemp(prefix="ptxds-refcache-")
     groups = problems(args.groups, args.size)
     lock = threading.Lock()
-    from verify.reference import torch_for
+    from verify.trials.reference import torch_for
     on_gpu = torch_for("auto") is not None
     print(f"{args.groups} custom groups, A, B {args.size}x{args.size}; GPU: {'yes' if on_gpu else 'no'}")
     print(f"{'reference':<28}{'seconds':>10}{'s/group':>10}")

@@ -40,22 +40,22 @@ def child(dataset: str, build_key: str, mode: str) -> dict:
     the verifier's ptxas assembly, ``nvjitlink`` nvJitLink (which the verifier once used and
     no longer does), ``trialK`` trial K's inputs."""
     from dataset_spec.shards import read_records
-    from verify.driver import Context, DriverError, NoiseKernel, check, cu, function_attribute
-    from verify.inputs import make_trial_inputs
-    from verify.row import load_row
+    from verify.device.driver import Context, DriverError, NoiseKernel, check, cu, function_attribute
+    from verify.trials.inputs import make_trial_inputs
+    from verify.member.row import load_row
     record = next(r for r in read_records(dataset) if r.build_key == build_key)
     ctx = Context(0)
     page = None
     placement = "before" if mode == "before" else "after"
     if mode in ("fenced", "before"):
-        from verify.fence import GuardPage
+        from verify.member.fence import GuardPage
         page = GuardPage(ctx.info.ordinal)
     cubin = None
     if mode == "cubin":
-        from verify.assembly_pool import assemble_for_gpu
+        from verify.device.assembly_pool import assemble_for_gpu
         cubin = assemble_for_gpu(record.ptx, record.arch).cubin
     if mode == "nvjitlink":
-        from verify.assembly_pool import nvjitlink_assemble
+        from verify.device.assembly_pool import nvjitlink_assemble
         cubin = nvjitlink_assemble(record.ptx, record.arch)
     trial = int(mode[5:]) if mode.startswith("trial") else 0
     out = {"row": record.name, "mode": mode}
@@ -94,7 +94,7 @@ def output_errors(record, row, inputs) -> dict:
     import numpy as np
 
     from dataset_spec.ops import get_op
-    from verify.inputs import STORAGE_NUMPY, from_storage, storage_shape
+    from verify.trials.inputs import STORAGE_NUMPY, from_storage, storage_shape
     reference = get_op(record.problem.op).reference(inputs.values, record.problem)
     errors = {}
     for name, expected in reference.items():

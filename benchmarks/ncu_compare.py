@@ -8,9 +8,9 @@
 DATASET is a verified dataset folder (passing rows with time_us_median); given a built
 dataset instead, it is verified first into --work (``--groups`` and ``--trials`` are passed
 to the verifier). For each cache mode, one ncu process runs a small driver (this script
-with --driver) that loads every selected row as the verifier does (verify.row.load_row,
+with --driver) that loads every selected row as the verifier does (verify.member.row.load_row,
 the cubin assembled for this GPU, the last trial's inputs from
-verify.inputs.make_trial_inputs), runs each row's launch sequence --warmup times
+verify.trials.inputs.make_trial_inputs), runs each row's launch sequence --warmup times
 unprofiled, then --repeats times between cuProfilerStart and cuProfilerStop (ncu
 --profile-from-start off), so only those launches are profiled. Clocks are left alone
 (--clock-control none), as verify does.
@@ -20,7 +20,7 @@ l2, the reference the timing goal is stated against, with --calibration for c):
   all   ncu --cache-control all: ncu flushes every GPU cache it can (L2, and also the
         per-SM instruction, constant and L1 caches) before each profiled kernel.
   l2    ncu --cache-control none, and the driver flushes L2 before each profiled launch
-        sequence exactly as verify's timer does (verify.l2flush.L2Flush: a write of twice
+        sequence exactly as verify's timer does (verify.device.l2flush.L2Flush: a write of twice
         the L2, then a read kernel over it), so ours
         and ncu's numbers see the same cache state. The flush's kernels are not a row's: a
         profiled range holding only flushes (run first) names them and they are left out.
@@ -70,7 +70,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 METRIC = "gpu__time_duration.sum"
-HOLD_KERNEL_NAME = "ptxds_hold_stream"  # verify.kernel_clock.HOLD_KERNEL_NAME; never a member
+HOLD_KERNEL_NAME = "ptxds_hold_stream"  # verify.device.kernel_clock.HOLD_KERNEL_NAME; never a member
 TO_US = {"nsecond": 1e-3, "ns": 1e-3, "usecond": 1.0, "us": 1.0, "msecond": 1e3, "ms": 1e3,
          "second": 1e6, "s": 1e6}
 CACHE_MODES = ("all", "l2", "l2write", "none")
@@ -340,11 +340,11 @@ def driver_main(dataset: str, keys_path: str, manifest_path: str, repeats: int, 
     ``flush_mode`` l2: flush L2 before every run with verify's own flush (l2write: its write
     alone), after a first profiled range of flushes alone that names the flush's kernels."""
     from dataset_spec.shards import read_records
-    from verify.assembly_pool import assemble_for_gpu, target_arch
-    from verify.driver import Context, check, cu
-    from verify.inputs import init_array, make_trial_inputs
-    from verify.l2flush import L2Flush
-    from verify.row import load_row
+    from verify.device.assembly_pool import assemble_for_gpu, target_arch
+    from verify.device.driver import Context, check, cu
+    from verify.trials.inputs import init_array, make_trial_inputs
+    from verify.device.l2flush import L2Flush
+    from verify.member.row import load_row
 
     ctx = Context(0)
     keys = json.loads(Path(keys_path).read_text())

@@ -1,4 +1,4 @@
-"""How a row runs while half the SMs are held (verify/residency.py): the launch sequence's
+"""How a row runs while half the SMs are held (verify/device/residency.py): the launch sequence's
 wall time, plain and held, for the first rows of a dataset. A correct kernel should take
 about twice as long held, not orders of magnitude longer (docs/runs/run-076-082.md, run 78: a
 holder whose every thread polled host memory slowed every kernel 700-3000x).
@@ -14,10 +14,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from dataset_spec.shards import read_records  # noqa: E402
-from verify.driver import Context, check, cu  # noqa: E402
-from verify.inputs import make_trial_inputs  # noqa: E402
-from verify.residency import SmHolder  # noqa: E402
-from verify.row import load_row  # noqa: E402
+from verify.device.driver import Context, check, cu  # noqa: E402
+from verify.trials.inputs import make_trial_inputs  # noqa: E402
+from verify.device.residency import SmHolder  # noqa: E402
+from verify.member.row import load_row  # noqa: E402
 
 
 def wall(row, stream, holder=None) -> float:

@@ -98,7 +98,7 @@ def stand_in_worker_class():
     import numpy as np
 
     from dataset_spec.model import KernelRecord
-    from verify.outcome import CheckResult, TrialRun
+    from verify.judge.outcome import CheckResult, TrialRun
 
     class SleepingWorker:
         def __init__(self, ordinal: int, costs: dict, events: Events):

@@ -84,12 +84,12 @@ def timing_comparison(rows: list) -> list:
     except ImportError as exc:
         print(f"do_bench comparison skipped: {exc}")
         return []
-    from verify.driver import Context, DeviceBuffer
-    from verify.hold import StreamHold
-    from verify.inputs import make_trial_inputs
-    from verify.kernel_clock import shared_clock
-    from verify.row import load_row
-    from verify.timing import time_launches
+    from verify.device.driver import Context, DeviceBuffer
+    from verify.device.hold import StreamHold
+    from verify.trials.inputs import make_trial_inputs
+    from verify.device.kernel_clock import shared_clock
+    from verify.member.row import load_row
+    from verify.timing.timing import time_launches
     from verify.worker import flush_buffer
 
     ctx = Context(0)

@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 
 from dataset_spec.shards import read_records
-from verify.compare import error_stats
-from verify.inputs import exact_values
+from verify.judge.compare import error_stats
+from verify.trials.inputs import exact_values
 from verify.runner import prepare_problem
 from verify.worker import GpuWorker
 

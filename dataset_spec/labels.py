@@ -11,7 +11,7 @@ KILLED_STATUSES = ("wrong_result", "unwritten_output", "out_of_bounds_write", "m
 
 
 # Outcomes that show a mutant equivalent *for its problem*: ``unexercised``, the mutated
-# instruction never executed on any trial (verify/coverage.py). A mutant that merely passed
+# instruction never executed on any trial (verify/probes/coverage.py). A mutant that merely passed
 # every trial is "survived", not equivalent: a dropped barrier that did not race is still a race.
 SHOWN_EQUIVALENT_STATUSES = ("unexercised",)
 MUTANT_CLASSES = ("killed", "survived", "equivalent")

@@ -58,21 +58,21 @@ VERIFY_STATUSES = (
     # the row's problem differs from its group's: one problem per group, so it is not judged
     "problem_mismatch",
     # a mutant that passed and whose mutated instruction never ran on any trial (coverage
-    # probe, verify/coverage.py): equivalent for this problem
+    # probe, verify/probes/coverage.py): equivalent for this problem
     "unexercised",
     # a timed launch's outputs differ from the checked run's on the same inputs: the kernel
-    # computes while checked and not while timed (verify/checked_timing.py); no time is kept
+    # computes while checked and not while timed (verify/timing/checked_timing.py); no time is kept
     "timing_mismatch",
-    # the time is below the GPU's roofline for the work the problem needs (verify/roofline.py)
+    # the time is below the GPU's roofline for the work the problem needs (verify/timing/roofline.py)
     "faster_than_roofline",
     # outputs change when every buffer moves to fresh pages between runs: the kernel keeps an
     # address from an earlier launch
     "stale_binding",
     # the launches did not finish while part of the SMs were held by another kernel: they need
-    # their blocks resident together without a cooperative launch (verify/residency.py)
+    # their blocks resident together without a cooperative launch (verify/device/residency.py)
     "residency_deadlock",
 )
-# Every trial kind the verifier knows (dataset_spec/trials.py plans them, verify/inputs.py
+# Every trial kind the verifier knows (dataset_spec/trials.py plans them, verify/trials/inputs.py
 # draws them), and the ones trials cycle through by default: normal and non-integer uniform
 # draws, wide magnitudes with random sign, edge values, and each op's stress inputs
 # (dataset_spec/stress.py: where its classic bugs live).
@@ -454,7 +454,7 @@ class KernelRecord:
     # a verified-wrong member's first differing element (schema.WITNESS), None otherwise
     witness: Optional[dict] = None
     # every check's outcome in the order the checks ran: {check, status, message}, status None
-    # for a note; ``status`` and ``status_message`` are derived from them (verify/findings.py)
+    # for a note; ``status`` and ``status_message`` are derived from them (verify/judge/findings.py)
     findings: Optional[list] = None
 
     def __post_init__(self):

@@ -45,7 +45,7 @@ WITNESS = pa.struct([
     ("consensus_kernel_id", pa.string()), ("consensus_value", pa.float64()), ("reason", pa.string()),
 ])
 
-# One check's outcome (verify/findings.py): status None for a note that changes no status.
+# One check's outcome (verify/judge/findings.py): status None for a note that changes no status.
 FINDING = pa.struct([("check", pa.string()), ("status", pa.string()), ("message", pa.string())])
 
 KERNELS_SCHEMA = pa.schema([

@@ -1,7 +1,7 @@
 """What a problem's trials are: the one owner of trial kinds, input domains and integer
 ranges. ``trial_plan(problem)`` answers, per trial, its kind and for every input buffer
 how it is drawn (over an integer range, as the op's stress rows, or from its ``init``
-under a kind, with the float domain that kind needs); ``verify/inputs.py`` only draws the
+under a kind, with the float domain that kind needs); ``verify/trials/inputs.py`` only draws the
 values the plan names.
 
 Trial kinds change how float buffers are drawn: ``normal`` and ``uniform`` keep the

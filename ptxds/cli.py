@@ -441,7 +441,7 @@ def show_witness(dataset, which):
         ptxds show-witness data/triton-verified 3f1c0a9e2b7d5c4a8e6f0b1d
     """
     from dataset_spec.shards import read_pairs, read_records
-    from verify.witness import regenerate
+    from verify.trials.witness import regenerate
     records = read_records(dataset)
     by_id = {r.kernel_id: r for r in records}
     by_id.update({r.build_key: r for r in records})
@@ -676,7 +676,7 @@ def command_host():
         return verify_and_publish(in_dir, out_dir, VerifyOptions(**settings), progress=progress)
 
     def require_gpu():
-        from verify.driver import init
+        from verify.device.driver import init
         init()
 
     return CommandHost(build=build, verify=verify, require_gpu=require_gpu, errors=library_errors,

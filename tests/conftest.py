@@ -89,8 +89,8 @@ def judge(problem, kernel, reference=None) -> tuple:
     """(verdict, prepared problem): the verifier's classification of ``kernel`` over every
     trial of ``problem``, the kernel given as (trial input values, float64 reference of the
     output) -> float64 output, stored in the output's dtype as a GPU would leave it."""
-    from verify.inputs import float_to_bits
-    from verify.outcome import CheckResult, TrialRun, classify
+    from verify.trials.inputs import float_to_bits
+    from verify.judge.outcome import CheckResult, TrialRun, classify
     from verify.runner import prepare_problem
     prepared = prepare_problem(problem, "g", None, **({"reference": reference} if reference else {}))
     assert prepared.refusal == "", prepared.refusal

@@ -146,7 +146,7 @@ def test_racecheck_sees_plain_copied_and_ldmatrix_accesses_but_not_an_mbarrier()
 
 def test_a_dropped_barrier_is_unexercised_only_with_clean_racecheck_and_no_blind_spot():
     from dataset_spec.model import Arg, Buffer, KernelRecord, Launch, Problem
-    from verify.race_focus import barrier_never_ordered
+    from verify.probes.race_focus import barrier_never_ordered
     problem = Problem("test/barrier", "x", [Buffer("x", "float32", (256,), role="inout")])
 
     def row(body, key, variant, drop=False):

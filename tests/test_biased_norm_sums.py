@@ -14,7 +14,7 @@ import pytest
 from dataset_spec.model import Buffer, Distribution, Problem
 from dataset_spec.ops import biased_sums, get_op
 from tests.test_bound_orders import F32, f32, layernorm_kernel, rmsnorm_serial, row_problem, verdict
-from verify.inputs import to_storage
+from verify.trials.inputs import to_storage
 from verify.runner import prepare_problem
 
 U32 = 2.0 ** -24

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from dataset_spec.model import DEFAULT_TRIAL_KINDS, Buffer, Distribution, Problem
-from verify.inputs import to_storage
-from verify.outcome import CheckResult, TrialRun, classify
+from verify.trials.inputs import to_storage
+from verify.judge.outcome import CheckResult, TrialRun, classify
 from verify.runner import prepare_problem
 
 F32 = np.float32

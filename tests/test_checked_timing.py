@@ -13,10 +13,10 @@ import pytest
 from dataset_spec.model import Buffer, KernelRecord, Launch, Problem
 from dataset_spec.ops import get_op
 from dataset_spec.work import problem_work
-from verify.checked_timing import CHECKSUM_PTX, within_tolerance
-from verify.outcome import CheckResult, OutputSpec, TrialRun, classify, float_atomics
-from verify.residency import holder_ptx
-from verify.roofline import judge, peaks
+from verify.timing.checked_timing import CHECKSUM_PTX, within_tolerance
+from verify.judge.outcome import CheckResult, OutputSpec, TrialRun, classify, float_atomics
+from verify.device.residency import holder_ptx
+from verify.timing.roofline import judge, peaks
 from verify.runner import TIMING_COLUMNS, apply_roofline, drop_unearned_times, timing_trials
 
 H100 = {"name": "NVIDIA H100 80GB HBM3", "cc": (9, 0), "sm_count": 132, "max_clock_mhz": 1980,
@@ -232,7 +232,7 @@ def test_the_verifiers_own_kernels_assemble(tmp_path, name, text, registers):
     ("ld.global.v4.f32 {%f1, %f2, %f3, %f4}, [%rd1];", 0),
 ])
 def test_widest_global_store(line, width):
-    from verify.outcome import widest_global_store
+    from verify.judge.outcome import widest_global_store
     assert widest_global_store(f"    {line}\n") == width
 
 

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from verify.chunk_merge import ChunkResult, merge_chunks, merge_consensus
-from verify.inputs import float_to_bits
-from verify.outcome import Consensus, OutputSpec
+from verify.trials.inputs import float_to_bits
+from verify.judge.outcome import Consensus, OutputSpec
 
 REFS = [{"out": np.linspace(-1, 1, 8) * (t + 1)} for t in range(2)]
 

@@ -7,8 +7,8 @@ import pytest
 
 from dataset_spec.model import Buffer, Problem
 from dataset_spec.ops.complex_gemm import to_complex, to_parts
-from verify.inputs import to_storage
-from verify.outcome import CheckResult, TrialRun, classify
+from verify.trials.inputs import to_storage
+from verify.judge.outcome import CheckResult, TrialRun, classify
 from verify.runner import prepare_problem
 
 M, N, K = 32, 24, 96

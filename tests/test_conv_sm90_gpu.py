@@ -1,5 +1,5 @@
 """GPU tests of the SM90a 3.x CUTLASS convolutions: the verifier's encode path
-(``verify.driver.encode_tensor_map``) turns an im2col record into a real
+(``verify.device.driver.encode_tensor_map``) turns an im2col record into a real
 ``cuTensorMapEncodeIm2col`` descriptor; and every row of ``.gpu/c-conv-sm90/default``
 (3.x conv2d fprop, dgrad and wgrad, conv3d fprop; one kernel each, default sizes) and of
 ``.gpu/c-conv-sm90/llm`` (the same kernels at the ResNet-50 / ViT sizes; the three dgrad
@@ -38,7 +38,7 @@ IM2COL = {"data_type": 1, "rank": 4, "global_dim": [64, 14, 14, 2], "global_stri
 
 @pytest.fixture(scope="module")
 def sm90_context():
-    from verify.driver import Context
+    from verify.device.driver import Context
     ctx = Context(0)
     if ctx.info.cc[0] < 9:
         pytest.skip(f"im2col tensor maps need sm_90 or newer, this GPU is {ctx.info.arch}")
@@ -46,7 +46,7 @@ def sm90_context():
 
 
 def test_im2col_record_encodes_a_real_descriptor(sm90_context):
-    from verify.driver import DeviceBuffer, DriverError, encode_tensor_map
+    from verify.device.driver import DeviceBuffer, DriverError, encode_tensor_map
     x = DeviceBuffer(2 * 14 * 14 * 64 * 2)
     other = DeviceBuffer(x.nbytes)
     first = encode_tensor_map(IM2COL, x.address)

@@ -105,7 +105,7 @@ def _rare_rows(ptx: str, group: str = "test/coverage/rare") -> tuple:
 
 
 def test_the_counter_counts_the_executed_path_and_not_a_branch_never_taken(ptx):
-    from verify.coverage import probe_record
+    from verify.probes.coverage import probe_record
     from verify.runner import prepare_problem
     from verify.worker import GpuWorker
     base, ran, never = _rare_rows(ptx)
@@ -129,7 +129,7 @@ def test_unexercised_survived_and_a_dropped_barrier_end_to_end(ptx, tmp_path):
     from dataset_spec.shards import ShardWriter, read_pairs, read_records
     from ptxds.pairs import KILLED_STATUSES, write_pairs
     from verify import verify_dataset
-    from verify.race_focus import automatic_sanitizer
+    from verify.probes.race_focus import automatic_sanitizer
     base, ran, never = _rare_rows(ptx)
     shared = _row(ptx, "test/coverage/shared", "vadd_shared", "shared", "shared-base")
     dropped = _mutant(shared, r"^\s*bar\.sync 0;", lambda line: None, "drop_barrier", "no_barrier")

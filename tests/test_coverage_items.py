@@ -15,7 +15,7 @@ from dataset_spec.ops.grouped_blockwise_gemm import make_grouped_blockwise_probl
 from dataset_spec.ops.grouped_complex_gemm import make_grouped_complex_problem
 from dataset_spec.ops.grouped_gemm import make_grouped_problem
 from dataset_spec.trials import trial_count
-from verify.inputs import make_trial_inputs
+from verify.trials.inputs import make_trial_inputs
 
 from test_complex_gemm import complex_problem
 from test_mixed_input_gemm import mixed_problem

@@ -35,7 +35,7 @@ def _problem(tmp_path, derived, order=("x", "x_sorted", "out")):
 
 
 def test_a_derived_input_is_made_from_the_drawn_ones_in_every_trial_kind(tmp_path):
-    from verify.inputs import make_trial_inputs
+    from verify.trials.inputs import make_trial_inputs
     problem = _problem(tmp_path, {"x_sorted": "descending"})
     problem.trial_kinds = list(TRIAL_KINDS)
     for trial, kind in enumerate(TRIAL_KINDS):
@@ -61,7 +61,7 @@ def test_a_bad_derived_input_is_one_line_naming_the_field(tmp_path, derived, ord
 
 
 def test_a_derived_input_reading_a_later_buffer_names_the_fix(tmp_path):
-    from verify.inputs import make_trial_inputs
+    from verify.trials.inputs import make_trial_inputs
     problem = _problem(tmp_path, {"x_sorted": "copy_of_y"})
     with pytest.raises(Exception, match="reads buffer 'y', which is not drawn before it; declare x_sorted after"):
         make_trial_inputs(problem, "g", 0)

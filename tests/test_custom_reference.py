@@ -6,8 +6,9 @@ import pytest
 
 from dataset_spec.model import Buffer, Problem
 from dataset_spec.problems import get_op
-from verify import custom_reference, reference_cache
-from verify.reference import evaluating_op as verifier_op
+from verify.trials import custom_reference
+from verify.trials import reference_cache
+from verify.trials.reference import evaluating_op as verifier_op
 
 torch = pytest.importorskip("torch")
 CPU = torch.device("cpu")

@@ -99,8 +99,8 @@ def test_3x_fprop_compiles_and_packs_with_im2col_and_tiled_maps(tmp_path):
     assert all(blob[p.offset:p.offset + p.size] == bytes(p.size) for p in launch.args[0].patches)
     # The verifier's packing asks the driver for one encode per descriptor, by its kind.
     pytest.importorskip("cuda.bindings.driver", reason="cuda-bindings is not installed")
-    from verify.args import pack_args
-    from verify.driver import tensor_map_encode_call
+    from verify.member.args import pack_args
+    from verify.device.driver import tensor_map_encode_call
     calls = []
 
     def encode(tensormap, address):

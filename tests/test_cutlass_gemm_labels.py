@@ -359,7 +359,7 @@ def pin_trial(monkeypatch, kind: str, edit) -> None:
     pinned where the test needs one, judged by the verifier's own references and bounds."""
     import dataclasses
     import verify.runner
-    from verify.inputs import float_to_bits, from_storage
+    from verify.trials.inputs import float_to_bits, from_storage
     draw = verify.runner.make_trial_inputs
 
     def pinned(problem, group_id, trial, salt=""):
@@ -454,7 +454,7 @@ def test_fp8_bound_covers_the_h100s_truncating_tensor_core_element(monkeypatch):
 
 
 def from_fp8_hex(text: str, dtype: str) -> np.ndarray:
-    from verify.inputs import from_storage
+    from verify.trials.inputs import from_storage
     return from_storage(np.frombuffer(bytes.fromhex(text), dtype=np.uint8).copy(), dtype)
 
 

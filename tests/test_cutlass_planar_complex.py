@@ -18,8 +18,8 @@ from builders.cutlass.problem import make_problem  # noqa: E402
 from conftest import needs_nvcc  # noqa: E402
 from dataset_spec.model import Problem  # noqa: E402
 from dataset_spec.ops import get_op  # noqa: E402
-from verify.inputs import to_storage  # noqa: E402
-from verify.outcome import CheckResult, TrialRun, classify  # noqa: E402
+from verify.trials.inputs import to_storage  # noqa: E402
+from verify.judge.outcome import CheckResult, TrialRun, classify  # noqa: E402
 from verify.runner import prepare_problem  # noqa: E402
 
 # library A column-major conjugated, B row-major conjugated ("ch"); f16 parts, f32 accumulation

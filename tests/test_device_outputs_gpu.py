@@ -1,4 +1,4 @@
-"""GPU tests of outputs kept on the device (verify/device_outputs.py): a worker's outputs
+"""GPU tests of outputs kept on the device (verify/device/device_outputs.py): a worker's outputs
 come back as CUDA tensors, and a group verified with them gives the same rows, column by
 column, as the same group verified with every output downloaded and piped (the host path).
 
@@ -73,9 +73,9 @@ def _row(ptx, entry):
 
 
 def test_worker_keeps_outputs_on_the_device(ptx, torch_cuda):
-    from verify.device_outputs import is_tensor
-    from verify.judge import on_device
-    from verify.outcome import classify
+    from verify.device.device_outputs import is_tensor
+    from verify.judge.judge import on_device
+    from verify.judge.outcome import classify
     from verify.runner import prepare_problem
     from verify.worker import GpuWorker
     row = _row(ptx, "vadd_skips_one")
@@ -101,8 +101,8 @@ def test_worker_keeps_outputs_on_the_device(ptx, torch_cuda):
 
 def test_device_and_host_paths_give_the_same_rows(ptx, torch_cuda, tmp_path):
     from verify import verify_dataset
-    from verify.driver import Context
-    from verify.fence import vmm_support
+    from verify.device.driver import Context
+    from verify.member.fence import vmm_support
     vmm = not vmm_support(Context(0).device)
     rows = [_row(ptx, entry) for entry in EXPECT]
     ShardWriter(tmp_path / "in").write(rows)

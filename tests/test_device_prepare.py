@@ -1,5 +1,5 @@
-"""Inputs, references and bounds made on the device (verify/device_rng.py,
-verify/device_prepare.py), run with torch on the CPU as the device: the generator is
+"""Inputs, references and bounds made on the device (verify/trials/device_rng.py,
+verify/trials/device_prepare.py), run with torch on the CPU as the device: the generator is
 reproducible and counter-based, its trials follow the same plans as the host's, and the
 device's references, bounds and refusals equal the host's on the same inputs."""
 from __future__ import annotations
@@ -14,12 +14,12 @@ torch = pytest.importorskip("torch")
 from dataset_spec.model import Buffer, Distribution, KernelRecord, Problem  # noqa: E402
 from dataset_spec.ops import get_op  # noqa: E402
 from dataset_spec.trials import trial_count  # noqa: E402
-from verify import device_rng  # noqa: E402
-from verify.device_prepare import make_trial_inputs_device  # noqa: E402
-from verify.inputs import HOST_GENERATOR, edge_values, make_trial_inputs  # noqa: E402
-from verify.outcome import OutputSpec  # noqa: E402
+from verify.trials import device_rng  # noqa: E402
+from verify.trials.device_prepare import make_trial_inputs_device  # noqa: E402
+from verify.trials.inputs import HOST_GENERATOR, edge_values, make_trial_inputs  # noqa: E402
+from verify.judge.outcome import OutputSpec  # noqa: E402
 from verify.runner import _trial_reference, prepare_device, prepare_problem  # noqa: E402
-from verify.timing import MAX_SAMPLES, MIN_SAMPLES, should_stop, summarise  # noqa: E402
+from verify.timing.timing import MAX_SAMPLES, MIN_SAMPLES, should_stop, summarise  # noqa: E402
 
 CPU = torch.device("cpu")
 
@@ -186,7 +186,7 @@ def test_the_first_trial_is_downloaded_alone_for_the_sanitizers():
     assert prepared.host_storage()[0] is first and prepared.first_host_storage() is first
 
 def test_a_witness_of_device_drawn_inputs_is_redrawn_on_the_cpu():
-    from verify.witness import regenerate
+    from verify.trials.witness import regenerate
     problem = _vector_add()
     trial = make_trial_inputs_device(problem, "g", 2, CPU)
     reference = (trial.values["x"] + trial.values["y"]).numpy()
@@ -222,7 +222,7 @@ def test_early_stop_keeps_the_median_within_tolerance(noise):
 
 
 def test_output_hash_of_device_tensors_in_chunks_equals_the_hosts(monkeypatch):
-    from verify import outcome
+    from verify.judge import outcome
     rng = np.random.default_rng(3)
     outputs = {"out": rng.normal(size=1001).astype(np.float32), "h": rng.normal(size=77).astype(np.float16)}
     specs = [OutputSpec("out", "float32"), OutputSpec("h", "float16")]
@@ -242,7 +242,7 @@ class _HostAddWorker:
 
     def check(self, record_json, group, payload, cubin, timeout, device_outputs=False):
         import json
-        from verify.outcome import CheckResult, TrialRun
+        from verify.judge.outcome import CheckResult, TrialRun
         name = json.loads(record_json)["name"]
         runs = []
         for trial, _key, _seed, storage in payload:
@@ -278,13 +278,13 @@ def test_verify_with_trials_made_on_the_device_labels_as_the_host(tmp_path, monk
         assert got[mode]["exact"].output_hash == got[mode]["exact_too"].output_hash
     assert got["auto"]["exact"].output_hash != got["host"]["exact"].output_hash  # other inputs, other outputs
     # the witness of the device-drawn trial is redrawn (on the CPU) to the reference it recorded
-    from verify.witness import regenerate
+    from verify.trials.witness import regenerate
     witness = got["auto"]["skewed"].witness
     assert regenerate(got["auto"]["skewed"]).reference == witness["reference"]
 
 
 def test_trials_the_device_cannot_make_are_drawn_on_the_host_beside_the_others():
-    from verify.device_prepare import device_makes
+    from verify.trials.device_prepare import device_makes
     problem = Problem("gemm_i8", "gemm", [Buffer("A", "int8", (16, 64)), Buffer("B", "int8", (64, 8)),
                                           Buffer("D", "int32", (16, 8), role="out")], params={"M": 16, "N": 8, "K": 64})
     kinds = [make_trial_inputs(problem, "g", t).kind for t in range(trial_count(problem))]

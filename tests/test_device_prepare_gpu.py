@@ -1,4 +1,4 @@
-"""GPU tests of inputs, references and bounds made on the device (verify/device_prepare.py):
+"""GPU tests of inputs, references and bounds made on the device (verify/trials/device_prepare.py):
 the counter-based generator gives the CUDA device the same values as the CPU, the device's
 references and bounds equal the host's on the same inputs, and a large group verified with
 device-made trials gets the same statuses as with the host generator.
@@ -54,8 +54,8 @@ def _storage_ulps(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def test_the_generator_gives_the_gpu_the_cpus_values(torch_cuda):
-    from verify import device_rng
-    from verify.device_prepare import make_trial_inputs_device
+    from verify.trials import device_rng
+    from verify.trials.device_prepare import make_trial_inputs_device
     cpu, gpu = torch_cuda.device("cpu"), torch_cuda.device("cuda", 0)
     on_gpu = device_rng.uniform(99, 3, 0, 100_003, gpu).cpu()
     assert torch_cuda.equal(device_rng.uniform(99, 3, 0, 100_003, cpu), on_gpu)
@@ -72,9 +72,9 @@ def test_the_generator_gives_the_gpu_the_cpus_values(torch_cuda):
 
 def test_device_references_and_bounds_equal_the_hosts(torch_cuda):
     from dataset_spec.ops import get_op
-    from verify.device_prepare import make_trial_inputs_device
-    from verify.inputs import HOST_GENERATOR
-    from verify.outcome import OutputSpec
+    from verify.trials.device_prepare import make_trial_inputs_device
+    from verify.trials.inputs import HOST_GENERATOR
+    from verify.judge.outcome import OutputSpec
     from verify.runner import _trial_reference
     problem = vector_add_row("", "g", "vadd", 100_003).problem
     op = get_op(problem.op)
@@ -94,8 +94,9 @@ def test_device_references_and_bounds_equal_the_hosts(torch_cuda):
 
 
 def test_a_large_group_gets_the_same_statuses_from_device_and_host_inputs(torch_cuda, tmp_path):
-    from verify import device_rng, verify_dataset
-    from verify.inputs import HOST_GENERATOR
+    from verify import verify_dataset
+    from verify.trials import device_rng
+    from verify.trials.inputs import HOST_GENERATOR
     ptx = compiled_or_skip(KERNELS)
     ShardWriter(tmp_path / "in").write([vector_add_row(ptx, "vadd_large", entry, N) for entry in EXPECT])
     got = {}
@@ -111,5 +112,5 @@ def test_a_large_group_gets_the_same_statuses_from_device_and_host_inputs(torch_
         assert set(got["host"][name].provenance["verify"]["input_generators"]) == {HOST_GENERATOR}
     assert got["auto"]["vadd"].time_us_median and got["auto"]["vadd"].time_samples >= 10
     witness = got["auto"]["vadd_off_by_ulp"].witness
-    from verify.witness import regenerate
+    from verify.trials.witness import regenerate
     assert regenerate(got["auto"]["vadd_off_by_ulp"]).reference == pytest.approx(witness["reference"], rel=1e-5)

@@ -146,7 +146,7 @@ def test_a_changed_value_read_where_the_probe_cannot_follow_gets_no_probe():
 
 def test_a_dropped_barrier_over_copies_gets_its_synchronous_form_beside_its_base():
     from dataset_spec.model import Arg, Buffer, KernelRecord, Launch, Problem
-    from verify.race_focus import synchronous_copy_pair, synchronous_copy_verdict
+    from verify.probes.race_focus import synchronous_copy_pair, synchronous_copy_verdict
     HEAD[12] = "\t.shared .align 16 .b8 smem[2048];"
     try:
         base_ptx = _ptx(COPIES)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from dataset_spec.model import Buffer, Problem
-from verify.inputs import from_storage, to_storage
+from verify.trials.inputs import from_storage, to_storage
 from verify.runner import prepare_problem
 from conftest import judge
 
@@ -162,7 +162,7 @@ def test_wide_and_edge_inputs_stay_in_the_op_domain():
 
 def test_edge_values_are_representable_and_reach_the_extremes():
     from dataset_spec.numerics import FORMATS
-    from verify.inputs import edge_values
+    from verify.trials.inputs import edge_values
     for dtype in DTYPES:
         fmt = FORMATS[dtype]
         values = edge_values(dtype, (fmt.tiny, 100.0))

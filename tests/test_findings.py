@@ -1,4 +1,4 @@
-"""A row's findings (verify/findings.py): every check's outcome is kept in the ``findings``
+"""A row's findings (verify/judge/findings.py): every check's outcome is kept in the ``findings``
 column, one function derives ``status`` and ``status_message`` from them in the order the
 checks ran, a status that lost survives as a finding, a new check is one line in
 ``OVERRULES``, and ``unverified`` is the one way back to a built row."""
@@ -7,8 +7,8 @@ import pytest
 
 from dataset_spec.model import SCHEMA_VERSION, VERIFIER_COLUMNS, Arg, Buffer, KernelRecord, Launch, Problem, unverified
 from dataset_spec.schema import KERNELS_SCHEMA, record_to_row, row_to_record
-from verify import findings as findings_module
-from verify.findings import add_finding, derive, finding
+from verify.judge import findings as findings_module
+from verify.judge.findings import add_finding, derive, finding
 from verify.runner import apply_race_statuses, apply_sanitizer_status
 
 

@@ -11,7 +11,7 @@ from dataset_spec.model import Problem, SpecError
 from dataset_spec.ops import get_op
 from dataset_spec.ops.grouped_blockwise_gemm import TABLE_NAMES, make_grouped_blockwise_problem, members
 from test_blockwise_gemm import emulate as emulate_one
-from verify.inputs import make_trial_inputs
+from verify.trials.inputs import make_trial_inputs
 from verify.runner import prepare_problem
 from conftest import judge as shared_judge
 

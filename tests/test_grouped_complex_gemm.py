@@ -10,8 +10,8 @@ from dataset_spec.device_tables import table_storage
 from dataset_spec.model import Problem, SpecError
 from dataset_spec.ops import get_op
 from dataset_spec.ops.grouped_complex_gemm import TABLE_NAMES, make_grouped_complex_problem, members
-from verify.inputs import to_storage
-from verify.outcome import CheckResult, TrialRun, classify
+from verify.trials.inputs import to_storage
+from verify.judge.outcome import CheckResult, TrialRun, classify
 from verify.runner import prepare_problem
 
 # kernel terms of a row-major A, column-major B, row-major C: K and N shared, M varies (MoE)

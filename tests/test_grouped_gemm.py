@@ -10,8 +10,8 @@ from dataset_spec.device_tables import table_storage
 from dataset_spec.model import Problem, SpecError
 from dataset_spec.ops import get_op
 from dataset_spec.ops.grouped_gemm import make_grouped_problem, members
-from verify.inputs import make_trial_inputs, to_storage
-from verify.outcome import CheckResult, TrialRun, classify
+from verify.trials.inputs import make_trial_inputs, to_storage
+from verify.judge.outcome import CheckResult, TrialRun, classify
 from verify.runner import prepare_problem
 
 PROBLEMS = [(48, 64, 96), (16, 32, 320), (80, 16, 40)]
@@ -153,7 +153,7 @@ class FakeBuffer:
 def test_loaded_row_writes_address_tables_for_each_placement():
     """prepare uploads each addresses table with the placement's addresses, values tables
     from the row when the inputs lack them, and keeps what it wrote for the input check."""
-    from verify.row import LoadedRow
+    from verify.member.row import LoadedRow
     problem = grouped()
     specs = {b.name: b for b in problem.buffers}
     buffers = {name: FakeBuffer(0x7F00_0000_0000 + i * 0x1000_0000) for i, name in enumerate(specs)}

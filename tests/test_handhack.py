@@ -21,7 +21,7 @@ from dataset_spec.shards import read_records  # noqa: E402
 from ptx_tools import assemble  # noqa: E402
 from ptxds.cli import cli  # noqa: E402
 from ptxds.pipeline import run_build  # noqa: E402
-from verify.inputs import make_trial_inputs  # noqa: E402
+from verify.trials.inputs import make_trial_inputs  # noqa: E402
 
 GROUP = "handhack/smith_waterman/int32/P1024xM128xN128"
 

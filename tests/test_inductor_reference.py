@@ -21,7 +21,7 @@ from builders.inductor.capture import capture_models  # noqa: E402
 from builders.inductor.portable_ops import MINIMUM_TORCH, MINIMUM_TORCH_OPS, missing_ops  # noqa: E402
 from dataset_spec.model import Problem  # noqa: E402
 from dataset_spec.ops import get_op  # noqa: E402
-from verify.inputs import make_trial_inputs  # noqa: E402
+from verify.trials.inputs import make_trial_inputs  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -1,4 +1,4 @@
-"""Where members are judged (verify/judge.py): numpy on the host, or torch on the GPU, with
+"""Where members are judged (verify/judge/judge.py): numpy on the host, or torch on the GPU, with
 the same verdicts either way."""
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 
 from dataset_spec.model import Buffer, Problem
-from verify import compare
-from verify.compare import error_stats
-from verify.inputs import exact_values, from_storage, float_to_bits
-from verify.judge import MIN_GPU_ELEMENTS, judge_device, on_device, to_host
-from verify.outcome import CheckResult, Consensus, TrialRun, classify
+from verify.judge import compare
+from verify.judge.compare import error_stats
+from verify.trials.inputs import exact_values, from_storage, float_to_bits
+from verify.judge.judge import MIN_GPU_ELEMENTS, judge_device, on_device, to_host
+from verify.judge.outcome import CheckResult, Consensus, TrialRun, classify
 from verify.runner import prepare_problem
 
 
@@ -141,7 +141,7 @@ def test_witness_of_a_bfloat16_device_output_downloads_exactly():
     """A bfloat16 output judged where it lives (a torch tensor) must give its witness: numpy
     has no bfloat16, so the download widens it to float32, which is exact."""
     torch = pytest.importorskip("torch")
-    from verify.trial_stats import first_outside
+    from verify.judge.trial_stats import first_outside
     ref = np.linspace(-3.0, 3.0, 64)
     out = torch.tensor(ref, dtype=torch.bfloat16)
     out[17] = 1000.0

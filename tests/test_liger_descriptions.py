@@ -83,7 +83,7 @@ def _cross_entropy(ignored_rows, rows=64, vocab=1000):
 
 
 def test_cross_entropy_trials_ignore_exactly_the_declared_rows():
-    from verify.inputs import make_trial_inputs
+    from verify.trials.inputs import make_trial_inputs
     problem = _cross_entropy(16)
     for trial in range(5):  # every trial kind
         inputs = make_trial_inputs(problem, "g", trial)

@@ -9,8 +9,8 @@ import pytest
 
 from dataset_spec.model import Buffer, Problem, SpecError
 from dataset_spec.ops import check_problem, get_op
-from verify.inputs import float_to_bits, from_storage
-from verify.outcome import CheckResult, TrialRun, classify
+from verify.trials.inputs import float_to_bits, from_storage
+from verify.judge.outcome import CheckResult, TrialRun, classify
 from verify.runner import prepare_problem
 
 M, N = 16, 256

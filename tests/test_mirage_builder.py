@@ -19,7 +19,7 @@ from builders.mirage.builder import analyse_file, default_dir, plan_of
 from builders.mirage.graph import MuGraphError
 from builders.mirage.interpret import run_plan
 from builders.mirage.plan import lower
-from verify.inputs import make_trial_inputs
+from verify.trials.inputs import make_trial_inputs
 from dataset_spec import mugraph as mugraph_semantics
 from dataset_spec.model import DEFAULT_TRIAL_KINDS
 from dataset_spec.problems import get_op

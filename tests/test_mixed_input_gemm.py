@@ -8,8 +8,8 @@ import pytest
 
 from dataset_spec.model import Buffer, Distribution, Problem, SpecError
 from dataset_spec.ops import get_op
-from verify.inputs import bf16_to_float, float_to_bits
-from verify.outcome import CheckResult, TrialRun, classify
+from verify.trials.inputs import bf16_to_float, float_to_bits
+from verify.judge.outcome import CheckResult, TrialRun, classify
 from verify.runner import prepare_problem
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks import ncu_compare as nc
-from verify.kernel_clock import HOLD_KERNEL_NAME
+from verify.device.kernel_clock import HOLD_KERNEL_NAME
 
 SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "ncu_compare.py"
 

@@ -8,7 +8,7 @@ import pytest
 from dataset_spec.model import KernelRecord
 from ptx_tools.instrument.ordering import COUNTER_WORDS, MAX_REGIONS, TABLE_BYTES, instrument_ordering, table_shape
 from ptx_tools.instrument.probe import PROBE_MARK, ProbeError
-from verify.coverage import SiteCoverage, apply_coverage
+from verify.probes.coverage import SiteCoverage, apply_coverage
 
 HEAD = """.version 8.0
 .target sm_80
@@ -147,7 +147,7 @@ def test_coverage_calls_a_dropped_barrier_unexercised_only_on_zero_conflicts(ord
 
 
 def test_a_survivor_whose_change_reached_memory_is_not_said_to_keep_its_predicate():
-    from verify.coverage import _trial_reason
+    from verify.probes.coverage import _trial_reason
     reached = {"counts": [64, 64], "base_counts": [64, 64], "diverged": [32, 32]}
     reason = _trial_reason("flip_store_guard", reached)
     assert reason.reason == "masked_downstream" and "[32, 32]" in reason.detail

@@ -93,7 +93,7 @@ def _dropped(ptx: str, entry: str, which: int, group: str):
 
 def test_the_probe_counts_conflicts_only_where_the_barrier_orders_two_threads(ptx):
     from ptx_tools.instrument.ordering import COUNTER_WORDS
-    from verify.coverage import ordering_record
+    from verify.probes.coverage import ordering_record
     from verify.runner import prepare_problem
     from verify.worker import GpuWorker
     cases = {("handoff_global", 0): True, ("handoff_shared", 0): True, ("own_global", 0): False,

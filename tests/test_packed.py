@@ -7,9 +7,9 @@ import pytest
 
 from dataset_spec.model import Buffer, Problem, SpecError
 from dataset_spec.packed import PACKED_DTYPES, element_range, pack, packed_nbytes, unpack
-from verify.inputs import (exact_values, float_to_bits, from_storage, make_trial_inputs, poison_array,
+from verify.trials.inputs import (exact_values, float_to_bits, from_storage, make_trial_inputs, poison_array,
                            poison_words, storage_shape, unwritten_count, unwritten_mask)
-from verify.outcome import CheckResult, TrialRun, classify
+from verify.judge.outcome import CheckResult, TrialRun, classify
 from verify.runner import prepare_problem
 
 

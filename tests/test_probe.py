@@ -19,9 +19,9 @@ from ptx_tools.instrument.probe import PROBE_MARK, ProbeError, instrument_site, 
 from ptxds.cli import cli
 from ptxds.pairs import make_pairs
 from ptxds.rewrite import rewrite_dataset
-from verify.args import entry_params, pack_args
-from verify.coverage import SiteCoverage, apply_coverage, measure_site, probe_record
-from verify.race_focus import racecheck_reason, touches_synchronisation
+from verify.member.args import entry_params, pack_args
+from verify.probes.coverage import SiteCoverage, apply_coverage, measure_site, probe_record
+from verify.probes.race_focus import racecheck_reason, touches_synchronisation
 
 
 @pytest.fixture(scope="module")

@@ -1,6 +1,6 @@
 """CPU tests of delay injection: the PTX instrumentation (ptx_tools/instrument/delays.py: where
 delays go, fresh register names, both parities, refusals, ptxas accepts the copies of real
-kernels) and the verifier's judgement of delayed runs (verify/race_delays.py), selection
+kernels) and the verifier's judgement of delayed runs (verify/probes/race_delays.py), selection
 (race_focus.delay_reason), its place in the runner and the survivor note."""
 import random
 import re
@@ -14,7 +14,7 @@ from conftest import compiled_or_skip
 from dataset_spec.model import Arg, Buffer, KernelRecord, Launch, Problem
 from ptx_tools.instrument.delays import (DELAY_MARK, DelayError, delayed_copies, delayed_copy, is_block_barrier,
                                      is_shared_store, strip_delays)
-from verify.race_delays import delay_verdict, describe_for_survivor
+from verify.probes.race_delays import delay_verdict, describe_for_survivor
 
 HANDOFF = (Path(__file__).parent / "data" / "race_handoff.cu").read_text()
 
@@ -285,7 +285,7 @@ def test_the_survivor_note_says_the_delays_were_tried():
     tried = describe_for_survivor({"outcome": "no_change", "nanoseconds": 4000})
     assert tried.startswith("delay injection tried") and "4000 ns" in tried
     assert describe_for_survivor(None) == ""
-    from verify.coverage import _empirical_reason
+    from verify.probes.coverage import _empirical_reason
     coverage = {"exercised": True, "counts": [128], "base_counts": [128]}
     reason = _empirical_reason("drop_barrier", coverage, {"outcome": "no_change", "nanoseconds": 4000})
     assert reason.reason == "race_not_observed" and "delay injection tried" in reason.detail
@@ -304,7 +304,7 @@ def _member(ptx: str, kernel_id: str, variant: dict, shared: bool = False, statu
 
 
 def test_every_dropped_barrier_is_selected_even_without_shared_memory():
-    from verify.race_focus import delay_reason, racecheck_reason
+    from verify.probes.race_focus import delay_reason, racecheck_reason
     base = _member(KERNEL, "base", {})
     dropped = _member(KERNEL.replace("\tbar.sync \t0;\n", ""), "m", {"mutation": "drop_barrier", "base": "base"})
     dropped.resources = base.resources = [SimpleNamespace(shared_static=0)]
@@ -340,7 +340,7 @@ class _FakeWorker:
 
 
 def _run_delays(worker, rows):
-    from verify.outcome import OutputSpec
+    from verify.judge.outcome import OutputSpec
     from verify.runner import _ProblemTrials, _Run
     spec = OutputSpec("out", "float32", bounds=[np.full(4, 1e-3)], shape=(4,))
     trial = SimpleNamespace(trial=0, seed=1, kind="normal")
@@ -386,7 +386,7 @@ def test_a_worker_without_delayed_runs_leaves_the_outcome_unknown():
 
 
 def test_a_member_changed_near_a_barrier_races_in_its_own_words():
-    from verify.race_delays import CHANGED_ORDER
+    from verify.probes.race_delays import CHANGED_ORDER
     base = _member(KERNEL, "base", {})
     near = _member(KERNEL.replace("barrier.sync \t0;", "barrier.sync \t0;\n\tadd.u32 %r7, %r1, 1;"), "n",
                    {"rewrites": ["reorder_independent"], "base": "base"})
@@ -416,8 +416,8 @@ class _WorkerSide:
 
 
 def test_the_worker_side_tells_a_crash_from_a_refused_load_or_launch_and_from_its_own_failure():
-    from verify.driver import DriverError
-    from verify.race_delays import run_outputs
+    from verify.device.driver import DriverError
+    from verify.probes.race_delays import run_outputs
     names = ["ok", "illegal", "refused", "no_jit", "ours"]
     rows = {name: _member(KERNEL, name, {}) for name in names}
     worker = _WorkerSide({"illegal": (DriverError("CUDA_ERROR_ILLEGAL_ADDRESS", "x", "cuStreamSynchronize"), "run"),

@@ -1,4 +1,4 @@
-"""The every-member racecheck's long-lived process (verify/racecheck_server.py), on CPU:
+"""The every-member racecheck's long-lived process (verify/probes/racecheck_server.py), on CPU:
 compute-sanitizer needs a GPU, so a stand-in for the tool runs here. It speaks the child's
 protocol (a start mark per member, racecheck's hazard lines, a done line) and behaves by
 the member's name: ``racy`` prints a hazard, ``crash`` exits, ``hang`` sleeps. The
@@ -14,11 +14,11 @@ import pytest
 
 from test_sanitize_cpu import SAMPLES, _row
 
-from verify.racecheck_server import RacecheckServer
-from verify.sanitize import race_errors
+from verify.probes.racecheck_server import RacecheckServer
+from verify.probes.sanitize import race_errors
 
 STAND_IN = '''#!{python}
-"""A stand-in for compute-sanitizer --tool racecheck running python -m verify.sanitize --serve."""
+"""A stand-in for compute-sanitizer --tool racecheck running python -m verify.probes.sanitize --serve."""
 import json, sys, time
 if "--version" in sys.argv:
     print("Version 2025.3.1 (stand-in)")
@@ -94,7 +94,7 @@ def test_a_member_that_crashes_or_hangs_fails_alone_and_the_next_gets_a_new_proc
 
 
 def test_a_new_process_before_the_print_limit_could_hide_a_hazard(stand_in, monkeypatch):
-    import verify.racecheck_server as rs
+    import verify.probes.racecheck_server as rs
     monkeypatch.setattr(rs, "BATCH_PRINT_LIMIT", 4)  # a new process after every 2 hazards printed
     path, _ = stand_in
     server = RacecheckServer(path)

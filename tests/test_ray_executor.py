@@ -165,7 +165,7 @@ def test_one_job_build_puts_the_cache_environment_back(tmp_path, monkeypatch):
 
 
 def test_ray_assembly_tasks_give_the_local_cubin(ray_session, tmp_path):
-    from verify.assembly_pool import assemble_for_gpu
+    from verify.device.assembly_pool import assemble_for_gpu
     run_build("triton", tmp_path / "built", BuildOptions(archs=["sm_90a"], limit=2), jobs=1, progress=False)
     rows = read_records(tmp_path / "built")
     pool = ray_session.assembly_pool((9, 0), None)
@@ -185,7 +185,7 @@ def test_ray_assembly_tasks_give_the_local_cubin(ray_session, tmp_path):
 @pytest.mark.skipif(gpu_unavailable_reason() is None, reason="needs a machine without a GPU driver")
 def test_verify_actors_start_and_report_a_missing_driver_in_one_line(ray_session, tmp_path):
     from verify import verify_dataset
-    from verify.driver import NoDriverError
+    from verify.device.driver import NoDriverError
     run_build("triton", tmp_path / "built", BuildOptions(archs=["sm_80"], limit=1), jobs=1, progress=False)
     with pytest.raises(NoDriverError, match="NVIDIA GPU") as caught:
         verify_dataset(tmp_path / "built", tmp_path / "verified", progress=False,

@@ -1,4 +1,4 @@
-"""CPU tests of ``verify.sanitize``: compute-sanitizer reports (samples of its log format in
+"""CPU tests of ``verify.probes.sanitize``: compute-sanitizer reports (samples of its log format in
 tests/data/sanitizer) parsed into findings, findings into statuses, the racecheck group
 rule, the buffer layout helpers, and the runner's use of them."""
 import json
@@ -8,7 +8,7 @@ import pytest
 
 from dataset_spec.model import Arg, Buffer, KernelRecord, Launch, Problem, Resources
 from verify.runner import apply_race_statuses, apply_sanitizer_status
-from verify.sanitize import (_judge_run, parse_report, race_errors, racing_members, sanitizer_status,
+from verify.probes.sanitize import (_judge_run, parse_report, race_errors, racing_members, sanitizer_status,
                              smallest_gap, spacer_bytes, uses_shared_memory)
 
 SAMPLES = Path(__file__).parent / "data" / "sanitizer"
@@ -178,7 +178,7 @@ def _member_segment(index: int, sample: str, finished: bool = True) -> str:
 
 
 def test_each_member_s_share_of_the_output_gives_its_own_hazards():
-    from verify.sanitize import member_report
+    from verify.probes.sanitize import member_report
     reports = [member_report(_member_segment(i, sample), "") for i, sample in
                enumerate(("racecheck_clean.log", "racecheck_hazard.log", "racecheck_clean.log"))]
     assert [r["errors"] for r in reports] == [0, 1, 0], reports
@@ -187,7 +187,7 @@ def test_each_member_s_share_of_the_output_gives_its_own_hazards():
 
 
 def test_a_member_that_stops_the_process_fails_with_its_last_words():
-    from verify.sanitize import member_report
+    from verify.probes.sanitize import member_report
     segment = _member_segment(1, "racecheck_hazard.log", finished=False) + \
         "\nCUDA_ERROR_ILLEGAL_ADDRESS: an illegal memory access was encountered"
     report = member_report(segment, "exit code 1")
@@ -199,7 +199,7 @@ def test_a_member_that_stops_the_process_fails_with_its_last_words():
 
 
 def test_racecheck_runs_small_grids_whole_and_the_first_blocks_of_large_ones():
-    from verify.sanitize import RACECHECK_FEW_BLOCKS, racecheck_grid
+    from verify.probes.sanitize import RACECHECK_FEW_BLOCKS, racecheck_grid
     assert racecheck_grid((16, 16, 1)) == (16, 16, 1)          # 256 blocks: the whole grid
     assert racecheck_grid((32, 32, 1)) == (8, 1, 1)
     assert racecheck_grid((1, 1, 4096)) == (1, 1, 8)           # a long z: its first slices
@@ -213,7 +213,7 @@ def test_racecheck_runs_small_grids_whole_and_the_first_blocks_of_large_ones():
 
 def test_racecheck_record_cuts_only_large_launches():
     from dataset_spec.model import Arg, Launch
-    from verify.sanitize import racecheck_record
+    from verify.probes.sanitize import racecheck_record
     row = _row("two-launches")
     row.launches = [Launch("vadd", (4096,), (256,), [Arg.buf("x")]), Launch("vadd", (4,), (256,), [Arg.buf("x")])]
     record, cut = racecheck_record(row)

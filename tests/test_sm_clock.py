@@ -1,4 +1,4 @@
-"""The SM clock a verified row records (verify.driver.sm_clock_mhz): read through
+"""The SM clock a verified row records (verify.device.driver.sm_clock_mhz): read through
 cuda.bindings.nvml, else pynvml when installed, else the driver's maximum clock, and always
 saying which (``SmClock.source``, with ``reason`` for the maximum), so a maximum clock is
 never mistaken for a measured one. Runs without a GPU: the NVML readers are stand-ins
@@ -13,7 +13,7 @@ import types
 
 import pytest
 
-from verify.driver import DeviceInfo, SmClock, sm_clock_mhz
+from verify.device.driver import DeviceInfo, SmClock, sm_clock_mhz
 
 BUS_ID = "0000:FF:1F.0"  # no GPU sits there: a real NVML cannot find it
 

@@ -8,8 +8,8 @@ from dataset_spec.model import Buffer, Problem
 from dataset_spec.ops.sparse_gemm import dense_a, expanded_a, kept_products
 from dataset_spec.sparse_meta import Sm80SparseFormat, Sm90SparseFormat
 from dataset_spec.trials import DERIVED, trial_spec
-from verify.inputs import make_trial_inputs, to_storage
-from verify.outcome import CheckResult, TrialRun, classify
+from verify.trials.inputs import make_trial_inputs, to_storage
+from verify.judge.outcome import CheckResult, TrialRun, classify
 from verify.runner import prepare_problem
 
 M, N, K = 64, 48, 256

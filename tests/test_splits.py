@@ -19,8 +19,8 @@ from dataset_spec.shards import ShardWriter, _atomic_write_table, read_pairs, re
 from dataset_spec.splits import crossing_hashes, default_splits, function_key, shape_splits
 from ptxds.cli import cli
 from ptxds.pairs import make_pairs, publish
-from verify.inputs import float_to_bits
-from verify.outcome import CheckResult, Consensus, TrialRun, classify
+from verify.trials.inputs import float_to_bits
+from verify.judge.outcome import CheckResult, Consensus, TrialRun, classify
 from verify.runner import add_consensus_witnesses, apply_verdict, prepare_problem
 
 

@@ -7,7 +7,7 @@ import pytest
 from dataset_spec.model import Arg, Buffer, KernelRecord, Launch, Problem
 from ptx_tools import assemble
 from ptx_tools.analysis.equivalence import OBSERVATION, PROOF, static_reason
-from verify.coverage import explain_survivors, probe_base
+from verify.probes.coverage import explain_survivors, probe_base
 
 HEAD = [".version 8.0", ".target sm_80", ".address_size 64", "",
         ".visible .entry k(", "\t.param .u64 k_param_0", ")", "{",

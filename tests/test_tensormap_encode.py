@@ -1,5 +1,5 @@
 """CPU tests of how the verifier turns a recorded tensormap patch into a driver encode call
-(``verify.driver.tensor_map_encode_call``): tiled records go to ``cuTensorMapEncodeTiled``,
+(``verify.device.driver.tensor_map_encode_call``): tiled records go to ``cuTensorMapEncodeTiled``,
 im2col records (3.x convolutions) to ``cuTensorMapEncodeIm2col``, every argument in the
 place the binding's signature names it; and how ``Patch`` validates im2col records."""
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 cu = pytest.importorskip("cuda.bindings.driver", reason="cuda-bindings is not installed")
 
 from dataset_spec.model import Patch, SpecError  # noqa: E402
-from verify.driver import tensor_map_encode_call  # noqa: E402
+from verify.device.driver import tensor_map_encode_call  # noqa: E402
 
 # As the packer records them for a 3.x fprop (x: 2 x 14 x 14 x 64 f16) and its filter.
 IM2COL = {"data_type": 1, "rank": 4, "global_dim": [64, 14, 14, 2], "global_strides": [128, 1792, 25088],

@@ -70,7 +70,7 @@ def test_sm90a_gemm_uses_tma_descriptors_and_wgmma(tilelang_rows):
             assert len(a.blob) == 128 and a.patches[0].kind == "tensormap"
             assert tm["rank"] == 2 and tm["global_dim"] == [512, 512] and tm["global_strides"] == [1024]
     # the verifier's packing: each descriptor at its declared .align 128, encoded for its buffer's address
-    from verify.args import entry_params, pack_args
+    from verify.member.args import entry_params, pack_args
     launch = hopper[0].launches[0]
     addresses = {"A": 0x10000, "B": 0x20000, "D": 0x30000}
     encoded = []

@@ -9,10 +9,10 @@ import sys
 import numpy as np
 import pytest
 
-from verify import kernel_clock as kc
-from verify.kernel_clock import (HOLD_KERNEL_NAME, KernelActivity, KernelClock, KernelClockUnavailable,
+from verify.device import kernel_clock as kc
+from verify.device.kernel_clock import (HOLD_KERNEL_NAME, KernelActivity, KernelClock, KernelClockUnavailable,
                                  RecordMismatch, RecordsMissing, assemble_samples)
-from verify.timing import SampleSet, Timing, TimingStats, should_stop
+from verify.timing.timing import SampleSet, Timing, TimingStats, should_stop
 
 
 def _records(durations_ns, first_correlation=100, stream=7, hold_every=None, names=None):
@@ -73,7 +73,7 @@ def test_missing_extra_and_broken_records_are_refused():
 
 
 def test_hold_kernel_name_is_the_entry_of_the_hold_ptx():
-    from verify.hold import HOLD_PTX
+    from verify.device.hold import HOLD_PTX
     assert re.search(rf"\.entry\s+{HOLD_KERNEL_NAME}\(", HOLD_PTX)
 
 
@@ -161,7 +161,7 @@ def test_clock_counts_only_the_kernels_of_the_bare_run():
 def test_the_flush_read_kernel_is_never_a_members_time():
     """verify's L2 flush reads its buffer back with a kernel before every sample: its records
     are left out by name even before the row's kernels are learned (a batch of 2 samples)."""
-    from verify.l2flush import FLUSH_READ_ENTRY
+    from verify.device.l2flush import FLUSH_READ_ENTRY
     batch = []
     for i, member in enumerate([3000, 5000]):
         batch += _records([40_000], first_correlation=10 + 10 * i, names=[FLUSH_READ_ENTRY])
@@ -180,8 +180,8 @@ def test_the_flush_read_kernel_is_never_a_members_time():
 
 
 def test_flush_buffer_size_and_read_kernel_assembles():
-    from verify.assembly_pool import assemble_for_gpu
-    from verify.l2flush import FLUSH_MIN_BYTES, FLUSH_READ_PTX, flush_bytes
+    from verify.device.assembly_pool import assemble_for_gpu
+    from verify.device.l2flush import FLUSH_MIN_BYTES, FLUSH_READ_PTX, flush_bytes
     assert flush_bytes(50 << 20) == 100 << 20 and flush_bytes(4 << 20) == FLUSH_MIN_BYTES
     result = assemble_for_gpu(FLUSH_READ_PTX, "sm_90")
     if result.cubin is None and "not found" in result.message.lower():
@@ -330,10 +330,10 @@ $L__spin:
 @pytest.mark.gpu
 def test_cupti_time_of_two_spinning_kernels_is_their_length_and_below_events():
     pytest.importorskip("cupti")
-    from verify.driver import Context, Module, PreparedLaunch
-    from verify.hold import StreamHold
-    from verify.l2flush import L2Flush
-    from verify.timing import time_launches
+    from verify.device.driver import Context, Module, PreparedLaunch
+    from verify.device.hold import StreamHold
+    from verify.device.l2flush import L2Flush
+    from verify.timing.timing import time_launches
     from verify.worker import flush_buffer
     ctx = Context(0)
     module = Module.from_ptx(SPIN_PTX)
@@ -427,7 +427,7 @@ def _spin_add_row(write: int, build_key: str):
 @pytest.mark.gpu
 def test_worker_times_a_row_with_cupti():
     pytest.importorskip("cupti")
-    from verify.inputs import make_trial_inputs
+    from verify.trials.inputs import make_trial_inputs
     from verify.worker import GpuWorker
     problem, row = _spin_add_row(1, "spin-twice")
     trial = make_trial_inputs(problem, "spin", 0)
@@ -542,7 +542,7 @@ def test_a_row_that_stops_writing_while_timed_gets_no_time():
     timed in its place (as a kernel that computes only while checked would behave): every
     sample is judged against the checked run, so the worker answers timing_mismatch."""
     pytest.importorskip("cupti")
-    from verify.inputs import make_trial_inputs
+    from verify.trials.inputs import make_trial_inputs
     from verify.worker import GpuWorker
     problem, row = _spin_add_row(1, "spin-lazy")
     _, lazy = _spin_add_row(0, "spin-lazy")

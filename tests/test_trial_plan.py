@@ -1,11 +1,11 @@
 """dataset_spec.trials owns a problem's trials (kinds, float domains, integer ranges);
-verify/inputs.py draws exactly what the plan names."""
+verify/trials/inputs.py draws exactly what the plan names."""
 from __future__ import annotations
 
 from dataset_spec.model import DEFAULT_TRIAL_KINDS, TRIAL_KINDS, Buffer, Problem
 from dataset_spec.ops import get_op
 from dataset_spec.trials import DRAW, INTEGERS, STRESS, trial_plan
-from verify.inputs import make_trial_inputs
+from verify.trials.inputs import make_trial_inputs
 
 
 def gemm(dtype: str, trial_kinds=None) -> Problem:

@@ -9,7 +9,7 @@ import hashlib
 from test_verify_split import _HostVectorAdd, _rows
 
 from dataset_spec.shards import ShardWriter, read_records
-from verify.inputs import trial_seed
+from verify.trials.inputs import trial_seed
 
 
 def _verify(tmp_path, name: str, salt: str) -> dict:
@@ -30,7 +30,7 @@ def test_an_unsalted_seed_is_the_group_s_own_and_a_salt_changes_every_seed():
 
 
 def test_salted_runs_draw_other_inputs_record_the_salt_and_keep_the_labels(tmp_path):
-    from verify.witness import regenerate
+    from verify.trials.witness import regenerate
     ShardWriter(tmp_path / "in").write(_rows("ptx/salt", 2048, 4, skewed={2}))
     plain, salted = _verify(tmp_path, "plain", ""), _verify(tmp_path, "salted", "a1b2c3")
     for key, row in plain.items():

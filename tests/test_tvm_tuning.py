@@ -28,12 +28,12 @@ def _propose(out, db, count, seed=0):
 
 def _verified(rows, out, times_us: dict, wrong=()):
     """``rows`` as ``ptxds verify`` writes them: status, GPU columns, and timing columns from a
-    worker's timing reply (verify.timing's summary and reply, verify.runner.record_timing)."""
+    worker's timing reply (verify.timing.timing's summary and reply, verify.runner.record_timing)."""
     import numpy as np
     from dataset_spec.dataset import Dataset
     from builders import source_credits
     from verify.runner import record_timing
-    from verify.timing import Timing, summarise
+    from verify.timing.timing import Timing, summarise
     import copy
     rng = np.random.default_rng(0)
     verified = []

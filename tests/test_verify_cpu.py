@@ -7,15 +7,15 @@ import numpy as np
 import pytest
 
 from dataset_spec.model import Arg, Buffer, Distribution, KernelRecord, Launch, Patch, Problem
-from verify.args import ArgError, entry_params, pack_args, scalar_bytes
-from verify.assembly_pool import assemble_for_gpu, runnable_reason, target_arch
-from verify.compare import agreement, agreement_bound, error_stats, trivial_reason
-from verify.inputs import (bf16_bits, bf16_to_float, draw, float_to_bits, from_storage, guard_fill, make_trial_inputs,
+from verify.member.args import ArgError, entry_params, pack_args, scalar_bytes
+from verify.device.assembly_pool import assemble_for_gpu, runnable_reason, target_arch
+from verify.judge.compare import agreement, agreement_bound, error_stats, trivial_reason
+from verify.trials.inputs import (bf16_bits, bf16_to_float, draw, float_to_bits, from_storage, guard_fill, make_trial_inputs,
                            poison_words,
                            poison_array, trial_seed, unwritten_count)
-from verify.outcome import CheckResult, OutputSpec, TrialRun, classify, float_atomics, inputs_changed
+from verify.judge.outcome import CheckResult, OutputSpec, TrialRun, classify, float_atomics, inputs_changed
 from verify.runner import apply_verdict, prepare_problem, select_groups
-from verify.timing import batch_size, median_rse, should_stop, summarise
+from verify.timing.timing import batch_size, median_rse, should_stop, summarise
 
 PTX = """
 .version 8.0
@@ -380,7 +380,7 @@ def test_classify_worker_errors(error, status):
 
 
 def test_consensus_flags_the_odd_member_out():
-    from verify.outcome import Consensus
+    from verify.judge.outcome import Consensus
     refs = _refs()
     specs = _specs(bound=3e-5)
     consensus = Consensus(specs)
@@ -600,7 +600,7 @@ def test_kernel_id_depends_on_arch():
 def test_error_stats_over_several_chunks_finds_the_worst_element():
     """error_stats works chunk by chunk: counts, maxima and the worst index must be those of
     the whole array, with violations and non-finite values in different chunks."""
-    from verify import compare
+    from verify.judge import compare
     rng = np.random.default_rng(3)
     n = 3 * compare.CHUNK + 17
     ref = rng.standard_normal(n)
@@ -626,7 +626,7 @@ def _shifted_outputs(refs, delta):
 
 
 def test_consensus_prefers_the_cluster_nearest_the_reference_over_a_skewed_first_member():
-    from verify.outcome import Consensus
+    from verify.judge.outcome import Consensus
     refs = _refs()
     specs = _specs(bound=3e-5)  # agreement bound 3e-5
     consensus = Consensus(specs)
@@ -643,7 +643,7 @@ def test_consensus_prefers_the_cluster_nearest_the_reference_over_a_skewed_first
 
 
 def test_consensus_ties_go_to_the_larger_cluster_then_the_earlier():
-    from verify.outcome import Consensus
+    from verify.judge.outcome import Consensus
     refs = _refs()
     specs = _specs(bound=3e-5)
     larger = Consensus(specs)
@@ -660,7 +660,7 @@ def test_consensus_ties_go_to_the_larger_cluster_then_the_earlier():
 
 
 def test_consensus_overflow_keeps_the_nearest_cluster_and_bounded_memory():
-    from verify.outcome import MAX_CLUSTERS, Consensus
+    from verify.judge.outcome import MAX_CLUSTERS, Consensus
     refs = _refs()
     specs = _specs(bound=1e-6)
     consensus = Consensus(specs)

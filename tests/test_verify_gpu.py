@@ -101,7 +101,7 @@ def test_verify_good_broken_and_trapping_members(ptx, tmp_path):
 
 def test_driver_jit_path_large_smem_and_cluster(ptx, tmp_path):
     from verify import verify_dataset
-    from verify.driver import device_info
+    from verify.device.driver import device_info
     rows = [_row(ptx, "vadd_feat", "vadd_smem", 0, dynamic_smem=80 * 1024)]
     if device_info(0).cc >= (9, 0):
         rows.append(_row(ptx, "vadd_feat", "vadd", 2, cluster=(2, 1, 1)))
@@ -127,8 +127,8 @@ def test_timing_is_repeatable(ptx, tmp_path):
 
 
 def test_stream_hold_keeps_the_batch_waiting_until_released():
-    from verify.driver import Context, Event, check, cu
-    from verify.hold import StreamHold
+    from verify.device.driver import Context, Event, check, cu
+    from verify.device.hold import StreamHold
     ctx = Context(0)
     hold = StreamHold(ctx.stream, timeout_s=5.0)
     try:
@@ -181,7 +181,7 @@ def test_sanitizer_column(ptx, tmp_path):
 
 def test_every_gpu_gets_a_worker(ptx, tmp_path):
     from verify import verify_dataset
-    from verify.driver import device_count
+    from verify.device.driver import device_count
     count = device_count()
     if count < 2:
         pytest.skip(f"needs two or more GPUs, this machine has {count}")

@@ -5,7 +5,7 @@ import pytest
 
 from dataset_spec.model import Buffer, Problem
 from dataset_spec.problems import get_op
-from verify.reference import choose_backend, reference_outputs
+from verify.trials.reference import choose_backend, reference_outputs
 
 
 def gemm(m, n, k):

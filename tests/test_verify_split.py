@@ -17,7 +17,7 @@ import numpy as np
 
 from dataset_spec.model import Arg, Buffer, KernelRecord, Launch, Problem
 from dataset_spec.shards import ShardWriter, read_records
-from verify.outcome import CheckResult, TrialRun
+from verify.judge.outcome import CheckResult, TrialRun
 
 PTX = """.version 8.0
 .target sm_80

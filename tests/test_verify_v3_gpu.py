@@ -85,8 +85,8 @@ EXPECT = {
 
 def test_runtime_checks_catch_each_class(ptx, tmp_path):
     from verify import verify_dataset
-    from verify.driver import Context
-    from verify.fence import vmm_support
+    from verify.device.driver import Context
+    from verify.member.fence import vmm_support
     vmm = not vmm_support(Context(0).device)
     rows = [_row(ptx, "vadd_v3", entry) for entry in EXPECT]
     rows.append(_row(ptx, "vadd_v3_atomic", "vadd_clock_bit_atomic"))
@@ -107,8 +107,8 @@ def test_runtime_checks_catch_each_class(ptx, tmp_path):
 
 
 def test_fenced_buffers_place_ends_and_starts_on_guard_pages():
-    from verify.driver import Context, check, cu
-    from verify.fence import FencedBuffer, GuardPage, vmm_support
+    from verify.device.driver import Context, check, cu
+    from verify.member.fence import FencedBuffer, GuardPage, vmm_support
     import numpy as np
     ctx = Context(0)
     reason = vmm_support(ctx.device)

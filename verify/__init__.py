@@ -4,7 +4,7 @@
 (driver, args, inputs, compare, outcome, worker, timing, assembly_pool) are usable on their
 own.
 """
-from .driver import DriverError, NoDriverError
+from .device.driver import DriverError, NoDriverError
 from .options import VerifyOptions
 from .runner import GroupSummary, VerifySummary, verify_dataset
 

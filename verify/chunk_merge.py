@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .device_outputs import is_tensor
-from .judge import device_of
-from .outcome import Consensus
+from .device.device_outputs import is_tensor
+from .judge.judge import device_of
+from .judge.outcome import Consensus
 
 
 @dataclass

@@ -12,7 +12,7 @@ from typing import Optional
 
 from dataset_spec.errors import PtxdsError
 
-from .reference import BACKENDS
+from .trials.reference import BACKENDS
 
 INPUTS = ("auto", "host")
 

@@ -37,28 +37,28 @@ from dataset_spec.group_stats import group_stats
 from dataset_spec.numerics import smallest_caught_relative_error
 from dataset_spec.one_problem import describe_mismatch, distinct_problems
 
-from .assembly_pool import AssemblyPool, runnable_reason
-from .compare import agreement_bound, trivial_reason
-from .inputs import exact_values, make_trial_inputs
-from .device_prepare import (device_makes, device_supported, make_trial_inputs_device, trial_on,
+from .device.assembly_pool import AssemblyPool, runnable_reason
+from .judge.compare import agreement_bound, trivial_reason
+from .trials.inputs import exact_values, make_trial_inputs
+from .trials.device_prepare import (device_makes, device_supported, make_trial_inputs_device, trial_on,
                              trial_reference_on_device)
-from .trial_stats import element
-from .device_outputs import device_inputs
-from .judge import device_of, is_tensor, judge_device, on_device
-from .reference import choose_backend, evaluating_op, reference_outputs, torch_for
-from .timing import TARGET_RSE
-from .roofline import judge as roofline_judge
+from .judge.trial_stats import element
+from .device.device_outputs import device_inputs
+from .judge.judge import device_of, is_tensor, judge_device, on_device
+from .trials.reference import choose_backend, evaluating_op, reference_outputs, torch_for
+from .timing.timing import TARGET_RSE
+from .timing.roofline import judge as roofline_judge
 from dataset_spec.work import problem_work
 from .options import INPUTS, VerifyOptions
-from .outcome import Consensus, OutputSpec, Verdict, classify, launched_code, widest_global_store
-from .sanitize import (RACECHECK_FEW_BLOCKS, TOOLS, race_errors, racecheck_record, racing_members,
+from .judge.outcome import Consensus, OutputSpec, Verdict, classify, launched_code, widest_global_store
+from .probes.sanitize import (RACECHECK_FEW_BLOCKS, TOOLS, race_errors, racecheck_record, racing_members,
                        run_sanitizer, sanitizer_status)
-from .racecheck_server import RacecheckServer
-from .coverage import apply_coverage, explain_survivors, measure_site
-from .findings import add_finding
-from .race_focus import automatic_sanitizer, barrier_never_ordered, delay_reason, note as racecheck_note, \
+from .probes.racecheck_server import RacecheckServer
+from .probes.coverage import apply_coverage, explain_survivors, measure_site
+from .judge.findings import add_finding
+from .probes.race_focus import automatic_sanitizer, barrier_never_ordered, delay_reason, note as racecheck_note, \
     racecheck_reason, synchronous_copy_pair, synchronous_copy_verdict
-from .race_delays import CHANGED_ORDER, DROPPED_BARRIER, delay_member_runs, judge_delays
+from .probes.race_delays import CHANGED_ORDER, DROPPED_BARRIER, delay_member_runs, judge_delays
 from .schedule import PASS_THROUGH, ChunkQueue, measured_seconds, plan_chunks, row_costs
 from .chunk_merge import ChunkResult, chunk_devices, merge_chunks
 # Statuses whose rows keep their time: every other status is a failed check, and a time is
@@ -1417,7 +1417,7 @@ def verify_dataset(in_dir, out_dir, options: Optional[VerifyOptions] = None, *, 
         raise ValueError("out_dir must differ from in_dir: the input dataset is never changed in place")
     sanitizer = None
     if options.sanitize:
-        from .sanitize import find_sanitizer
+        from .probes.sanitize import find_sanitizer
         sanitizer = find_sanitizer()
     records = Dataset(in_path).records()
     selected = select_groups(records, groups)

@@ -18,8 +18,8 @@ from typing import Optional
 
 import numpy as np
 
-from .l2flush import L2Flush
-from .outcome import CheckResult, TrialRun, float_atomics, inputs_changed
+from .device.l2flush import L2Flush
+from .judge.outcome import CheckResult, TrialRun, float_atomics, inputs_changed
 
 HELLO_TIMEOUT = 120.0  # first context creation can take a while on a cold GPU
 
@@ -44,7 +44,7 @@ class WorkerDied(RuntimeError):
 
 class _Worker:
     def __init__(self, conn, ordinal: int):
-        from .driver import Context, DriverError, sm_clock_mhz
+        from .device.driver import Context, DriverError, sm_clock_mhz
         self.conn = conn
         self.ctx = Context(ordinal)
         self.flush = flush_buffer(self.ctx)
@@ -55,7 +55,7 @@ class _Worker:
         self.sm_clock = sm_clock_mhz
         self.hold = None  # hold.StreamHold, made on the first timing job
         self.guard_page, self.arena_reason = None, ""
-        from .fence import GuardPage, vmm_support
+        from .member.fence import GuardPage, vmm_support
         self.arena_reason = vmm_support(self.ctx.device)
         if not self.arena_reason:
             try:
@@ -64,7 +64,7 @@ class _Worker:
                 if exc.sticky:
                     raise
                 self.arena_reason = f"the guard page could not be mapped ({exc})"
-        from .driver import NoiseKernel
+        from .device.driver import NoiseKernel
         self.noise = NoiseKernel(self.ctx.info.sm_count)
         self.holder, self.holder_reason = None, ""  # residency.SmHolder, made on first use
         self.checksums = None  # checked_timing.Checksums, made on first use
@@ -76,7 +76,7 @@ class _Worker:
     def _load_row(self, record, cubin: Optional[bytes], fence: str = "all") -> str:
         """``fence``: all (virtual memory fences where available), inputs (only inputs
         read-only), ends (only guard pages read-only), none (the guarded arena)."""
-        from .row import load_row
+        from .member.row import load_row
         if self.row is not None:
             self.row.free()
             self.row = None
@@ -94,8 +94,8 @@ class _Worker:
         """The SM holder (residency.py), made once; None (with ``holder_reason``) where it
         cannot be."""
         if self.holder is None and not self.holder_reason:
-            from .driver import DriverError
-            from .residency import SmHolder
+            from .device.driver import DriverError
+            from .device.residency import SmHolder
             try:
                 self.holder = SmHolder(self.ctx.info.sm_count)
             except DriverError as exc:
@@ -110,7 +110,7 @@ class _Worker:
         the SMs are held, or with extra shared memory, when asked), wait, download the
         outputs. After a held run, ``stalled`` says why the row did not finish in time
         ('' when it did)."""
-        from .driver import DriverError, check, cu
+        from .device.driver import DriverError, check, cu
         self.row.prepare(inputs, seed, poison, fill, placement)
         launches = self.row.launch_set(placement, extra_smem)
         self.stalled = ""
@@ -133,7 +133,7 @@ class _Worker:
             self.row.launch_sets[(placement, True, self.row.buffer_set)] = self.row.launch_set(placement, False)
             return self._run(inputs, seed, poison, fill, placement, False, noise)
         if holder is not None:
-            from .residency import deadline_s
+            from .device.residency import deadline_s
             limit = deadline_s(self.last_run_s)
             late = holder.finish_within(self.ctx.stream, limit)
             if late is not None and held:
@@ -151,14 +151,14 @@ class _Worker:
     def _download(self, roles, host: bool = False) -> dict:
         """The buffers of ``roles`` as host arrays; outputs as tensors on the device when
         this row keeps them there (device_outputs.py) and ``host`` is not asked."""
-        from .inputs import STORAGE_NUMPY, storage_shape
+        from .trials.inputs import STORAGE_NUMPY, storage_shape
         out = {}
         for name, buf in self.row.buffers.items():
             spec = self.row.specs[name]
             if spec.role not in roles:
                 continue
             if self.device_outputs and not host and spec.role in ("out", "inout"):
-                from .device_outputs import copy_to_tensor
+                from .device.device_outputs import copy_to_tensor
                 out[name] = copy_to_tensor(buf, spec.dtype, spec.shape, self.ctx.stream, self.ctx.info.ordinal)
             else:
                 out[name] = buf.download(STORAGE_NUMPY[spec.dtype], storage_shape(spec.dtype, spec.shape))
@@ -167,15 +167,15 @@ class _Worker:
     # ---- jobs -------------------------------------------------------------------------
     def check_job(self, job: dict) -> CheckResult:
         from dataset_spec.model import KernelRecord
-        from .args import ArgError
-        from .driver import DriverError
+        from .member.args import ArgError
+        from .device.driver import DriverError
         if job.get("group") != self.inputs_group:
             self.inputs, self.inputs_group = {}, job.get("group")
         self.inputs.update(job.get("inputs") or {})
         record = KernelRecord.from_json(job["record"])
         self.device_outputs = False
         if job.get("device_outputs"):
-            from .device_outputs import device_torch, supported
+            from .device.device_outputs import device_torch, supported
             self.device_outputs = device_torch() is not None and supported(
                 b.dtype for b in record.problem.buffers if b.role in ("out", "inout"))
         seconds: dict = {}
@@ -221,8 +221,8 @@ class _Worker:
         """Right after run 1 of a trial the timing job will use: its output hashes, and
         where runs may differ by design (float atomics) its outputs on the host (``first``,
         run 1's downloaded outputs, unless this row keeps them on the device)."""
-        from .checked_timing import Checksums, KeptRun
-        from .timing import MAX_BATCH
+        from .timing.checked_timing import Checksums, KeptRun
+        from .timing.timing import MAX_BATCH
         if self.checksums is None:
             self.checksums = Checksums(self.ctx.info.sm_count, MAX_BATCH * 8)
         names = [n for n, spec in self.row.specs.items() if spec.role in ("out", "inout")]
@@ -240,8 +240,8 @@ class _Worker:
         buffers agrees with run 1, on fresh ones it does not), the schedule (a plain repeat
         of run 1 differs, or run 2's fill and poison alone do not change run 1), the poison
         (run 1 with poison 2 differs) or else the guard fill."""
-        from .device_outputs import changed_outside, is_tensor
-        from .inputs import BITS_NUMPY, guard_fill, poison_words, unwritten_mask
+        from .device.device_outputs import changed_outside, is_tensor
+        from .trials.inputs import BITS_NUMPY, guard_fill, poison_words, unwritten_mask
         fills = guard_fill(seed, 1), guard_fill(seed, 2, finite=True)
         out_of_bounds: list = []
 
@@ -319,7 +319,7 @@ class _Worker:
         return result
 
     def _inputs_fenced(self) -> bool:
-        from .fence import FencedBuffer
+        from .member.fence import FencedBuffer
         return all(getattr(buf, "read_only", False) for name, buf in self.row.buffers.items()
                    if self.row.specs[name].role == "in" and isinstance(buf, FencedBuffer))
 
@@ -330,10 +330,10 @@ class _Worker:
         taken right after loading; ``job["record"]``/``job["cubin"]``, when given, load
         another row afresh in its place (tests time a row that differs from the checked one)."""
         from dataset_spec.model import KernelRecord
-        from .checked_timing import CheckedSamples, TimingMismatch
-        from .driver import check, cu
-        from .kernel_clock import shared_clock
-        from .timing import time_launches
+        from .timing.checked_timing import CheckedSamples, TimingMismatch
+        from .device.driver import check, cu
+        from .device.kernel_clock import shared_clock
+        from .timing.timing import time_launches
         if self.row is None or self.row.build_key != job["build_key"]:
             return {"error": "crashed", "message": "timing asked for a row that is not loaded", "fatal": False}
         sets = [(self.inputs.get(key), seed, self.kept.get(key)) for key, seed in job.get("sets") or ()]
@@ -355,7 +355,7 @@ class _Worker:
         checker = CheckedSamples(self.row, stream, sets, self.checksums, salt=int(seed) ^ 0x5EED, exact=exact)
         seconds["prepare"] = time.perf_counter() - started
         if self.hold is None:
-            from .hold import StreamHold
+            from .device.hold import StreamHold
             self.hold = StreamHold(stream)
         # CUPTI is started once per worker process, on its first timing job; where it cannot
         # be, every row is timed with events and says why.
@@ -381,7 +381,7 @@ class _Worker:
         return reply
 
     def serve(self) -> None:
-        from .driver import DriverError, sm_clock_mhz
+        from .device.driver import DriverError, sm_clock_mhz
         self.conn.send({"type": "hello", "info": dataclasses.asdict(self.ctx.info),
                         "sm_clock_mhz": sm_clock_mhz(self.ctx.info), "pid": os.getpid()})
         while True:
@@ -400,11 +400,11 @@ class _Worker:
                     reply = {"peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
                     fatal = False
                 elif job["type"] == "site_count":
-                    from .coverage import count_site
+                    from .probes.coverage import count_site
                     reply = count_site(self, job)
                     fatal = reply.get("fatal", False)
                 elif job["type"] == "outputs":
-                    from .race_delays import run_outputs
+                    from .probes.race_delays import run_outputs
                     reply = run_outputs(self, job)
                     fatal = reply.get("fatal", False)
                 else:
@@ -426,7 +426,7 @@ class _Worker:
 
 def worker_main(conn, ordinal: int) -> None:
     """Entry point of a worker process."""
-    from .driver import DriverError, NoDriverError
+    from .device.driver import DriverError, NoDriverError
     try:
         worker = _Worker(conn, ordinal)
     except (NoDriverError, DriverError) as exc:
@@ -460,7 +460,7 @@ class GpuWorker:
         self.start()
 
     def start(self) -> None:
-        from .driver import NoDriverError
+        from .device.driver import NoDriverError
         parent, child = self._mp.Pipe()
         self.proc = self._mp.Process(target=worker_main, args=(child, self.ordinal), daemon=True,
                                      name=f"ptxds-verify-gpu{self.ordinal}")

@@ -36,7 +36,7 @@ def saturate_to_output(values: np.ndarray, dtype: str) -> np.ndarray:
     nearest even and saturate (``cvt.rni.sat``; CUTLASS's LinearCombinationClamp and
     integer NumericConverters), FP8 saturates to its largest finite value
     (``cvt.rn.satfinite``). Other float outputs keep the exact value (the bound covers
-    their rounding). Array methods only, so torch tensors work too (verify/reference.py);
+    their rounding). Array methods only, so torch tensors work too (verify/trials/reference.py);
     ``round`` is half to even in numpy and torch, and ``clip`` keeps NaN."""
     kind = dtype_kind(dtype)
     if is_packed(dtype):

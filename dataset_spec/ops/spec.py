@@ -25,7 +25,7 @@ class OpSpec:
     ``integer_range(problem, buffer) -> (low, high) | None``: the values an integer input
     buffer takes, ``high`` exclusive (sequence letters; a GEMM's operands over their dtype's
     full range, narrowed only where the int32 accumulator could overflow); trials draw those
-    buffers over it in every kind (verify/inputs.py). None: the buffer keeps its ``init``.
+    buffers over it in every kind (verify/trials/inputs.py). None: the buffer keeps its ``init``.
     ``pointwise_scale(inputs, problem, reference) -> {out name: P}``: magnitudes carried by
     a fixed number of roundings whatever the reduction length (epilogues, exp's argument),
     each counted once (None: no such term).

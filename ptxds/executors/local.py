@@ -128,7 +128,7 @@ class LocalExecutor:
 
     def assembly_pool(self, cc: tuple, jobs: Optional[int]):
         """Rows' PTX assembled by processes on this machine (``jobs``: None all cores, 0 none)."""
-        from verify.assembly_pool import AssemblyPool
+        from verify.device.assembly_pool import AssemblyPool
         return AssemblyPool(cc, jobs)
 
     def close(self) -> None:

@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 from typing import Iterator, Optional
 
-from verify.assembly_pool import AssemblyPool, assemble_for_gpu
+from verify.device.assembly_pool import AssemblyPool, assemble_for_gpu
 
 from . import BuildTask, ExecutorUnavailable, ItemOutcome, build_item
 
@@ -113,7 +113,7 @@ class RayExecutor:
     # ---- verify -----------------------------------------------------------------------
     def gpu_workers(self, count: Optional[int]) -> list:
         """One actor per GPU of the cluster (``count`` of them; more than the GPUs share)."""
-        from verify.driver import NoDriverError
+        from verify.device.driver import NoDriverError
         ray = self.ray
         gpus = int(ray.cluster_resources().get("GPU", 0))
         if not gpus:
@@ -138,7 +138,7 @@ class RayExecutor:
     def assembly_pool(self, cc: tuple, jobs: Optional[int]):
         """Rows' PTX assembled by Ray tasks on the cluster's CPUs (``jobs=0``: none, the
         driver JIT in each actor loads the PTX)."""
-        from verify.assembly_pool import AssemblyPool
+        from verify.device.assembly_pool import AssemblyPool
         return AssemblyPool(cc, 0) if jobs == 0 else RayAssemblyPool(self.ray, cc)
 
     def close(self) -> None:
@@ -208,7 +208,7 @@ class GpuActor:
     inputs, so each input is sent over the network once per group."""
 
     def __init__(self):
-        from verify.driver import NoDriverError
+        from verify.device.driver import NoDriverError
         from verify.worker import GpuWorker
         self.worker, self.start_error = None, ""
         try:

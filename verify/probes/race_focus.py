@@ -16,7 +16,7 @@ ordering was never exercised (``barrier_never_ordered``).
 
 racecheck does not see global memory either: every member still passing after it that
 ``delay_reason`` selects (every ``drop_barrier`` mutant among them) is run with half of its
-warps delayed, beside its base (verify/race_delays.py).
+warps delayed, beside its base (verify/probes/race_delays.py).
 """
 from __future__ import annotations
 
@@ -71,7 +71,7 @@ def racecheck_reason(row, base) -> str:
 
 def delay_reason(row, base) -> str:
     """Why ``row`` (a passing member) is run with delays injected beside its base
-    (verify/race_delays.py), or '' when it is not: every ``drop_barrier`` mutant, and any
+    (verify/probes/race_delays.py), or '' when it is not: every ``drop_barrier`` mutant, and any
     member whose PTX differs from its base's near a barrier, fence or shared-memory access.
     Unlike racecheck, delays expose global-memory orderings, so shared memory is not required."""
     if row.status != "passed" or base is None or base.status != "passed" or not row.ptx or not base.ptx:

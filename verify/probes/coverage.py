@@ -34,7 +34,7 @@ from ptx_tools.analysis.sites import MutatedSite, ProbeError, mutated_site
 from ptx_tools.instrument.probe import SiteProbe, instrument_site
 
 from .race_delays import describe_for_survivor
-from .findings import add_finding
+from ..judge.findings import add_finding
 
 COUNTER_BUFFER = "ptxds_site_count"
 
@@ -152,9 +152,9 @@ def _with_counter(record: KernelRecord, site: MutatedSite, probe: SiteProbe, key
 def count_site(worker, job: dict) -> dict:
     """Worker side: load the instrumented row (driver JIT), run it once per trial on the
     inputs the worker holds, and read the counter after each run."""
-    from .args import ArgError
-    from .driver import DriverError
-    from .inputs import guard_fill
+    from ..member.args import ArgError
+    from ..device.driver import DriverError
+    from ..trials.inputs import guard_fill
     if job.get("group") != worker.inputs_group:
         worker.inputs, worker.inputs_group = {}, job.get("group")
     worker.inputs.update(job.get("inputs") or {})

@@ -48,7 +48,7 @@ class LoadedRow:
         """Inputs uploaded; outputs and scratch set to poison 1 or 2 of the trial of
         ``seed`` (``poison`` 0 or 1), or to their init values; guards filled with ``fill``
         (default: the fill of run 0 of ``seed``), buffers in ``placement``."""
-        from .inputs import guard_fill, init_array, poison_words
+        from ..trials.inputs import guard_fill, init_array, poison_words
         self.fill = guard_fill(seed, 0) if fill is None else fill
         page = getattr(next(iter(self.buffers.values()), None), "page", None)
         if page is not None:
@@ -64,7 +64,7 @@ class LoadedRow:
                 buf.upload(table_storage(spec))
             elif spec.role in ("in", "inout"):
                 if hasattr(inputs[name], "data_ptr"):  # already on the GPU (device_outputs.device_inputs)
-                    from .device_outputs import copy_from_tensor
+                    from ..device.device_outputs import copy_from_tensor
                     copy_from_tensor(buf, inputs[name])
                 else:
                     buf.upload(inputs[name])
@@ -107,7 +107,7 @@ class LoadedRow:
         if self.first_buffers is None:
             self.first_buffers = self.buffers
         if self.fresh_buffers is None:
-            from .driver import DriverError
+            from ..device.driver import DriverError
             try:
                 self.fresh_buffers = _allocate(self.record, self.first_buffers)
             except DriverError as exc:
@@ -140,7 +140,7 @@ class LoadedRow:
 
     def snapshot_globals(self) -> None:
         """Keep a copy of the module's ``.global`` variables now (right after loading)."""
-        from .driver import DeviceBuffer, check, cu
+        from ..device.driver import DeviceBuffer, check, cu
         self.global_image = []
         for address, size in module_globals(self.module, self.record.ptx):
             image = DeviceBuffer(size)
@@ -150,7 +150,7 @@ class LoadedRow:
     def restore_globals(self, stream=None) -> None:
         """The module's ``.global`` variables back to their load-time image (on ``stream``
         when given): the state of a freshly loaded module, without loading it again."""
-        from .driver import check, cu
+        from ..device.driver import check, cu
         for address, size, image in self.global_image or ():
             if stream is None:
                 check(cu.cuMemcpyDtoD(cu.CUdeviceptr(address), image.ptr, size), "cuMemcpyDtoD(global image)")
@@ -172,7 +172,7 @@ def module_globals(module, ptx: str) -> list:
     """(device address, bytes) of every ``.global`` variable ``ptx`` defines, in the loaded
     ``module``; none where the parser cannot read the PTX."""
     from ptx_tools.parse import parse_ptx
-    from .driver import DriverError, check, cu
+    from ..device.driver import DriverError, check, cu
     try:
         names = [v.name for v in parse_ptx(ptx).variables if v.state_space == "global" and not v.extern]
     except Exception:  # PTX the parser cannot read: nothing to restore
@@ -192,7 +192,7 @@ def module_globals(module, ptx: str) -> list:
 
 def _pack_launches(row: LoadedRow, placement: str, extra_smem: bool) -> list:
     from .args import entry_params, pack_args
-    from .driver import PreparedLaunch, check, cu, encode_tensor_map, smem_headroom
+    from ..device.driver import PreparedLaunch, check, cu, encode_tensor_map, smem_headroom
     record = row.record
     addresses = {name: b.kernel_address(placement) for name, b in row.buffers.items()}
     device = check(cu.cuCtxGetDevice(), "cuCtxGetDevice") if extra_smem else None
@@ -223,7 +223,7 @@ def load_row(record, stream, cubin: Optional[bytes] = None, guards: bool = True,
     (``fence_inputs``/``fence_ends`` False lift one fence, to tell which one a fault hit);
     else each buffer sits in a guarded arena allocation, or with ``guards`` False in a plain
     allocation of its exact size (a memory checker must see the allocations' true bounds)."""
-    from .driver import GUARD_BYTES, GuardedBuffer, Module
+    from ..device.driver import GUARD_BYTES, GuardedBuffer, Module
     from .fence import FencedBuffer
     load_path = "driver_jit"
     module = None
@@ -258,7 +258,7 @@ def _allocate(record, like: Optional[dict], how: Optional[tuple] = None, into: O
     """Buffers for every buffer of ``record``: fenced (``how`` = (guard page, guards,
     fence inputs, fence ends)) or in guarded arena allocations; ``like``: a loaded set whose
     kinds and fences the new set copies. On failure the buffers made so far are freed."""
-    from .driver import GUARD_BYTES, GuardedBuffer
+    from ..device.driver import GUARD_BYTES, GuardedBuffer
     from .fence import FencedBuffer
     buffers = {} if into is None else into
     try:

@@ -17,7 +17,7 @@ from typing import Optional
 
 import numpy as np
 
-from .reference import BACKENDS, output_elements, torch_for
+from ..trials.reference import BACKENDS, output_elements, torch_for
 
 # Below this many output elements per trial the copies to the GPU cost more than numpy's pass.
 MIN_GPU_ELEMENTS = 1 << 20

@@ -23,8 +23,8 @@ from typing import Optional
 
 import numpy as np
 
-from .driver import DeviceBuffer, check, cu
-from .inputs import GUARD_FILL_BYTES
+from ..device.driver import DeviceBuffer, check, cu
+from ..trials.inputs import GUARD_FILL_BYTES
 
 PLACEMENTS = ("after", "before")
 VECTOR_ALIGN = 16

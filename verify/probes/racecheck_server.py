@@ -3,7 +3,7 @@
 The every-member racecheck (runner ``_racecheck_members``) used to start a sanitizer
 process per group: Python, numpy, the CUDA bindings and a context under the tool, about a
 second and a half each time, most of its cost on a suite of small groups. A server starts
-that process once (``python -m verify.sanitize --serve``) and sends it one member at a
+that process once (``python -m verify.probes.sanitize --serve``) and sends it one member at a
 time on its stdin; the child prints a mark before the member and a done line after it,
 and racecheck's hazards between the two are the member's (``sanitize.member_report``).
 
@@ -117,7 +117,7 @@ class RacecheckServer:
         env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""),
                    PTXDS_SANITIZE_DEVICE=str(self.device))
         command = [self.sanitizer, "--tool", "racecheck", "--print-limit", str(BATCH_PRINT_LIMIT),
-                   "--error-exitcode", "0", sys.executable, "-m", "verify.sanitize", "--serve"]
+                   "--error-exitcode", "0", sys.executable, "-m", "verify.probes.sanitize", "--serve"]
         self.lines = queue.Queue()
         self.printed = 0
         self.last_words = ""

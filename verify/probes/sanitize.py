@@ -3,7 +3,7 @@ racecheck), summarise its findings for the row's ``sanitizer`` column, and turn 
 a status (``sanitizer_status``, ``racing_members``).
 
 The member runs once, on its first trial's inputs, in a child Python process started by
-compute-sanitizer (``python -m verify.sanitize ROW.json INPUTS.npz``). There every buffer
+compute-sanitizer (``python -m verify.probes.sanitize ROW.json INPUTS.npz``). There every buffer
 is its own allocation of exactly its size, with no guard region, and between any two
 buffers lies a spacer allocation that is freed before the launch: memcheck knows each
 allocation's exact bounds and treats freed memory as invalid, so a read past a buffer's
@@ -223,7 +223,7 @@ def run_sanitizer(record_json: str, inputs: dict, tools=TOOLS, timeout: float = 
                                 "skipped": "no shared memory: racecheck checks shared memory only"}
                 continue
             command = [sanitizer, "--tool", tool, "--print-limit", "10", "--error-exitcode", "0",
-                       sys.executable, "-m", "verify.sanitize", str(row_path), str(inputs_path)]
+                       sys.executable, "-m", "verify.probes.sanitize", str(row_path), str(inputs_path)]
             try:
                 done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env)
                 report = _judge_run(parse_report(done.stdout + done.stderr), done.stdout + done.stderr,
@@ -321,9 +321,9 @@ def load_isolated(record, stream):
     buffer its own allocation of exactly its size, each pair separated by a spacer
     allocation freed before returning (memory memcheck treats as invalid). Returns the
     LoadedRow and the smallest gap between two buffers."""
-    from .args import entry_params, pack_args
-    from .driver import DeviceBuffer, GuardedBuffer, Module, PreparedLaunch, encode_tensor_map
-    from .row import LoadedRow
+    from ..member.args import entry_params, pack_args
+    from ..device.driver import DeviceBuffer, GuardedBuffer, Module, PreparedLaunch, encode_tensor_map
+    from ..member.row import LoadedRow
     module = Module.from_ptx(record.ptx)
     specs = {buf.name: buf for buf in record.buffers()}
     spacer = spacer_bytes([buf.nbytes for buf in specs.values()])
@@ -359,7 +359,7 @@ def _run_once(ctx, row_path: str, inputs_path: str) -> Optional[int]:
     """Child side: the row loaded with isolated buffers, its launch sequence run once and
     finished, the row unloaded; the smallest gap between two of its buffers."""
     from dataset_spec.model import KernelRecord
-    from .driver import check, cu
+    from ..device.driver import check, cu
     row, gap = load_isolated(KernelRecord.from_json(Path(row_path).read_text()), ctx.stream)
     with np.load(inputs_path) as data:
         row.prepare({name: data[name] for name in data.files})
@@ -372,7 +372,7 @@ def _run_once(ctx, row_path: str, inputs_path: str) -> Optional[int]:
 def _serve() -> None:
     """Child side of ``racecheck_server.RacecheckServer``: for each job line on stdin
     ({"index", "row", "inputs"}), one member run between its start mark and its done line."""
-    from .driver import Context
+    from ..device.driver import Context
     ctx = Context(int(os.environ.get("PTXDS_SANITIZE_DEVICE", "0")))
     for line in sys.stdin:
         if not line.strip():
@@ -388,7 +388,7 @@ def _serve() -> None:
 
 def _run_member(row_path: str, inputs_path: str) -> None:
     """Child side of ``run_sanitizer``: one member run once."""
-    from .driver import Context
+    from ..device.driver import Context
     gap = _run_once(Context(int(os.environ.get("PTXDS_SANITIZE_DEVICE", "0"))), row_path, inputs_path)
     print(json.dumps({"ran": True, "min_gap_bytes": gap}), flush=True)
 

@@ -118,7 +118,7 @@ def unwritten_mask(first: np.ndarray, second: Optional[np.ndarray], dtype: str, 
     is judged per byte: the mask is over its storage bytes (``unwritten_count`` counts the
     elements in them)."""
     if hasattr(first, "detach"):
-        from .device_outputs import unwritten_mask as on_device
+        from ..device.device_outputs import unwritten_mask as on_device
         return on_device(first, second, tuple(poison_element(dtype, w) for w in words))
     first = np.ascontiguousarray(first)
     if second is None:
@@ -401,7 +401,7 @@ HOST_GENERATOR = "numpy-pcg64/1"
 @dataclass
 class TrialInputs:
     """One trial's inputs: storage arrays (what the GPU gets) and their float64 values.
-    Made on the device (verify/device_prepare.py) they are torch tensors there."""
+    Made on the device (verify/trials/device_prepare.py) they are torch tensors there."""
     trial: int
     seed: int
     kind: str

@@ -26,8 +26,8 @@ from typing import Callable, Optional, Sequence
 
 import numpy as np
 
-from .hold import MAX_HELD_COMMANDS
-from .kernel_clock import KernelClockError
+from ..device.hold import MAX_HELD_COMMANDS
+from ..device.kernel_clock import KernelClockError
 
 # 0.25%: two runs of one row then differ by well under 1% (measured); the median's 95%
 # confidence half-width is then 1.96 x 0.25% = 0.49%.
@@ -186,7 +186,7 @@ def time_launches(stream, launches: Sequence, flush, *, budget_s: float = 1.0, m
     ``TimingMismatch``). Warm-up runs for at least ``warmup`` sequences and ``warmup_s``
     seconds, so clocks have ramped up after the idle time of the correctness checks.
     """
-    from .driver import Event, check, cu
+    from ..device.driver import Event, check, cu
 
     def prepare(i: int) -> None:
         if checker is not None:

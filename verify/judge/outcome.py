@@ -15,8 +15,8 @@ from typing import Optional
 import numpy as np
 
 from .compare import agreement, error_stats
-from .device_outputs import bits_equal, host_bits, is_tensor, own_copy
-from .inputs import exact_values, unwritten_count
+from ..device.device_outputs import bits_equal, host_bits, is_tensor, own_copy
+from ..trials.inputs import exact_values, unwritten_count
 from .trial_stats import TrialErrors, bound_at, element, first_outside
 
 # Worker-side failure kinds -> row status.

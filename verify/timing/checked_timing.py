@@ -23,8 +23,8 @@ from typing import Optional
 
 import numpy as np
 
-from .fence import FencedBuffer
-from .kernel_clock import CHECKSUM_KERNEL_NAME as CHECKSUM_ENTRY
+from ..member.fence import FencedBuffer
+from ..device.kernel_clock import CHECKSUM_KERNEL_NAME as CHECKSUM_ENTRY
 
 CHECKSUM_BLOCK = 256
 # 64-bit mixing of (word, index): a moved, dropped or changed word changes the sum; the sum
@@ -105,7 +105,7 @@ class Checksums:
     """Hashes of device buffers into slots of one device array, enqueued on a stream."""
 
     def __init__(self, sm_count: int, slots: int):
-        from .driver import DeviceBuffer, Module
+        from ..device.driver import DeviceBuffer, Module
         self.module = Module.from_ptx(CHECKSUM_PTX)
         self.function = self.module.function(CHECKSUM_ENTRY)
         self.max_blocks = max(1, 8 * int(sm_count))
@@ -116,7 +116,7 @@ class Checksums:
         self._launches: dict = {}
 
     def _launch(self, address: int, nbytes: int, slot: int, stream):
-        from .driver import u64_launch
+        from ..device.driver import u64_launch
         key = (slot, int(stream) if stream is not None else 0)
         cached = self._launches.get(key)
         if cached is None or cached[0] != (address, nbytes):
@@ -135,7 +135,7 @@ class Checksums:
             self._launch(int(buf.ptr), buf.nbytes, first_slot + k, stream).enqueue()
 
     def read(self, count: int, stream) -> list:
-        from .driver import check, cu
+        from ..device.driver import check, cu
         check(cu.cuStreamSynchronize(stream), "cuStreamSynchronize")
         host = np.empty(self.capacity, dtype=np.uint64)
         check(cu.cuMemcpyDtoH(host.ctypes.data, self.slots.ptr, 8 * self.capacity), "cuMemcpyDtoH(checksums)")
@@ -161,7 +161,7 @@ class KeptRun:
 
 
 def copy_async(dst, src, stream) -> None:
-    from .driver import check, cu
+    from ..device.driver import check, cu
     if dst.nbytes:
         check(cu.cuMemcpyDtoDAsync(dst.ptr, src.ptr, dst.nbytes, stream), "cuMemcpyDtoDAsync")
 
@@ -171,7 +171,7 @@ def within_tolerance(timed: np.ndarray, checked: np.ndarray, dtype: str, shape) 
     the same NaN and infinity positions, finite values within 1/64 of the output's largest
     checked magnitude (a reordered sum moves far less; skipped work moves far more), integer
     outputs equal. Otherwise what differs."""
-    from .inputs import exact_values
+    from ..trials.inputs import exact_values
     a = np.asarray(exact_values(timed, dtype, shape), dtype=np.float64)
     b = np.asarray(exact_values(checked, dtype, shape), dtype=np.float64)
     if a.shape != b.shape:
@@ -195,8 +195,8 @@ class CheckedSamples:
     each sample's downloaded outputs within tolerance."""
 
     def __init__(self, row, stream, sets: list, checksums: Checksums, salt: int, exact: bool = True):
-        from .driver import DeviceBuffer
-        from .inputs import init_array
+        from ..device.driver import DeviceBuffer
+        from ..trials.inputs import init_array
         self.row, self.stream, self.checksums, self.exact = row, stream, checksums, exact
         self.sets = sets
         self.rng = np.random.default_rng([salt & 0xFFFFFFFFFFFFFFFF, 0x7133])
@@ -221,7 +221,7 @@ class CheckedSamples:
                     buf = DeviceBuffer(spec.nbytes)
                     self._owned.append(buf)
                     if hasattr(host_or_tensor, "data_ptr"):
-                        from .device_outputs import copy_from_tensor
+                        from ..device.device_outputs import copy_from_tensor
                         copy_from_tensor(buf, host_or_tensor)
                     else:
                         buf.upload(np.ascontiguousarray(host_or_tensor))
@@ -296,8 +296,8 @@ class CheckedSamples:
                             f"timed sample {sample} (inputs of timing set {sample % len(self.sets)}): output {name} "
                             "differs from the checked run on the same inputs (wrong or unwritten while timed)")
         else:
-            from .driver import check, cu
-            from .inputs import STORAGE_NUMPY, storage_shape
+            from ..device.driver import check, cu
+            from ..trials.inputs import STORAGE_NUMPY, storage_shape
             check(cu.cuStreamSynchronize(self.stream), "cuStreamSynchronize")
             sample = first_sample + count - 1
             kept = self.sets[sample % len(self.sets)][2].outputs

@@ -7,7 +7,7 @@ plus each parameter's offset feed either the driver's kernelParams array or its 
 
 Blob patches write buffer addresses, or ``CUtensorMap`` descriptors that only a CUDA driver
 can encode: the caller passes ``encode_tensormap(params, address) -> 128 bytes``
-(``verify.driver.encode_tensor_map`` on a GPU; any function in tests).
+(``verify.device.driver.encode_tensor_map`` on a GPU; any function in tests).
 """
 from __future__ import annotations
 
@@ -105,7 +105,7 @@ def scalar_bytes(dtype: str, value: str) -> bytes:
     if dtype == "f16":
         return np.float16(float(value)).tobytes()
     if dtype == "bf16":
-        from .inputs import float_to_bits
+        from ..trials.inputs import float_to_bits
         return float_to_bits(np.array([float(value)]), "bfloat16").astype("<u2").tobytes()
     size = SCALAR_DTYPES[dtype]
     number = _parse_int(value)

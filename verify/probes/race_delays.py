@@ -70,9 +70,9 @@ def run_outputs(worker, job: dict) -> dict:
     """Worker side: load each record of ``job["records"]`` (driver JIT) and run it once on
     the first trial's inputs with run 1's poison and guard fill; the outputs come back as
     host arrays. A sticky fault ends the job (the context is dead) with ``fatal``."""
-    from .args import ArgError
-    from .driver import DriverError
-    from .inputs import guard_fill
+    from ..member.args import ArgError
+    from ..device.driver import DriverError
+    from ..trials.inputs import guard_fill
     if job.get("group") != worker.inputs_group:
         worker.inputs, worker.inputs_group = {}, job.get("group")
     worker.inputs.update(job.get("inputs") or {})
@@ -245,9 +245,9 @@ def judge_delays(mutant: MemberRuns, base: MemberRuns, base_record: KernelRecord
     """``delay_verdict`` with the first trial's reference and error bound of ``prepared``
     (runner._ProblemTrials); the base counts as deterministic unless its row says otherwise
     or its PTX has floating-point atomics."""
-    from .compare import error_stats
-    from .inputs import exact_values
-    from .outcome import float_atomics
+    from ..judge.compare import error_stats
+    from ..trials.inputs import exact_values
+    from ..judge.outcome import float_atomics
 
     def within_bound(outputs: dict) -> tuple:
         for spec in prepared.specs:
