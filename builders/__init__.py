@@ -23,6 +23,7 @@ BUILDERS = {
     "tvm": "builders.tvm:TvmBuilder",
     "tilelang": "builders.tilelang:TileLangBuilder",
     "inductor": "builders.inductor:InductorBuilder",
+    "tvm-models": "builders.tvm_models:TvmModelsBuilder",
 }
 
 # The ``ptxds[...]`` extra that installs each optional top-level package a builder module
