@@ -22,6 +22,10 @@ the same function exactly when their canonical problems are equal (``Problem.dig
   this function on seeded inputs and whose own domain search allows the canonical domain;
   what the muGraph computes decides, never its shapes or a name.
 
+- ``custom`` problems of functions of networks (Inductor kernels, TVM tasks: rows whose
+  provenance names their model): the key of what the function computes on seeded inputs,
+  buffers ``in<i>``, ``io<i>``, ``out<i>`` (dataset_spec/fused.py).
+
 Any other op, or a problem with a parameter the rules do not know, has no canonical form
 (None): its rows keep their source's group. ``canonical_record`` moves a row onto its
 canonical problem: group id ``function/<op>/<dtypes>/<layouts>/<epilogue>/<size>``, every
@@ -60,14 +64,21 @@ class Canonical:
     renames: dict  # source buffer name -> canonical name (every buffer of the source problem)
 
 
-def canonical_problem(problem: Problem) -> Optional[Problem]:
-    """The canonical statement of ``problem``, or None when its op has no canonical form."""
-    found = canonicalize(problem)
+def canonical_problem(problem: Problem, networks: bool = True) -> Optional[Problem]:
+    """The canonical statement of ``problem``, or None when its op has no canonical form;
+    ``networks``: a ``custom`` problem is keyed as a function of networks (fused.py)."""
+    found = canonicalize(problem, networks)
     return found.problem if found else None
 
 
-def canonicalize(problem: Problem) -> Optional[Canonical]:
+def canonicalize(problem: Problem, networks: bool = True) -> Optional[Canonical]:
     """``canonical_problem`` together with the buffer renames that take the source there."""
+    if problem.op == "custom":
+        if not networks:
+            return None
+        from .fused import network_function
+        found = network_function(problem)
+        return Canonical(*found) if found else None
     if problem.op == "gemm":
         return _gemm(problem)
     if problem.op in ROW_OPS:
@@ -235,7 +246,7 @@ def rename_launches(launches: list, renames: dict) -> list:
 def canonical_record(record: KernelRecord) -> KernelRecord:
     """``record`` moved onto its canonical problem and group (a copy), or ``record`` itself
     when its problem has no canonical form or already is canonical."""
-    found = canonicalize(record.problem)
+    found = canonicalize(record.problem, networks=bool(record.provenance.get("model")))
     if found is None or (found.problem.digest() == record.problem.digest()
                          and record.group_id == found.problem.problem_id):
         return record
@@ -252,6 +263,39 @@ def canonical_record(record: KernelRecord) -> KernelRecord:
     if row.ptx_hash and not row.kernel_id.startswith("unbuilt-"):
         row.kernel_id = make_kernel_id(row.ptx_hash, row.launches, row.problem, row.arch)
     return row
+
+
+def unify_network_groups(rows: list, present: list = ()) -> dict:
+    """Gives every function-of-networks group that several sources state (rows moved by
+    ``canonical_record``) one problem, ``fused.unify`` of theirs, and recomputes the moved
+    rows' kernel ids; returns {old kernel id: new}. Raises ValueError when ``present`` (rows
+    already in the target) states such a group with a problem these rows would change."""
+    from .fused import GROUP_PREFIX, unify
+    groups: dict = {}
+    for row in rows:
+        if row.group_id.startswith(GROUP_PREFIX + "/"):
+            groups.setdefault(row.group_id, []).append(row)
+    stated = {}
+    for row in present:
+        if row.group_id in groups:
+            stated.setdefault(row.group_id, row.problem)
+    changed = {}
+    for group, members in groups.items():
+        problems = {r.problem.digest(): r.problem for r in members}
+        if group in stated:
+            problems[stated[group].digest()] = stated[group]
+        if len(problems) < 2:
+            continue
+        problem = unify(list(problems.values()))
+        if group in stated and stated[group].digest() != problem.digest():
+            raise ValueError(f"{group} is already in the target with the statement of fewer sources; "
+                             "merge every source of these functions into a new folder at once")
+        for row in members:
+            row.problem = problem
+            if row.ptx_hash and not row.kernel_id.startswith("unbuilt-"):
+                new = make_kernel_id(row.ptx_hash, row.launches, row.problem, row.arch)
+                changed[row.kernel_id], row.kernel_id = new, new
+    return changed
 
 
 def source_problem(record: KernelRecord) -> Problem:

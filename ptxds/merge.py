@@ -19,7 +19,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from dataset_spec.canonical import canonical_record
+from dataset_spec.canonical import canonical_record, unify_network_groups
 from dataset_spec.card import check_card_replaceable
 from dataset_spec.dataset import Dataset
 from dataset_spec.errors import PtxdsError
@@ -79,6 +79,11 @@ def merge_rows(inputs: list, present: list = (), progress: bool = False) -> tupl
             summary.moved += row is not record
             rows.append(row)
     bar.close()
+    try:  # a function of networks that several sources state: one problem for its group
+        unified = unify_network_groups(rows, present)
+    except ValueError as exc:
+        raise MergeError(str(exc)) from None
+    new_ids = {old: unified.get(new, new) for old, new in new_ids.items()}
     _follow_bases(rows, new_ids)
     for row in rows:
         if row.group_id.startswith("function/"):
