@@ -337,6 +337,38 @@ def _results_table(rows: list) -> str:
     return _table(["group", "members", "passed", "fastest member", "slowest/fastest"], body)
 
 
+NETWORKS_TEXT = ("Groups whose function comes from a model (Inductor kernels, TVM tasks: "
+                 "docs/inductor.md, docs/tvm-models.md), per model and source: its functions (groups "
+                 "holding a row of that model), members per group and arch, and how many verified rows "
+                 "passed.")
+
+
+def _networks_table(rows: list) -> str:
+    """Per model and source: functions, members per group and arch (median, least), rows
+    passed of those verified ('' when no row names a model)."""
+    groups, members, judged, passed = defaultdict(set), defaultdict(Counter), Counter(), Counter()
+    for row in rows:
+        model = json.loads(row["provenance"] or "{}").get("model")
+        if not model:
+            continue
+        key = (model, row["source"])
+        groups[key].add(row["group_id"])
+        members[key][(row["group_id"], row["arch"])] += row["status"] != "build_failed"
+        if row["status"] not in BUILD_STATUSES:
+            judged[key] += 1
+            passed[key] += row["status"] == "passed"
+    if not groups:
+        return ""
+    body = []
+    for key in sorted(groups):
+        counts = sorted(members[key].values())
+        median = (counts[(len(counts) - 1) // 2] + counts[len(counts) // 2]) / 2
+        rate = f"{passed[key]} / {judged[key]} ({100 * passed[key] / judged[key]:.1f}%)" if judged[key] else "-"
+        body.append([key[0], key[1], len(groups[key]), f"{median:g}", counts[0], rate])
+    return NETWORKS_TEXT + "\n\n" + _table(["model", "source", "functions", "members per group (median)",
+                                             "least", "passed / verified"], body)
+
+
 CROSS_SOURCE_TEXT = ("Groups with members from several sources (`ptxds merge`: one canonical problem, "
                      "docs/crossource.md). Every member was timed the same way (same L2 flush, same "
                      "method), so times compare across compilers; per source its fastest passing member.")
@@ -692,6 +724,9 @@ def write_card(root, title: str = "PTX equivalence groups", credits=None, rows=N
         "raw bytes with `patches` giving the byte offsets where buffer addresses go.", "",
         "## Provenance and licences", "", _provenance(rows, credits), "",
     ]
+    networks = _networks_table(rows)
+    if networks:
+        parts += ["## Functions from networks", "", networks, ""]
     if verified:
         parts += ["## Verification", "", VERIFY_METHOD, "", "### Sanitizers", "", SANITIZER_POLICY, "",
                   _sanitizer_line(rows), "", "### Sensitivity of the error bound", "",
