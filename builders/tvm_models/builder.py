@@ -72,8 +72,9 @@ def model_names(values) -> list:
 def _task_problem(model: str, task_name: str):
     from .problem import check_reference, task_problem
     from .tasks import model_tasks
-    task = next(t for t in model_tasks(model).tasks if t.name == task_name)
-    problem = task_problem(model, task)
+    found = model_tasks(model)
+    task = next(t for t in found.tasks if t.name == task_name)
+    problem = task_problem(found.model, task)
     check_reference(problem)
     return task, problem
 
@@ -119,13 +120,13 @@ class TvmModelsBuilder(Builder):
             for task in found.tasks:
                 if wanted and task.name not in wanted:
                     continue
-                group_id = f"{SOURCE}/{model}/{task.name}"
+                group_id = f"{SOURCE}/{found.model}/{task.name}"
                 archs = "+".join(self.options.archs)
                 tc = {True: "tc", False: "cc", "only": "tconly"}[self.tensor_cores]
                 items.append(WorkItem(
                     key=f"{group_id}/{archs}/n{self.schedules}/s{self.options.sample_seed}/{tc}",
-                    group_id=group_id, label=f"{model} {task.name}",
-                    payload={"model": model, "task": task.name, "archs": list(self.options.archs),
+                    group_id=group_id, label=f"{found.model} {task.name}",
+                    payload={"model": model, "model_name": found.model, "task": task.name, "archs": list(self.options.archs),
                              "schedules": self.schedules, "seed": self.options.sample_seed,
                              "tensor_cores": self.tensor_cores},
                     rows=self.schedules * len(self.options.archs)))
@@ -146,9 +147,11 @@ class TvmModelsBuilder(Builder):
         try:
             task, problem = _task_problem(p["model"], p["task"])
         except Exception as exc:  # a reference that cannot be stated: one row says why
+            from .problem import bare_problem
             from .tasks import model_tasks
             task = next(t for t in model_tasks(p["model"]).tasks if t.name == p["task"])
-            record = self._record(p["model"], task, None, p["archs"][0], _Failed(f"{type(exc).__name__}: {exc}"))
+            record = self._record(p["model_name"], task, bare_problem(p["model_name"], task), p["archs"][0],
+                                  _Failed(f"{type(exc).__name__}: {exc}"))
             record.status, record.status_message = "build_failed", f"{item.group_id}: reference: {exc}"[:4000]
             return [record]
         records = []
@@ -160,7 +163,7 @@ class TvmModelsBuilder(Builder):
         from builders.tvm.schedules import DesignSpaces, candidates, cuda_target, tensor_core
         from builders.tvm.workloads import TENSOR_CORE_SCHEDULES
         target = cuda_target(arch)
-        maker = _Members(self, p["model"], task, problem, arch, target)
+        maker = _Members(self, p["model_name"], task, problem, arch, target)
         if p["tensor_cores"] != "only":
             spaces = None
             index, wanted = 0, p["schedules"]

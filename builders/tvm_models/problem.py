@@ -74,9 +74,8 @@ def input_inits(task) -> dict:
             for name in program["params"] if name not in program["outputs"]}
 
 
-def task_problem(model: str, task) -> Problem:
-    """The Problem of ``task`` (tasks.Task) of ``model``."""
-    from .reference import reference_source
+def task_buffers(task) -> list:
+    """One Buffer per PrimFunc parameter, in call order."""
     program = task.program
     inits = input_inits(task)
     buffers = []
@@ -88,9 +87,21 @@ def task_problem(model: str, task) -> Problem:
             buffers.append(Buffer(name, dtype, shape, "out"))
         else:
             buffers.append(Buffer(name, dtype, shape, "in", inits[name]))
-    source = reference_source(program, f"TVM task {task.name} of {model}")
+    return buffers
+
+
+def bare_problem(model: str, task) -> Problem:
+    """The task's buffers without its reference: the problem of a row that says why the
+    task has no members."""
+    return Problem(f"{model}/{task.name}", "custom", task_buffers(task), {"reference": "reference:reference"})
+
+
+def task_problem(model: str, task) -> Problem:
+    """The Problem of ``task`` (tasks.Task) of ``model``."""
+    from .reference import reference_source
+    source = reference_source(task.program, f"TVM task {task.name} of {model}")
     params = {"reference": "reference:reference", "reference_source": source, "reduction_length": 1}
-    problem = Problem(f"{model}/{task.name}", "custom", buffers, params)
+    problem = Problem(f"{model}/{task.name}", "custom", task_buffers(task), params)
     domain = input_domain(problem)
     if domain:
         params["input_range"] = domain
