@@ -1022,7 +1022,7 @@ class _Run:
             return
         members, cut = [], set()
         for row in todo:
-            record, shrunk = racecheck_record(row)
+            record, shrunk = racecheck_record(row, self.trial_salt)
             members.append((row.build_key, record.to_json(), problems[row.problem.digest()][0].first_host_storage()))
             if shrunk:
                 cut.add(row.build_key)
@@ -1039,7 +1039,7 @@ class _Run:
             row.sanitizer = json.dumps(merged, sort_keys=True)
             race_counts[row.build_key] = race_errors(findings)
             ran = "ran" if race_counts[row.build_key] is not None else "failed"
-            blocks = f", first {RACECHECK_FEW_BLOCKS} blocks of each launch" if row.build_key in cut else ""
+            blocks = f", {RACECHECK_FEW_BLOCKS} salted blocks of each large launch" if row.build_key in cut else ""
             row.provenance.setdefault("verify", {})["racecheck"] = f"{ran}: every member, on its first trial{blocks}"
 
     def _racecheck_server(self, worker) -> RacecheckServer:

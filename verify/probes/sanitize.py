@@ -255,14 +255,53 @@ def racecheck_grid(grid: tuple, cluster: tuple = (1, 1, 1)) -> tuple:
     return tuple(shrunk)
 
 
-def racecheck_record(record):
-    """``record`` as racecheck runs it (launches on racecheck_grid), and whether any launch
-    was cut."""
+def racecheck_record(record, salt: str = ""):
+    """``record`` as racecheck runs it, and whether only some of its blocks work. An entry
+    whose every launch has more than RACECHECK_FULL_GRID_BLOCKS blocks keeps its grid, and
+    all but a sample of RACECHECK_FEW_BLOCKS blocks (whole clusters) leave at their first
+    instruction (ptx_tools.instrument.block_sample): the kernel sees the grid of every other
+    run, and which blocks are watched depends on ``salt`` (the run's trial salt) and the
+    member. PTX that cannot be sampled, or an entry launched both small and large, gets its
+    launches cut (``racecheck_grid``) instead."""
     import dataclasses
-    launches = [dataclasses.replace(launch, grid=racecheck_grid(launch.grid, launch.cluster))
-                for launch in record.launches]
-    cut = any(new.grid != old.grid for new, old in zip(launches, record.launches))
-    return dataclasses.replace(record, launches=launches), cut
+    import hashlib
+    from ptx_tools.instrument.block_sample import BlockSample, sampled_copy
+    from ptx_tools.instrument.probe import ProbeError
+
+    def blocks(launch):
+        return int(launch.grid[0]) * int(launch.grid[1]) * int(launch.grid[2])
+
+    by_entry: dict = {}
+    for launch in record.launches:
+        by_entry.setdefault(launch.entry, []).append(launch)
+    def cut():
+        launches = [dataclasses.replace(launch, grid=racecheck_grid(launch.grid, launch.cluster))
+                    for launch in record.launches]
+        return dataclasses.replace(record, launches=launches), any(
+            new.grid != old.grid for new, old in zip(launches, record.launches))
+
+    samples = []
+    for entry, launches in by_entry.items():
+        large = [blocks(launch) > RACECHECK_FULL_GRID_BLOCKS for launch in launches]
+        if not any(large):
+            continue
+        if not all(large):  # one prologue per entry cannot sample one launch and keep another whole
+            return cut()
+        per_cluster = max(1, max(int(c) for launch in launches for c in [
+            int(launch.cluster[0]) * int(launch.cluster[1]) * int(launch.cluster[2])]))
+        units = min(blocks(launch) // per_cluster for launch in launches)
+        count = max(1, RACECHECK_FEW_BLOCKS // per_cluster)
+        if units <= count:
+            continue
+        digest = hashlib.sha256(f"{salt}:{record.build_key}:{entry}".encode()).digest()
+        start = int.from_bytes(digest[:8], "little") % (units - count + 1)
+        samples.append(BlockSample(entry, start, count, clustered=per_cluster > 1))
+    if not samples:
+        return record, False
+    try:
+        return dataclasses.replace(record, ptx=sampled_copy(record.ptx, samples)), True
+    except ProbeError:
+        return cut()
 
 
 def record_or_none(record_json: str):
