@@ -152,7 +152,9 @@ def check_float32_passes_every_trial(root):
             with torch.no_grad(), _Float32():
                 outs = module._outputs(module.graph(*values))
             for buffer, (value, size, stride, numel) in outs.items():
-                storage = module._storage(value.to(torch.float64), size, stride, numel).reshape(reference[buffer].shape)
+                kept = drawn.values[buffer] if problem.buffer(buffer).role == "inout" else None  # in place
+                storage = module._storage(value.to(torch.float64), size, stride, numel, kept).reshape(
+                    reference[buffer].shape)
                 with np.errstate(over="ignore"):
                     stored = storage.astype(problem.buffer(buffer).dtype).astype(np.float64)
                 where = f"{folder.name}.{buffer} trial {trial} ({drawn.kind})"

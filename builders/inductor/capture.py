@@ -21,6 +21,7 @@ import json
 import math
 import re
 import runpy
+import shutil
 import tempfile
 import textwrap
 import time
@@ -360,15 +361,22 @@ def autotune_configs(source: str) -> tuple:
 GRID_AXES = (("xnumel", "XBLOCK"), ("ynumel", "YBLOCK"), ("znumel", "ZBLOCK"))
 
 
+MAX_Y_GRID = 65535  # CUDA's grid y limit (Inductor's get_max_y_grid)
+
+
 def grid_expressions(inductor_meta: dict, params: list) -> list:
-    """The launch grid as call-description expressions (Inductor's Grid1D/2D/3D)."""
+    """The launch grid as call-description expressions (Inductor's Grid1D/2D/3D, and
+    Grid2DWithYZOverflow: y blocks beyond CUDA's limit folded into z)."""
     kind = inductor_meta.get("grid_type")
-    axes = {"Grid1D": 1, "Grid2D": 2, "Grid3D": 3}.get(kind)
+    axes = {"Grid1D": 1, "Grid2D": 2, "Grid3D": 3, "Grid2DWithYZOverflow": 2}.get(kind)
     if axes is None:
         raise ValueError(f"grid type {kind} is not launched by this source yet")
     grid = []
     for numel, block in GRID_AXES[:axes]:
         grid.append(f"cdiv({numel}, {block})" if block in params else numel)
+    if kind == "Grid2DWithYZOverflow":
+        folds = f"cdiv({grid[1]}, {MAX_Y_GRID})"
+        grid = [grid[0], f"cdiv({grid[1]}, {folds})", folds]
     return grid
 
 
@@ -384,8 +392,10 @@ def check_grid(inductor_meta: dict, grid: list, numels: dict, configs: list) -> 
             raise ValueError(f"grid {ours} differs from Inductor's {theirs} for config {config}")
 
 
+# a bool buffer is one byte a value, 0 or 1: the row states it as uint8 (Triton loads it
+# through the kernel's own ``.to(tl.int1)``) and the reference reads it back as bool
 DTYPE_NAMES = {"float16": "float16", "bfloat16": "bfloat16", "float32": "float32", "float64": "float64",
-               "int64": "int64", "int32": "int32", "bool": "bool", "int8": "int8", "uint8": "uint8"}
+               "int64": "int64", "int32": "int32", "bool": "uint8", "int8": "int8", "uint8": "uint8"}
 
 
 def _dtype_name(dtype) -> str:
@@ -399,6 +409,11 @@ def _kind(dtype_name: str) -> str:
     return "float" if dtype_name.startswith(("float", "bfloat")) else "bool" if dtype_name == "bool" else "int"
 
 
+def _kind_of(dtype) -> str:
+    """float, bool or int: how the reference rebuilds a buffer of this torch dtype."""
+    return _kind(str(dtype).replace("torch.", ""))
+
+
 def describe_kernel(graph, call: KernelCall, roles: dict, model: str) -> dict:
     """Everything the kernel's folder holds, as plain values; raises ValueError saying why
     the kernel cannot be a group."""
@@ -406,30 +421,41 @@ def describe_kernel(graph, call: KernelCall, roles: dict, model: str) -> dict:
     pointers = [p for p in call.params if p in call.reads or p in call.writes]
     buffers, inputs, outputs, in_nodes, out_nodes = [], {}, {}, [], []
     for param in pointers:
-        name = args[param]
-        size, stride, offset, dtype = _layout(graph, name)
-        if offset:
-            raise ValueError(f"{param} ({name}) starts at element {offset} of its storage")
-        dtype_name = _dtype_name(dtype)
-        numel = extent(size, stride)
-        role = "inout" if param in call.reads and param in call.writes else "in" if param in call.reads else "out"
-        shape = size if stride == _contiguous(size) else [numel]
-        if role != "in" and not dense(size, stride):
-            raise ValueError(f"{param} ({name}) is a strided view with holes; its other elements are not written")
+        # an in-place buffer is read in the layout of the value it held and written in the
+        # layout of the value it gets (an addmm's [256, 96] rewritten as a channels-last image)
+        views = {direction: (names[param], _layout(graph, names[param]))
+                 for direction, names in (("read", call.reads), ("write", call.writes)) if param in names}
+        for name, (size, stride, offset, dtype) in views.values():
+            if offset:
+                raise ValueError(f"{param} ({name}) starts at element {offset} of its storage")
+        dtypes = {_dtype_name(layout[3]) for _, layout in views.values()}
+        if len(dtypes) > 1:
+            raise ValueError(f"{param} is read as {' and written as '.join(sorted(dtypes))}")
+        dtype_name, kind = dtypes.pop(), _kind_of(next(iter(views.values()))[1][3])
+        numel = max(extent(layout[0], layout[1]) for _, layout in views.values())
+        role = "inout" if len(views) == 2 else "in" if "read" in views else "out"
+        size, stride = next(iter(views.values()))[1][:2]
+        one_layout = len({(tuple(layout[0]), tuple(layout[1])) for _, layout in views.values()}) == 1
+        shape = size if one_layout and stride == _contiguous(size) else [numel]
+        if role == "out" and not dense(size, stride):
+            raise ValueError(f"{param} ({views['write'][0]}) is a strided view with holes; its other elements "
+                             f"are not written")
         buffer = {"name": param, "dtype": dtype_name, "shape": shape or [1], "role": role}
-        if param in call.reads:
-            node = _buffer_node(graph, call.reads[param])
+        if "read" in views:
+            name, (size, stride, _, _) = views["read"]
+            node = _buffer_node(graph, name)
             if node is None:
-                raise ValueError(f"buffer {call.reads[param]} ({param}) is no FX node's value")
+                raise ValueError(f"buffer {name} ({param}) is no FX node's value")
             in_nodes.append(node)
-            inputs[param] = (*_value_layout(node, size, stride, call.reads[param]), _kind(dtype_name))
-            buffer["init"], buffer["graph_role"] = _init(node, roles, dtype_name)
-        if param in call.writes:
-            node = _buffer_node(graph, call.writes[param])
+            inputs[param] = (*_value_layout(node, size, stride, name), kind)
+            buffer["init"], buffer["graph_role"] = _init(node, roles, dtype_name, kind)
+        if "write" in views:
+            name, (size, stride, _, _) = views["write"]
+            node = _buffer_node(graph, name)
             if node is None:
-                raise ValueError(f"buffer {call.writes[param]} ({param}) is no FX node's value")
+                raise ValueError(f"buffer {name} ({param}) is no FX node's value")
             out_nodes.append(node)
-            outputs[param] = (*_value_layout(node, size, stride, call.writes[param]), numel)
+            outputs[param] = (*_value_layout(node, size, stride, name), numel)
         buffers.append(buffer)
     if not out_nodes:
         raise ValueError("the kernel writes no buffer")
@@ -488,14 +514,14 @@ def _value_layout(node, size: list, stride: list, name: str) -> tuple:
                      f"{node.name} is {shape}")
 
 
-def _init(node, roles: dict, dtype_name: str) -> tuple:
+def _init(node, roles: dict, dtype_name: str, kind: str) -> tuple:
     """(the buffer's input distribution, its role in the model) for a value the kernel reads."""
     role = roles.get(node.name, "activation") if node.op == "placeholder" else "activation"
     if role.startswith("indices:"):
         return {"kind": "randint", "params": {"low": 0, "high": int(role.split(":")[1])}}, role
-    if dtype_name == "bool":
+    if kind == "bool":
         return {"kind": "randint", "params": {"low": 0, "high": 2}}, role
-    if _kind(dtype_name) == "int":
+    if kind == "int":
         span = index_range(node)
         if span is None:
             raise ValueError(f"integer value {node.name} ({role}) has no known range")
@@ -574,7 +600,7 @@ def input_domain(reference_source: str, buffers: list) -> dict:
     stored = {b["name"]: b["dtype"] for b in buffers if b["role"] in ("out", "inout")}
     watcher = _narrow_values_mode(module)
 
-    def largest(arrays):
+    def peak(arrays):
         inputs = dict(fixed, **{b["name"]: np.array(a) for b, a in zip(floats, arrays)})
         watcher.ratio = 0.0
         with torch.no_grad(), watcher:
@@ -583,12 +609,25 @@ def input_domain(reference_source: str, buffers: list) -> dict:
                                     for name, (value, *_) in outs.items() if stored[name] in SAFE_MAGNITUDE]
         return FP16_SAFE * max(ratios)
 
+    def largest(arrays):
+        """The search's pattern, and the same magnitude as random extremes (below)."""
+        hi = max(float(np.abs(a).max()) for a in arrays)
+        return max(peak(arrays), peak(random_extremes([b["shape"] for b in floats], hi, rng)))
+
     try:
         hi = search_domain(largest, [b["shape"] for b in floats], DOMAIN_START, DOMAIN_FLOOR)
     except MuGraphSemanticsError:
         raise ValueError(f"no input magnitude >= {DOMAIN_FLOOR} keeps the kernel's stored values finite") from None
     hi = math.floor(hi * 2 ** 10) / 2 ** 10  # a short number, never above the one searched
     return {b["name"]: [DOMAIN_LOW, hi] for b in floats}
+
+
+def random_extremes(shapes: list, hi: float, rng) -> list:
+    """Every element +-hi, +-DOMAIN_LOW or 0 at random: the buffers' extremes against each
+    other, as the verifier's wide and edge draws place them (a batch norm's variance at 0 under
+    an input and a weight at hi, which the search's patterns, one magnitude for every buffer,
+    miss)."""
+    return [rng.choice([-hi, -DOMAIN_LOW, 0.0, DOMAIN_LOW, hi], size=tuple(shape)) for shape in shapes]
 
 
 def _reference_namespace(reference_source: str):
@@ -665,6 +704,7 @@ def trace_model(spec):
     from torch.fx.experimental.proxy_tensor import make_fx
 
     from builders.inductor.cuda_attention import cuda_attention_mode
+    from builders.inductor.cuda_lowering import convolution_decompositions
     from builders.inductor.models import build_block
 
     module, inputs = build_block(spec)
@@ -677,7 +717,8 @@ def trace_model(spec):
         return torch.func.functional_call(module, params, tuple(flat[len(names):]))
 
     with torch.no_grad(), cuda_attention_mode():
-        gm = make_fx(forward, tracing_mode="fake")(*[t.detach() for t in state.values()], *cpu_inputs)
+        gm = make_fx(forward, tracing_mode="fake", decomposition_table=convolution_decompositions())(
+            *[t.detach() for t in state.values()], *cpu_inputs)
     cuda = torch.device("cuda", 0)
     for node in gm.graph.nodes:
         node.args = _on_device(node.args, cuda)
@@ -690,8 +731,18 @@ def trace_model(spec):
     placeholders = [n.name for n in gm.graph.nodes if n.op == "placeholder"]
     roles = {}
     for placeholder, name in zip(placeholders, names + list(inputs)):
-        roles[placeholder] = f"weight:{name}" if name in state else inputs[name][0]
+        roles[placeholder] = state_role(name, state[name]) if name in state else inputs[name][0]
     return gm, example, roles
+
+
+def state_role(name: str, tensor) -> str:
+    """The role of a parameter or buffer: ``weight:<name>``, or for an integer buffer (BERT's
+    ``position_ids``, an arange) ``indices:<n>``, n one past its largest value: a kernel
+    reading it gathers rows below n, so its trials draw indices there."""
+    import torch
+    if tensor.is_floating_point() or tensor.dtype == torch.bool or not tensor.numel() or int(tensor.min()) < 0:
+        return f"weight:{name}"
+    return f"indices:{int(tensor.max()) + 1}"
 
 
 def trace_backward(spec, target: str = "h100"):
@@ -710,6 +761,7 @@ def trace_backward(spec, target: str = "h100"):
     from torch.fx.experimental.proxy_tensor import make_fx
 
     from builders.inductor.cuda_attention import cuda_attention_mode
+    from builders.inductor.cuda_lowering import convolution_decompositions
     from builders.inductor.models import build_block
 
     module, inputs = build_block(spec)
@@ -728,12 +780,13 @@ def trace_backward(spec, target: str = "h100"):
         return (out, *torch.autograd.grad(out, [p for p in primals if p.requires_grad], tangents))
 
     with torch.enable_grad(), cuda_attention_mode():
-        gm = make_fx(joint, tracing_mode="fake", decomposition_table=select_decomp_table())(primals, [tangent])
+        gm = make_fx(joint, tracing_mode="fake", decomposition_table={
+            **select_decomp_table(), **convolution_decompositions()})(primals, [tangent])
     _to_cuda(gm)
     with codegen_only(TARGETS[target]):
         _, backward = partition_fn(gm, None, num_fwd_outputs=1)
     example = _to_cuda(backward)
-    forward_roles = [f"weight:{n}" for n in names] + [role for role, _, _ in inputs.values()]
+    forward_roles = [state_role(n, t) for n, t in state.items()] + [role for role, _, _ in inputs.values()]
     roles = {}
     for node in backward.graph.nodes:
         if node.op == "placeholder":
@@ -800,6 +853,7 @@ def capture_model(spec, out_dir, target: str = "h100") -> dict:
     kept, skipped = [], {}
     for name, call in recorder.calls.items():
         source = recorder.sources.get(name)
+        folder = Path(out_dir) / spec.name / name
         try:
             if source is None:
                 raise ValueError("its source was not recorded")
@@ -814,13 +868,13 @@ def capture_model(spec, out_dir, target: str = "h100") -> dict:
                 raise ValueError(f"the kernel mutates {mutated}")
             grid = grid_expressions(meta, _params(source, name))
             check_grid(meta, grid, described["numels"], configs)
-            folder = Path(out_dir) / spec.name / name
             write_kernel(folder, name, spec.name, described, source, plain_kernel(source, name),
                          heuristic, configs, grid, spec.dtype)
             check_reference(folder)
             kept.append(name)
         except Exception as exc:  # a kernel we cannot describe is left out, with its reason
             skipped[name] = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
+            shutil.rmtree(folder, ignore_errors=True)  # a build reads every folder it finds
     summary = {"model": spec.name, "graph": "backward" if spec.backward else "forward", "kernels": kept, "skipped": skipped, "target": target,
                "torch": torch.__version__, "seconds": round(time.time() - start, 1),
                "capture_version": CAPTURE_VERSION,

@@ -4,7 +4,8 @@ rotary attention, SwiGLU MLP), a GPT-2 block (LayerNorm, GELU-tanh MLP), a ViT b
 ResNet bottleneck (batch norm in eval mode). Each is named ``<block>-<dtype>-<size>``.
 Also a Mixtral-style MoE decoder layer, BERT's embeddings and encoder layer and a T5 v1.1
 encoder layer, written after their ``transformers`` code (not installed where captures run).
-The ``transformers`` and ``torchvision`` models of docs/inductor.md's plan are not here yet."""
+The models of ``transformers``, ``torchvision`` and ``diffusers`` (llama, mixtral, gpt2, bert,
+resnet50, unet, ...) are in library_models.py; every name of both is a model here."""
 from __future__ import annotations
 
 import math
@@ -283,11 +284,18 @@ BLOCKS = {"llama_layer": llama_layer, "gpt2_block": gpt2_block, "vit_block": vit
           "resnet_bottleneck": resnet_bottleneck, "moe_block": moe_block, "bert_block": bert_block,
           "t5_block": t5_block}
 DTYPES = ("float16", "bfloat16", "float32")
+IMAGE_BLOCKS = ("resnet_bottleneck",)
+
+
+def model_names() -> list:
+    """Every model a spec may name: the blocks written here, then the library models."""
+    from builders.inductor.library_models import LIBRARY_MODELS
+    return list(BLOCKS) + list(LIBRARY_MODELS)
 
 
 @dataclass(frozen=True)
 class ModelSpec:
-    """One captured graph: a block, its dtype and its input size (batch x sequence, or
+    """One captured graph: a model, its dtype and its input size (batch x sequence, or
     batch x side for images); the forward, or with ``backward`` the training backward."""
     block: str
     dtype: str
@@ -301,16 +309,21 @@ class ModelSpec:
 
     @staticmethod
     def parse(text: str) -> "ModelSpec":
-        """``block`` or ``block:dtype:batch:seq`` (default float16, 2, 64; 2, 16 for images),
-        with ``:backward`` last for the training backward (``llama_layer:backward``)."""
+        """``model`` or ``model:dtype:batch:seq`` (default float16 and, for a block, 2 x 64 or
+        2 x 16 for images; for a library model its first size), with ``:backward`` last for
+        the training backward (``llama_layer:backward``)."""
+        from builders.inductor.library_models import LIBRARY_MODELS
         parts = text.split(":")
         backward = parts[-1] == "backward"
         if backward:
             parts = parts[:-1]
-        if parts[0] not in BLOCKS:
-            raise ValueError(f"unknown model {parts[0]!r}; known: {', '.join(BLOCKS)}")
-        image = parts[0] == "resnet_bottleneck"
-        defaults = [parts[0], "float16", "2", "16" if image else "64"]
+        if parts[0] not in BLOCKS and parts[0] not in LIBRARY_MODELS:
+            raise ValueError(f"unknown model {parts[0]!r}; known: {', '.join(model_names())}")
+        if parts[0] in LIBRARY_MODELS:
+            batch, seq = LIBRARY_MODELS[parts[0]].sizes[0]
+        else:
+            batch, seq = 2, 16 if parts[0] in IMAGE_BLOCKS else 64
+        defaults = [parts[0], "float16", str(batch), str(seq)]
         parts = parts + defaults[len(parts):]
         if parts[1] not in DTYPES:
             raise ValueError(f"model {text!r}: dtype must be one of {', '.join(DTYPES)}")
@@ -319,9 +332,31 @@ class ModelSpec:
 
 def build_block(spec: ModelSpec):
     """(module in inference mode (``train(False)``) with random weights, {input name: (role,
-    shape, dtype)})."""
+    shape, dtype)} in the order the module takes them)."""
+    from builders.inductor.library_models import LIBRARY_MODELS
     torch = _torch()
     torch.manual_seed(0)
-    module, inputs = BLOCKS[spec.block]()
     dtype = getattr(torch, spec.dtype)
-    return module.train(False).to(dtype), inputs(spec.batch, spec.seq, dtype, "cuda")
+    if spec.block in LIBRARY_MODELS:
+        entry = LIBRARY_MODELS[spec.block]
+        module, inputs = entry.build(spec.seq), entry.inputs(spec.batch, spec.seq, dtype)
+    else:
+        module, describe = BLOCKS[spec.block]()
+        inputs = describe(spec.batch, spec.seq, dtype, "cuda")
+    return module.train(False).to(dtype), inputs
+
+
+def example_inputs(spec: ModelSpec, device: str = "cpu"):
+    """(module as ``build_block`` makes it, on ``device``; a tuple of real inputs drawn by
+    role: token ids and masks below their range, activations from a normal draw, seed 0), for
+    a frontend that runs or exports the model itself (``torch.export``)."""
+    torch = _torch()
+    module, inputs = build_block(spec)
+    generator = torch.Generator().manual_seed(0)
+    tensors = []
+    for role, shape, dtype in inputs.values():
+        if role.startswith("indices:"):
+            tensors.append(torch.randint(0, int(role.split(":")[1]), shape, generator=generator, dtype=dtype))
+        else:
+            tensors.append(torch.randn(shape, generator=generator).to(dtype))
+    return module.to(device), tuple(t.to(device) for t in tensors)

@@ -16,6 +16,7 @@ float32 evaluation (inputs exact): E_out = sum |d out / d in| E_in + the op's ow
 times the sum of |terms| for an n-term sum). The verifier's custom bound with
 reduction_length 1 multiplies S by u_acc (float32), so S = E / u.
 """
+import functools
 import math
 
 import numpy as np
@@ -38,8 +39,12 @@ def _graph_inputs(inputs):
     return values
 
 
-def _storage(value, size, stride, numel):
+def _storage(value, size, stride, numel, base=None):
+    """The buffer's storage after the kernel: ``value`` at its strided places; the other
+    places keep ``base`` (an in-place buffer's input, which the kernel never touches there)."""
     flat = torch.zeros(numel, dtype=torch.float64)
+    if base is not None:
+        flat.copy_(torch.from_numpy(np.asarray(base, dtype=np.float64).reshape(-1)))
     torch.as_strided(flat, size, stride).copy_(value.to(torch.float64).expand(size))
     return flat.numpy()
 
@@ -54,7 +59,9 @@ def reference(inputs, problem):
     values = _graph_inputs(inputs)
     with torch.no_grad(), Float64():
         outs = _outputs(graph(*values))  # noqa: F821
-    return {b: _storage(v, s, st, n).reshape(problem.buffer(b).shape) for b, (v, s, st, n) in outs.items()}
+    return {b: _storage(v, s, st, n, inputs[b] if problem.buffer(b).role == "inout" else None)
+            .reshape(problem.buffer(b).shape)
+            for b, (v, s, st, n) in outs.items()}
 
 
 def reference_error_scale(inputs, problem):
@@ -149,8 +156,8 @@ class ErrorTracker(Float64):
             self.cast_roundoff = ROUNDOFF.get(args[1], 0.0) if isinstance(args[1], torch.dtype) else 0.0
         args, kwargs = _widen(tuple(args)), {k: _widen(v) for k, v in kwargs.items()}
         out = func(*args, **kwargs)
-        if name in EXACT:
-            return out
+        if name in EXACT or not any(isinstance(v, torch.Tensor) and v.is_floating_point() for v in _tensors(out)):
+            return out  # integers and booleans carry no rounding error
         errors = self._rule(func, name, args, kwargs, out)
         for value, error in zip(_tensors(out), _tensors(errors)):
             if isinstance(value, torch.Tensor) and value.is_floating_point():
@@ -176,6 +183,11 @@ class ErrorTracker(Float64):
             return func(*swapped, **kwargs)
         if name in CONTRACTING:
             return E(a)
+        if name == "max_pool2d_with_indices.default":  # a window's largest error bounds the one it picks
+            return func(E(a), *args[1:], **kwargs)[0], None
+        if name in ("clamp_min.Tensor", "clamp_max.Tensor", "clamp.Tensor"):  # one of the candidates
+            bounds = [t for t in args[1:] if isinstance(t, torch.Tensor)]
+            return functools.reduce(torch.maximum, [E(t).expand(out.shape) for t in bounds], E(a).expand(out.shape))
         if name in ("add.Tensor", "add.Scalar", "sub.Tensor", "sub.Scalar", "rsub.Scalar", "rsub.Tensor"):
             alpha = abs(kwargs.get("alpha", 1))
             return E(a) + alpha * E(b) + U32 * A(out)
