@@ -13,7 +13,7 @@ from dataset_spec.errors import PtxdsError
 
 BUILDERS = {
     "triton": "builders.triton:TritonBuilder",
-    "triton-dump": "builders.triton:TritonDumpBuilder",
+    "triton-dump": "builders.triton_dump:TritonDumpBuilder",
     "triton-jit": "builders.triton_jit:TritonJitBuilder",
     "ptx": "builders.manifest:ManifestBuilder",
     "cutlass": "builders.cutlass:CutlassBuilder",

@@ -63,7 +63,8 @@ def test_a_yaml_on_or_off_is_the_word_and_choices_are_checked(tmp_path):
 
 
 def test_a_source_handing_its_options_on_keeps_them_typed(tmp_path):
-    from builders.triton.builder import TritonDumpBuilder, TritonOptions
+    from builders.triton.builder import TritonOptions
+    from builders.triton_dump import TritonDumpBuilder
     options = BuildOptions(archs=["sm_80"], settings=TritonOptions(from_dump=str(tmp_path), shapes="llm"))
     dump = TritonDumpBuilder(options)
     assert dump.settings.from_dump == str(tmp_path) and not hasattr(dump.settings, "shapes")

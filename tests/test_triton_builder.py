@@ -9,8 +9,9 @@ import pytest
 pytest.importorskip("triton")
 
 from builders.base import BuildOptions, WorkItem  # noqa: E402
-from builders.triton import TritonBuilder, TritonDumpBuilder, compile_kernel, specialize  # noqa: E402
-from builders.triton.builder import triton_version  # noqa: E402
+from builders.triton import TritonBuilder, compile_kernel, specialize  # noqa: E402
+from builders.triton.compile import triton_version  # noqa: E402
+from builders.triton_dump import TritonDumpBuilder  # noqa: E402
 from dataset_spec.model import KernelRecord  # noqa: E402
 
 ENTRY = re.compile(r"\.entry\s+([\w$]+)\s*\(([^)]*)\)([^{]*)\{", re.S)
@@ -227,7 +228,7 @@ def test_spec_with_wrong_args_is_no_problem(dump_dirs, tmp_path):
 
 @pytest.fixture(scope="module")
 def example_dump(tmp_path_factory):
-    """builders.triton.dump_example run as its own process with TRITON_KERNEL_DUMP: a dump
+    """builders.triton_dump.example run as its own process with TRITON_KERNEL_DUMP: a dump
     tree, the cache tree of the same compiles, and the problem spec for them."""
     import os
     import subprocess
@@ -236,7 +237,7 @@ def example_dump(tmp_path_factory):
     out = tmp_path_factory.mktemp("triton-example")
     env = {k: v for k, v in os.environ.items() if not k.startswith("TRITON_")}
     env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1])
-    done = subprocess.run([sys.executable, "-m", "builders.triton.dump_example", str(out)], env=env,
+    done = subprocess.run([sys.executable, "-m", "builders.triton_dump.example", str(out)], env=env,
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     return out

@@ -1,5 +1,5 @@
-"""triton-dump groups by function (builders/triton/dump_specs.py) and speaks in the kernel's
-terms (builders/triton/dump_messages.py), on a real Triton cache of two add_kernel variants
+"""triton-dump groups by function (builders/triton_dump/specs.py) and speaks in the kernel's
+terms (builders/triton_dump/messages.py), on a real Triton cache of two add_kernel variants
 (tiles of 256 and 512) and a square_kernel: entries sharing a problem share a group, a
 variant that cannot cover a problem is not_applicable with the failed condition, variants
 compiled for several sizes need ``fits``, a second different problem for a group is refused
@@ -14,7 +14,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 from builders.base import BuildOptions  # noqa: E402
-from builders.triton import TritonDumpBuilder  # noqa: E402
+from builders.triton_dump import TritonDumpBuilder  # noqa: E402
 from dataset_spec.model import SpecError  # noqa: E402
 
 
@@ -141,7 +141,7 @@ def test_a_wrong_argument_count_names_the_parameters(cache, tmp_path):
 
 
 def test_dropped_parameters_are_named_from_the_kernel_source(tmp_path):
-    from builders.triton.dump_messages import describe_params
+    from builders.triton_dump.messages import describe_params
     source = tmp_path / "k.py"
     source.write_text("import triton\n\n@triton.jit\ndef k(Y, Y_stride, X, W_stride, RSTD, n, BLOCK: tl.constexpr):\n"
                       "    pass\n")

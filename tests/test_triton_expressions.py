@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from builders.base import BuildOptions
-from builders.triton.builder import TritonDumpBuilder
-from builders.triton.dump_specs import load_problem_specs
+from builders.triton_dump import TritonDumpBuilder
+from builders.triton_dump.specs import load_problem_specs
 from builders.triton.expressions import evaluate
 from dataset_spec.model import SpecError
 

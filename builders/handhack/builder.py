@@ -71,7 +71,7 @@ def compile_sw(arch: str, m: int):
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
-    from builders.triton.builder import ARCH_CC, PTX_ISA
+    from builders.triton.compile import ARCH_CC, PTX_ISA
 
     from .kernels import sw_kernel
     signature = {name: ("*i32" if name.endswith("_ptr") else "i32") for name in sw_kernel.arg_names
@@ -84,7 +84,7 @@ def compile_sw(arch: str, m: int):
 
 def base_launch(metadata: dict, pairs: int, m: int, n: int) -> tuple:
     """The global member's Launch and scratch buffers (the three rings)."""
-    from builders.triton.builder import make_launch
+    from builders.triton.compile import make_launch
     width = ring_width(m)
     user_args = [Arg.buf("query"), Arg.buf("target"), Arg.buf("row_best")]
     user_args += [Arg.buf(ring) for ring in RINGS]
@@ -143,7 +143,7 @@ class HandhackBuilder(Builder):
         return items
 
     def build(self, item: WorkItem) -> list:
-        from builders.triton.builder import PTX_ISA, metadata_dict, one_line, triton_version
+        from builders.triton.compile import PTX_ISA, metadata_dict, one_line, triton_version
         p = item.payload
         pairs, m, n, arch = p["pairs"], p["m"], p["n"], p["arch"]
         variant = {"member": BASE_MEMBER, "BLOCK": next_pow2(m), "num_warps": NUM_WARPS, "num_stages": 1}

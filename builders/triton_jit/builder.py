@@ -8,7 +8,7 @@ file gives its own). Arguments are specialised as Triton 3.6's JIT does (special
 launch then follows the compiled kernel itself: its arguments are the compiled signature's
 non-constexpr entries in order, as Triton's launcher passes them, then the two scratch
 pointers; block = 32 x num_warps, cluster = num_ctas and dynamic shared memory = the
-compiled metadata's ``shared`` (``builders.triton.builder.make_launch``, as the suite's rows).
+compiled metadata's ``shared`` (``builders.triton.compile.make_launch``, as the suite's rows).
 The argument list is checked against the PTX entry's parameters before the row is kept.
 """
 from __future__ import annotations
@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Optional
 
 from builders.base import Builder, WorkItem
-from builders.triton.builder import (ARCH_CC, PTX_ISA, SCALAR_TYPES, check_shared_memory, config_label,
+from builders.triton.compile import (ARCH_CC, PTX_ISA, SCALAR_TYPES, check_shared_memory, config_label,
                                      make_launch, metadata_dict, one_line, toolchain)
 from builders.triton_jit.description import (CallDescription, CallDescriptionError, cached_description,
                                              load_description, resolve_member)

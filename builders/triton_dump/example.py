@@ -2,7 +2,7 @@
 tree of the very same compiles, and the problem spec file that maps the dumped kernels: a
 dump to try ``ptxds build --source triton-dump`` on, on CPU (no GPU needed to compile).
 
-    python -m builders.triton.dump_example OUT
+    python -m builders.triton_dump.example OUT
     ptxds build --source triton-dump --from-dump OUT/dump --problem OUT/problems.json --out DATA
 
 Kernels: a row softmax (a reduction: dynamic shared memory), a persistent softmax with a
@@ -53,7 +53,7 @@ def pick_payloads(picks=PICKS) -> list[dict]:
 
 def spec_entry(payload: dict, folder: str) -> dict:
     """A problem spec entry mapping this pick's dump folder to the suite's own problem."""
-    from builders.triton.builder import kernel_arg_names
+    from builders.triton.compile import kernel_arg_names
 
     by_name = {p["name"]: p for p in payload["params"]}
     args = []
@@ -70,7 +70,7 @@ def write_example(out: Path, picks=PICKS) -> dict:
     """Compile every pick with dumping on; returns {dump folder: pick payload}."""
     dump, cache = out / "dump", out / "cache"
     os.environ.update(TRITON_KERNEL_DUMP="1", TRITON_DUMP_DIR=str(dump), TRITON_CACHE_DIR=str(cache))
-    from builders.triton.builder import compile_kernel
+    from builders.triton.compile import compile_kernel
 
     dump.mkdir(parents=True, exist_ok=True)
     folders = {}
@@ -98,7 +98,7 @@ def write_example(out: Path, picks=PICKS) -> dict:
 
 def main(argv: list[str]) -> int:
     if len(argv) != 1:
-        print("usage: python -m builders.triton.dump_example OUT_DIR", file=sys.stderr)
+        print("usage: python -m builders.triton_dump.example OUT_DIR", file=sys.stderr)
         return 2
     folders = write_example(Path(argv[0]))
     print(f"{len(folders)} dump folders in {argv[0]}/dump, cache tree in {argv[0]}/cache, "
