@@ -406,11 +406,11 @@ def modulated_rms_norm(inputs, problem):
 
 
 def modulated_rms_norm_error_scale(inputs, problem):
-    """The normalised product's magnitude (x * rstd rounded to x's dtype: params.math_input)
-    and the shift's."""
+    """The normalised product's magnitude (x * rstd and 1 + scale rounded to bfloat16, each
+    relative to it: params.math_input) and the shift's."""
     x, w, scale, shift = inputs["x"], inputs["w"], inputs["scale"], inputs["shift"]
     rstd = 1.0 / np.sqrt((x * x).mean(axis=-1, keepdims=True) + float(problem.params.get("eps", 1e-6)))
     per = int(problem.params["rows_per_modulation"])
     scale, shift = np.repeat(scale, per, axis=0), np.repeat(shift, per, axis=0)
     y = np.abs(x * rstd * (w + float(problem.params.get("offset", 0.0))) * (1.0 + scale))
-    return {"y": FIXED * y + np.abs(shift), "rstd": rstd[:, 0]}
+    return {"y": y + np.abs(shift), "rstd": rstd[:, 0]}
