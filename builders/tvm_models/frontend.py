@@ -55,6 +55,8 @@ def _importer_class():
                 value = node.meta.get("val")
                 if isinstance(out, relax.Expr) and isinstance(value, torch.Tensor) and value.is_floating_point():
                     want = str(value.dtype).replace("torch.", "")
+                    if not isinstance(out, relax.Var):  # a tuple item or call not bound yet has no type
+                        out = self.block_builder.emit(out)
                     have = getattr(getattr(out, "ty", None), "dtype", None)
                     if have is not None and str(have) != want:
                         out = self.block_builder.emit(relax.op.astype(out, want))
@@ -80,6 +82,31 @@ def _importer_class():
                 emitted.append(str(var.name))
                 return var
             builder.emit = recording
+
+        def _batch_norm_legit_no_training(self, node):
+            """Batch norm in inference mode as elementwise ops in the input's dtype (TVM 0.27
+            legalizes a float16 ``nn.batch_norm`` to a float32 result its users then reject):
+            (x - mean) / sqrt(var + eps) * weight + bias per channel, as TVM's own
+            DecomposeOpsForInference writes it."""
+            x = self.env[node.args[0]]
+            dtype = str(x.ty.dtype.dtype) if hasattr(x.ty.dtype, "dtype") else str(x.ty.dtype)
+            rank = len(node.meta["val"][0].shape)
+            eps = node.args[6] if len(node.args) > 6 else node.kwargs.get("eps", 1e-05)
+            emit = self.block_builder.emit
+
+            def channel(arg):
+                value = self.env[arg]
+                return emit(relax.op.reshape(value, [1, -1] + [1] * (rank - 2)))
+
+            mean, var = channel(node.args[3]), channel(node.args[4])
+            out = emit(relax.op.divide(emit(relax.op.subtract(x, mean)),
+                                       emit(relax.op.sqrt(emit(relax.op.add(var, relax.const(eps, dtype)))))))
+            if node.args[1] is not None:
+                out = emit(relax.op.multiply(out, channel(node.args[1])))
+            if node.args[2] is not None:
+                out = emit(relax.op.add(out, channel(node.args[2])))
+            # a Python tuple: its getitem is the value itself, with no binding between them
+            return out, self.env[node.args[3]], self.env[node.args[4]]
 
         def _addmm(self, node):
             bias, left, right = (self.env[a] for a in node.args[:3])
