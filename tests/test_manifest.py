@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 
 from builders.base import BuildOptions
-from builders.manifest import ManifestBuilder, ManifestError, _runs_on, load_manifest
+from builders.manifest import ManifestBuilder, ManifestError, load_manifest
+from builders.manifest.builder import _runs_on
 from dataset_spec.model import KernelRecord
 from dataset_spec.problems import get_op
 from dataset_spec.shards import read_records
