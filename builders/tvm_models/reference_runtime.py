@@ -70,7 +70,7 @@ class Interpreter:
         for name, entry in program["buffers"].items():
             shape, dtype = entry["shape"], entry["dtype"]
             if name in inputs:
-                value = torch.as_tensor(np.asarray(inputs[name], dtype=np.float64)).reshape(shape)
+                value = torch.tensor(np.asarray(inputs[name], dtype=np.float64)).reshape(shape)
                 value = value.to(_torch_dtype(dtype)) if _kind(dtype) != "float" else value
             else:
                 value = torch.zeros(shape, dtype=_torch_dtype(dtype))

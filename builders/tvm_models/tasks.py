@@ -16,6 +16,12 @@ import functools
 import time
 from dataclasses import dataclass, field
 
+from dataset_spec.errors import PtxdsError
+
+
+class ModelImportError(PtxdsError, ValueError):
+    """TVM's frontend or fusion passes reject a model."""
+
 
 @dataclass
 class Task:
@@ -141,8 +147,13 @@ def extract_tasks(spec) -> ModelTasks:
     from .program import UnsupportedTir, tir_program
 
     start = time.time()
-    imported = import_block(spec)
-    legalized, fused, final = fuse(imported.module)
+    try:
+        imported = import_block(spec)
+        legalized, fused, final = fuse(imported.module)
+    except Exception as exc:  # TVM raises its own error types
+        first = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
+        raise ModelImportError(f"TVM cannot import model {spec.name}: {first[:300]}",
+                               "leave it out of --models (TVM's torch frontend lacks what it needs)") from None
     found = regions(legalized, fused, imported.origins)
     main_params = {str(p.name): imported.input_roles.get(str(p.name), "activation")
                    for p in fused["main"].params}
