@@ -437,10 +437,12 @@ def describe_kernel(graph, call: KernelCall, roles: dict, model: str) -> dict:
         size, stride = next(iter(views.values()))[1][:2]
         one_layout = len({(tuple(layout[0]), tuple(layout[1])) for _, layout in views.values()}) == 1
         shape = size if one_layout and stride == _contiguous(size) else [numel]
-        if role == "out" and not dense(size, stride):
-            raise ValueError(f"{param} ({views['write'][0]}) is a strided view with holes; its other elements "
-                             f"are not written")
         buffer = {"name": param, "dtype": dtype_name, "shape": shape or [1], "role": role}
+        if role == "out" and not dense(size, stride):
+            # the kernel writes part of a buffer (its slice of a concatenation): the row states
+            # the buffer inout, so the elements it leaves keep their drawn values (the reference's
+            # too), while a written element that is left wrong or unwritten still differs
+            buffer.update(role="inout", shape=[numel], init={"kind": "normal", "params": {"mean": 0.0, "std": 1.0}})
         if "read" in views:
             name, (size, stride, _, _) = views["read"]
             node = _buffer_node(graph, name)
@@ -773,8 +775,11 @@ def trace_backward(spec, target: str = "h100"):
         out = torch.func.functional_call(module, dict(zip(names, primals)), tuple(primals[len(names):]))
     tangent = torch.zeros(out.shape, dtype=out.dtype)
 
+    trainable = len(dict(module.named_parameters()))  # buffers (rotary frequencies, BN statistics) are not
+
     def joint(primals, tangents):
-        primals = [p.detach().requires_grad_(p.is_floating_point()) for p in primals]
+        primals = [p.detach().requires_grad_(p.is_floating_point() and not trainable <= i < len(names))
+                   for i, p in enumerate(primals)]
         out = torch.func.functional_call(module, dict(zip(names, primals[:len(names)])),
                                          tuple(primals[len(names):]))
         return (out, *torch.autograd.grad(out, [p for p in primals if p.requires_grad], tangents))
@@ -787,14 +792,35 @@ def trace_backward(spec, target: str = "h100"):
         _, backward = partition_fn(gm, None, num_fwd_outputs=1)
     example = _to_cuda(backward)
     forward_roles = [state_role(n, t) for n, t in state.items()] + [role for role, _, _ in inputs.values()]
+    joint_nodes = {n.name: n for n in gm.graph.nodes}
     roles = {}
     for node in backward.graph.nodes:
         if node.op == "placeholder":
             roles[node.name] = (forward_roles[int(node.name.split("_")[1]) - 1] if node.name.startswith("primals_")
-                                else "gradient" if node.name.startswith("tangents_") else f"saved:{node.name}")
+                                else "gradient" if node.name.startswith("tangents_")
+                                else _saved_role(joint_nodes.get(node.name), forward_roles))
         elif node.op == "call_function":  # Inductor names its kernels after these (descriptive names)
             node.meta.setdefault("original_aten", node.target)
     return backward, example, roles
+
+
+VIEW_TARGETS = ("slice", "view", "expand", "unsqueeze", "squeeze", "select", "reshape", "clone", "permute",
+                "_to_copy", "convert_element_type", "alias")
+
+
+def _saved_role(node, forward_roles: list) -> str:
+    """The role of an activation the forward saves for the backward: ``indices:<n>`` when it
+    is a view of a model input or buffer of indices (BERT's sliced position ids), else
+    ``saved:<node>``."""
+    current = node
+    while current is not None and current.op == "call_function" and \
+            (str(current.target).split(".") + [""])[1] in VIEW_TARGETS:  # aten.slice.Tensor
+        current = current.args[0] if current.args and hasattr(current.args[0], "op") else None
+    if current is not None and current.op == "placeholder" and current.name.startswith("primals_"):
+        role = forward_roles[int(current.name.split("_")[1]) - 1]
+        if role.startswith("indices:"):
+            return role
+    return f"saved:{node.name}" if node is not None else "saved"
 
 
 def _to_cuda(gm) -> list:
@@ -843,6 +869,7 @@ def capture_model(spec, out_dir, target: str = "h100") -> dict:
     from builders.inductor.builder import CAPTURE_VERSION
 
     start = time.time()
+    shutil.rmtree(Path(out_dir) / spec.name, ignore_errors=True)  # a capture again replaces the model's kernels
     gm, example, roles = trace_backward(spec, target) if spec.backward else trace_model(spec)
     # Inductor numbers its graph inputs arg0_1, ...: the same order as make_fx's placeholders
     recorder = inductor_kernels(gm, example, target, spec.backward)
@@ -937,11 +964,14 @@ def check_reference(folder: Path) -> None:
 
 
 def capture_models(models: str, out_dir, target: str = "h100") -> list:
-    """Capture each of the comma-separated ``models`` (models.ModelSpec.parse) into
-    ``out_dir``; returns their summaries."""
+    """Capture each of the comma-separated ``models`` (models.ModelSpec.parse; ``library``
+    stands for library_models.dataset_specs) into ``out_dir``; returns their summaries."""
+    from builders.inductor.library_models import dataset_specs
     from builders.inductor.models import ModelSpec
     specs = []
-    for text in [m.strip() for m in models.split(",") if m.strip()]:
+    texts = [m.strip() for m in models.split(",") if m.strip()]
+    texts = [spec for text in texts for spec in (dataset_specs() if text == "library" else [text])]
+    for text in texts:
         try:
             specs.append(ModelSpec.parse(text))
         except ValueError as exc:

@@ -15,12 +15,16 @@ from typing import Callable
 class LibraryModel:
     """One library model: ``build(seq)`` returns the module for inputs of that sequence
     length or image side; ``inputs(batch, seq, dtype)`` returns {name: (role, shape, dtype)}
-    in the order the module takes them; ``sizes`` are the two (batch, seq) a dataset captures."""
+    in the order the module takes them; ``sizes`` are the two (batch, seq) a dataset captures,
+    in float32 and in ``half`` (bfloat16 for the decoders, as they are trained and served;
+    float16 for the rest); ``backward``: the dataset also captures the training backward."""
     build: Callable
     inputs: Callable
     sizes: tuple
     library: str
     image: bool = False
+    half: str = "float16"
+    backward: bool = False
 
 
 def _torch():
@@ -193,11 +197,13 @@ def _unet_inputs(batch, side, dtype):
 
 TEXT_SIZES = ((1, 64), (4, 256))
 LIBRARY_MODELS = {
-    "llama": LibraryModel(llama, _tokens(2048, mask=True), TEXT_SIZES, "transformers"),
-    "mixtral": LibraryModel(mixtral, _tokens(1024, mask=True), TEXT_SIZES, "transformers"),
-    "qwen2_moe": LibraryModel(qwen2_moe, _tokens(1024, mask=True), TEXT_SIZES, "transformers"),
+    "llama": LibraryModel(llama, _tokens(2048, mask=True), TEXT_SIZES, "transformers", half="bfloat16",
+                          backward=True),
+    "mixtral": LibraryModel(mixtral, _tokens(1024, mask=True), TEXT_SIZES, "transformers", half="bfloat16"),
+    "qwen2_moe": LibraryModel(qwen2_moe, _tokens(1024, mask=True), TEXT_SIZES, "transformers", half="bfloat16"),
     "gpt2": LibraryModel(gpt2, _tokens(2048, mask=True), TEXT_SIZES, "transformers"),
-    "bert": LibraryModel(bert, _tokens(2048, mask=True, token_types=True), TEXT_SIZES, "transformers"),
+    "bert": LibraryModel(bert, _tokens(2048, mask=True, token_types=True), TEXT_SIZES, "transformers",
+                         backward=True),
     "t5_encoder": LibraryModel(t5_encoder, _tokens(2048), TEXT_SIZES, "transformers"),
     "vit": LibraryModel(vit, _images(3), ((1, 32), (4, 64)), "transformers", image=True),
     "whisper_encoder": LibraryModel(whisper_encoder, _whisper_inputs, ((1, 64), (2, 150)), "transformers"),
@@ -206,3 +212,16 @@ LIBRARY_MODELS = {
     "convnext_tiny": LibraryModel(convnext_tiny, _pixels, ((1, 64), (4, 128)), "torchvision", image=True),
     "unet": LibraryModel(unet, _unet_inputs, ((1, 16), (2, 32)), "diffusers", image=True),
 }
+
+
+def dataset_specs() -> list:
+    """The model list of the Inductor dataset (``--models library``): every model at its two
+    sizes in its half dtype and float32, and the training backward where the entry asks."""
+    specs = []
+    for name, entry in LIBRARY_MODELS.items():
+        for dtype in (entry.half, "float32"):
+            for batch, seq in entry.sizes:
+                specs.append(f"{name}:{dtype}:{batch}:{seq}")
+                if entry.backward:
+                    specs.append(f"{name}:{dtype}:{batch}:{seq}:backward")
+    return specs
