@@ -12,7 +12,8 @@ adds afterwards. Which rows a program sums is part of the function, so the probl
 Error scales follow liger_reference.py: S is the sum of the magnitudes each output's terms
 carry (a row's dot products for dx, a program's rows for dW), multiplied by the float32 bound
 with n = params.reduction_length; where a kernel rounds x * rstd to bfloat16 before the dW
-product, the problem says ``math_input: {dw: bfloat16}``.
+product, the problem says ``math_input: {dw: bfloat16}`` and S is the root sum of squares of
+those terms (independent roundings of at most 2^-8 of each).
 """
 import numpy as np
 
@@ -83,7 +84,9 @@ def rms_norm_backward_error_scale(inputs, problem):
     dx = rstd * m + rstd ** 3 * np.abs(m * x).mean(axis=-1, keepdims=True) * np.abs(x)
     if "ds" in inputs:
         dx = dx + np.abs(inputs["ds"])
-    return {"dx": dx, "dw": per_program(np.abs(dy * x) * rstd, problem)}
+    # dW's terms are each rounded to bfloat16 (math_input): independent errors of at most
+    # 2^-8 of their term, so the root sum of squares of the terms (as fla_reference.py's)
+    return {"dx": dx, "dw": np.sqrt(per_program((dy * x * rstd) ** 2, problem))}
 
 
 def _layer_norm_parts(inputs, problem, x, dy, w, mean, rstd):
