@@ -93,6 +93,11 @@ class Builder:
     def work_items(self) -> list:
         raise NotImplementedError
 
+    def plan_batches(self, items: list) -> None:
+        """Called by a build with the work items it will run (after ``--limit`` and what a
+        resume skips), before any is built: a source that compiles several items' code in
+        one compiler run marks them here (in their payloads). Default: nothing."""
+
     def check_output(self, out_dir) -> None:
         """Called before building into ``out_dir`` (which may hold rows already): raise an
         error whose one-line message names the clash when the build cannot join them."""

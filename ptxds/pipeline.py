@@ -184,6 +184,7 @@ def run_build(source: str, out_dir, options: BuildOptions, jobs: int = 0, sass: 
     written = Dataset(out).done_keys()
     finished = {item_of_key(k) for k in written}
     todo = [item for item in items if item.key not in finished]
+    builder.plan_batches(todo)
     summary = BuildSummary(source, str(out), items_total=len(items),
                            items_skipped=len(items) - len(todo))
     task = BuildTask(source, BUILDERS[source], options, sass, str(Path(cache_dir).resolve()) if cache_dir else None,
