@@ -23,7 +23,8 @@ from dataset_spec.model import Arg, Buffer, KernelRecord, Launch, Problem
 
 from ptx_tools import CompileError, toolchain_versions
 from ptx_tools.ptx_cache import DEFAULT_FLAGS, cached_ptx
-from .cuda import module_source
+from .cuda import PRELUDE, kernel_sources, module_source
+from . import kernel_ptx
 from .fetch import COMMIT, DIR_ENV, default_files, expand, shared_dir
 from .analysis import MirageInputError, analyse, analyse_all, parsed_file
 from .graph import MuGraph, MuGraphError
@@ -87,6 +88,73 @@ def _analyse_cached(path: str, mtime_ns: int) -> FileInfo:
     return analyse_file(path)
 
 
+def _info(path: str) -> FileInfo:
+    return _analyse_cached(path, Path(path).stat().st_mtime_ns)
+
+
+# muGraphs of one file and arch compiled by one nvcc run (builders/mirage/kernel_ptx.py);
+# a worker whose chunk another worker is compiling compiles one of the next chunks meanwhile
+CHUNK_MUGRAPHS = 32
+AHEAD_CHUNKS = 2
+
+
+def _kernel_key(text: str, arch: str) -> str:
+    return kernel_ptx.kernel_key(PRELUDE, text, arch, DEFAULT_FLAGS, toolchain_versions()["nvcc"])
+
+
+@functools.lru_cache(maxsize=64)
+def _chunk(path: str, arch: str, indices: tuple) -> tuple:
+    """(lock name, {entry: CUDA text}, {entry: kernel key}) of the chunk's muGraphs, each
+    kernel once, in source order; muGraphs the lowering rejects are left out."""
+    info = _info(path)
+    sources: dict = {}
+    for index in indices:
+        graph = info.graphs[index]
+        if isinstance(graph, MuGraph):
+            try:
+                sources.update((e, t) for e, t in kernel_sources(plan_of(info, graph, arch)) if e not in sources)
+            except MuGraphError:
+                continue
+    keys = {entry: _kernel_key(text, arch) for entry, text in sources.items()}
+    name = hashlib.sha256("".join(sorted(keys.values())).encode()).hexdigest()[:32]
+    return name, sources, keys
+
+
+def _compile_missing(path: str, arch: str, indices: tuple, wait: bool) -> bool:
+    """Compile the chunk's kernels not kept yet; False when another process holds the
+    chunk and ``wait`` is off."""
+    name, sources, keys = _chunk(path, arch, indices)
+    missing = {e: t for e, t in sources.items() if kernel_ptx.load_kernel(keys[e]) is None}
+    if not missing or kernel_ptx.chunk_failed(name):
+        return True
+    with kernel_ptx.chunk_lock(name, wait) as held:
+        if not held:
+            return False
+        missing = {e: t for e, t in missing.items() if kernel_ptx.load_kernel(keys[e]) is None}
+        if missing and not kernel_ptx.chunk_failed(name):
+            kernel_ptx.compile_chunk(name, PRELUDE, missing, keys, arch, DEFAULT_FLAGS)
+    return True
+
+
+def chunked_ptx(plan: GraphPlan, arch: str, payload: dict) -> "str | None":
+    """The row's PTX put together from its chunk's kernels (compiling the chunk when they
+    are not kept yet), or None: then the row is compiled alone."""
+    texts = dict(kernel_sources(plan))
+    keys = [_kernel_key(text, arch) for text in texts.values()]
+    kernels = [kernel_ptx.load_kernel(k) for k in keys]
+    if None in kernels:
+        own = (payload["file"], arch, tuple(payload["chunk"]))
+        if not _compile_missing(*own, wait=False):
+            for path, other_arch, indices in payload.get("ahead", []):
+                if _compile_missing(path, other_arch, tuple(indices), wait=False):
+                    break
+            _compile_missing(*own, wait=True)
+        kernels = [kernel_ptx.load_kernel(k) for k in keys]
+        if None in kernels:
+            return None
+    return kernel_ptx.assemble(kernels)
+
+
 def plan_of(info: FileInfo, graph: MuGraph, arch: str = "sm_80") -> GraphPlan:
     return lower(graph, list(info.input_names), info.output_name, arch)
 
@@ -145,11 +213,26 @@ class MirageBuilder(Builder):
                         payload={"file": str(Path(path).resolve()), "index": index, "arch": arch}))
         return items
 
+    def plan_batches(self, items: list) -> None:
+        """Chunks of up to CHUNK_MUGRAPHS muGraphs of one file and arch, in build order:
+        each item's payload names its chunk and the next AHEAD_CHUNKS chunks."""
+        runs: dict = {}
+        for item in items:
+            if "error" not in item.payload:
+                runs.setdefault((item.payload["file"], item.payload["arch"]), []).append(item)
+        chunks = [(path, arch, run[start:start + CHUNK_MUGRAPHS]) for (path, arch), run in runs.items()
+                  for start in range(0, len(run), CHUNK_MUGRAPHS)]
+        for n, (path, arch, members) in enumerate(chunks):
+            ahead = [[p, a, [m.payload["index"] for m in ms]] for p, a, ms in chunks[n + 1:n + 1 + AHEAD_CHUNKS]]
+            for item in members:
+                item.payload["chunk"] = [m.payload["index"] for m in members]
+                item.payload["ahead"] = ahead
+
     def build(self, item: WorkItem) -> list:
         p = item.payload
         if "error" in p:
             raise MirageInputError(p["error"])
-        info = _analyse_cached(p["file"], Path(p["file"]).stat().st_mtime_ns)
+        info = _info(p["file"])
         graph = info.graphs[p["index"]]
         record = KernelRecord(
             group_id=info.group_id, source=SOURCE, variant={"mugraph": p["index"], "file": info.path.name},
@@ -163,7 +246,7 @@ class MirageBuilder(Builder):
         try:
             plan = plan_of(info, graph, p["arch"])
             source, entries = module_source(plan)
-            record.ptx = cached_ptx(source, p["arch"], "mirage")
+            record.ptx = ("chunk" in p and chunked_ptx(plan, p["arch"], p)) or cached_ptx(source, p["arch"], "mirage")
         except MuGraphError as exc:
             record.status, record.status_message = "build_failed", str(exc)
             return [record]
