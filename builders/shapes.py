@@ -41,6 +41,7 @@ from pathlib import Path
 
 from dataset_spec.documents import load_document
 from dataset_spec.model import SpecError
+from dataset_spec.ops import ops_where
 from builders.moe_shapes import (LLM_GROUPED, LLM_GROUPED_BLOCKWISE, LLM_GROUPED_COMPLEX, SWEEP_GROUPED,
                                  SWEEP_GROUPED_BLOCKWISE, SWEEP_GROUPED_COMPLEX, grouped_label)
 
@@ -48,13 +49,10 @@ KINDS = {"gemm": ("M", "N", "K"), "rows": ("M", "N"), "elementwise": ("n",),
          "conv2d": ("N", "H", "W", "C", "K", "R", "S", "stride", "pad"),
          "conv3d": ("N", "D", "H", "W", "C", "K", "T", "R", "S", "stride", "pad"),
          "attention": ("B", "Sq", "Skv", "D")}
-OP_KINDS = {"gemm": "gemm", "mixed_input_gemm": "gemm", "sparse_gemm": "gemm", "softmax": "rows", "rmsnorm": "rows", "layernorm": "rows", "attention": "attention",
-            "vector_add": "elementwise", "square": "elementwise", "conv2d": "conv2d", "conv3d": "conv3d",
-            "grouped_gemm": "grouped"}
 GROUPED = "grouped"  # a size of this kind is a tuple of (M, N, K) problems
-OP_KINDS["blockwise_scaled_gemm"] = "gemm"  # FP8 GEMMs with per-block scales: multiples of 128
-OP_KINDS["grouped_blockwise_scaled_gemm"] = GROUPED  # the same, MoE experts in one launch
-OP_KINDS["grouped_complex_gemm"] = GROUPED  # planar complex GEMMs in one launch
+# The kind of each op's sizes, as its OpSpec states it; conv2d and conv3d are the shape
+# sets' names for every convolution op of that rank.
+OP_KINDS = {**ops_where("sizes"), "conv2d": "conv2d", "conv3d": "conv3d"}
 # Host-side float64 copies the verifier keeps per group (inputs, outputs, reference and
 # error scale) must stay a few hundred MB; built-in sets are checked against this.
 MAX_GROUP_HOST_BYTES = 768 << 20

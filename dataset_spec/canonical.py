@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from . import attention as attention_fn
+from .ops import ops_where
 from .model import (DEFAULT_TRIAL_KINDS, Buffer, Distribution, KernelRecord, Problem,
                     make_kernel_id, to_plain, unverified)
 
@@ -49,11 +50,8 @@ GROUP_PREFIX = "function"
 TRANSPOSED = {"row": "col", "col": "row"}
 GEMM_PARAMS = frozenset({"M", "N", "K", "shape", "layout_a", "layout_b", "layout_c", "alpha", "beta",
                          "accumulator", "math_input"})
-ROW_OPS = {  # op -> (canonical input names in order, params other than the size)
-    "softmax": (("x",), frozenset()),
-    "rmsnorm": (("x", "w"), frozenset({"eps"})),
-    "layernorm": (("x", "w", "b"), frozenset({"eps"})),
-}
+# op -> (canonical input names in order, params other than the size), as each OpSpec states it
+ROW_OPS = ops_where("canonical_rows")
 DEFAULT_INIT = Distribution("normal", {"mean": 0.0, "std": 1.0})
 
 

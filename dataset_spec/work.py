@@ -25,14 +25,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .model import Problem
+from .ops import ops_where
 from .ops.spec import reads_buffer
 
 # Ops whose inputs are not all needed, or whose needs the registry cannot see.
 OUTPUTS_ONLY = ("custom", "mugraph")
 # Ops with an exact multiply-add count: 2 x output elements x reduction length.
-FLOP_OPS = ("gemm", "batch_matmul", "mixed_input_gemm", "blockwise_scaled_gemm", "sparse_gemm",
-            "conv2d_fprop", "conv3d_fprop", "conv2d_wgrad", "conv3d_wgrad", "conv2d_bias_relu",
-            "depthwise_conv2d")
+FLOP_OPS = tuple(ops_where("exact_flops"))
 GEMM_OPS = ("gemm", "mixed_input_gemm", "blockwise_scaled_gemm", "sparse_gemm", "grouped_gemm",
             "grouped_blockwise_scaled_gemm", "grouped_complex_gemm", "complex_gemm")
 CONV_ACTIVATIONS = {"conv2d_fprop": ("x",), "conv3d_fprop": ("x",), "conv2d_wgrad": ("x",),

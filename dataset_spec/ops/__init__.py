@@ -79,6 +79,12 @@ def check_problem(problem) -> None:
 MAX_OUTPUT_ROUNDINGS = 8
 
 
+def ops_where(field: str) -> dict:
+    """{op name: the value of ``field``} for every op whose ``OpSpec.field`` is set: the
+    tables other rooms read (sizes kinds, row ops, ops the GPU evaluates, exact flops)."""
+    return {name: getattr(spec, field) for name, spec in OPS.items() if getattr(spec, field)}
+
+
 def get_op(name: str) -> OpSpec:
     try:
         return OPS[name]
@@ -87,4 +93,4 @@ def get_op(name: str) -> OpSpec:
                         f"(or op 'custom' with params.reference = 'module:function')") from None
 
 
-__all__ = ["OPS", "OpSpec", "get_op", "check_problem", "init_moments", "DEFAULT_INPUT_RANGE"]
+__all__ = ["OPS", "OpSpec", "get_op", "ops_where", "check_problem", "init_moments", "DEFAULT_INPUT_RANGE"]

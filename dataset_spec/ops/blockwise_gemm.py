@@ -300,5 +300,6 @@ OPS = [
         range_blockwise, "|alpha| |A_s| @ |B_s| + |beta| |C| (A_s, B_s: operands times their block scales), "
                          "n = gk on the tensor cores, then K/gk float32 promotions", None,
         pointwise_blockwise, stress_blockwise,
-        "e S_i, e the epilogue's float32 roundings of one term (alpha, beta, their products, the add)"),
+        "e S_i, e the epilogue's float32 roundings of one term (alpha, beta, their products, the add)",
+        sizes="gemm", exact_flops=True),
 ]

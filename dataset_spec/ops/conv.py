@@ -87,10 +87,10 @@ OPS = [
            "Y = relu(conv2d(X, W) + bias), NCHW, stride 1, params.padding", scale_conv2d_bias_relu,
            range_products(conv_length), "conv2d(|X|, |W|) + |bias|, n = C R S",
            range_int_products(conv_length, "X", "W"),
-           pointwise_conv, stress_conv, "S_i (the bias add)"),
+           pointwise_conv, stress_conv, "S_i (the bias add)", exact_flops=True),
     OpSpec("depthwise_conv2d", ref_depthwise_conv2d, depthwise_length,
            "Y[n, c] = conv2d(X[n, c], W[c]), NCHW, stride 1, params.padding", scale_depthwise_conv2d,
            range_products(depthwise_length), "depthwise_conv2d(|X|, |W|), n = R S",
            range_int_products(depthwise_length, "X", "W"),
-           stress=stress_conv),
+           stress=stress_conv, exact_flops=True),
 ]

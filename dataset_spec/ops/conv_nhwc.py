@@ -328,7 +328,7 @@ def _ops():
                 range_int_products(conv_reduction_length, first, second),
                 pointwise_conv, stress_conv,
                 "e S_i, e the epilogue's float32 roundings of one term (alpha, beta, their products, the add)",
-                exact=conv_exact))
+                exact=conv_exact, exact_flops=kind in ("fprop", "wgrad")))
     return specs
 
 

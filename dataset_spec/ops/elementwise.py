@@ -73,7 +73,9 @@ def coverage_square(problem) -> list:
 OPS = [
     OpSpec("vector_add", ref_vector_add, lambda p: 1, "out = x + y", scale_vector_add, range_vector_add,
            "0 (exactly rounded)", range_int_sum(lambda p: 1, operands=2), pointwise_vector_add, stress_vector_add,
-           "|out_i| when the output is narrower than float32 (double rounding), else 0", coverage=coverage_vector_add),
+           "|out_i| when the output is narrower than float32 (double rounding), else 0", coverage=coverage_vector_add,
+           sizes="elementwise", array_api=True, device_stress=True),
     OpSpec("square", ref_square, lambda p: 1, "out = x * x", None, range_square, "x * x",
-           stress=stress_square, coverage=coverage_square),
+           stress=stress_square, coverage=coverage_square,
+           sizes="elementwise", array_api=True, device_stress=True),
 ]

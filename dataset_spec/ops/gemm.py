@@ -322,10 +322,11 @@ OPS = [
            range_gemm, "|alpha| |A| @ |B| + |beta| |C|, n = K", range_int_products(gemm_reduction_length, "A", "B"),
            pointwise_gemm, stress_gemm,
            "e S_i, e the epilogue's float32 roundings of one term (alpha, beta, their products, the add)",
-           coverage=coverage_gemm, reduction_axis=gemm_reduction_axis, exact=gemm_exact),
+           coverage=coverage_gemm, reduction_axis=gemm_reduction_axis, exact=gemm_exact,
+           sizes="gemm", array_api=True, device_stress=True, exact_flops=True),
     OpSpec("batch_matmul", ref_batch_matmul, batch_matmul_length, "C[b] = A[b] @ B[b]", scale_batch_matmul,
            range_products(batch_matmul_length), "|A[b]| @ |B[b]|, n = K",
            range_int_products(batch_matmul_length, "A", "B"),
            stress=stress_batch_matmul, coverage=coverage_batch_matmul,
-           reduction_axis=lambda problem, buffer: {"A": -1, "B": -2}.get(buffer.name)),
+           reduction_axis=lambda problem, buffer: {"A": -1, "B": -2}.get(buffer.name), exact_flops=True),
 ]

@@ -197,5 +197,6 @@ OPS = [
         scale_grouped_blockwise, range_grouped_blockwise,
         "per problem |alpha| |A_s,i| @ |B_s,i| + |beta| |C_i|, n = gk on the tensor cores, then K_i/gk "
         "float32 promotions", None, pointwise_grouped_blockwise, stress_grouped_blockwise,
-        "per problem, as blockwise_scaled_gemm: e S_i, e the epilogue's float32 roundings of one term"),
+        "per problem, as blockwise_scaled_gemm: e S_i, e the epilogue's float32 roundings of one term",
+        sizes="grouped"),
 ]

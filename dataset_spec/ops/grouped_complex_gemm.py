@@ -159,5 +159,5 @@ OPS = [
         "per problem, as complex_gemm: per part |alpha| (|ar|@|br| + |ai|@|bi|) (re), |alpha| (|ar|@|bi| + "
         "|ai|@|br|) (im) + |beta| |C part|, n = 2 K_i",
         pointwise_scale=pointwise_grouped_complex,
-        pointwise_text="e S_i, as complex_gemm"),
+        pointwise_text="e S_i, as complex_gemm", sizes="grouped"),
 ]

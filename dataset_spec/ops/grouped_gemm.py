@@ -232,5 +232,5 @@ OPS = [
                   scale_grouped_gemm, range_grouped_gemm,
                   "per problem |alpha| |A_i| @ |B_i| + |beta| |C_i|, n = K_i",
                   range_int_products(max_k, "A", "B"), pointwise_grouped_gemm, stress_grouped_gemm,
-                  "per problem, as gemm: e S_i, e the epilogue's float32 roundings of one term"),
+                  "per problem, as gemm: e S_i, e the epilogue's float32 roundings of one term", sizes="grouped"),
 ]

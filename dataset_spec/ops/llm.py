@@ -198,7 +198,7 @@ OPS: list = [
            "O = softmax(Q @ K, last dim) @ V with K stored [.., d, n] (Mirage: E = exp(Q@K); "
            "O = (E / sum(E, -1)) @ V)", scale_attention, _declared_range,
            "root sum of squares of P_j (1 + |Q|@|K|_j) |V_j - O|, dyadic partial sums of P@V and "
-           "of P (times O), and O; n = keys"),
+           "of P (times O), and O; n = keys", sizes="attention"),
     OpSpec("rmsnorm_matmul", ref_rmsnorm_matmul, last_dim_of("X"),
            "Y = (X / sqrt(mean(X^2, -1))) @ W", scale_rmsnorm_matmul, _declared_range,
            "root sum of squares of dyadic partial sums of (X/rms) @ W, and 3 Y; n = X's last dim"),

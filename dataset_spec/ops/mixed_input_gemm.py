@@ -193,5 +193,6 @@ OPS = [
            "|alpha| |W| @ |B| + |beta| |C|, W the dequantised A, n = K (+ the contraction spread)",
            integer_range,
            pointwise_mixed_input_gemm,
-           pointwise_text="e S_i, e the epilogue's float32 roundings of one term (as for gemm)"),
+           pointwise_text="e S_i, e the epilogue's float32 roundings of one term (as for gemm)",
+           sizes="gemm", exact_flops=True),
 ]

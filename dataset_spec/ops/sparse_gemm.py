@@ -125,5 +125,5 @@ OPS = [
            scale_sparse_gemm, range_sparse, "|alpha| |A_dense| @ |B| + |beta| |C|, n = K/2",
            integer_range_sparse, pointwise_sparse_gemm, stress_gemm,
            "e S_i, e the epilogue's float32 roundings of one term (alpha, beta, their products, the add)",
-           derived_inputs=("E",), derive=derive_meta),
+           derived_inputs=("E",), derive=derive_meta, sizes="gemm", exact_flops=True),
 ]

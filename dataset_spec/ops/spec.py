@@ -74,6 +74,20 @@ class OpSpec:
     outputs: Optional[Callable] = None
     roundings: Optional[Callable] = None
     derived_when: Optional[Callable] = None
+    # What the rest of ptxds knows about the op, stated here once:
+    # ``sizes``: the kind of its sizes in a shape set (builders/shapes.KINDS, or "grouped");
+    # ``canonical_rows``: (input names in order, params besides the size) when the op is a row
+    # op whose rows from any source share one cross-source group (dataset_spec/canonical.py);
+    # ``array_api``: reference and scales written with operators numpy and torch share, so the
+    # verifier evaluates them on the GPU and draws the trials there (verify/trials);
+    # ``device_stress``: its stress cases can be drawn on the device too;
+    # ``exact_flops``: 2 x output elements x reduction length is every algorithm's multiply-add
+    # count, so the roofline counts flops (dataset_spec/work.py).
+    sizes: Optional[str] = None
+    canonical_rows: Optional[tuple] = None
+    array_api: bool = False
+    device_stress: bool = False
+    exact_flops: bool = False
 
     def derives(self, problem: Problem, name: str) -> bool:
         """Whether the op makes input ``name``'s values in every trial (``derive``)."""

@@ -21,6 +21,7 @@ from typing import Optional
 import numpy as np
 
 from dataset_spec.model import Problem
+from dataset_spec.ops import ops_where
 from dataset_spec.trials import DRAW, FLOAT_DISTRIBUTIONS, INTEGERS, STRESS, is_float, trial_spec
 
 from . import device_rng
@@ -28,10 +29,10 @@ from .inputs import EDGE_FRACTION, MAGNITUDE, TrialInputs, _moments, edge_every_
 
 # Ops whose reference, error scale and pointwise scale are written with operators numpy and
 # torch share (reference.ARRAY_API_OPS)
-DEVICE_OPS = frozenset({"gemm", "vector_add", "square"})
+DEVICE_OPS = frozenset(ops_where("array_api"))
 # Ops whose stress cases are drawn on the device too (elementwise: one case per element;
 # gemm: the row patterns of dataset_spec/stress.py along K)
-DEVICE_STRESS_OPS = frozenset({"vector_add", "square", "gemm"})
+DEVICE_STRESS_OPS = frozenset(ops_where("device_stress"))
 _TORCH_STORAGE = {"float16": "float16", "bfloat16": "bfloat16", "float32": "float32", "float64": "float64",
                   "int8": "int8", "uint8": "uint8", "int16": "int16", "int32": "int32", "int64": "int64"}
 _INT_LIMITS = {"int8": (-128, 127), "uint8": (0, 255), "int16": (-32768, 32767),
