@@ -92,6 +92,7 @@ def finalize_record(record: KernelRecord, sass: bool = False) -> KernelRecord:
     record.resources = assembly.resources
     record.sass = (assembly.sass or "") if sass else ""
     record.features = feature_tags(record.ptx)
-    record.ptx_hash = ptx_hash(record.ptx)
+    # record.ptx is normalised already, and normalising is idempotent: hash the text as it is
+    record.ptx_hash = hashlib.sha256(record.ptx.encode()).hexdigest()
     record.kernel_id = make_kernel_id(record.ptx_hash, record.launches, record.problem, record.arch)
     return record

@@ -265,6 +265,7 @@ def test_batched_and_alone_hash_equal(nvcc_ptx):
         assert ptx_hash(alone_split) == ptx_hash(batched[name])
         norm = normalize_ptx(batched[name])
         assert "_INTERNAL_0" in norm and "$str$0" in norm
+        assert normalize_ptx(norm) == norm  # finalize hashes normalised text as it is
         assert len(parse_ptx(batched[name]).entries) == 1
     first, second = batched.values()
     assert ptx_hash(first) != ptx_hash(second)
