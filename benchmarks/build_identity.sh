@@ -22,7 +22,7 @@ cli build --silent --source handhack --out "$out/handhack" --jobs 1
 for source in triton mutants cutlass mirage handhack; do
     "$python" - "$out/$source" > "$out/$source.keys" <<'PY'
 import sys
-from dataset_spec.shards import read_records
+from dataset_spec.store.shards import read_records
 for key, kid in sorted((r.build_key, r.kernel_id) for r in read_records(sys.argv[1])):
     print(key, kid)
 PY

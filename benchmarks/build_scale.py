@@ -28,7 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from dataset_spec.shards import read_records  # noqa: E402
+from dataset_spec.store.shards import read_records  # noqa: E402
 
 DEFAULT_SLICE = ["--source", "cutlass", "--arch", "sm_80", "--family", "cutlass_tensorop_*", "--per-family", "1",
                  "--limit", "64"]

@@ -52,7 +52,7 @@ def timed_build(source: str, archs: str, out: Path, env: dict, extra: list) -> d
     seconds = time.perf_counter() - start
     if proc.returncode != 0:
         raise SystemExit(f"build failed ({proc.returncode}):\n{''.join(tail)}")
-    from dataset_spec.shards import read_table
+    from dataset_spec.store.shards import read_table
     rows = read_table(out, "kernels", columns=["status"]).column("status").to_pylist()
     return {"seconds": seconds, "rows": len(rows), "built": sum(s == "built" for s in rows),
             "first_line": first_line, "peak_mib": peak / 1024}

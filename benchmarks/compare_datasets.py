@@ -20,7 +20,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from dataset_spec.schema import SCHEMAS  # noqa: E402
-from dataset_spec.shards import read_split_table  # noqa: E402
+from dataset_spec.store.shards import read_split_table  # noqa: E402
 
 SHOWN = 5  # differing rows listed per config
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from dataset_spec.shards import read_pairs, read_records  # noqa: E402
+from dataset_spec.store.shards import read_pairs, read_records  # noqa: E402
 
 
 def main(folder: str) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from dataset_spec.shards import read_records  # noqa: E402
+from dataset_spec.store.shards import read_records  # noqa: E402
 
 SETTLED = ("passed", "not_applicable")
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from dataset_spec.shards import read_records  # noqa: E402
+from dataset_spec.store.shards import read_records  # noqa: E402
 
 EXPERIMENT_SPEEDUP = 0.35  # the hand edit's reported speed-up (occupancy 4 instead of 12 blocks/SM)
 BASE_MEMBER = "global"

@@ -26,7 +26,7 @@ sys.path.insert(0, str(ROOT))
 
 
 def select(dataset: str, match: str, limit: int) -> list:
-    from dataset_spec.shards import read_records
+    from dataset_spec.store.shards import read_records
     rows = [r for r in read_records(dataset) if r.status not in ("build_failed", "not_applicable")
             and r.launches and all(part in f"{r.group_id} {r.name} {r.arch}" for part in match.split(","))]
     return rows[:limit] if limit else rows
@@ -39,7 +39,7 @@ def child(dataset: str, build_key: str, mode: str) -> dict:
     ``extra`` more dynamic shared memory, ``noise`` the concurrent noise kernel, ``cubin``
     the verifier's ptxas assembly, ``nvjitlink`` nvJitLink (which the verifier once used and
     no longer does), ``trialK`` trial K's inputs."""
-    from dataset_spec.shards import read_records
+    from dataset_spec.store.shards import read_records
     from verify.device.driver import Context, DriverError, NoiseKernel, check, cu, function_attribute
     from verify.trials.inputs import make_trial_inputs
     from verify.member.row import load_row

@@ -31,7 +31,7 @@ case "${1:-}" in
     $PYTHON - "$OUT/verified" <<'PY'
 import collections
 import sys
-from dataset_spec.dataset import Dataset
+from dataset_spec.store.dataset import Dataset
 rows = sorted(Dataset.open(sys.argv[1]).records(), key=lambda r: (r.group_id, r.name, r.arch, r.time_us_median or 0))
 print(f"{'group':62} {'kernel':34} {'arch':7} {'status':14} {'time_us':>9}  message")
 for r in rows:

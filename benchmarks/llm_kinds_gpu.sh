@@ -20,7 +20,7 @@ timeout "${VERIFY_BUDGET:-280}" python3 -m ptxds verify "$work/built" --out "$wo
 echo "verify: $(( $(date +%s) - start )) s wall"
 python3 - "$work/verified" <<'PY' | tee "$out/llm-kinds.md"
 import collections, sys
-from dataset_spec.shards import read_records
+from dataset_spec.store.shards import read_records
 rows = read_records(sys.argv[1])
 by_kind = collections.defaultdict(collections.Counter)
 families = collections.defaultdict(set)

@@ -141,7 +141,7 @@ def ordering_change(new: list, old: list) -> str:
 
 
 def read_groups(dataset: str) -> dict:
-    from dataset_spec.shards import read_table
+    from dataset_spec.store.shards import read_table
     rows = read_table(dataset, "kernels", columns=COLUMNS).to_pylist()
     groups = defaultdict(list)
     for row in rows:

@@ -33,7 +33,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from dataset_spec.model import BUILD_STATUSES  # noqa: E402
-from dataset_spec.shards import read_records  # noqa: E402
+from dataset_spec.store.shards import read_records  # noqa: E402
 from dataset_spec.labels import kill_rates, mutant_class, survivor_reason  # noqa: E402
 
 
@@ -54,7 +54,7 @@ def racy_survivors(verified: Path, work: Path, kernel_timeout: float) -> dict:
     """kernel_id -> racecheck hazards of surviving mutants whose base has none."""
     import shutil
     from dataset_spec.model import unverified
-    from dataset_spec.shards import ShardWriter
+    from dataset_spec.store.shards import ShardWriter
     from verify import verify_dataset
     records = read_records(verified)
     by_id = {r.kernel_id: r for r in records}

@@ -339,7 +339,7 @@ def driver_main(dataset: str, keys_path: str, manifest_path: str, repeats: int, 
     """Load each row, warm it up unprofiled, run it ``repeats`` times in a profiled range.
     ``flush_mode`` l2: flush L2 before every run with verify's own flush (l2write: its write
     alone), after a first profiled range of flushes alone that names the flush's kernels."""
-    from dataset_spec.shards import read_records
+    from dataset_spec.store.shards import read_records
     from verify.device.assembly_pool import assemble_for_gpu, target_arch
     from verify.device.driver import Context, check, cu
     from verify.trials.inputs import init_array, make_trial_inputs
@@ -444,7 +444,7 @@ def run_ncu(dataset: Path, rows: list, ncu: str, repeats: int, warmup: int, scra
 
 
 def _timed_rows(path: Path) -> list:
-    from dataset_spec.shards import read_records
+    from dataset_spec.store.shards import read_records
     return read_records(path)
 
 

@@ -24,7 +24,7 @@ python3 benchmarks/inductor_groups.py "$out/verified" > "$out/groups.md"; tail -
 python3 - "$out/verified" <<'PY'
 import sys
 from collections import Counter, defaultdict
-from dataset_spec.shards import read_records
+from dataset_spec.store.shards import read_records
 groups = defaultdict(list)
 for r in read_records(sys.argv[1]):
     groups[r.group_id].append(r)

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from builders.base import BuildOptions
-from dataset_spec.shards import read_records
+from dataset_spec.store.shards import read_records
 from ptxds.executors import make_executor
 from ptxds.pipeline import run_build
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from dataset_spec.shards import read_records  # noqa: E402
+from dataset_spec.store.shards import read_records  # noqa: E402
 from verify.device.driver import Context, check, cu  # noqa: E402
 from verify.trials.inputs import make_trial_inputs  # noqa: E402
 from verify.device.residency import SmHolder  # noqa: E402

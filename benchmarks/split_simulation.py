@@ -170,7 +170,7 @@ def install_stand_ins(costs: dict, events: Events) -> None:
 
 def write_dataset(folder: Path, groups: int, members: int) -> None:
     from dataset_spec.model import Arg, Buffer, KernelRecord, Launch, Problem
-    from dataset_spec.shards import ShardWriter
+    from dataset_spec.store.shards import ShardWriter
     rows = []
     for g in range(groups):
         n = 1024
@@ -187,7 +187,7 @@ def write_dataset(folder: Path, groups: int, members: int) -> None:
 def child(args) -> None:
     """One run: ``verify_dataset`` of ``--data`` with ``--workers`` stand-ins; JSON on stdout."""
     sys.path.insert(0, str(Path(args.code).resolve()))
-    from dataset_spec.shards import read_records
+    from dataset_spec.store.shards import read_records
     from verify import verify_dataset
     import verify.runner as runner
     costs = {k: getattr(args, k) * args.scale for k in ("check_s", "time_s", "prepare_s", "coverage_s", "copy_s")}

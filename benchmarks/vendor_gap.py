@@ -64,7 +64,7 @@ def main() -> int:
     parser.add_argument("datasets", nargs="+")
     parser.add_argument("--samples", type=int, default=200)
     args = parser.parse_args()
-    from dataset_spec.shards import read_records
+    from dataset_spec.store.shards import read_records
     groups = defaultdict(list)
     for path in args.datasets:
         for record in read_records(path):

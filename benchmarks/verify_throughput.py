@@ -38,7 +38,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from dataset_spec.shards import read_records  # noqa: E402
+from dataset_spec.store.shards import read_records  # noqa: E402
 from verify import verify_dataset  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "benchmarks"))

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from dataset_spec.shards import read_records
+from dataset_spec.store.shards import read_records
 from verify.judge.compare import error_stats
 from verify.trials.inputs import exact_values
 from verify.runner import prepare_problem

@@ -42,19 +42,6 @@ def describe_mismatch(group_id: str, problems: list) -> str:
             "definition, or give the other problem its own problem_id (its own group)")
 
 
-def problems_in_folder(root, group_id: str) -> list:
-    """The distinct problems that rows of ``group_id`` already in the dataset folder ``root``
-    carry (reads only the group_id and problem columns)."""
-    from pathlib import Path
-    from .shards import read_table
-    if not (Path(root) / "kernels").is_dir():
-        return []
-    table = read_table(root, "kernels", columns=["group_id", "problem"])
-    texts = {text for group, text in zip(table.column("group_id").to_pylist(), table.column("problem").to_pylist())
-             if group == group_id and text}
-    return distinct_problems(Problem.from_json(text) for text in sorted(texts))
-
-
 def check_joins(group_id: str, problem: Problem, existing: list, where: str) -> str:
     """'' when ``problem`` may join a group whose rows carry ``existing`` problems, else one
     line naming the clash (``where`` says where the existing rows are) and the fix."""

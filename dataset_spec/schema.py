@@ -81,7 +81,7 @@ PAIRS_SCHEMA = pa.schema([
     ("witness", WITNESS),
 ], metadata={"ptxds.schema_version": str(SCHEMA_VERSION), "ptxds.config": "pairs"})
 
-# ``*_by_shape``: the same rows, split by held-out size (dataset_spec/splits.py).
+# ``*_by_shape``: the same rows, split by held-out size (dataset_spec/store/splits.py).
 SCHEMAS = {"kernels": KERNELS_SCHEMA, "pairs": PAIRS_SCHEMA,
            "kernels_by_shape": KERNELS_SCHEMA, "pairs_by_shape": PAIRS_SCHEMA}
 

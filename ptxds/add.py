@@ -17,7 +17,7 @@ from typing import Optional
 
 from builders import source_credits
 from builders.handhack.builder import ptx_diff
-from dataset_spec.dataset import Dataset
+from dataset_spec.store.dataset import Dataset
 from dataset_spec.documents import load_document
 from dataset_spec.errors import PtxdsError
 from dataset_spec.model import KernelRecord, Launch, SpecError, make_build_key

@@ -52,7 +52,7 @@ def _damaged_folder_message(exc: Exception, kwargs: dict) -> str:
         return ""
     if not isinstance(exc, pa.ArrowException):
         return ""
-    from dataset_spec.dataset import damaged_message, damaged_parts
+    from dataset_spec.store.dataset import damaged_message, damaged_parts
     folders = [kwargs.get("dataset"), kwargs.get("out_dir"), *(kwargs.get("datasets") or ())]
     for folder in folders:
         if folder and Path(folder).is_dir():
@@ -358,7 +358,7 @@ def info(dataset, as_json):
     from .pipeline import build_incomplete
     from .report import gather
     from .report.text import as_dict, format_text
-    from dataset_spec.resplit import split_check
+    from dataset_spec.store.resplit import split_check
     report = gather(dataset)
     splits = split_check(dataset)
     incomplete = build_incomplete(dataset)
@@ -391,7 +391,7 @@ def resplit(dataset, silent):
 
         ptxds resplit data/triton-verified
     """
-    from dataset_spec.dataset import Dataset
+    from dataset_spec.store.dataset import Dataset
     summary = Dataset.open(dataset, credits=source_credits).publish(progress=not silent, canonical=True)
     click.echo(f"{dataset}: {summary.rows} rows, {summary.moved} moved "
                f"({summary.crossing_before} ptx_hash value(s) crossed splits before, 0 now; "
@@ -440,7 +440,7 @@ def show_witness(dataset, which):
 
         ptxds show-witness data/triton-verified 3f1c0a9e2b7d5c4a8e6f0b1d
     """
-    from dataset_spec.shards import read_pairs, read_records
+    from dataset_spec.store.shards import read_pairs, read_records
     from verify.trials.witness import regenerate
     records = read_records(dataset)
     by_id = {r.kernel_id: r for r in records}
@@ -474,7 +474,7 @@ SCHEMA_VERSION_WITH_WITNESS = 4  # the version that added trial_errors and witne
 
 def _schema_version_of(dataset, build_key: str) -> int:
     """The schema version the row with ``build_key`` was last written in."""
-    from dataset_spec.shards import latest_rows, read_table
+    from dataset_spec.store.shards import latest_rows, read_table
     rows = latest_rows(read_table(dataset, "kernels", columns=["build_key", "schema_version"]).to_pylist())
     return next((r["schema_version"] or 0 for r in rows if r["build_key"] == build_key), 0)
 
@@ -588,7 +588,7 @@ def verify(dataset, out_dir, groups, trials, no_timing, workers, kernel_timeout,
 
         ptxds verify data/cutlass --out data/cutlass-verified --executor ray --address auto
     """
-    from dataset_spec.dataset import Dataset
+    from dataset_spec.store.dataset import Dataset
     from verify.options import VerifyOptions
     from .verification import verify_and_publish
     out_dir = out_dir or str(Path(dataset).resolve()) + "-verified"

@@ -20,8 +20,8 @@ from pathlib import Path
 from tqdm import tqdm
 
 from dataset_spec.canonical import canonical_record, unify_network_groups
-from dataset_spec.card import check_card_replaceable
-from dataset_spec.dataset import Dataset
+from dataset_spec.store.card import check_card_replaceable
+from dataset_spec.store.dataset import Dataset
 from dataset_spec.errors import PtxdsError
 
 

@@ -17,11 +17,11 @@ from pathlib import Path
 
 from builders import BUILDERS, EXTRA_OF_PACKAGE, MissingSourceDependency, load_builder, source_credits
 from builders.base import BuildOptions, WorkItem
-from dataset_spec.card import check_card_replaceable
-from dataset_spec.dataset import Dataset
+from dataset_spec.store.card import check_card_replaceable
+from dataset_spec.store.dataset import Dataset
 from dataset_spec.errors import PtxdsError
 from dataset_spec.model import SpecError
-from dataset_spec.shards import remove_stale_temp_files
+from dataset_spec.store.shards import remove_stale_temp_files
 from ptx_tools import find_tool
 
 from .executors import BuildTask, build_and_finalize  # noqa: F401 (tests build one item)

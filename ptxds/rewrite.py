@@ -21,7 +21,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from builders import source_credits
-from dataset_spec.dataset import Dataset
+from dataset_spec.store.dataset import Dataset
 from dataset_spec.model import SpecError, make_build_key, unverified
 from ptx_tools import parse_ptx
 from ptx_tools.analysis.equivalence import PROOF, static_reason

@@ -5,8 +5,8 @@ through it."""
 from __future__ import annotations
 
 from builders import source_credits
-from dataset_spec.dataset import Dataset
-from dataset_spec.shards import part_files
+from dataset_spec.store.dataset import Dataset
+from dataset_spec.store.shards import part_files
 
 
 def verify_and_publish(dataset, out_dir, options=None, executor=None, progress: bool = True):

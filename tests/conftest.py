@@ -74,7 +74,7 @@ def verified_carried(dataset, tmp_path, timeout: int = 1800,
     import subprocess
     import sys
     from pathlib import Path
-    from dataset_spec.shards import read_records
+    from dataset_spec.store.shards import read_records
     dataset = Path(dataset)
     if not dataset.is_dir():
         pytest.skip(f"{dataset} was not carried (build it with {build_hint})")

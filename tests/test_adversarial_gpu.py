@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from builders.base import BuildOptions
-from dataset_spec.shards import read_records, read_table
+from dataset_spec.store.shards import read_records, read_table
 from ptxds.pipeline import run_build
 
 pytestmark = pytest.mark.gpu

@@ -13,7 +13,7 @@ import pytest
 from builders.base import BuildOptions
 from builders.manifest import load_manifest
 from dataset_spec.model import VERIFY_STATUSES
-from dataset_spec.shards import read_records
+from dataset_spec.store.shards import read_records
 from ptxds.pipeline import run_build
 from conftest import needs_nvcc  # noqa: E402
 

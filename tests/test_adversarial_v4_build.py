@@ -110,7 +110,7 @@ def test_every_class_has_two_members_and_every_v4_status_is_expected():
 
 @pytest.fixture(scope="module")
 def built_rows(tmp_path_factory):
-    from dataset_spec.shards import read_records
+    from dataset_spec.store.shards import read_records
     out = tmp_path_factory.mktemp("adversarial_v4")
     build_suite(out)
     return read_records(out)

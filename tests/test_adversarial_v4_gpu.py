@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from dataset_spec.shards import read_records
+from dataset_spec.store.shards import read_records
 from test_adversarial_v4_build import build_suite  # noqa: E402  (tests/ is on sys.path)
 
 pytestmark = pytest.mark.gpu

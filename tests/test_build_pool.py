@@ -15,7 +15,7 @@ from builders import BUILDERS
 from builders.base import BuildOptions, WorkItem
 from builders.triton import TritonBuilder
 from dataset_spec.errors import PtxdsError
-from dataset_spec.shards import read_records
+from dataset_spec.store.shards import read_records
 from ptxds.executors import BuildTask
 from ptxds.executors.local import ITEM_TIMEOUT_ENV, LocalExecutor
 from ptxds.pipeline import run_build, select_items

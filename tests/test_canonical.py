@@ -262,7 +262,7 @@ def test_tilelang_states_every_crossource_function_as_triton_and_tvm_do():
 
 
 def test_card_names_the_fastest_source_of_each_cross_source_group():
-    from dataset_spec.card import _cross_source_table
+    from dataset_spec.store.card import _cross_source_table
     def row(group, source, name, status="passed", t=None):
         return {"group_id": group, "source": source, "name": name, "status": status, "time_us_median": t}
     rows = [row(GEMM_256, "triton", "t1", t=9.0), row(GEMM_256, "triton", "t2", t=7.5),

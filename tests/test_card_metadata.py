@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from dataset_spec.card import size_category, write_card
+from dataset_spec.store.card import size_category, write_card
 from dataset_spec.model import Buffer, KernelRecord, Launch, Problem
-from dataset_spec.publish import publish
+from dataset_spec.store.publish import publish
 from dataset_spec.schema import SCHEMAS
-from dataset_spec.shards import ShardWriter, read_split_table
+from dataset_spec.store.shards import ShardWriter, read_split_table
 
 datasets = pytest.importorskip("datasets")
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from dataset_spec.shards import part_files, read_records, read_table
+from dataset_spec.store.shards import part_files, read_records, read_table
 from ptxds.cli import cli
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -32,7 +32,7 @@ def test_unknown_source_lists_known_ones(tmp_path):
     result = run_cli("build", "--source", "nope", "--out", str(tmp_path / "d"))
     assert result.exit_code == 2  # a usage error, like a bad --arch
     assert result.output.strip().splitlines()[-1] == \
-        "Error: unknown source 'nope'; known sources: cutlass, cutlass-conv, handhack, inductor, mirage, ptx, tilelang, triton, triton-dump, triton-jit, tvm"
+        "Error: unknown source 'nope'; known sources: cutlass, cutlass-conv, handhack, inductor, mirage, ptx, tilelang, triton, triton-dump, triton-jit, tvm, tvm-models"
 
 
 def test_unknown_arch_is_rejected(tmp_path):
@@ -161,7 +161,7 @@ def test_schedules_applies_to_tvm_only(tmp_path):
 
 
 @pytest.mark.parametrize("flag, sources", [(("--workloads", "matmul_fp16"), "tilelang and tvm"),
-                                           (("--tensor-cores", "only"), "tvm")])
+                                           (("--tensor-cores", "only"), "tvm and tvm-models")])
 def test_tvm_selection_flags_apply_to_tvm_only(tmp_path, flag, sources):
     result = run_cli("build", "--source", "mirage", *flag, "--out", str(tmp_path / "d"))
     assert result.exit_code != 0

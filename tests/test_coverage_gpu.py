@@ -126,7 +126,7 @@ def test_the_counter_counts_the_executed_path_and_not_a_branch_never_taken(ptx):
 
 
 def test_unexercised_survived_and_a_dropped_barrier_end_to_end(ptx, tmp_path):
-    from dataset_spec.shards import ShardWriter, read_pairs, read_records
+    from dataset_spec.store.shards import ShardWriter, read_pairs, read_records
     from ptxds.pairs import KILLED_STATUSES, write_pairs
     from verify import verify_dataset
     from verify.probes.race_focus import automatic_sanitizer

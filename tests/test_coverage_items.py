@@ -293,7 +293,7 @@ def test_integer_operands_keep_an_exact_bound():
 
 def test_the_card_tables_coverage_per_op():
     import json
-    from dataset_spec.card import _coverage_table, coverage_by_op
+    from dataset_spec.store.card import _coverage_table, coverage_by_op
     rows = [{"group_id": g, "op": op, "problem": "{}",
              "provenance": json.dumps({"verify": {"coverage": record}})}
             for g, op, record in (("g1", "gemm", {"A:zero_row:-1": 3, "A:binade:-3": 0, "B:inf": 2}),

@@ -41,7 +41,7 @@ def source_dirs(tmp_path_factory):
     from builders.shapes import shape_set_from_dict
     from builders.triton import TritonBuilder
     from builders.tvm import TvmBuilder
-    from dataset_spec.dataset import Dataset
+    from dataset_spec.store.dataset import Dataset
     root = tmp_path_factory.mktemp("crossource")
     shapes = shape_set_from_dict(dict(SHAPES, name="x256"), "test")
     triton = TritonBuilder(BuildOptions(archs=["sm_80"], extra={"shapes": shapes}))
@@ -63,7 +63,7 @@ def source_dirs(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def merged(source_dirs):
-    from dataset_spec.dataset import Dataset
+    from dataset_spec.store.dataset import Dataset
     from ptxds.cli import cli
     root, dirs = source_dirs
     out = root / "merged"
@@ -116,7 +116,7 @@ def test_launches_name_the_canonical_buffers_and_still_fit_their_ptx(merged):
 
 
 def test_pairs_cross_sources_once_verified(merged):
-    from dataset_spec.pairs import make_pairs
+    from dataset_spec.store.pairs import make_pairs
     _, rows, _ = merged
     rows = [r for r in rows if r.group_id == GROUP]
     for row in rows:

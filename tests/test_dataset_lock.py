@@ -12,15 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from dataset_spec.lock import LOCK_NAME, OWNER_NAME, DatasetBusy, FolderLock
-from dataset_spec.resplit import resplit
-from dataset_spec.shards import ShardWriter, read_records, remove_stale_temp_files
+from dataset_spec.store.lock import LOCK_NAME, OWNER_NAME, DatasetBusy, FolderLock
+from dataset_spec.store.resplit import resplit
+from dataset_spec.store.shards import ShardWriter, read_records, remove_stale_temp_files
 from dataset_spec.swap import NEW
 
 ROOT = Path(__file__).resolve().parents[1]
-HOLD = ("import sys; from dataset_spec.shards import ShardWriter; w = ShardWriter(sys.argv[1]); "
+HOLD = ("import sys; from dataset_spec.store.shards import ShardWriter; w = ShardWriter(sys.argv[1]); "
         "print('held', flush=True); sys.stdin.readline(); w.close(); print('closed', flush=True)")
-TRY = ("import sys; from dataset_spec.shards import ShardWriter; from dataset_spec.errors import PtxdsError\n"
+TRY = ("import sys; from dataset_spec.store.shards import ShardWriter; from dataset_spec.errors import PtxdsError\n"
        "try:\n    ShardWriter(sys.argv[1]).close()\nexcept PtxdsError as exc:\n    print(exc); sys.exit(3)\n"
        "print('wrote')")
 

@@ -7,11 +7,11 @@ import sys
 import numpy as np
 import pytest
 
-from dataset_spec.card import write_card
+from dataset_spec.store.card import write_card
 from dataset_spec.model import (Arg, Buffer, Distribution, KernelRecord, Launch, Pair, Patch,
                                 Problem, SpecError)
 from dataset_spec.problems import get_op
-from dataset_spec.shards import (ShardWriter, done_keys, part_files, read_pairs, read_records,
+from dataset_spec.store.shards import (ShardWriter, done_keys, part_files, read_pairs, read_records,
                                  split_of)
 
 
@@ -229,7 +229,7 @@ def test_shards_of_an_older_schema_read_with_null_new_columns(tmp_path):
     import pyarrow as pa
     import pyarrow.parquet as pq
     from dataset_spec.schema import KERNELS_SCHEMA, record_to_row
-    from dataset_spec.shards import read_records
+    from dataset_spec.store.shards import read_records
     row = record_to_row(make_record(group="old", name="k_old"))
     old_fields = [f for f in KERNELS_SCHEMA if f.name not in ("max_err_ratio", "output_hash", "time_method")]
     old_schema = pa.schema(old_fields)
@@ -244,8 +244,8 @@ def test_shards_of_an_older_schema_read_with_null_new_columns(tmp_path):
 def test_card_of_a_verified_dataset_states_the_error_model(tmp_path):
     """After verify, the card lists per op and dtype the error scale S and the smallest
     relative error the bound catches, and how rows were timed."""
-    from dataset_spec.card import write_card
-    from dataset_spec.shards import ShardWriter
+    from dataset_spec.store.card import write_card
+    from dataset_spec.store.shards import ShardWriter
     rows = []
     for i, catches in enumerate((1.8e-7, 3.0e-7)):
         row = make_record(group=f"g{i}", name=f"k{i}")

@@ -260,7 +260,7 @@ class _HostAddWorker:
 def test_verify_with_trials_made_on_the_device_labels_as_the_host(tmp_path, monkeypatch):
     """The runner end to end with torch's CPU as the device (inputs, references, bounds and
     judging there) against the host path: the same statuses, the generator recorded."""
-    from dataset_spec.shards import ShardWriter, read_records
+    from dataset_spec.store.shards import ShardWriter, read_records
     from verify import runner, verify_dataset
     problem = _vector_add("float32", 5000)
     rows = [KernelRecord(problem.problem_id, "test", {"entry": name}, name, "sm_80", "", [], problem,

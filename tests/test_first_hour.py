@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from builders.base import BuildOptions, WorkItem
-from dataset_spec.shards import part_files
+from dataset_spec.store.shards import part_files
 from ptxds.cli import cli
 from ptxds.pipeline import plan_build, select_items
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from dataset_spec.shards import read_records
+from dataset_spec.store.shards import read_records
 
 pytestmark = pytest.mark.gpu
 

@@ -18,7 +18,7 @@ import pytest
 from conftest import compiled_or_skip
 from dataset_spec.model import Arg, KernelRecord, Launch
 from dataset_spec.ops.grouped_blockwise_gemm import make_grouped_blockwise_problem
-from dataset_spec.shards import ShardWriter, read_records
+from dataset_spec.store.shards import ShardWriter, read_records
 
 pytestmark = pytest.mark.gpu
 

@@ -17,7 +17,7 @@ from conftest import compiled_or_skip
 
 from dataset_spec.model import Arg, KernelRecord, Launch
 from dataset_spec.ops.grouped_gemm import TABLE_NAMES, make_grouped_problem
-from dataset_spec.shards import ShardWriter, read_records
+from dataset_spec.store.shards import ShardWriter, read_records
 
 pytestmark = pytest.mark.gpu
 

@@ -17,7 +17,7 @@ from ptxds.add import AddError, add_member  # noqa: E402
 from builders.handhack.builder import MEMBERS, sw_problem  # noqa: E402
 from builders.handhack.ptx_edit import PtxEditError, Ring, rings_to_shared  # noqa: E402
 from dataset_spec.problems import get_op  # noqa: E402
-from dataset_spec.shards import read_records  # noqa: E402
+from dataset_spec.store.shards import read_records  # noqa: E402
 from ptx_tools import assemble  # noqa: E402
 from ptxds.cli import cli  # noqa: E402
 from ptxds.pipeline import run_build  # noqa: E402

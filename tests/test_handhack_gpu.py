@@ -6,7 +6,7 @@ pytest.importorskip("triton")
 
 from builders.base import BuildOptions  # noqa: E402
 from builders.handhack.builder import MEMBERS  # noqa: E402
-from dataset_spec.shards import read_records  # noqa: E402
+from dataset_spec.store.shards import read_records  # noqa: E402
 from ptxds.pipeline import run_build  # noqa: E402
 
 pytestmark = pytest.mark.gpu

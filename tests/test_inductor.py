@@ -99,7 +99,7 @@ def _cuda_on_cpu(module):
 
 def test_build_writes_runnable_inductor_rows(captured, tmp_path):
     from click.testing import CliRunner
-    from dataset_spec.shards import read_records
+    from dataset_spec.store.shards import read_records
     from ptxds.cli import cli
     root, summary = captured
     out = tmp_path / "data"

@@ -46,7 +46,7 @@ def test_bert_inputs_keep_their_roles(captured):
 
 def test_the_captured_kernels_build_as_inductor_rows(captured, tmp_path):
     from click.testing import CliRunner
-    from dataset_spec.shards import read_records
+    from dataset_spec.store.shards import read_records
     from ptxds.cli import cli
     root, summary = captured
     out = tmp_path / "data"

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from builders.base import BuildOptions
-from dataset_spec.dataset import Dataset
+from dataset_spec.store.dataset import Dataset
 from dataset_spec.ops import get_op
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "liger" / "rms_norm.yaml"

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from builders.base import BuildOptions
-from dataset_spec.dataset import Dataset
+from dataset_spec.store.dataset import Dataset
 from dataset_spec.model import Buffer, Problem
 from dataset_spec.ops import check_problem, get_op
 

@@ -20,7 +20,7 @@ from builders.manifest import ManifestBuilder, ManifestError, load_manifest
 from builders.manifest.builder import _runs_on
 from dataset_spec.model import KernelRecord
 from dataset_spec.problems import get_op
-from dataset_spec.shards import read_records
+from dataset_spec.store.shards import read_records
 from ptx_tools import ToolchainError, find_tool, parse_ptx
 from ptxds.pipeline import run_build
 

@@ -406,6 +406,6 @@ def test_gpu_verifies_one_file(tmp_path):
     run_build("mirage", out, BuildOptions(archs=["sm_90a"], extra={"mugraphs": [str(MUGRAPH_DIR / "lora.json")]}),
               jobs=1, progress=False)
     verify_dataset(str(out), str(tmp_path / "verified"), trials=4, timing=False, progress=False)
-    from dataset_spec.shards import read_table
+    from dataset_spec.store.shards import read_table
     rows = read_table(tmp_path / "verified", "kernels", columns=["name", "status"]).to_pylist()
     assert rows and all(r["status"] == "passed" for r in rows), rows

@@ -45,7 +45,7 @@ def test_shape_file_takes_grouped_sizes(tmp_path):
 
 def test_grouped_rows_name_their_size_and_share_a_function_across_sizes():
     from builders.shapes import group_shape
-    from dataset_spec.splits import function_key, size_key
+    from dataset_spec.store.splits import function_key, size_key
     layouts = {"a": "row", "b": "col", "c": "row"}
     small, large = (make_grouped_problem("p", size, F16, layouts) for size in (DEFAULT_GROUPED[0], LLM.grouped[0]))
     assert group_shape("g", large.to_json()) == "E8xT1024xN1792xK4096"

@@ -171,7 +171,7 @@ def test_driver_flushes_l2_and_records_the_flush_only_range_first(tmp_path, mode
     ahead of the rows."""
     from test_timing import SPIN_NS, SPIN_PTX
     from dataset_spec.model import Arg, Buffer, KernelRecord, Launch, Problem
-    from dataset_spec.shards import ShardWriter
+    from dataset_spec.store.shards import ShardWriter
     problem = Problem("spin", "vector_add", [Buffer("x", "float32", (256,)), Buffer("y", "float32", (256,)),
                                              Buffer("out", "float32", (256,), role="out")])
     launch = Launch("ptxds_test_spin", (1,), (32,), [Arg.scalar("u64", SPIN_NS)])

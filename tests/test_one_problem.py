@@ -13,8 +13,9 @@ import pytest
 from builders.base import BuildOptions
 from builders.manifest import ManifestBuilder, ManifestError
 from dataset_spec.model import Arg, Buffer, KernelRecord, Launch, Problem
-from dataset_spec.one_problem import check_joins, describe_mismatch, differing_fields, problems_in_folder
-from dataset_spec.shards import ShardWriter, read_records
+from dataset_spec.one_problem import check_joins, describe_mismatch, differing_fields
+from dataset_spec.store.shards import problems_in_folder
+from dataset_spec.store.shards import ShardWriter, read_records
 
 MANIFESTS = Path(__file__).parent / "data" / "manifests"
 ADVERSARIAL = Path(__file__).parent / "data" / "adversarial"

@@ -16,7 +16,7 @@ from test_verify_split import _HostVectorAdd, _rows
 from builders import load_builder, resolve_source_options
 from builders.base import BuildOptions
 from builders.options import OptionError, load_options_file
-from dataset_spec.shards import ShardWriter, read_records, read_split_table
+from dataset_spec.store.shards import ShardWriter, read_records, read_split_table
 from ptxds.cli import cli
 from verify.options import VerifyOptionError, VerifyOptions
 

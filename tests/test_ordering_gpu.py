@@ -120,7 +120,7 @@ def test_the_probe_counts_conflicts_only_where_the_barrier_orders_two_threads(pt
 
 
 def test_a_dropped_barrier_that_ordered_nothing_is_unexercised_end_to_end(ptx, tmp_path):
-    from dataset_spec.shards import ShardWriter, read_records
+    from dataset_spec.store.shards import ShardWriter, read_records
     from verify import verify_dataset
     own, own_dropped = _dropped(ptx, "own_global", 0, "test/ordering/own")
     ring, ring_first = _dropped(ptx, "ring_global", 1, "test/ordering/ring")

@@ -7,7 +7,7 @@ import pytest
 
 from conftest import compiled_or_skip
 from dataset_spec.model import Arg, Buffer, KernelRecord, Launch, Problem
-from dataset_spec.shards import ShardWriter, read_records
+from dataset_spec.store.shards import ShardWriter, read_records
 
 pytestmark = pytest.mark.gpu
 

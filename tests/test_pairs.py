@@ -3,7 +3,7 @@ negatives, nothing from rows that never ran."""
 import dataclasses
 
 from dataset_spec.model import Buffer, KernelRecord, Launch, Problem
-from dataset_spec.shards import ShardWriter, read_pairs
+from dataset_spec.store.shards import ShardWriter, read_pairs
 from ptxds.pairs import make_pairs, write_pairs
 
 

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from dataset_spec.labels import kill_rates, mutant_class
 from dataset_spec.model import VERIFY_STATUSES, KernelRecord
-from dataset_spec.shards import read_records
+from dataset_spec.store.shards import read_records
 from ptx_tools import assemble
 from ptx_tools.rewrite import MUTATIONS, PtxProgram
 from ptx_tools.analysis.sites import mutated_site
@@ -219,7 +219,7 @@ def test_racecheck_goes_to_dropped_barriers_and_changes_near_shared_memory(mutan
 
 def test_the_card_gives_both_kill_rates_and_what_racecheck_ran(mutants, tmp_path):
     import json
-    from dataset_spec.shards import ShardWriter
+    from dataset_spec.store.shards import ShardWriter
     from ptxds.pairs import publish
     made, by_id = mutants
     group = next(g for g in sorted({r.group_id for r in made}) if sum(r.group_id == g for r in made) >= 3)

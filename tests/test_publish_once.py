@@ -1,4 +1,4 @@
-"""Publishing once per command (dataset_spec/publish.py), on a real Triton build: a publish
+"""Publishing once per command (dataset_spec/store/publish.py), on a real Triton build: a publish
 reads each part file of the rows once; ``ptxds add`` of one PTX leaves every file it did
 not change as it was (bytes and mtime) and gives the rows a whole publish gives; a build's
 splits, fixed when its rows were written, are the ones ``ptxds resplit`` would give."""
@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from dataset_spec import shards
-from dataset_spec.dataset import Dataset
+from dataset_spec.store import shards
+from dataset_spec.store.dataset import Dataset
 from dataset_spec.schema import SCHEMAS
-from dataset_spec.shards import part_files, read_records, read_split_table
+from dataset_spec.store.shards import part_files, read_records, read_split_table
 from ptxds.cli import cli
 
 

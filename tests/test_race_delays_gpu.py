@@ -31,7 +31,7 @@ def _row(ptx: str, name: str = "handoff", kernel_id: str = "handoff-base", varia
 
 def test_a_dropped_barrier_that_ordered_global_memory_is_race_detected(tmp_path):
     import ptx_tools
-    from dataset_spec.shards import ShardWriter, read_records
+    from dataset_spec.store.shards import ShardWriter, read_records
     from ptx_tools.rewrite import apply_mutation
     from ptxds.rewrite import context_for
     from verify import verify_dataset

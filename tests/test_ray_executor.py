@@ -14,7 +14,7 @@ import pytest
 
 from builders import BUILDERS
 from builders.base import BuildOptions
-from dataset_spec.shards import read_records, read_table
+from dataset_spec.store.shards import read_records, read_table
 from ptxds.executors import make_executor
 from ptxds.executors.local import LocalExecutor
 from ptxds.pipeline import run_build

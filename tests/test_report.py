@@ -12,8 +12,8 @@ import pyarrow.compute as pc
 import pytest
 from click.testing import CliRunner
 
-from dataset_spec.card import write_card
-from dataset_spec.shards import part_files, read_table
+from dataset_spec.store.card import write_card
+from dataset_spec.store.shards import part_files, read_table
 from ptxds.cli import cli
 
 FIXTURE = Path(__file__).parent / "data" / "verified" / "dataset"

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from builders import load_builder
 from builders.base import BuildOptions
-from dataset_spec.shards import ShardWriter, part_files, read_records
+from dataset_spec.store.shards import ShardWriter, part_files, read_records
 from ptx_tools import assemble
 from ptx_tools.rewrite import MUTATIONS, REWRITES, Context, NotApplicable, PtxProgram, apply_mutation, apply_rewrites
 from ptx_tools.program import PURE_OPS
@@ -168,7 +168,7 @@ def test_rewrite_help_has_an_example():
 
 def test_load_dataset_opens_pairs_with_mutation_labels(triton_rows, tmp_path):
     from datasets import load_dataset
-    from dataset_spec.card import write_card
+    from dataset_spec.store.card import write_card
     from ptxds.pairs import write_pairs
     from ptxds.rewrite import rewrite_dataset
     rows = [r for r in triton_rows if "softmax" in r.group_id]

@@ -4,7 +4,7 @@ import pytest
 
 from builders import load_builder
 from builders.base import BuildOptions
-from dataset_spec.shards import ShardWriter, read_pairs, read_records
+from dataset_spec.store.shards import ShardWriter, read_pairs, read_records
 from ptxds.pairs import KILLED_STATUSES, write_pairs
 from ptxds.pipeline import build_and_finalize
 from ptxds.rewrite import rewrite_dataset

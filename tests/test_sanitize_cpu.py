@@ -144,8 +144,8 @@ def test_sanitizer_column_stays_readable_by_the_mutant_labels():
 
 
 def test_card_explains_the_racecheck_policy_and_says_what_ran(tmp_path):
-    from dataset_spec.card import write_card
-    from dataset_spec.shards import ShardWriter
+    from dataset_spec.store.card import write_card
+    from dataset_spec.store.shards import ShardWriter
     plain, checked = _row("plain"), _row("checked")
     plain.status = checked.status = "passed"
     checked.sanitizer = json.dumps(_findings(racecheck=_report("racecheck_hazard.log")))

@@ -10,7 +10,7 @@ import pytest
 
 from conftest import vector_add_row
 
-from dataset_spec.shards import ShardWriter, read_records
+from dataset_spec.store.shards import ShardWriter, read_records
 
 pytestmark = pytest.mark.gpu
 

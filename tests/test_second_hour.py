@@ -19,10 +19,10 @@ import pytest
 from click.testing import CliRunner
 
 from builders.triton import TritonBuilder
-from dataset_spec.card import COLUMNS, write_card
+from dataset_spec.store.card import COLUMNS, write_card
 from dataset_spec.model import SCHEMA_VERSION
 from dataset_spec.schema import KERNELS_SCHEMA
-from dataset_spec.shards import part_files, read_records
+from dataset_spec.store.shards import part_files, read_records
 from ptxds.cli import cli
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -111,8 +111,8 @@ def test_merge_into_a_folder_with_its_own_readme_is_refused(own_readme):
 
 def test_publish_keeps_a_readme_it_did_not_write(dataset):
     """The library refuses too, whoever calls it; a ptxds card is rewritten as before."""
-    from dataset_spec.card import ForeignReadmeError
-    from dataset_spec.dataset import Dataset
+    from dataset_spec.store.card import ForeignReadmeError
+    from dataset_spec.store.dataset import Dataset
     write_card(dataset)  # a card ptxds wrote: replaced freely
     (dataset / "README.md").write_text("mine\n")
     with pytest.raises(ForeignReadmeError):
@@ -174,7 +174,7 @@ def test_out_under_a_file_is_refused_before_any_work(tmp_path):
 
 
 def test_a_full_disk_is_one_line(tmp_path, monkeypatch):
-    import dataset_spec.shards as shards
+    import dataset_spec.store.shards as shards
 
     def full(table, path):
         raise OSError(errno.ENOSPC, "No space left on device", str(path))
@@ -457,7 +457,7 @@ def test_manifest_elementwise_buffers_share_a_shape(tmp_path):
 
 @pytest.mark.parametrize("args,message", [
     (("--source", "nope"), "Error: unknown source 'nope'; known sources: cutlass, cutlass-conv, handhack, inductor, mirage, "
-                           "ptx, tilelang, triton, triton-dump, triton-jit, tvm"),
+                           "ptx, tilelang, triton, triton-dump, triton-jit, tvm, tvm-models"),
     (("--source", "triton", "--arch", ""), "Error: Invalid value for '--arch': give at least one arch, "
                                            "comma-separated: sm_80, sm_86, sm_89, sm_90, sm_90a"),
     (("--source", "triton", "--arch", "sm_99"), "Error: Invalid value for '--arch': unknown arch 'sm_99'; use one "
@@ -476,7 +476,7 @@ def test_usage_errors_exit_2_with_a_usage_line(tmp_path, args, message):
 
 
 def test_build_help_lists_the_sources():
-    assert "[cutlass|cutlass-conv|handhack|inductor|mirage|ptx|tilelang|triton|triton-dump|triton-jit|tvm]" in \
+    assert "[cutlass|cutlass-conv|handhack|inductor|mirage|ptx|tilelang|triton|triton-dump|triton-jit|tvm|tvm-models]" in \
         run_cli("build", "--help").output
 
 
@@ -633,7 +633,7 @@ def test_a_slow_first_work_item_gets_a_line_before_the_bar(tmp_path, monkeypatch
 
 
 def test_resplit_and_add_take_silent(built, tmp_path, monkeypatch):
-    from dataset_spec import publish
+    from dataset_spec.store import publish
     monkeypatch.setattr(publish, "PUBLISH_BAR_DELAY_SECONDS", 0)  # as if the dataset were large
     loud = run_cli("resplit", built)
     assert loud.exit_code == 0 and re.search(r"publish built: 100%.* 3/3 ", loud.output), loud.output
@@ -702,7 +702,7 @@ def test_readme_build_size_table_matches_the_dry_run(tmp_path, source_cell, shap
 def test_a_full_disk_during_a_parquet_write_names_the_part_file(tmp_path, monkeypatch):
     """pyarrow's own error on a full disk names no file (OSError 28 from ParquetWriter.close):
     the line still names the part file, and no half-written temp file keeps the space."""
-    import dataset_spec.shards as shards
+    import dataset_spec.store.shards as shards
 
     def full(table, where, **kwargs):
         where.write(b"PAR1")  # some bytes landed before the device filled up

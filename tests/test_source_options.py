@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from builders import BUILDERS, load_builder, resolve_source_options, source_classes
 from builders.base import BuildOptions, Builder
 from builders.options import OptionError, given_values, typed_options
-from dataset_spec.shards import read_records
+from dataset_spec.store.shards import read_records
 from ptxds.cli import cli
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from dataset_spec import resplit as resplit_module
+from dataset_spec.store import resplit as resplit_module
 from dataset_spec.model import Buffer, KernelRecord, Launch, Problem
-from dataset_spec.resplit import recover, resplit, split_check
+from dataset_spec.store.resplit import recover, resplit, split_check
 from dataset_spec.schema import record_to_row, rows_to_table
-from dataset_spec.shards import ShardWriter, _atomic_write_table, read_pairs, read_split_table, split_of
-from dataset_spec.splits import crossing_hashes, default_splits, function_key, shape_splits
+from dataset_spec.store.shards import ShardWriter, _atomic_write_table, read_pairs, read_split_table, split_of
+from dataset_spec.store.splits import crossing_hashes, default_splits, function_key, shape_splits
 from ptxds.cli import cli
 from ptxds.pairs import make_pairs, publish
 from verify.trials.inputs import float_to_bits

@@ -118,7 +118,7 @@ def test_the_kill_rate_benchmark_prints_each_survivors_reason(tmp_path):
     import subprocess
     import sys
     from pathlib import Path
-    from dataset_spec.shards import ShardWriter
+    from dataset_spec.store.shards import ShardWriter
     base = _row(_ptx(*DEAD), "base", {"entry": "k"})
     dead = _row(_ptx(*DEAD_CHANGED), "m-dead", {"mutation": "off_by_one", "base": "base"},
                 provenance={"diff": "-\tadd.s32 %r5, %r1, 7;\n+\tadd.s32 %r5, %r1, 8;"})
@@ -146,7 +146,7 @@ def test_the_kill_rate_benchmark_tables_sources_and_lists_unexercised_mutants(tm
     import subprocess
     import sys
     from pathlib import Path
-    from dataset_spec.shards import ShardWriter
+    from dataset_spec.store.shards import ShardWriter
     base = _row(_ptx(*DEAD), "base", {"entry": "k"})
     never = _row(_ptx(*LIVE_CHANGED), "m-never", {"mutation": "off_by_one", "base": "base"}, "unexercised",
                  provenance={"diff": "-\tadd.s32 %r5, %r1, 3;\n+\tadd.s32 %r5, %r1, 4;",
@@ -166,7 +166,7 @@ def test_the_kill_rate_benchmark_tables_sources_and_lists_unexercised_mutants(tm
 
 
 def test_rewrite_redraws_a_mutant_the_ptx_proves_equivalent(tmp_path):
-    from dataset_spec.shards import ShardWriter, read_records
+    from dataset_spec.store.shards import ShardWriter, read_records
     from ptxds.finalize import finalize_record
     from ptxds.rewrite import rewrite_dataset
     # the only swap site is a difference that is only squared (sign_only): every swap is redrawn
@@ -182,7 +182,7 @@ def test_rewrite_redraws_a_mutant_the_ptx_proves_equivalent(tmp_path):
 
 
 def test_two_mutant_slots_never_write_the_same_program(tmp_path):
-    from dataset_spec.shards import ShardWriter, read_records
+    from dataset_spec.store.shards import ShardWriter, read_records
     from ptxds.finalize import finalize_record
     from ptxds.rewrite import rewrite_dataset
     # one barrier, one shared store and one load: few sites, so slots would repeat a mutant

@@ -8,7 +8,7 @@ import hashlib
 
 from test_verify_split import _HostVectorAdd, _rows
 
-from dataset_spec.shards import ShardWriter, read_records
+from dataset_spec.store.shards import ShardWriter, read_records
 from verify.trials.inputs import trial_seed
 
 

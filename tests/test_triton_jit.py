@@ -13,7 +13,7 @@ yaml = pytest.importorskip("yaml")
 from builders.base import BuildOptions  # noqa: E402
 from builders.triton_jit import CallDescriptionError, TritonJitBuilder, load_description  # noqa: E402
 from builders.triton_jit.builder import member_plan  # noqa: E402
-from dataset_spec.dataset import Dataset  # noqa: E402
+from dataset_spec.store.dataset import Dataset  # noqa: E402
 from ptx_tools.parse import parse_ptx  # noqa: E402
 from ptxds.pipeline import run_build  # noqa: E402
 

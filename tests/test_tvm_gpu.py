@@ -15,7 +15,7 @@ DATASET = Path(__file__).resolve().parents[1] / ".gpu" / "tvm"
 def test_small_tvm_groups_all_pass(tmp_path):
     if not (DATASET / "kernels").is_dir():
         pytest.skip(f"no TVM dataset at {DATASET}; build it with ptxds build --source tvm --out .gpu/tvm")
-    from dataset_spec.shards import read_records
+    from dataset_spec.store.shards import read_records
     from verify import verify_dataset
     verify_dataset(DATASET, tmp_path / "out", groups="tvm/*/small", time_budget=0.1, progress=False)
     built = {r.kernel_id for r in read_records(DATASET) if r.status == "built" and r.group_id.endswith("/small")}

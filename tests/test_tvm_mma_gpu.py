@@ -17,7 +17,7 @@ HERE = Path(__file__).resolve().parents[1] / ".gpu" / "tvmmma"
 def _verified(dataset: Path, tmp_path, build: str) -> list:
     if not (dataset / "kernels").is_dir():
         pytest.skip(f"no dataset at {dataset}; build it with {build}")
-    from dataset_spec.shards import read_records
+    from dataset_spec.store.shards import read_records
     from verify import verify_dataset
     verify_dataset(dataset, tmp_path / "out", time_budget=0.1, progress=False)
     built = {r.kernel_id for r in read_records(dataset) if r.status == "built"}

@@ -22,7 +22,7 @@ def _propose(out, db, count, seed=0):
     summary = run_build("tvm", out, BuildOptions(archs=[ARCH], sample_seed=seed, extra={
         "workloads": [WORKLOAD], "tuning_db": str(db), "propose": count}), jobs=1, progress=False)
     assert not summary.failed_items, summary.failed_items
-    from dataset_spec.dataset import Dataset
+    from dataset_spec.store.dataset import Dataset
     return Dataset.open(out).records()
 
 
@@ -30,7 +30,7 @@ def _verified(rows, out, times_us: dict, wrong=()):
     """``rows`` as ``ptxds verify`` writes them: status, GPU columns, and timing columns from a
     worker's timing reply (verify.timing.timing's summary and reply, verify.runner.record_timing)."""
     import numpy as np
-    from dataset_spec.dataset import Dataset
+    from dataset_spec.store.dataset import Dataset
     from builders import source_credits
     from verify.runner import record_timing
     from verify.timing.timing import Timing, summarise

@@ -11,7 +11,7 @@ pytestmark = pytest.mark.gpu
 def test_two_rounds_measure_candidates_into_the_database(tmp_path):
     pytest.importorskip("tvm")
     from tvm.s_tir import meta_schedule as ms
-    from dataset_spec.dataset import Dataset
+    from dataset_spec.store.dataset import Dataset
     from builders.tvm.commands import run_rounds
     from ptxds.cli import command_host
     summary = run_rounds(command_host(), tmp_path / "db", ["matmul_fp16/small"], rounds=2, candidates=4,

@@ -485,7 +485,7 @@ def test_dry_path_vector_add():
 
 
 def test_verified_row_round_trips_through_shards(tmp_path):
-    from dataset_spec.shards import ShardWriter, done_keys, read_records
+    from dataset_spec.store.shards import ShardWriter, done_keys, read_records
     ptx = _compile(VECTOR_ADD)
     record = _vector_add_record(ptx)
     prepared = prepare_problem(record.problem, record.group_id, 2)
@@ -523,7 +523,7 @@ def test_verify_dataset_without_driver_is_one_clear_error(tmp_path):
     from conftest import gpu_unavailable_reason
     if gpu_unavailable_reason() is None:
         pytest.skip("a CUDA driver is present")
-    from dataset_spec.shards import ShardWriter
+    from dataset_spec.store.shards import ShardWriter
     from verify import NoDriverError, verify_dataset
     ShardWriter(tmp_path / "in").write([_vector_add_record("// ptx")])
     with pytest.raises(NoDriverError) as info:

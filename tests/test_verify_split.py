@@ -16,7 +16,7 @@ import threading
 import numpy as np
 
 from dataset_spec.model import Arg, Buffer, KernelRecord, Launch, Problem
-from dataset_spec.shards import ShardWriter, read_records
+from dataset_spec.store.shards import ShardWriter, read_records
 from verify.judge.outcome import CheckResult, TrialRun
 
 PTX = """.version 8.0

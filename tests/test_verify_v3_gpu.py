@@ -8,7 +8,7 @@ import pytest
 
 from conftest import compiled_or_skip, vector_add_row
 
-from dataset_spec.shards import ShardWriter, read_records
+from dataset_spec.store.shards import ShardWriter, read_records
 
 pytestmark = pytest.mark.gpu
 

@@ -31,8 +31,8 @@ import numpy as np
 from dataset_spec.model import KernelRecord, Problem, unverified
 from dataset_spec.ops import get_op
 from dataset_spec.trials import trial_count
-from dataset_spec.dataset import Dataset
-from dataset_spec.group_stats import group_stats
+from dataset_spec.store.dataset import Dataset
+from dataset_spec.store.group_stats import group_stats
 
 from dataset_spec.numerics import smallest_caught_relative_error
 from dataset_spec.one_problem import describe_mismatch, distinct_problems

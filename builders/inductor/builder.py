@@ -19,7 +19,8 @@ from builders.base import WorkItem
 from builders.triton_jit.builder import TritonJitBuilder, member_items
 from builders.triton_jit.description import load_description
 from dataset_spec.errors import PtxdsError
-from dataset_spec.one_problem import check_joins, problems_in_folder
+from dataset_spec.one_problem import check_joins
+from dataset_spec.store.shards import problems_in_folder
 
 SOURCE_NAME = "inductor"
 CAPTURE_VERSION = 2  # what a capture folder's capture.json must say; 2: portable references, input domains

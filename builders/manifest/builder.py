@@ -14,7 +14,8 @@ from builders.base import Builder, WorkItem
 from builders.manifest.read import (SOURCE_NAME, Manifest, ManifestError, Member, _FieldError, _load_cached,
                                     load_manifest, resolve_launches)
 from dataset_spec.model import KernelRecord, make_build_key
-from dataset_spec.one_problem import check_joins, problems_in_folder
+from dataset_spec.one_problem import check_joins
+from dataset_spec.store.shards import problems_in_folder
 
 
 def _runs_on(target: str, arch: str) -> bool:

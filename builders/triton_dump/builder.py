@@ -38,7 +38,8 @@ from builders.triton_dump.messages import describe_params, no_problem_message
 from builders.triton_dump.recover import Recovery, recover_launch_facts
 from builders.triton_dump.specs import load_specs, match_variant, problems_by_group
 from dataset_spec.model import Arg, Buffer, KernelRecord, Problem, SpecError
-from dataset_spec.one_problem import check_joins, problems_in_folder
+from dataset_spec.one_problem import check_joins
+from dataset_spec.store.shards import problems_in_folder
 
 NO_PROBLEM_HINT = ("map it with a problem spec file (--problem FILE, see docs/triton-dump.md): "
                    "an entry with kernel, problem, args and grid")

@@ -24,7 +24,8 @@ from builders.triton_jit.description import (CallDescription, CallDescriptionErr
                                              load_description, resolve_member)
 from builders.triton_jit.specialize import ArgPlan, compile_inputs, specialize, summary
 from dataset_spec.model import Arg, KernelRecord, Problem
-from dataset_spec.one_problem import check_joins, problems_in_folder
+from dataset_spec.one_problem import check_joins
+from dataset_spec.store.shards import problems_in_folder
 
 SOURCE_NAME = "triton-jit"
 

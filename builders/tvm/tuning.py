@@ -241,7 +241,7 @@ class CommitSummary:
 def commit(db_dir, dataset_dir) -> CommitSummary:
     """Add a verified proposal dataset's measured rows to the database in ``db_dir``."""
     from tvm.s_tir import meta_schedule as ms
-    from dataset_spec.dataset import Dataset
+    from dataset_spec.store.dataset import Dataset
     from .schedules import cuda_target, prim_func
     from .workloads import build_te
     rows = [r for r in Dataset.open(dataset_dir).records()

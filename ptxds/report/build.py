@@ -10,8 +10,8 @@ from pathlib import Path
 
 from builders import source_credits
 from dataset_spec.errors import PtxdsError
-from dataset_spec.card import PLOTS_DIR, PLOTS_INDEX, write_card
-from dataset_spec.shards import shards_fingerprint
+from dataset_spec.store.card import PLOTS_DIR, PLOTS_INDEX, write_card
+from dataset_spec.store.shards import shards_fingerprint
 
 from .gather import KNOBS, EmptyDatasetError, gather
 from .html import render_page

@@ -10,10 +10,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from dataset_spec.errors import PtxdsError
-from dataset_spec.card import output_dtype, weakest_catches
+from dataset_spec.store.card import output_dtype, weakest_catches
 from dataset_spec.model import BUILD_STATUSES
-from dataset_spec.group_stats import GroupStats, group_stats
-from dataset_spec.shards import latest_rows, not_a_dataset_reason, read_table
+from dataset_spec.store.group_stats import GroupStats, group_stats
+from dataset_spec.store.shards import latest_rows, not_a_dataset_reason, read_table
 
 # The schedule knobs a report can plot time against, in the order it shows them.
 KNOBS = ("tile", "stages", "warps", "schedule")

@@ -15,8 +15,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT))
 
-from dataset_spec.card import write_card  # noqa: E402
-from dataset_spec.shards import read_table, split_of  # noqa: E402
+from dataset_spec.store.card import write_card  # noqa: E402
+from dataset_spec.store.shards import read_table, split_of  # noqa: E402
 from dataset_spec.schema import rows_to_table  # noqa: E402
 from ptxds.pairs import write_pairs  # noqa: E402
 

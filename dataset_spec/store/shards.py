@@ -10,13 +10,13 @@ Each ``write`` call lands as whole files: written to a temp name, fsynced, then 
 so a build killed at any moment leaves only complete shards, and a rerun skips the
 ``build_key``s already present. The split of a row is fixed here, when it is written: a row
 carried from another folder (a verified row) keeps the split it had there; otherwise its
-function's (dataset_spec/splits.py), so every size, arch and source of a function sits on
+function's (dataset_spec/store/splits.py), so every size, arch and source of a function sits on
 one side, unless its normalised PTX is already in the folder (or earlier in the same
 write, rows taken in (group_id, build_key) order as ``splits.default_splits`` takes them):
 then it joins that PTX's split, so after every write no PTX text is on two sides. A
-publish keeps these splits; ``ptxds resplit`` (dataset_spec/resplit.py) rewrites a folder
+publish keeps these splits; ``ptxds resplit`` (dataset_spec/store/resplit.py) rewrites a folder
 into the canonical assignment. A writer holds the folder's
-writer lock (dataset_spec/lock.py) from its creation until ``close``: one writer per folder.
+writer lock (dataset_spec/store/lock.py) from its creation until ``close``: one writer per folder.
 """
 from __future__ import annotations
 
@@ -29,10 +29,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .lock import FolderLock
-from .model import KernelRecord, Pair
-from .schema import SCHEMAS, pair_to_row, record_to_row, row_to_record, rows_to_table
+from ..model import KernelRecord, Pair, Problem
+from ..one_problem import distinct_problems
+from ..schema import SCHEMAS, pair_to_row, record_to_row, row_to_record, rows_to_table
 from .splits import SPLITS, bucket_split, function_key
-from .swap import recover
+from ..swap import recover
 
 # A stable 80/10/10 hash of any key (kept under its old name; rows now split by function).
 split_of = bucket_split
@@ -244,3 +245,14 @@ def not_a_dataset_reason(root) -> str:
 def splits_present(root, config: str = "kernels") -> list:
     present = {p.parent.name for p in part_files(root, config)}
     return [s for s in SPLITS if s in present]
+
+
+def problems_in_folder(root, group_id: str) -> list:
+    """The distinct problems that rows of ``group_id`` already in the dataset folder ``root``
+    carry (reads only the group_id and problem columns)."""
+    if not (Path(root) / "kernels").is_dir():
+        return []
+    table = read_table(root, "kernels", columns=["group_id", "problem"])
+    texts = {text for group, text in zip(table.column("group_id").to_pylist(), table.column("problem").to_pylist())
+             if group == group_id and text}
+    return distinct_problems(Problem.from_json(text) for text in sorted(texts))

@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from .errors import PtxdsError
+from ..errors import PtxdsError
 from .group_stats import group_stats
-from .labels import kill_rates, mutant_class, race_hazards
-from .model import BUILD_STATUSES, SCHEMA_VERSION, VERIFY_STATUSES
-from .ops import OPS
-from .schema import SCHEMAS
+from ..labels import kill_rates, mutant_class, race_hazards
+from ..model import BUILD_STATUSES, SCHEMA_VERSION, VERIFY_STATUSES
+from ..ops import OPS
+from ..schema import SCHEMAS
 from .shards import SPLITS, part_files, read_split_table, read_table, shards_fingerprint, splits_present
 from .splits import crossing_hashes, moved_by_hash
 
@@ -201,7 +201,7 @@ def _sanitizer_line(rows: list) -> str:
 
 
 # The configs in the card, the default first; ``*_by_shape`` hold the same rows split by
-# held-out size (dataset_spec/splits.py).
+# held-out size (dataset_spec/store/splits.py).
 CONFIGS = ("kernels", "pairs", "kernels_by_shape", "pairs_by_shape")
 DEFAULT_CONFIG = "kernels"
 TAGS = ["ptx", "cuda", "compilers", "code"]
@@ -440,7 +440,7 @@ COVERAGE_TEXT = ("Per op, the coverage items its groups' trials drew (`provenanc
 def coverage_by_op(rows: list) -> dict:
     """op -> (groups, items drawn, items declared, groups with every item, Counter of
     missed item families), one record per group (its first row that carries one)."""
-    from .coverage import family_of
+    from ..coverage import family_of
     seen, out = set(), {}
     for row in rows:
         if row["group_id"] in seen:

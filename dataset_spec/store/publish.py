@@ -2,7 +2,7 @@
 configs (``pairs``, ``kernels_by_shape``, ``pairs_by_shape``) and the card, from one read
 of the rows.
 
-The rows' splits are the ones their writer fixed (dataset_spec/shards.py); a publish moves
+The rows' splits are the ones their writer fixed (dataset_spec/store/shards.py); a publish moves
 no row, except to repair a folder an older ptxds wrote with one PTX in two splits.
 ``ptxds resplit`` (``canonical``) moves every row into the canonical assignment.
 
@@ -20,10 +20,10 @@ import pyarrow.parquet as pq
 
 from .card import CARD_COLUMNS, write_card
 from .lock import FolderLock
-from .model import BUILD_STATUSES
+from ..model import BUILD_STATUSES
 from .pairs import make_pairs, mutation_of
 from .resplit import ResplitSummary, plan_layout, read_kernels, write_layout
-from .schema import pair_to_row, row_to_record
+from ..schema import pair_to_row, row_to_record
 from .shards import ShardWriter, latest_rows, part_files
 from .splits import SPLITS, function_key, shape_splits, size_key
 
@@ -66,7 +66,7 @@ def publish(root, credits=None, progress: bool = False, canonical: bool = False)
 
 
 def changes_no_pair(records: list) -> bool:
-    """Rows that take part in no pair: unverified, and no mutant (dataset_spec/pairs.py
+    """Rows that take part in no pair: unverified, and no mutant (dataset_spec/store/pairs.py
     pairs verified members and mutants only)."""
     return all(r.status in BUILD_STATUSES and not mutation_of(r) for r in records)
 

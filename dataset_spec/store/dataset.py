@@ -3,7 +3,7 @@
 Open it (a folder that is not a dataset is one line naming why; so is a damaged part
 file, ``damaged_parts``), read its rows and groups,
 the statistics of each group, and append rows: written as one atomic part file, then
-published (dataset_spec/publish.py: pairs regenerated, the card rewritten; rows keep the
+published (dataset_spec/store/publish.py: pairs regenerated, the card rewritten; rows keep the
 split their writer fixed).
 Rows appended must be final (``ptxds.finalize`` normalises and assembles built rows;
 verified rows carry the verifier's columns). ``ptxds add``, ``ptxds rewrite``, ``ptxds
@@ -17,10 +17,10 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from .card import check_card_replaceable
-from .errors import PtxdsError
+from ..errors import PtxdsError
 from .group_stats import GroupStats, group_stats
 from .publish import publish, publish_added
-from .schema import SCHEMAS
+from ..schema import SCHEMAS
 from .shards import ShardWriter, done_keys, key_splits, not_a_dataset_reason, part_files, read_records
 
 

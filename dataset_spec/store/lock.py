@@ -16,7 +16,7 @@ from pathlib import Path
 
 from filelock import FileLock, Timeout
 
-from .errors import PtxdsError
+from ..errors import PtxdsError
 
 LOCK_NAME = ".ptxds-writer.lock"
 OWNER_NAME = ".ptxds-writer.json"

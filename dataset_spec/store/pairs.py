@@ -20,7 +20,7 @@ SHOWN_EQUIVALENT_STATUSES: ``unexercised``, its changed instruction never ran) j
 positives, with that status as ``label_source``. Verified negatives carry the wrong
 member's ``witness``.
 
-Splits: pairs follow their rows (dataset_spec/splits.py). A pair whose two rows sit in
+Splits: pairs follow their rows (dataset_spec/store/splits.py). A pair whose two rows sit in
 different splits is not made (it would put a row of one split into another); constructed
 negatives pair groups of one split.
 """
@@ -31,8 +31,8 @@ import json
 import random
 from collections import defaultdict
 
-from .labels import KILLED_STATUSES, mutant_class, mutant_killed  # noqa: F401 (KILLED_STATUSES: re-exported)
-from .model import Pair
+from ..labels import KILLED_STATUSES, mutant_class, mutant_killed  # noqa: F401 (KILLED_STATUSES: re-exported)
+from ..model import Pair
 
 MAX_PAIRS_PER_GROUP = 2000
 MAX_CROSS_PAIRS = 200

@@ -1,7 +1,7 @@
 """Write a dataset folder's layout: its rows' split folders, the derived ``kernels_by_shape``
 config and the pairs of both, atomically and without losing a row. ``resplit`` moves every
-row into the canonical split assignment (dataset_spec/splits.py); a publish
-(dataset_spec/publish.py) keeps the splits the writer fixed.
+row into the canonical split assignment (dataset_spec/store/splits.py); a publish
+(dataset_spec/store/publish.py) keeps the splits the writer fixed.
 
 The new tree is written whole under ``DIR/.resplit-new``; a ``COMPLETE`` marker (written
 atomically, listing the configs it holds) commits it; then each config folder is swapped
@@ -22,11 +22,11 @@ from typing import Callable, Optional
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .errors import PtxdsError
+from ..errors import PtxdsError
 from .lock import FolderLock
-from .schema import SCHEMAS, pair_to_row, rows_to_table
+from ..schema import SCHEMAS, pair_to_row, rows_to_table
 from .shards import _atomic_write_table, read_split_table, remove_stale_temp_files
-from .swap import COMPLETE, NEW, recover  # noqa: F401 (recover: importable from here too)
+from ..swap import COMPLETE, NEW, recover  # noqa: F401 (recover: importable from here too)
 from .splits import SPLITS, crossing_hashes, default_splits, moved_by_hash, shape_splits
 
 CONFIGS = ("kernels", "pairs", "kernels_by_shape", "pairs_by_shape")
@@ -130,7 +130,7 @@ def plan_layout(kernels: pa.Table, canonical: bool = False) -> Layout:
     written to (the writer fixes it: its function's, or that of its PTX already in the
     folder), unless ``canonical`` (``ptxds resplit``) or the splits found put one PTX on
     two sides (a folder written by an older ptxds): then every row gets the canonical one
-    (dataset_spec/splits.py)."""
+    (dataset_spec/store/splits.py)."""
     rows = kernels.select(SPLIT_COLUMNS).to_pylist()
     before = kernels.column("split").to_pylist()
     keep = not canonical and not crossing_hashes(rows, before)
