@@ -19,6 +19,9 @@ in float16 on adversarial inputs. Semantics follow docs/mirage.md (maps, redtox,
 """
 from __future__ import annotations
 
+import copy
+import math
+
 import numpy as np
 
 from .errors import PtxdsError
@@ -366,38 +369,93 @@ def evaluate(graph: list, inputs: list, track_error: bool = False, seen: list | 
     return (out.v, out.e) if track_error else out.v
 
 
-def intermediate_max(graph: list, inputs: list) -> float:
-    """The largest magnitude (inf if any is not finite) over every tensor the muGraph makes."""
-    seen: list = []
+class _Reached(Exception):
+    """A tensor's magnitude reached the caller's limit: the rest of the walk cannot make
+    the largest magnitude smaller, so it stops there."""
+
+
+class _Magnitudes(list):
+    """``seen`` for ``evaluate`` that stops the walk at the first magnitude >= ``limit``."""
+
+    def __init__(self, limit: float):
+        super().__init__()
+        self.limit = limit
+
+    def append(self, value: float) -> None:
+        super().append(value)
+        if value >= self.limit:
+            raise _Reached(value)
+
+
+def intermediate_max(graph: list, inputs: list, limit: float = np.inf) -> float:
+    """The largest magnitude (inf if any is not finite) over every tensor the muGraph makes;
+    the walk stops at the first tensor whose magnitude reaches ``limit`` and returns that
+    magnitude (a search that only asks whether the largest is below ``limit`` gets the same
+    answer sooner)."""
+    seen = _Magnitudes(limit)
     with np.errstate(all="ignore"):
-        evaluate(graph, inputs, seen=seen)
+        try:
+            evaluate(graph, inputs, seen=seen)
+        except _Reached as stop:
+            return stop.args[0]
     return max(seen)
 
 
 def _alternating(shape: tuple) -> np.ndarray:
-    """+1/-1 by the parity of the element's index sum (a checkerboard over every axis)."""
-    parity = sum(np.indices(shape, sparse=True)) % 2 if shape else np.zeros((), dtype=int)
-    return np.ascontiguousarray(np.broadcast_to(np.where(parity, -1.0, 1.0), shape))
+    """+1/-1 by the parity of the element's index sum (a checkerboard over every axis):
+    the signs of all but the last axis times the last axis's, one pass over the array."""
+    if not shape:
+        return np.ascontiguousarray(np.ones(()))  # as before: a 1-element array
+    signs = [np.where(np.arange(n) % 2, -1.0, 1.0) for n in shape]
+    lead = np.ones(())
+    for axis, sign in enumerate(signs[:-1]):
+        lead = np.multiply.outer(lead, sign)
+    return np.multiply.outer(lead, signs[-1])
+
+
+def _pattern_makers(hi: float, rng: np.random.Generator) -> list:
+    """(make(shape), periodic) per adversarial pattern of magnitude <= hi, in search order:
+    all +hi (no cancellation, largest exp arguments), alternating signs, uniform, and one
+    +hi per row over tiny values (the largest rms_norm outputs). ``periodic``: every slice
+    along the first axis is the first or the second slice (so two slices show them all)."""
+    return [(lambda s: np.full(s, hi), True),
+            (lambda s: hi * _alternating(s), True),
+            (lambda s: rng.uniform(-hi, hi, s), False),
+            (lambda s: np.ascontiguousarray(np.broadcast_to(np.where(np.arange(s[-1]) == 0, hi, hi * 2.0 ** -12), s)),
+             True)]
 
 
 def _patterns(shapes: list, hi: float, rng: np.random.Generator):
-    """Adversarial inputs of magnitude <= hi: all +hi (no cancellation, largest exp
-    arguments), alternating signs, uniform, and one +hi per row over tiny values (the
-    largest rms_norm outputs). Made one pattern at a time, as the search asks: a search
-    that stops at the first unsafe pattern never draws the others, and at most one
-    pattern's tensors are alive (at 4096x4096 inputs, eager patterns held gigabytes)."""
-    for make in (lambda s: np.full(s, hi),
-                 lambda s: hi * _alternating(s),
-                 lambda s: rng.uniform(-hi, hi, s),
-                 lambda s: np.ascontiguousarray(np.broadcast_to(np.where(np.arange(s[-1]) == 0, hi, hi * 2.0 ** -12), s))):
+    """The adversarial inputs of ``_pattern_makers``, made one pattern at a time, as the
+    search asks: a search that stops at the first unsafe pattern never draws the others,
+    and at most one pattern's tensors are alive (at 4096x4096 inputs, eager patterns held
+    gigabytes)."""
+    for make, _ in _pattern_makers(hi, rng):
         yield [make(tuple(sh)) for sh in shapes]
 
 
 def find_domain(graph: list, start: float = 256.0, floor: float = 2.0 ** -8) -> float:
     """The largest magnitude hi (a power of sqrt 2, at most ``start``) such that every
     input in [-hi, hi] in the adversarial patterns keeps every tensor of the muGraph below
-    FP16_SAFE; raises when even ``floor`` does not."""
-    return search_domain(lambda xs: intermediate_max(graph, xs), io_tensors(graph)[0], start, floor)
+    FP16_SAFE; raises when even ``floor`` does not. A muGraph whose batch slices are
+    independent (``batch_tiles``) meets its periodic patterns on two slices, which make
+    the same tensors as the whole batch does; the uniform draw is met whole."""
+    shapes = io_tensors(graph)[0]
+    probe = periodic_probe(graph)
+    if probe is None:
+        return search_domain(lambda xs: intermediate_max(graph, xs, FP16_SAFE), shapes, start, floor)
+    cut = cut_batch(graph, probe)
+    cut_shapes = [(probe,) + tuple(s[1:]) for s in shapes]
+
+    def safe(hi):
+        rng = np.random.default_rng(0)
+        for make, periodic in _pattern_makers(hi, rng):
+            walked, sizes = (cut, cut_shapes) if periodic else (graph, shapes)
+            if intermediate_max(walked, [make(tuple(s)) for s in sizes], FP16_SAFE) >= FP16_SAFE:
+                return False
+        return True
+
+    return _search(safe, start, floor)
 
 
 def search_domain(largest, shapes: list, start: float = 256.0, floor: float = 2.0 ** -8) -> float:
@@ -407,6 +465,10 @@ def search_domain(largest, shapes: list, start: float = 256.0, floor: float = 2.
         rng = np.random.default_rng(0)
         return all(largest(xs) < FP16_SAFE for xs in _patterns(shapes, hi, rng))
 
+    return _search(safe, start, floor)
+
+
+def _search(safe, start: float, floor: float) -> float:
     hi = start
     while hi >= floor:  # coarse steps of 4x down, then up by sqrt 2 while still safe
         if safe(hi):
@@ -419,10 +481,103 @@ def search_domain(largest, shapes: list, start: float = 256.0, floor: float = 2.
     raise MuGraphSemanticsError(f"no input magnitude >= {floor} keeps the muGraph finite in float16")
 
 
+# ----------------------------------------------------------------------------- batch slices
+
+def _kn_tensors(graph: list):
+    """Every kernel-level tensor record of a raw muGraph (as kernels name them, and as
+    their thread-block inputs and outputs read and write them)."""
+    for op in graph:
+        yield from op.get("input_tensors", []) + op.get("output_tensors", [])
+        for tb in (op.get("bgraph") or {}).get("operators", []):
+            if "dtensor" in tb:
+                yield tb["dtensor"]
+
+
+def _batch_walk(bgraph: dict, batch: int):
+    """(grid axis, tile) by which every tile of a kernel walks the batch dimension, or None
+    when some tile walks it otherwise, the for-loop walks it, or a thread-block op could
+    mix slices (a matmul of 2-D tiles, operands of unequal rank)."""
+    walks = set()
+    for tb in bgraph["operators"]:
+        kind = op_type(tb)
+        if kind in ("tb_input_op", "tb_output_op"):
+            mapping, tile = ((tb["input_map"], tb["output_tensors"][0]) if kind == "tb_input_op"
+                             else (tb["output_map"], tb["input_tensors"][0]))
+            axes = [a for a in AXES if int(mapping.get(a, -1)) == 0]
+            if len(axes) != 1 or (kind == "tb_input_op" and int(tb["forloop_dim"]) == 0):
+                return None
+            walks.add((axes[0], _shape(tile)[0]))
+            continue
+        ranks = {int(t["num_dims"]) for t in tb.get("input_tensors", []) + tb.get("output_tensors", [])}
+        if len(ranks) > 1 or (kind == "tb_matmul_op" and min(ranks, default=0) < 3):
+            return None
+    if len(walks) != 1:
+        return None
+    axis, tile = walks.pop()
+    return (axis, tile) if int(bgraph["grid_dim"][axis]) * tile == batch else None
+
+
+def batch_tiles(graph: list) -> "tuple | None":
+    """(B, t) when the first dimension of every kernel-level tensor is a batch of B slices
+    that every kernel computes alike and apart: pre-defined kernels are element-wise or
+    batched matmuls over tensors of one rank, and every customized kernel's tiles walk the
+    batch with one grid axis, never the for-loop, t slices per block at most (t: the least
+    common multiple over kernels). The muGraph's output on the first k slices (t divides k)
+    is then the output of ``cut_batch(graph, k)`` on the inputs' first k slices. None
+    otherwise."""
+    inputs, _ = io_tensors(graph)
+    if not inputs or len(inputs[0]) < 2:
+        return None
+    batch = inputs[0][0]
+    if any(int(t["num_dims"]) < 2 or int(t["dim"][0]) != batch for t in _kn_tensors(graph)):
+        return None
+    tile = 1
+    for op in graph:
+        kind = op_type(op)
+        if kind in ("kn_input_op", "kn_output_op"):
+            continue
+        if kind == "kn_customized_op":
+            walk = _batch_walk(op["bgraph"], batch)
+            if walk is None:
+                return None
+            tile = tile * walk[1] // math.gcd(tile, walk[1])
+            continue
+        ranks = {int(t["num_dims"]) for t in op["input_tensors"] + op["output_tensors"]}
+        if len(ranks) != 1 or (kind == "kn_matmul_op" and ranks.pop() < 3):
+            return None
+    return batch, tile
+
+
+def cut_batch(graph: list, keep: int) -> list:
+    """A copy of ``graph`` (``batch_tiles`` gives it) over the first ``keep`` slices of its
+    batch: every kernel-level tensor ``keep`` long in dimension 0, each kernel's batch axis
+    ``keep / t`` blocks long."""
+    batch, _ = batch_tiles(graph)
+    graph = copy.deepcopy(graph)
+    for op in graph:
+        if op_type(op) == "kn_customized_op":
+            axis, tile = _batch_walk(op["bgraph"], batch)
+            op["bgraph"]["grid_dim"][axis] = keep // tile
+    for t in _kn_tensors(graph):
+        t["dim"][0] = keep
+    return graph
+
+
+def periodic_probe(graph: list) -> "int | None":
+    """How many batch slices show every tensor a periodic adversarial pattern makes (an
+    even number, fewer than the batch), or None."""
+    found = batch_tiles(graph)
+    if found is None:
+        return None
+    batch, tile = found
+    keep = tile * 2 // math.gcd(tile, 2)
+    return keep if keep < batch and batch % keep == 0 else None
+
+
 def find_typical_std(graph: list, hi: float, seeds: int = 3) -> float:
     """The largest standard deviation (a power of 2, at most 1) of normal inputs whose
     draws, clipped to [-hi, hi] by nothing, keep every tensor below FP16_SAFE / 4."""
-    return search_typical_std(lambda xs: intermediate_max(graph, xs), io_tensors(graph)[0], hi, seeds)
+    return search_typical_std(lambda xs: intermediate_max(graph, xs, FP16_SAFE / 4), io_tensors(graph)[0], hi, seeds)
 
 
 def search_typical_std(largest, shapes: list, hi: float, seeds: int = 3) -> float:
