@@ -26,6 +26,10 @@ SOURCE_NAME = "inductor"
 CAPTURE_VERSION = 2  # what a capture folder's capture.json must say; 2: portable references, input domains
 
 
+REFERENCES = {"fx": "the kernel's post-grad FX subgraph in float64",
+              "ir": "Inductor's IR of the buffers the kernel computes, traced to ATen ops, in float64"}
+
+
 class CaptureError(PtxdsError, ValueError):
     """A capture folder or model list is unusable; the message names it and the fix."""
 
@@ -108,5 +112,5 @@ class InductorBuilder(TritonJitBuilder):
             generator="ptxds builders.inductor", model=info["model"], kernel=info["kernel"],
             aten_ops=info["aten_ops"], layers=info["layers"], graph_inputs=info["graph_inputs"],
             heuristic=info["heuristic"], inductor_source_sha256=info["inductor_source_sha256"],
-            reference="the kernel's post-grad FX subgraph in float64", licence="BSD-3-Clause (PyTorch)")
+            reference=REFERENCES[info.get("reference", "fx")], licence="BSD-3-Clause (PyTorch)")
         return [record]

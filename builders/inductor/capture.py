@@ -53,6 +53,7 @@ class _Recorder:
     def __init__(self):
         self.sources: dict = {}
         self.calls: dict = {}
+        self.nodes: dict = {}   # kernel name -> the buffers it computes, in order
         self.graph = None
         self.wrapper = ""
 
@@ -60,6 +61,7 @@ class _Recorder:
 def _install_hooks(recorder: _Recorder, patches):
     from torch._inductor.codegen.triton import TritonKernel, TritonScheduling
     from torch._inductor.graph import GraphLowering
+    from torch._inductor.scheduler import BaseSchedulerNode
 
     define_kernel = TritonScheduling.define_kernel
     call_kernel = TritonKernel.call_kernel
@@ -68,6 +70,8 @@ def _install_hooks(recorder: _Recorder, patches):
         name = define_kernel(self, src_code, node_schedule, kernel)
         recorder.sources.setdefault(name, src_code.replace("Placeholder.KERNEL_NAME", name)
                                     .replace("Placeholder.DESCRIPTIVE_NAME", name))
+        recorder.nodes.setdefault(name, [n.node.get_name() for n in node_schedule  # buffer names, not op names
+                                         if isinstance(n, BaseSchedulerNode) and n.node is not None])
         return name
 
     def hooked_call(self, name, node=None, deallocate_ws=True):
@@ -414,9 +418,29 @@ def _kind_of(dtype) -> str:
     return _kind(str(dtype).replace("torch.", ""))
 
 
-def describe_kernel(graph, call: KernelCall, roles: dict, model: str) -> dict:
-    """Everything the kernel's folder holds, as plain values; raises ValueError saying why
-    the kernel cannot be a group."""
+class NoGraphValue(ValueError):
+    """A buffer of the kernel holds no FX node's value (in that layout): its reference comes
+    from Inductor's IR instead (ir_reference.py)."""
+
+
+def describe_kernel(graph, call: KernelCall, roles: dict, model: str, nodes: list = ()) -> dict:
+    """Everything the kernel's folder holds, as plain values: its reference is the FX subgraph
+    between the values it reads and writes, or, where a buffer holds no FX node's value, the
+    IR of the ``nodes`` it computes (``describe_from_ir``); raises ValueError saying why the
+    kernel cannot be a group."""
+    try:
+        return describe_from_graph(graph, call, roles)
+    except NoGraphValue as exc:
+        if not nodes:
+            raise
+        try:
+            return describe_from_ir(graph, call, roles, list(nodes))
+        except ValueError as ir_exc:
+            raise ValueError(f"{exc}; from the IR: {ir_exc}") from None
+
+
+def describe_from_graph(graph, call: KernelCall, roles: dict) -> dict:
+    """describe_kernel's reference from the post-grad FX graph."""
     args = dict(zip(call.params, call.call_args))
     pointers = [p for p in call.params if p in call.reads or p in call.writes]
     buffers, inputs, outputs, in_nodes, out_nodes = [], {}, {}, [], []
@@ -447,7 +471,7 @@ def describe_kernel(graph, call: KernelCall, roles: dict, model: str) -> dict:
             name, (size, stride, _, _) = views["read"]
             node = _buffer_node(graph, name)
             if node is None:
-                raise ValueError(f"buffer {name} ({param}) is no FX node's value")
+                raise NoGraphValue(f"buffer {name} ({param}) is no FX node's value")
             in_nodes.append(node)
             inputs[param] = (*_value_layout(node, size, stride, name), kind)
             buffer["init"], buffer["graph_role"] = _init(node, roles, dtype_name, kind)
@@ -455,7 +479,7 @@ def describe_kernel(graph, call: KernelCall, roles: dict, model: str) -> dict:
             name, (size, stride, _, _) = views["write"]
             node = _buffer_node(graph, name)
             if node is None:
-                raise ValueError(f"buffer {name} ({param}) is no FX node's value")
+                raise NoGraphValue(f"buffer {name} ({param}) is no FX node's value")
             out_nodes.append(node)
             outputs[param] = (*_value_layout(node, size, stride, name), numel)
         buffers.append(buffer)
@@ -479,6 +503,60 @@ def describe_kernel(graph, call: KernelCall, roles: dict, model: str) -> dict:
             "code": graph_code(portable), "graph_ops": graph_ops, "decomposed": decomposed,
             "aten_ops": sorted({str(n.target) for n in portable.nodes if n.op == "call_function"}),
             "layers": sorted({_layer(n) for n in nodes} - {""})}
+
+
+def describe_from_ir(graph, call: KernelCall, roles: dict, nodes: list) -> dict:
+    """describe_kernel's reference from Inductor's IR of the buffers the kernel computes
+    (builders/inductor/ir_reference.py): every buffer is its flat storage."""
+    from builders.inductor.ir_reference import kernel_graph
+
+    args = dict(zip(call.params, call.call_args))
+    pointers = [p for p in call.params if p in call.reads or p in call.writes]
+    reads = {p: call.reads[p] for p in pointers if p in call.reads}
+    writes = {p: call.writes[p] for p in pointers if p in call.writes}
+    if not writes:
+        raise ValueError("the kernel writes no buffer")
+    if len(set(reads.values())) != len(reads):
+        raise ValueError("two kernel arguments read the same buffer")
+    for param, name in writes.items():
+        size, stride, offset, _ = _layout(graph, name)
+        if param not in reads and (offset or not dense(size, stride)):
+            raise ValueError(f"{param} ({name}) is written in part; the rest of its storage is not the kernel's")
+    inplace = {writes[p]: reads[p] for p in writes if p in reads}
+    ir_graph, numels = kernel_graph(graph, nodes, reads, writes, inplace)
+    placeholders = [n for n in ir_graph.nodes if n.op == "placeholder"]
+    buffers, inputs, outputs = [], {}, {}
+    for param in pointers:
+        names = [d[param] for d in (reads, writes) if param in d]
+        dtypes = {_dtype_name(graph.get_buffer(n).get_dtype()) for n in names}
+        if len(dtypes) > 1:
+            raise ValueError(f"{param} is read as {' and written as '.join(sorted(dtypes))}")
+        dtype_name, kind = dtypes.pop(), _kind_of(graph.get_buffer(names[0]).get_dtype())
+        numel = max(numels[n] for n in names)
+        role = "inout" if len(names) == 2 else "in" if param in reads else "out"
+        buffer = {"name": param, "dtype": dtype_name, "shape": [numel], "role": role}
+        if param in reads:
+            inputs[param] = ([numels[reads[param]]], [1], kind)
+            node = _buffer_node(graph, reads[param])
+            if node is not None:
+                buffer["init"], buffer["graph_role"] = _init(node, roles, dtype_name, kind)
+            elif kind == "float":  # an intermediate only Inductor computes (a partial sum)
+                buffer["init"], buffer["graph_role"] = {"kind": "normal", "params": {"mean": 0.0, "std": 1.0}}, \
+                    "intermediate"
+            else:
+                raise ValueError(f"integer buffer {reads[param]} ({param}) has no known range")
+        if param in writes:
+            outputs[param] = ([numel], [1], numel)
+        buffers.append(buffer)
+    numbers = {p: int(args[p]) for p in call.params if p not in pointers}
+    portable, decomposed = portable_graph(ir_graph, placeholders)
+    origins = {o for n in nodes for o in getattr(graph.get_buffer(n), "origins", ())}
+    return {"buffers": buffers, "inputs": inputs, "outputs": outputs, "numels": numbers,
+            "in_nodes": list(reads.values()), "out_nodes": list(writes.values()), "code": graph_code(portable),
+            "graph_ops": sorted({str(n.target) for n in ir_graph.nodes if n.op == "call_function"}),
+            "decomposed": decomposed, "reference": "ir",
+            "aten_ops": sorted({str(o.target) for o in origins if o.op == "call_function"}),
+            "layers": sorted({_layer(o) for o in origins} - {""})}
 
 
 def _is_scatter(node) -> bool:
@@ -512,7 +590,7 @@ def _value_layout(node, size: list, stride: list, name: str) -> tuple:
         # the same dims less the ones of size 1 (a padded [1, 16, 683] buffer of a [16, 683] value)
         strides = iter(t for _, t in kept)
         return shape, [1 if s == 1 else next(strides) for s in shape]
-    raise ValueError(f"buffer {name} is {list(size)} with strides {list(stride)} but its FX node "
+    raise NoGraphValue(f"buffer {name} is {list(size)} with strides {list(stride)} but its FX node "
                      f"{node.name} is {shape}")
 
 
@@ -563,7 +641,8 @@ def _layer(node) -> str:
 
 def reference_module(kernel: str, model: str, described: dict) -> str:
     """The reference module text of one kernel: its graph, buffer map and the runtime."""
-    header = (f'"""Float64 reference of Inductor kernel {kernel} of {model}: the post-grad FX nodes\n'
+    what = ("Inductor's IR of buffers" if described.get("reference") == "ir" else "the post-grad FX nodes")
+    header = (f'"""Float64 reference of Inductor kernel {kernel} of {model}: {what}\n'
               f'{", ".join(described["out_nodes"])} computed from {", ".join(described["in_nodes"])}."""\n')
     inputs = {k: (list(v[0]), list(v[1]), v[2]) for k, v in described["inputs"].items()}
     outputs = {k: (list(v[0]), list(v[1]), v[2]) for k, v in described["outputs"].items()}
@@ -689,6 +768,7 @@ def write_kernel(folder: Path, kernel: str, model: str, described: dict, source:
                   "layers": described["layers"], "graph_inputs": {b["name"]: b.get("graph_role") for b in
                                                                    described["buffers"] if "graph_role" in b},
                   "in_nodes": described["in_nodes"], "out_nodes": described["out_nodes"],
+                  "reference": described.get("reference", "fx"),
                   "inductor_source_sha256": hashlib.sha256(source.encode()).hexdigest()}
     (folder / "inductor.json").write_text(json.dumps(provenance, indent=1) + "\n")
     (folder / "inductor_source.py").write_text(source)
@@ -887,7 +967,7 @@ def capture_model(spec, out_dir, target: str = "h100") -> dict:
             call.params = [p for p in _params(source, name) if p not in _constexprs(source, name)]
             if len(call.params) != len(call.call_args):
                 raise ValueError(f"the kernel takes {call.params} but is called with {call.call_args}")
-            described = describe_kernel(graph, call, graph_roles, spec.name)
+            described = describe_kernel(graph, call, graph_roles, spec.name, recorder.nodes.get(name, ()))
             with codegen_only(TARGETS[target]):  # the kernel module is imported to read its configs
                 heuristic, configs, meta = autotune_configs_for(source, name)
             mutated = [a for a in meta.get("mutated_arg_names", []) if not a.startswith("in_out_ptr")]

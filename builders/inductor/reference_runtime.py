@@ -183,6 +183,10 @@ class ErrorTracker(Float64):
             return func(*swapped, **kwargs)
         if name in CONTRACTING:
             return E(a)
+        if name == "index_put.default":  # a store: errors move with the values; an accumulating one adds
+            accumulate = args[3] if len(args) > 3 else kwargs.get("accumulate", False)
+            moved = func(E(a), args[1], E(args[2]).expand(args[2].shape), accumulate)
+            return moved + U32 * A(out) if accumulate else moved
         if name == "max_pool2d_with_indices.default":  # a window's largest error bounds the one it picks
             return func(E(a), *args[1:], **kwargs)[0], None
         if name in ("clamp_min.Tensor", "clamp_max.Tensor", "clamp.Tensor"):  # one of the candidates
@@ -191,8 +195,8 @@ class ErrorTracker(Float64):
         if name in ("add.Tensor", "add.Scalar", "sub.Tensor", "sub.Scalar", "rsub.Scalar", "rsub.Tensor"):
             alpha = abs(kwargs.get("alpha", 1))
             return E(a) + alpha * E(b) + U32 * A(out)
-        if name in ("mul.Tensor", "mul.Scalar"):
-            return A(b) * E(a) + A(a) * E(b) + U32 * A(out)
+        if name in ("mul.Tensor", "mul.Scalar"):  # with the second-order term: (x - mean)^2 at x == mean
+            return A(b) * E(a) + A(a) * E(b) + E(a) * E(b) + U32 * A(out)
         if name in ("div.Tensor", "div.Scalar", "div.Tensor_mode"):
             bb = b if isinstance(b, torch.Tensor) else torch.tensor(float(b), dtype=torch.float64)
             return E(a) / bb.abs() + A(out) / bb.abs() * E(b) + 4 * U32 * A(out)
@@ -223,6 +227,8 @@ class ErrorTracker(Float64):
             return E(a) + 4 * U32 * (A(out) + A(a) * U32)
         if name in ("pow.Tensor_Scalar",):
             p = float(b)
+            if p >= 1:  # |(a + e)^p - a^p| <= p (|a| + |e|)^(p-1) |e|, second order included
+                return p * (A(a) + E(a)) ** (p - 1) * E(a) + 4 * U32 * A(out)
             return abs(p) * A(a) ** (p - 1) * E(a) + 4 * U32 * A(out) if p != 0 else torch.zeros_like(out)
         if name == "gelu.default":
             return E(a) * 1.2 + 4 * U32 * (A(out) + A(a))
