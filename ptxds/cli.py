@@ -639,8 +639,9 @@ def add(dataset, group, ptx_file, launch_file, name, silent):
 
 @cli.command()
 @click.option("--source", "source", required=True, type=click.Choice(["inductor"]), help="what to capture")
-@click.option("--models", required=True, help="comma-separated models: block or block:dtype:batch:seq[:backward] "
-              "(gpt2_block, llama_layer, vit_block, resnet_bottleneck)")
+@click.option("--models", required=True, help="comma-separated models: model or model:dtype:batch:seq[:backward] "
+              "(llama, gpt2, bert, resnet50, unet, ..., gpt2_block, llama_layer), or library for the "
+              "dataset's 56 graphs (docs/inductor.md)")
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False), help="capture folder")
 @click.option("--target", type=click.Choice(["h100", "a100"]), default="h100", show_default=True,
               help="the GPU whose kernels Inductor writes (no GPU is needed)")
