@@ -66,6 +66,7 @@ def test_float32_evaluation_of_the_bert_kernels_passes_every_trial(captured):
 def test_library_model_specs_and_example_inputs():
     spec = ModelSpec.parse("resnet50")
     assert (spec.dtype, spec.batch, spec.seq) == ("float16", 1, 64)  # the entry's first size
+    assert ModelSpec.parse("llama:backward") == ModelSpec("llama", "bfloat16", 1, 64, True)
     with pytest.raises(ValueError, match="unknown model 'resnet51'.*resnet50"):
         ModelSpec.parse("resnet51")
     specs = dataset_specs()

@@ -1,11 +1,13 @@
-"""The models a capture compiles: small blocks written here in plain torch, with random
-weights and sizes in code (nothing is downloaded): a Llama-style decoder layer (RMSNorm,
-rotary attention, SwiGLU MLP), a GPT-2 block (LayerNorm, GELU-tanh MLP), a ViT block and a
-ResNet bottleneck (batch norm in eval mode). Each is named ``<block>-<dtype>-<size>``.
-Also a Mixtral-style MoE decoder layer, BERT's embeddings and encoder layer and a T5 v1.1
-encoder layer, written after their ``transformers`` code (not installed where captures run).
-The models of ``transformers``, ``torchvision`` and ``diffusers`` (llama, mixtral, gpt2, bert,
-resnet50, unet, ...) are in library_models.py; every name of both is a model here."""
+"""The models a capture compiles, by name: ``ModelSpec`` (model, dtype, size, forward or
+backward), ``build_block`` (the module with random weights, its inputs by role) and
+``example_inputs`` (the module and real inputs, for a frontend that runs or exports it).
+The dataset's models come from the libraries (library_models.py: transformers, torchvision,
+diffusers). The blocks written here in plain torch are the first captures' (kept for the
+tests and the TVM comparison): a Llama-style decoder layer (RMSNorm, rotary attention, SwiGLU
+MLP), a GPT-2 block (LayerNorm, GELU-tanh MLP), a ViT block, a ResNet bottleneck (batch norm
+in eval mode), a Mixtral-style MoE decoder layer, BERT's embeddings and encoder layer and a
+T5 v1.1 encoder layer, the last three written after their ``transformers`` code. A captured
+graph is named ``<model>-<dtype>-b<batch>s<seq>``."""
 from __future__ import annotations
 
 import math
@@ -310,8 +312,8 @@ class ModelSpec:
     @staticmethod
     def parse(text: str) -> "ModelSpec":
         """``model`` or ``model:dtype:batch:seq`` (default float16 and, for a block, 2 x 64 or
-        2 x 16 for images; for a library model its first size), with ``:backward`` last for
-        the training backward (``llama_layer:backward``)."""
+        2 x 16 for images; for a library model its half dtype and first size), with
+        ``:backward`` last for the training backward (``llama_layer:backward``)."""
         from builders.inductor.library_models import LIBRARY_MODELS
         parts = text.split(":")
         backward = parts[-1] == "backward"
@@ -320,10 +322,10 @@ class ModelSpec:
         if parts[0] not in BLOCKS and parts[0] not in LIBRARY_MODELS:
             raise ValueError(f"unknown model {parts[0]!r}; known: {', '.join(model_names())}")
         if parts[0] in LIBRARY_MODELS:
-            batch, seq = LIBRARY_MODELS[parts[0]].sizes[0]
+            (batch, seq), dtype = LIBRARY_MODELS[parts[0]].sizes[0], LIBRARY_MODELS[parts[0]].half
         else:
-            batch, seq = 2, 16 if parts[0] in IMAGE_BLOCKS else 64
-        defaults = [parts[0], "float16", str(batch), str(seq)]
+            (batch, seq), dtype = (2, 16 if parts[0] in IMAGE_BLOCKS else 64), "float16"
+        defaults = [parts[0], dtype, str(batch), str(seq)]
         parts = parts + defaults[len(parts):]
         if parts[1] not in DTYPES:
             raise ValueError(f"model {text!r}: dtype must be one of {', '.join(DTYPES)}")
