@@ -179,6 +179,9 @@ def run_build(source: str, out_dir, options: BuildOptions, jobs: int = 0, sass: 
     check_out_dir(out)
     remove_stale_temp_files(out)
     marker = out / BUILDING
+    # a finished build's folder: its card describes its rows, so a run that adds none
+    # leaves it as it is (publishing reads every part again: seconds on a large folder)
+    published = (out / "README.md").exists() and not marker.exists()
     marker.write_text(json.dumps({"command": command or f"ptxds build --source {source} --out {out_dir}",
                                   "pid": os.getpid(), "started": time.time()}))
     written = Dataset(out).done_keys()
@@ -243,9 +246,10 @@ def run_build(source: str, out_dir, options: BuildOptions, jobs: int = 0, sass: 
         writer.close()  # the publish below takes the folder's lock itself
         bar.close()
     summary.executor = executor.describe()  # again: a local pool starts no more workers than items
-    if Dataset(out).done_keys():
+    if (summary.rows_written or not published) and Dataset(out).done_keys():
         Dataset(out, credits=source_credits).publish(progress)
-    # else no row at all (every item failed): no card for an empty dataset
+    # else nothing new in a published folder, or no row at all (every item failed): no card
+    # for an empty dataset
     if not summary.interrupted:
         marker.unlink(missing_ok=True)
     if made and not any(out.iterdir()):
