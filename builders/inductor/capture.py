@@ -559,6 +559,20 @@ def describe_from_ir(graph, call: KernelCall, roles: dict, nodes: list) -> dict:
             "layers": sorted({_layer(o) for o in origins} - {""})}
 
 
+MAX_BUFFER_ELEMENTS = 2 ** 26  # one float64 copy is 512 MiB; the domain search holds several
+
+
+def check_reference_size(buffers: list) -> None:
+    """Refuses a kernel with a buffer of more than MAX_BUFFER_ELEMENTS elements: its float64
+    reference and domain search would take gigabytes (Mixtral's expert-weight gather at 4 x 256
+    tokens is 2^29)."""
+    for buffer in buffers:
+        numel = math.prod(buffer["shape"])
+        if numel > MAX_BUFFER_ELEMENTS:
+            raise ValueError(f"buffer {buffer['name']} holds {numel} elements, beyond the {MAX_BUFFER_ELEMENTS} a "
+                             f"float64 reference is evaluated for; capture the model at a smaller size")
+
+
 def _is_scatter(node) -> bool:
     """Whether an FX node accumulates into its output at computed indices (index_put with
     accumulate, scatter_add, index_add): Inductor splits such a node over several kernels."""
@@ -968,6 +982,7 @@ def capture_model(spec, out_dir, target: str = "h100") -> dict:
             if len(call.params) != len(call.call_args):
                 raise ValueError(f"the kernel takes {call.params} but is called with {call.call_args}")
             described = describe_kernel(graph, call, graph_roles, spec.name, recorder.nodes.get(name, ()))
+            check_reference_size(described["buffers"])
             with codegen_only(TARGETS[target]):  # the kernel module is imported to read its configs
                 heuristic, configs, meta = autotune_configs_for(source, name)
             mutated = [a for a in meta.get("mutated_arg_names", []) if not a.startswith("in_out_ptr")]

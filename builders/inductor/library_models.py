@@ -196,11 +196,14 @@ def _unet_inputs(batch, side, dtype):
 
 
 TEXT_SIZES = ((1, 64), (4, 256))
+# batched_mm gathers each (token, expert) pair's weights: a [tokens * k, 2 * ffn, hidden] buffer
+# that the float64 reference holds several times over (4 x 256 tokens: 4 GiB for Mixtral)
+MOE_SIZES = ((1, 32), (1, 128))
 LIBRARY_MODELS = {
     "llama": LibraryModel(llama, _tokens(2048, mask=True), TEXT_SIZES, "transformers", half="bfloat16",
                           backward=True),
-    "mixtral": LibraryModel(mixtral, _tokens(1024, mask=True), TEXT_SIZES, "transformers", half="bfloat16"),
-    "qwen2_moe": LibraryModel(qwen2_moe, _tokens(1024, mask=True), TEXT_SIZES, "transformers", half="bfloat16"),
+    "mixtral": LibraryModel(mixtral, _tokens(1024, mask=True), MOE_SIZES, "transformers", half="bfloat16"),
+    "qwen2_moe": LibraryModel(qwen2_moe, _tokens(1024, mask=True), MOE_SIZES, "transformers", half="bfloat16"),
     "gpt2": LibraryModel(gpt2, _tokens(2048, mask=True), TEXT_SIZES, "transformers"),
     "bert": LibraryModel(bert, _tokens(2048, mask=True, token_types=True), TEXT_SIZES, "transformers",
                          backward=True),
