@@ -155,13 +155,20 @@ def check_float32_passes_every_trial(root):
                 kept = drawn.values[buffer] if problem.buffer(buffer).role == "inout" else None  # in place
                 storage = module._storage(value.to(torch.float64), size, stride, numel, kept).reshape(
                     reference[buffer].shape)
-                with np.errstate(over="ignore"):
-                    stored = storage.astype(problem.buffer(buffer).dtype).astype(np.float64)
+                stored = _stored(storage, problem.buffer(buffer).dtype)
                 where = f"{folder.name}.{buffer} trial {trial} ({drawn.kind})"
                 assert (np.isfinite(stored) == np.isfinite(reference[buffer])).all(), where
                 finite = np.isfinite(reference[buffer])
                 error = np.abs(stored - reference[buffer])[finite]
                 assert (error <= bounds[buffer][finite]).all(), f"{where}: {error.max()} beyond the bound"
+
+
+def _stored(values, dtype):
+    """float64 ``values`` rounded to the buffer's dtype (bfloat16 through torch: numpy has none)."""
+    if dtype == "bfloat16":
+        return torch.from_numpy(values).to(torch.bfloat16).to(torch.float64).numpy()
+    with np.errstate(over="ignore"):
+        return values.astype(dtype).astype(np.float64)
 
 
 def _float32(value):

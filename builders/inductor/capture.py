@@ -740,9 +740,13 @@ def _finite_peak(value) -> float:
 
 def _narrow_values_mode(module):
     """The reference's Float64 mode, also keeping ``ratio``: the largest finite magnitude of a
-    value the graph casts to a float dtype, over that dtype's SAFE_MAGNITUDE."""
+    value the graph casts to a float dtype, over that dtype's SAFE_MAGNITUDE, and of an
+    exponential, over float32's (Inductor computes it in float32: SiLU's backward takes
+    exp(-x), which float32 holds only for x above -88)."""
     import torch
-    casts = (torch.ops.prims.convert_element_type.default, torch.ops.aten._to_copy.default)
+    aten = torch.ops.aten
+    casts = (torch.ops.prims.convert_element_type.default, aten._to_copy.default)
+    growing = (aten.exp.default, aten.exp2.default, aten.expm1.default, aten.sinh.default, aten.cosh.default)
 
     class NarrowValues(module.Float64):
         ratio = 0.0
@@ -750,6 +754,8 @@ def _narrow_values_mode(module):
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             out = super().__torch_dispatch__(func, types, args, kwargs)
             dtype = args[1] if func is casts[0] else (kwargs or {}).get("dtype") if func is casts[1] else None
+            if func in growing:
+                dtype = torch.float32
             safe = SAFE_MAGNITUDE.get(str(dtype).replace("torch.", ""))
             if safe is not None:
                 self.ratio = max(self.ratio, _finite_peak(out) / safe)
