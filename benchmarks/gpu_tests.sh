@@ -2,7 +2,7 @@
 # The GPU tests, one file at a time under its own time limit, so a slow or hanging file
 # leaves the others' results: a line per file in OUTDIR/table.txt (exit code, seconds and
 # pytest's summary), failures in OUTDIR/<file>.log.
-# Usage: benchmarks/gpu_tests.sh OUTDIR SECONDS_PER_FILE tests/test_a_gpu.py [tests/test_b.py ...]
+# Usage: benchmarks/gpu_tests.sh OUTDIR SECONDS_PER_FILE tests/verify/test_a_gpu.py [tests/e2e/test_b.py ...]
 set -uo pipefail
 out=${1:?usage: gpu_tests.sh OUTDIR SECONDS_PER_FILE FILE...}; limit=${2:?}; shift 2
 mkdir -p "$out"

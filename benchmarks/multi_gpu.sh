@@ -2,7 +2,7 @@
 # Verify on 1, 2 and 4 GPUs of one host, local workers and Ray actors, with a group's members
 # split over the GPUs, and compare every run with the one-GPU run row by row (statuses, times)
 # and with a second one-GPU run (the run-to-run noise): benchmarks/ray_gpu.py. First the GPU
-# tests of the split (tests/test_split_gpu.py). Ray is installed from an offline wheel folder
+# tests of the split (tests/verify/test_split_gpu.py). Ray is installed from an offline wheel folder
 # (benchmarks/ray_wheels.py) when the machine lacks it; without it the Ray runs say so.
 # Usage: benchmarks/multi_gpu.sh [WHEEL_DIR] [DATASET[=GROUP_GLOB]...]
 #   default: .whl-ray .gpu/cutlass-llm-32 '.gpu/triton-llm=triton/gemm/*'
@@ -25,6 +25,6 @@ source benchmarks/gpu_env.sh
 nvidia-smi --query-gpu=index,name,pci.bus_id,clocks.max.sm --format=csv,noheader
 git rev-parse --short HEAD 2>/dev/null || true
 echo "== GPU tests of the split"
-timeout 120 python3 -m pytest -q -rs -p no:cacheprovider -m gpu tests/test_split_gpu.py 2>&1 | tail -n 6
+timeout 120 python3 -m pytest -q -rs -p no:cacheprovider -m gpu tests/verify/test_split_gpu.py 2>&1 | tail -n 6
 python3 benchmarks/ray_gpu.py --work /tmp/ptxds-multi-gpu --budget "${MULTI_GPU_BUDGET:-420}" \
   --gpus "${MULTI_GPU_COUNTS:-1,2,4}" ${MULTI_GPU_FLAGS:-} "${datasets[@]}"

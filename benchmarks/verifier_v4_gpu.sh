@@ -17,8 +17,8 @@ summary="$out/summary.txt"; : > "$summary"
 
 if [ "$phase" != compare ]; then
   files=("$@")
-  [ ${#files[@]} -eq 0 ] && files=(tests/test_adversarial_v4_gpu.py tests/test_adversarial_v3_gpu.py
-                                   tests/test_adversarial_gpu.py tests/test_timing.py)
+  [ ${#files[@]} -eq 0 ] && files=(tests/e2e/test_adversarial_v4_gpu.py tests/e2e/test_adversarial_v3_gpu.py
+                                   tests/e2e/test_adversarial_gpu.py tests/verify/test_timing.py)
   bash benchmarks/gpu_tests.sh "$work/tests" "${TEST_LIMIT:-300}" "${files[@]}"
   cat "$work/tests/table.txt" >> "$summary"
   for log in "$work"/tests/*.log; do echo "==== $log"; grep -v CudaIPCTypes "$log" | tail -n 150; done > "$out/tests.log"

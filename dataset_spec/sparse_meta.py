@@ -12,7 +12,7 @@ that of the second. Codes are packed, first group in the low bits, into ``Elemen
 that ``cutlass::reorder_meta`` (tools/util/include/cutlass/util/host_reorder.h) reorders
 and stores ColumnMajorInterleaved<2> (``GmemLayoutE``). ``expand`` is CUTLASS's
 ``cutlass::uncompress`` (host_uncompress.h) on the un-reordered words. Both layouts are
-checked against CUTLASS's own host code (tests/test_sparse_meta.py).
+checked against CUTLASS's own host code (tests/builders/cutlass/test_sparse_meta.py).
 """
 from __future__ import annotations
 

@@ -3,7 +3,7 @@
 When a ``@triton.jit`` kernel is called, the JIT turns each argument into a signature type and
 a specialisation (``triton.runtime.jit.create_function_from_signature`` over the C++
 ``native_specialize_impl``), then compiles ``ASTSource(fn, signature, constexprs, attrs)``. The
-rules of the pinned Triton (3.6.0), checked against its own binder by tests/test_triton_jit.py:
+rules of the pinned Triton (3.6.0), checked against its own binder by tests/builders/triton_jit/test_triton_jit.py:
 
 - a ``tl.constexpr`` parameter, ``None`` and (unless the parameter is in ``do_not_specialize``)
   an int equal to 1 become constexprs: they are compiled in and are no kernel parameter;
