@@ -423,18 +423,22 @@ class NoGraphValue(ValueError):
     from Inductor's IR instead (ir_reference.py)."""
 
 
-def describe_kernel(graph, call: KernelCall, roles: dict, model: str, nodes: list = ()) -> dict:
+def describe_kernel(graph, call: KernelCall, roles: dict, model: str, nodes: list = (),
+                    accumulators: list = ()) -> dict:
     """Everything the kernel's folder holds, as plain values: its reference is the FX subgraph
-    between the values it reads and writes, or, where a buffer holds no FX node's value, the
-    IR of the ``nodes`` it computes (``describe_from_ir``); raises ValueError saying why the
-    kernel cannot be a group."""
+    between the values it reads and writes, or, where a buffer holds no FX node's value (or
+    the kernel adds into ``accumulators``, buffers other kernels fill), the IR of the ``nodes``
+    it computes (``describe_from_ir``); raises ValueError saying why the kernel cannot be a
+    group."""
     try:
+        if accumulators:
+            raise NoGraphValue(f"the kernel adds into {', '.join(accumulators)}, which other kernels fill")
         return describe_from_graph(graph, call, roles)
     except NoGraphValue as exc:
         if not nodes:
             raise
         try:
-            return describe_from_ir(graph, call, roles, list(nodes))
+            return describe_from_ir(graph, call, roles, list(nodes), list(accumulators))
         except ValueError as ir_exc:
             raise ValueError(f"{exc}; from the IR: {ir_exc}") from None
 
@@ -492,8 +496,8 @@ def describe_from_graph(graph, call: KernelCall, roles: dict) -> dict:
     except ValueError as exc:
         scatters = sorted({str(n.target) for n in out_nodes if _is_scatter(n)})
         if scatters:  # Inductor fills a scatter's accumulator in a kernel of its own
-            raise ValueError(f"its output is the accumulator of {', '.join(scatters)}, which other kernels "
-                             f"fill and accumulate into; the kernel alone is not that node's function ({exc})") from None
+            raise ValueError(f"it only fills the accumulator of {', '.join(scatters)} (a constant), which "
+                             f"another kernel adds into ({exc})") from None
         raise
     numels = {p: int(args[p]) for p in call.params if p not in pointers}
     graph_ops = sorted({str(n.target) for n in nodes})
@@ -505,14 +509,16 @@ def describe_from_graph(graph, call: KernelCall, roles: dict) -> dict:
             "layers": sorted({_layer(n) for n in nodes} - {""})}
 
 
-def describe_from_ir(graph, call: KernelCall, roles: dict, nodes: list) -> dict:
+def describe_from_ir(graph, call: KernelCall, roles: dict, nodes: list, accumulators: list = ()) -> dict:
     """describe_kernel's reference from Inductor's IR of the buffers the kernel computes
-    (builders/inductor/ir_reference.py): every buffer is its flat storage."""
+    (builders/inductor/ir_reference.py): every buffer is its flat storage; an accumulator is
+    read as well as written (the kernel adds into what it holds)."""
     from builders.inductor.ir_reference import kernel_graph
 
     args = dict(zip(call.params, call.call_args))
     pointers = [p for p in call.params if p in call.reads or p in call.writes]
-    reads = {p: call.reads[p] for p in pointers if p in call.reads}
+    reads = {p: call.reads[p] if p in call.reads else call.writes[p] for p in pointers
+             if p in call.reads or p in accumulators}
     writes = {p: call.writes[p] for p in pointers if p in call.writes}
     if not writes:
         raise ValueError("the kernel writes no buffer")
@@ -522,7 +528,7 @@ def describe_from_ir(graph, call: KernelCall, roles: dict, nodes: list) -> dict:
         size, stride, offset, _ = _layout(graph, name)
         if param not in reads and (offset or not dense(size, stride)):
             raise ValueError(f"{param} ({name}) is written in part; the rest of its storage is not the kernel's")
-    inplace = {writes[p]: reads[p] for p in writes if p in reads}
+    inplace = {writes[p]: reads[p] for p in writes if p in reads and writes[p] != reads[p]}
     ir_graph, numels = kernel_graph(graph, nodes, reads, writes, inplace)
     placeholders = [n for n in ir_graph.nodes if n.op == "placeholder"]
     buffers, inputs, outputs = [], {}, {}
@@ -537,11 +543,14 @@ def describe_from_ir(graph, call: KernelCall, roles: dict, nodes: list) -> dict:
         buffer = {"name": param, "dtype": dtype_name, "shape": [numel], "role": role}
         if param in reads:
             inputs[param] = ([numels[reads[param]]], [1], kind)
-            node = _buffer_node(graph, reads[param])
+            node = _buffer_node(graph, reads[param]) if param not in accumulators else None
             if node is not None:
                 buffer["init"], buffer["graph_role"] = _init(node, roles, dtype_name, kind)
-            elif kind == "float":  # an intermediate only Inductor computes (a partial sum)
-                buffer["init"], buffer["graph_role"] = {"kind": "normal", "params": {"mean": 0.0, "std": 1.0}}, \
+            elif kind == "float":  # an intermediate only Inductor computes (a partial sum), an accumulator
+                buffer["init"] = {"kind": "normal", "params": {"mean": 0.0, "std": 1.0}}
+                buffer["graph_role"] = "accumulator" if param in accumulators else "intermediate"
+            elif kind == "bool":  # a partial any()
+                buffer["init"], buffer["graph_role"] = {"kind": "randint", "params": {"low": 0, "high": 2}}, \
                     "intermediate"
             else:
                 raise ValueError(f"integer buffer {reads[param]} ({param}) has no known range")
@@ -987,13 +996,14 @@ def capture_model(spec, out_dir, target: str = "h100") -> dict:
             call.params = [p for p in _params(source, name) if p not in _constexprs(source, name)]
             if len(call.params) != len(call.call_args):
                 raise ValueError(f"the kernel takes {call.params} but is called with {call.call_args}")
-            described = describe_kernel(graph, call, graph_roles, spec.name, recorder.nodes.get(name, ()))
-            check_reference_size(described["buffers"])
             with codegen_only(TARGETS[target]):  # the kernel module is imported to read its configs
                 heuristic, configs, meta = autotune_configs_for(source, name)
             mutated = [a for a in meta.get("mutated_arg_names", []) if not a.startswith("in_out_ptr")]
-            if mutated:
+            if any(a not in call.writes or a in call.reads for a in mutated):
                 raise ValueError(f"the kernel mutates {mutated}")
+            # the rest are accumulators a scatter-add adds into (an embedding's gradient)
+            described = describe_kernel(graph, call, graph_roles, spec.name, recorder.nodes.get(name, ()), mutated)
+            check_reference_size(described["buffers"])
             grid = grid_expressions(meta, _params(source, name))
             check_grid(meta, grid, described["numels"], configs)
             write_kernel(folder, name, spec.name, described, source, plain_kernel(source, name),

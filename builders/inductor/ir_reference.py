@@ -80,6 +80,7 @@ class IrEvaluator:
 
     def __init__(self, storages: dict):
         self.storages = storages
+        self.alias: dict = {}     # a buffer that mutates another (a scatter-add) -> the one it writes
         self.symbols: dict = {}   # sympy symbol -> int64 tensor (an index variable, an indirect index)
         self.ndim = 0
         self.reduction_dims = 0
@@ -141,6 +142,7 @@ class IrEvaluator:
     # ------------------------------------------------------------------ memory
     def load(self, name, index):
         torch = _torch()
+        name = self.alias.get(name, name)
         if name not in self.storages:
             raise IrUnsupported(f"the kernel loads {name}, which it neither reads nor computes")
         storage = self.storages[name]
@@ -151,6 +153,7 @@ class IrEvaluator:
         torch = _torch()
         if mode not in (None, "atomic_add"):
             raise IrUnsupported(f"store mode {mode}")
+        name = self.alias.get(name, name)
         storage = self.storages[name]
         kept = self.shape[:self.ndim - self.reduction_dims]  # a reduction's result has no reduction axes
         offsets = _as_tensor(self.evaluate(index))
@@ -290,6 +293,16 @@ def kernel_graph(graph, nodes: list, reads: dict, writes: dict, inplace: dict):
     def dtype(name):
         return graph.get_buffer(name).get_dtype()
 
+    def mutated(buffer):
+        """The name of the buffer ``buffer`` mutates (its MutationLayout's target), or None."""
+        layout = buffer.get_layout()
+        if type(layout).__name__ != "MutationLayoutSHOULDREMOVE":
+            return None
+        target = layout.target
+        while type(target.get_layout()).__name__ == "MutationLayoutSHOULDREMOVE":
+            target = target.get_layout().target
+        return target.get_name()
+
     read_names = list(reads.values())
     computed = []
     for name in nodes:
@@ -297,7 +310,8 @@ def kernel_graph(graph, nodes: list, reads: dict, writes: dict, inplace: dict):
         if not isinstance(buffer, ir.ComputedBuffer) or not buffer.has_store_function():
             raise IrUnsupported(f"buffer {name} is a {type(buffer).__name__}, not a computed buffer")
         if isinstance(buffer.data, (ir.Scan, ir.Sort)) or type(buffer.data).__name__ not in (
-                "Pointwise", "Reduction", "MultiOutputReduction", "WelfordReduction", "OnlineSoftmaxReduction"):
+                "Pointwise", "Scatter", "Reduction", "MultiOutputReduction", "WelfordReduction",
+                "OnlineSoftmaxReduction"):
             raise IrUnsupported(f"buffer {name} is computed by {type(buffer.data).__name__}")
         computed.append(buffer)
 
@@ -305,9 +319,15 @@ def kernel_graph(graph, nodes: list, reads: dict, writes: dict, inplace: dict):
         evaluator = IrEvaluator(dict(zip(read_names, storages)))
         for buffer in computed:
             name = buffer.get_name()
-            start = inplace.get(name)
-            evaluator.storages[name] = (evaluator.storages[start].to(dtype(name)) if start is not None
-                                        else torch.zeros(numel(name), dtype=dtype(name)))
+            target = mutated(buffer)
+            if target is not None:  # a scatter-add into a buffer the kernel reads: the store goes there
+                if target not in evaluator.storages:
+                    raise IrUnsupported(f"buffer {name} adds into {target}, which the kernel does not read")
+                evaluator.alias[name] = target
+            else:
+                start = inplace.get(name)
+                evaluator.storages[name] = (evaluator.storages[start].to(dtype(name)) if start is not None
+                                            else torch.zeros(numel(name), dtype=dtype(name)))
             data = buffer.data
             reduction = list(data.get_reduction_size()) if isinstance(data, ir.Reduction) else []
             index, rindex = evaluator.bind(list(data.get_size()), reduction)
