@@ -17,7 +17,7 @@ from builders.options import OptionError, given_values, typed_options
 from dataset_spec.store.shards import read_records
 from ptxds.cli import cli
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 TOY_PACKAGE = '''
 """A toy source: out = x + y in float32, one hand-written kernel, ``n`` elements."""
