@@ -20,8 +20,11 @@ writer lock (dataset_spec/store/lock.py) from its creation until ``close``: one 
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
+import signal
+import threading
 import time
 from pathlib import Path
 
@@ -39,7 +42,27 @@ from ..swap import recover
 split_of = bucket_split
 
 
+@contextlib.contextmanager
+def _signals_deferred():
+    """SIGINT and SIGTERM wait until the block is done: a part file is written and renamed
+    whole, never cut inside pyarrow's writer (whose finaliser then printed a traceback at
+    exit). Signals reach Python in the main thread only, so other threads need no block."""
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
 def _atomic_write_table(table: pa.Table, path: Path) -> None:
+    with _signals_deferred():
+        _write_table_whole(table, path)
+
+
+def _write_table_whole(table: pa.Table, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")
     try:
