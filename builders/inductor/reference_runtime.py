@@ -119,6 +119,18 @@ EXACT = {
 }
 
 
+FILLS = ("full.default", "full_like.default", "scalar_tensor.default")
+
+
+def _constant_error(value: float) -> float:
+    """The error of a constant held in float32: none when float32 holds it exactly (0.5, 1),
+    else its rounding (an eps of 0.001 is 0.0010000000475 in float32; added to a variance of
+    -0.0009765625 that is a relative error of 2e-6)."""
+    if not math.isfinite(value) or float(np.float32(value)) == value:
+        return 0.0
+    return abs(value) * U32
+
+
 def _widen(value):
     if isinstance(value, torch.dtype) and value.is_floating_point:
         return torch.float64
@@ -144,6 +156,8 @@ class ErrorTracker(Float64):
         self.errors = WeakTensorKeyDictionary()
 
     def error(self, value):
+        if isinstance(value, float):  # a constant of the graph, which the kernel holds in float32
+            return torch.tensor(_constant_error(value), dtype=torch.float64)
         if not isinstance(value, torch.Tensor) or not value.is_floating_point():
             return torch.zeros(value.shape if isinstance(value, torch.Tensor) else (), dtype=torch.float64)
         error = self.errors.get(value)
@@ -156,6 +170,10 @@ class ErrorTracker(Float64):
             self.cast_roundoff = ROUNDOFF.get(args[1], 0.0) if isinstance(args[1], torch.dtype) else 0.0
         args, kwargs = _widen(tuple(args)), {k: _widen(v) for k, v in kwargs.items()}
         out = func(*args, **kwargs)
+        if name in FILLS and out.is_floating_point():  # a float constant rounds to float32 as well
+            self.errors[out] = torch.full(out.shape, _constant_error(float(args[1] if name != "scalar_tensor.default"
+                                                                           else args[0])), dtype=torch.float64)
+            return out
         if name in EXACT or not any(isinstance(v, torch.Tensor) and v.is_floating_point() for v in _tensors(out)):
             return out  # integers and booleans carry no rounding error
         errors = self._rule(func, name, args, kwargs, out)
