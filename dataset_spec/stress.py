@@ -272,16 +272,39 @@ def clip_finite(values: np.ndarray, hi: float) -> np.ndarray:
     return np.where(finite, np.clip(np.where(finite, values, 0.0), -hi, hi), values)
 
 
-def row_stress(patterns, shape, context: StressContext, axis: int = -1) -> np.ndarray:
-    """Patterns along ``axis`` of ``shape`` (the reduction axis): rows are every other index."""
+def row_stress(patterns, shape, context: StressContext, axis: int = -1, segments: bool = False) -> np.ndarray:
+    """Patterns along ``axis`` of ``shape`` (the reduction axis): rows are every other index.
+    ``segments``: where there are fewer rows than patterns, each row is cut into one segment
+    per pattern (for ops with no row structure, whose buffers are often flattened to 1-D:
+    without it such a buffer is the first pattern alone, one constant). Ops whose rows are
+    reduced keep whole-row patterns (an all-zero row is what tests a norm's eps)."""
     shape = tuple(int(s) for s in shape)
     if not shape:
         return rows_by_pattern(patterns, 1, 1, context).reshape(())
     moved = list(shape)
     length = moved.pop(axis)
     rows = int(np.prod(moved, dtype=np.int64))
-    values = rows_by_pattern(patterns, rows, length, context).reshape(tuple(moved) + (length,))
+    if segments and rows < len(patterns) and length >= len(patterns) * MIN_SEGMENT:
+        values = segments_by_pattern(patterns, rows, length, context)
+    else:
+        values = rows_by_pattern(patterns, rows, length, context)
+    values = values.reshape(tuple(moved) + (length,))
     return clip_finite(np.moveaxis(values, -1, axis), context.hi)
+
+
+MIN_SEGMENT = 8
+
+
+def segments_by_pattern(patterns, rows: int, length: int, context: StressContext) -> np.ndarray:
+    """(rows, length) values for fewer rows than patterns (a flattened 1-D buffer is one
+    row): each row is cut into len(patterns) segments, segment i of row r drawn by
+    patterns[(r + i) % len(patterns)], so every pattern is drawn and no buffer is one
+    constant."""
+    out = np.empty((rows, length))
+    for row in range(rows):
+        for index, cut in enumerate(np.array_split(np.arange(length), len(patterns))):
+            out[row, cut] = patterns[(row + index) % len(patterns)](context, 1, cut.size)[0]
+    return out
 
 
 def vector_add_stress(name: str, shape, context: StressContext, previous: dict) -> np.ndarray:

@@ -339,6 +339,7 @@ def prepare_problem(problem: Problem, group_id: str, n_trials: Optional[int] = N
                                                         reference, device), trials))
     phases["reference"] += time.perf_counter() - started
     catches = []
+    trivial = {spec.name: [] for spec in specs}  # output -> why each trial could not tell
     for trial, (shaped, per_spec, refusal) in zip(trials, results):
         if refusal:
             prepared.refusal = refusal
@@ -346,18 +347,45 @@ def prepare_problem(problem: Problem, group_id: str, n_trials: Optional[int] = N
         for spec in specs:
             bound, agree, reason, caught = per_spec[spec.name]
             if reason:
-                prepared.refusal = f"trial {trial.trial} ({trial.kind}): output {spec.name}: {reason}"
-                prepared.refusal_status = "trivial_reference"
-                return prepared
+                trivial[spec.name].append(f"trial {trial.trial} ({trial.kind}): output {spec.name}: {reason}")
             spec.bounds.append(bound)
             spec.agreement_bounds.append(agree)
             if caught is not None:
                 catches.append(caught)
         prepared.references.append(shaped)
+    # A trial whose reference a constant would match cannot tell such a kernel from the
+    # function, but the other trials can: only an output no trial tells apart is refused
+    # (a 1-D stress row of one value, or an isinf() flag that is 0 on finite draws, is not).
+    informative = [spec.name for spec in specs if len(trivial[spec.name]) < len(trials)]
+    for spec in specs:
+        if trials and len(trivial[spec.name]) == len(trials):
+            if informative and input_independent(spec.name, prepared.references):
+                # Welford's count beside its mean and M2: a function of the shape alone,
+                # judged exactly; the outputs beside it still need the work
+                prepared.bound_note += (f"; {spec.name}: the same non-zero value in every trial, "
+                                        "whatever the inputs (judged, not counted as evidence)")
+                continue
+            prepared.refusal = trivial[spec.name][0] + " (and in every other trial)" * (len(trials) > 1)
+            prepared.refusal_status = "trivial_reference"
+            return prepared
     prepared.catches_rel_err = max(catches) if catches else None
     if measure_coverage:
         prepared._coverage = coverage_of(prepared, quiet_gpu)
     return prepared
+
+
+def input_independent(name: str, references: list) -> bool:
+    """Whether output ``name`` is one identical, finite, not all-zero array in every trial
+    (trials draw very different inputs, so such an output is a function of the shape: a
+    count). An all-zero output is not: a flag that stays 0 only because no draw sets it
+    (``isinf(x).any()`` on finite inputs) must not pass unexercised."""
+    arrays = []
+    for shaped in references:
+        value = shaped[name]
+        arrays.append(value.detach().cpu().numpy() if hasattr(value, "detach") else np.asarray(value))
+    if len(arrays) < 2 or not np.all(np.isfinite(arrays[0])) or not np.any(arrays[0]):
+        return False
+    return all(np.array_equal(arrays[0], other) for other in arrays[1:])
 
 
 def coverage_of(prepared: _ProblemTrials, quiet_gpu=None) -> dict:
@@ -422,12 +450,9 @@ def _trial_reference(op, problem: Problem, trial, specs: list, terms: dict, refe
     for spec in specs:
         bound = np.broadcast_to(bounds[spec.name], shaped[spec.name].shape)
         reason = trivial_reason(shaped[spec.name], bound)
-        if reason:
-            per_spec[spec.name] = (bound, None, reason, None)
-            break  # a serial pass stops at the first trivial output
-        caught = (smallest_caught_relative_error(shaped[spec.name], bound) if trial.kind in ("normal", "uniform")
-                  else None)
-        per_spec[spec.name] = (bound, agreement_bound(shaped[spec.name], bound, terms[spec.name]), "", caught)
+        caught = (smallest_caught_relative_error(shaped[spec.name], bound)
+                  if trial.kind in ("normal", "uniform") and not reason else None)
+        per_spec[spec.name] = (bound, agreement_bound(shaped[spec.name], bound, terms[spec.name]), reason, caught)
     return shaped, per_spec, ""
 
 

@@ -175,7 +175,7 @@ class OpSpec:
                                        float(problem.params.get("eps", 1e-5)))
         values = self.stress(problem, buffer, context, previous) if self.stress is not None else None
         if values is None:
-            values = stress.row_stress(stress.GENERIC, buffer.shape, context)
+            values = stress.row_stress(stress.GENERIC, buffer.shape, context, segments=True)
         values = np.asarray(values, dtype=np.float64).reshape(buffer.shape)
         if not outputs_hold_specials(problem) and reads_buffer(problem, buffer.name):
             # an integer output cannot hold NaN or infinity, and how a kernel converts them

@@ -480,11 +480,9 @@ def trial_reference_on_device(op, problem: Problem, trial: TrialInputs, specs: l
     for spec in specs:
         bound = torch.broadcast_to(bounds[spec.name], shaped[spec.name].shape)
         reason = trivial_reason_tensor(shaped[spec.name], bound)
-        if reason:
-            per_spec[spec.name] = (bound, None, reason, None)
-            break
-        caught = smallest_caught_tensor(shaped[spec.name], bound) if trial.kind in ("normal", "uniform") else None
-        per_spec[spec.name] = (bound, agreement_bound_tensor(shaped[spec.name], bound, terms[spec.name]), "", caught)
+        caught = (smallest_caught_tensor(shaped[spec.name], bound)
+                  if trial.kind in ("normal", "uniform") and not reason else None)
+        per_spec[spec.name] = (bound, agreement_bound_tensor(shaped[spec.name], bound, terms[spec.name]), reason, caught)
     return shaped, per_spec, ""
 
 
