@@ -127,6 +127,30 @@ def test_racecheck_runs_only_where_shared_memory_is_used():
     assert uses_shared_memory(row)
 
 
+SHARED_PTX = """
+.version 8.0
+.target sm_80
+.address_size 64
+.shared .align 4 .b8 slot[1024];
+.visible .entry k(.param .u64 p) { ret; }
+.visible .entry k_shared(.param .u64 p) { .reg .b32 %r<2>; ld.shared.u32 %r1, [slot]; ret; }
+.visible .entry k_names(.param .u64 p) { .reg .b64 %rd<2>; mov.u64 %rd1, slot; ret; }
+"""
+
+
+def test_without_resources_the_launched_entries_ptx_says_whether_shared_memory_is_used():
+    # a row built without resources (a hand-made manifest): an entry that neither declares
+    # nor names shared memory is not race-checked, though another entry of its module is
+    row = _row("a")
+    row.ptx = SHARED_PTX
+    assert not uses_shared_memory(row)
+    for entry in ("k_shared", "k_names"):
+        row.launches[0].entry = entry
+        assert uses_shared_memory(row), entry
+    row.launches[0].entry = "missing"
+    assert uses_shared_memory(row)  # not in the module: unknown, so checked
+
+
 def test_spacers_and_gaps():
     assert spacer_bytes([16]) == 1 << 20
     assert spacer_bytes([3 << 20, 16]) == 3 << 20

@@ -77,10 +77,13 @@ EXPECT = {
     "vadd_tail_copy": "out_of_bounds_write",
     "vadd_reads_past_end": "out_of_bounds_read",
     "vadd_reads_own_output": "wrong_result",
-    # The flipped low bit is 1 ulp, outside vector add's exactly-rounded bound, whether or
-    # not the clock's parity changes between runs (on an idle GPU it often does not).
+    # The flipped low bit is 1 ulp, outside vector add's exactly-rounded bound: wrong_result
+    # where the clock's parity stays the same between runs (on an idle GPU it often does);
+    # where it changes, the runs differ bitwise, which classify() diagnoses before the bound
+    # (verify/judge/outcome.py), so race_detected (see RACE_FIRST)
     "vadd_clock_bit": "wrong_result",
 }
+RACE_FIRST = {"vadd_clock_bit"}
 
 
 def test_runtime_checks_catch_each_class(ptx, tmp_path):
@@ -97,6 +100,8 @@ def test_runtime_checks_catch_each_class(ptx, tmp_path):
     for name, status in EXPECT.items():
         if not vmm and name in ("vadd_restores_input", "vadd_tail_copy"):
             continue  # only the read-only fences see writes that leave the bytes as they were
+        if name in RACE_FIRST and "differ bitwise between runs" in (got[name].status_message or ""):
+            status = "race_detected"
         assert got[name].status == status, f"{name}: {got[name].status} {got[name].status_message}"
     assert "reads its own output" in got["vadd_reads_own_output"].status_message
     assert got["vadd"].deterministic is True

@@ -200,9 +200,26 @@ def uses_shared_memory(record) -> bool:
     dynamic shared memory (racecheck only checks shared memory). Unknown resources: True."""
     if any(launch.dynamic_smem for launch in record.launches):
         return True
-    if not record.resources:
+    if record.resources:
+        return any(r.shared_static for r in record.resources)
+    return ptx_uses_shared_memory(record.ptx, {launch.entry for launch in record.launches})
+
+
+def ptx_uses_shared_memory(ptx: str, entries: set) -> bool:
+    """Whether any of ``entries`` (or a function the module holds, which they may call)
+    declares or names shared memory in its PTX; True where the PTX does not parse."""
+    from ptx_tools.parse import parse_ptx
+    try:
+        module = parse_ptx(ptx)
+    except Exception:
         return True
-    return any(r.shared_static for r in record.resources)
+    shared_names = [v.name for v in module.variables if v.state_space == "shared"]
+    bodies = [f.body or "" for f in module.functions if f.name in entries or not f.is_entry]
+    if any(f.body is None for f in module.functions if f.name in entries) or \
+            not {f.name for f in module.entries} >= set(entries):
+        return True
+    return any(".shared" in body or any(re.search(rf"\b{re.escape(name)}\b", body) for name in shared_names)
+               for body in bodies)
 
 
 def run_sanitizer(record_json: str, inputs: dict, tools=TOOLS, timeout: float = 300.0,
