@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs 88-90, one phase per GPU call, from the repository root of the copy the machine gets.
+# Runs 88-92, one phase per GPU call, from the repository root of the copy the machine gets.
 # The checkout of the commit under test is a clean worktree in .gpucall/head; the datasets,
 # the verifier before v4 (.gpucall/data/base, 9272e7d) and before the architecture step
 # (.gpucall/data/arch, 36115e5) lie beside it in .gpucall/data, all built on the CPU machine.
@@ -9,6 +9,8 @@
 #   identity  one built set each of Triton, mutants, CUTLASS, Mirage and handhack, verified
 #             by 36115e5 and by the head; statuses compared row by row
 #   tests     the other GPU test files, one time limit each
+#   recheck   after the fixes of runs 88-89: the two GPU tests that failed, the Inductor
+#             sample again, and the Liger groups that were trivial_reference or wrong_result
 # Usage: bash docs/runs/run-088-090.sh PHASE OUTDIR
 set -uo pipefail
 phase=$1; out=$2
@@ -80,6 +82,14 @@ PY
       python3 benchmarks/compare_verified.py "$work/id-$name-base" "$work/id-$name-head" --label "$name" 2>&1 \
         | tee -a "$summary"
     done ;;
+  recheck)
+    bash benchmarks/gpu_tests.sh "$work/re" 60 tests/verify/test_sanitize_gpu.py tests/verify/test_verify_v3_gpu.py
+    cp "$work/re/table.txt" "$summary"
+    for log in "$work"/re/*.log; do echo "==== $log"; grep -v CudaIPCTypes "$log" | tail -n 40; done > "$out/tests.log"
+    verify_side . "$PWD/.gpu/indsample" "$work/ind" 120 "inductor sample head"
+    python3 benchmarks/inductor_groups.py "$work/ind" > "$out/inductor-groups.md" 2>&1; tail -n 1 "$out/inductor-groups.md" | tee -a "$summary"
+    verify_side . "$PWD/.gpu/lg2" "$work/lg2" 75 "liger rechecked"
+    python3 benchmarks/inductor_groups.py "$work/lg2" > "$out/liger-groups.md" 2>&1; tail -n 8 "$out/liger-groups.md" | tee -a "$summary" ;;
   tests)
     shift 2
     bash benchmarks/gpu_tests.sh "$work/more" "${TEST_LIMIT:-90}" "$@"
