@@ -69,3 +69,16 @@ def test_a_one_row_stress_buffer_draws_every_pattern():
     several_rows = stress.row_stress(stress.GENERIC, (len(stress.GENERIC), 64), context, segments=True)
     assert len(np.unique(stress.row_stress(stress.GENERIC, (N,), context))) == 1  # reduced rows stay whole
     assert len(np.unique(several_rows[0])) == 1  # with a row per pattern, rows as before
+
+
+def test_the_device_test_gives_the_host_tests_answers():
+    import pytest
+    torch = pytest.importorskip("torch")
+    from verify.judge.compare import trivial_reason
+    from verify.trials.device_prepare import trivial_reason_tensor
+    cases = [np.zeros(8), np.full(8, 3.0), np.linspace(-1, 1, 8), np.array([0.0, -np.inf, 0.0, 0.0]),
+             np.array([np.nan, np.nan])]
+    for ref in cases:
+        host = trivial_reason(ref, 1e-5)
+        device = trivial_reason_tensor(torch.from_numpy(ref), torch.tensor(1e-5, dtype=torch.float64))
+        assert bool(host) == bool(device), (ref, host, device)

@@ -238,6 +238,8 @@ def test_trivial_reference_refused():
     assert trivial_reason(np.array([3.0]), 1e-5) == ""      # a full reduction
     assert trivial_reason(np.linspace(-1, 1, 10), 1e-5) == ""
     assert "no finite" in trivial_reason(np.array([np.nan]), 1e-5)
+    # an attention mask: 0 where attended, -inf elsewhere; a constant matches neither half
+    assert trivial_reason(np.array([0.0, 0.0, -np.inf, 0.0]), 1e-5) == ""
 
 
 def test_agreement_bound_allows_one_ulp_but_not_two_bounds():

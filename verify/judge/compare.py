@@ -149,13 +149,17 @@ def trivial_reason(ref: np.ndarray, bound: np.ndarray) -> str:
 
     Trivial means a kernel writing one constant would pass: every |ref| within its bound,
     or every element within the bounds of one value. A one-element output is exempt from
-    the constant test (a full reduction is a single number by nature).
+    the constant test (a full reduction is a single number by nature). An output with both
+    finite and non-finite elements is not trivial: a non-finite reference must be matched
+    exactly, so no one constant matches both (an attention mask's 0 and -inf).
     """
     ref = np.asarray(ref, dtype=np.float64)
     bound = np.broadcast_to(np.asarray(bound, dtype=np.float64), ref.shape)
     finite = np.isfinite(ref)
     if not finite.any():
         return "the reference has no finite element"
+    if not finite.all():
+        return ""
     values, limits = ref[finite], bound[finite]
     if np.all(np.abs(values) <= limits):
         return f"every |reference| element is within its error bound (max |ref| {np.abs(values).max():.3g})"

@@ -427,6 +427,8 @@ def trivial_reason_tensor(ref, bound) -> str:
     finite = torch.isfinite(ref)
     if not bool(finite.any()):
         return "the reference has no finite element"
+    if not bool(finite.all()):
+        return ""
     values, limits = ref[finite], bound[finite]
     magnitudes = torch.abs(values)
     if bool(torch.all(magnitudes <= limits)):
