@@ -254,6 +254,9 @@ GEMM_B_FINITE = tuple(p for p in GEMM_B if p is not p_inf_one)
 ROW_SUM = (p_alternating, p_tail_heavy, p_wide, p_nan_one, p_inf_one, p_constant, p_normal)
 # ops whose domain must hold (no max subtraction, float16 intermediates): in-domain rows only
 GENERIC = (p_constant, p_alternating, p_one_hot, p_wide, p_normal)
+# a problem whose function tests for infinities or NaN (``params.stress_specials``: T5's
+# float16 overflow guard, isinf(x).any()) gets rows holding them too
+GENERIC_SPECIALS = GENERIC + (p_inf_one, p_neg_inf_one, p_nan_one)
 
 
 def rows_by_pattern(patterns, rows: int, length: int, context: StressContext) -> np.ndarray:

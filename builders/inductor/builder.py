@@ -42,6 +42,19 @@ class InductorOptions:
         "help": "folder written by ptxds capture --source inductor (inductor source)"})
 
 
+# ATen ops that test for infinities or NaN: a graph holding one defines every output for them
+SPECIAL_TESTS = ("aten.isinf.", "aten.isnan.", "aten.isfinite.", "aten.isposinf.", "aten.isneginf.",
+                 "aten.nan_to_num.")
+
+
+def with_graph_params(problem, info: dict) -> None:
+    """What the kernel's graph says about its problem, added to the call's params: a graph
+    that tests for infinities or NaN (T5's float16 overflow guard) has stress rows holding
+    them (``stress_specials``), or its flag is 0 on every draw and no trial checks it."""
+    if any(str(op).startswith(SPECIAL_TESTS) for op in info.get("aten_ops") or ()):
+        problem.params["stress_specials"] = True
+
+
 def kernel_folders(root: Path) -> list:
     """Every kernel folder (one holding call.json) under a capture folder, sorted, each
     checked by ``check_kernel_folder``."""
@@ -89,6 +102,7 @@ class InductorBuilder(TritonJitBuilder):
         """Refuses a folder whose rows of a group carry another problem."""
         for folder in kernel_folders(self.capture_root()):
             description = load_description(folder / "call.json")
+            with_graph_params(description.problem, json.loads((folder / "inductor.json").read_text()))
             group_id = f"{SOURCE_NAME}/{description.problem.problem_id}"
             clash = check_joins(group_id, description.problem, problems_in_folder(out_dir, group_id), str(out_dir))
             if clash:
@@ -107,6 +121,7 @@ class InductorBuilder(TritonJitBuilder):
         [record] = super().build(item)
         info = item.payload["inductor"]
         record.source, record.group_id = SOURCE_NAME, item.group_id
+        with_graph_params(record.problem, info)
         record.variant["config_lists"] = info["config_lists"][item.payload["plan"]["config"]]
         record.provenance.update(
             generator="ptxds builders.inductor", model=info["model"], kernel=info["kernel"],

@@ -174,10 +174,12 @@ class OpSpec:
         context = stress.StressContext(rng, mean, std, domain[0], domain[1], buffer.dtype,
                                        float(problem.params.get("eps", 1e-5)))
         values = self.stress(problem, buffer, context, previous) if self.stress is not None else None
+        specials = bool(problem.params.get("stress_specials"))
         if values is None:
-            values = stress.row_stress(stress.GENERIC, buffer.shape, context, segments=True)
+            patterns = stress.GENERIC_SPECIALS if specials else stress.GENERIC
+            values = stress.row_stress(patterns, buffer.shape, context, segments=True)
         values = np.asarray(values, dtype=np.float64).reshape(buffer.shape)
-        if not outputs_hold_specials(problem) and reads_buffer(problem, buffer.name):
+        if not (outputs_hold_specials(problem) or specials) and reads_buffer(problem, buffer.name):
             # an integer output cannot hold NaN or infinity, and how a kernel converts them
             # (cvt.rni.sat: NaN -> 0) is not the function: such problems get finite stress
             finite = np.isfinite(values)
