@@ -55,33 +55,40 @@ class RacecheckServer:
         ``sanitize.run_sanitizer`` gives them. ``members``: [(build_key, record_json,
         inputs)]; members without shared memory are skipped."""
         results = {}
-        for key, record_json, inputs in members:
-            record = record_or_none(record_json)
-            if record is not None and not uses_shared_memory(record):
-                results[key] = dict(self.head, racecheck={"errors": 0, "warnings": 0, "skipped": "no shared memory: "
-                                                          "racecheck checks shared memory only"})
-                continue
-            results[key] = dict(self.head, racecheck=self._one(record_json, inputs, timeout_per_member))
+        written: dict = {}  # id(inputs) -> its file: a group's members share their first trial
+        try:
+            for key, record_json, inputs in members:
+                record = record_or_none(record_json)
+                if record is not None and not uses_shared_memory(record):
+                    results[key] = dict(self.head, racecheck={"errors": 0, "warnings": 0, "skipped": "no shared "
+                                                              "memory: racecheck checks shared memory only"})
+                    continue
+                if id(inputs) not in written:
+                    written[id(inputs)] = Path(self.tmp.name) / f"inputs{len(written)}-{self.sent}.npz"
+                    np.savez(written[id(inputs)], **inputs)
+                results[key] = dict(self.head, racecheck=self._one(record_json, written[id(inputs)],
+                                                                   timeout_per_member))
+        finally:
+            for path in written.values():
+                path.unlink(missing_ok=True)
         return results
 
-    def _one(self, record_json: str, inputs: dict, timeout: float) -> dict:
+    def _one(self, record_json: str, inputs_path: Path, timeout: float) -> dict:
         if self.printed >= BATCH_PRINT_LIMIT // 2:
             self.close()
         started_now = self.proc is None or self.proc.poll() is not None
         if started_now:
             self._start()
         index, self.sent = self.sent, self.sent + 1
-        row_path, inputs_path = Path(self.tmp.name) / f"row{index}.json", Path(self.tmp.name) / f"inputs{index}.npz"
+        row_path = Path(self.tmp.name) / f"row{index}.json"
         row_path.write_text(record_json)
-        np.savez(inputs_path, **inputs)
         try:
             self.proc.stdin.write(json.dumps({"index": index, "row": str(row_path), "inputs": str(inputs_path)}) + "\n")
             self.proc.stdin.flush()
         except OSError:
             pass  # the child is gone: what it printed says why, below
         segment, stopped = self._until_done(index, timeout + (STARTUP_SECONDS if started_now else 0.0))
-        for path in (row_path, inputs_path):
-            path.unlink(missing_ok=True)
+        row_path.unlink(missing_ok=True)
         if stopped:
             self.close(kill=stopped.startswith("no result"))
         if not segment:
