@@ -44,7 +44,7 @@ class KernelCall:
     source: str
     params: list            # runtime parameter names, in order
     call_args: list         # the graph buffer or number passed to each
-    reads: dict             # kernel param -> buffer name read through it
+    reads: dict             # kernel param -> buffer name read through it (held before the kernel)
     writes: dict            # kernel param -> buffer name written through it
     inductor_meta: dict = field(default_factory=dict)
 
@@ -87,8 +87,13 @@ def _install_hooks(recorder: _Recorder, patches):
             if isinstance(inner, str) and outer not in self.args.inplace_buffers:
                 writes[inner] = outer
         inplaced_all = {v.inner_name: v for v in self.args.inplace_buffers.values() if isinstance(v, InplacedBuffer)}
+        computed = set(recorder.nodes.get(name, ()))  # define_kernel ran just before this call
         for inplaced in inplaced_all.values():
-            reads[inplaced.inner_name] = inplaced.other_names[0]
+            # a buffer the kernel computes itself and then overwrites with a later value (a
+            # LayerNorm written over the embedding sum it normalises, a mean over its sum) is
+            # no input: what it held before the kernel is never read
+            if inplaced.other_names[0] not in computed:
+                reads[inplaced.inner_name] = inplaced.other_names[0]
             writes[inplaced.inner_name] = inplaced.other_names[-1]
         if name not in recorder.calls:
             recorder.calls[name] = KernelCall(name, "", [a.name for a in arg_defs], [str(c) for c in call_args],

@@ -25,6 +25,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.weak import WeakTensorKeyDictionary
 
 U32 = 2.0 ** -24
+FLOAT32_MAX = float(np.finfo(np.float32).max)
 ROUNDOFF = {torch.float16: 2.0 ** -11, torch.bfloat16: 2.0 ** -8, torch.float32: 2.0 ** -24}
 aten = torch.ops.aten
 prims = torch.ops.prims
@@ -103,6 +104,9 @@ STRUCTURAL = {
     "max.dim", "min.dim", "maximum.default", "minimum.default",
     "max.default", "min.default",
 }
+# the operand of a structural op that picks places (indices, a condition), not values
+INDEX_OPERANDS = {"index.Tensor": 1, "_unsafe_index.Tensor": 1, "gather.default": 2, "index_select.default": 2,
+                  "embedding.default": 1, "where.self": 0}
 # ops whose error is at most their operand's: |f(x) - f(y)| <= |x - y|
 CONTRACTING = {"neg.default", "abs.default", "relu.default", "clamp.default", "clamp_min.default",
                "clamp_max.default", "hardtanh.default"}
@@ -168,6 +172,8 @@ class ErrorTracker(Float64):
         name = _name(func)
         if name == "convert_element_type.default":  # the rounding of the dtype the graph names
             self.cast_roundoff = ROUNDOFF.get(args[1], 0.0) if isinstance(args[1], torch.dtype) else 0.0
+        if name == "_to_copy.default":
+            self.copy_roundoff = ROUNDOFF.get((kwargs or {}).get("dtype"), 0.0)
         args, kwargs = _widen(tuple(args)), {k: _widen(v) for k, v in kwargs.items()}
         out = func(*args, **kwargs)
         if name in FILLS and out.is_floating_point():  # a float constant rounds to float32 as well
@@ -186,14 +192,26 @@ class ErrorTracker(Float64):
                 self.errors[value] = torch.where(torch.isfinite(value), error, 0.0)
         return out
 
+    def _value_error(self, operand):
+        """What a structural op moves in place of ``operand``: its E; an integer or boolean
+        value is exact (its E is 0, never the value itself: a mean's count 64 made float
+        carries no error of 64)."""
+        if not isinstance(operand, torch.Tensor):
+            return operand
+        return self.error(operand) if operand.is_floating_point() else torch.zeros(operand.shape, dtype=torch.float64)
+
     def _rule(self, func, name, args, kwargs, out):
         E = self.error
         a = args[0] if args else None
         b = args[1] if len(args) > 1 else None
         A = lambda t: t.abs() if isinstance(t, torch.Tensor) else abs(t)  # noqa: E731
         if name in STRUCTURAL:
-            swap = lambda t: self.error(t) if isinstance(t, torch.Tensor) and t.is_floating_point() else t  # noqa: E731
-            swapped = [[swap(t) for t in x] if isinstance(x, (list, tuple)) else swap(x) for x in args]
+            if name == "_to_copy.default" and not a.is_floating_point():  # an integer made float
+                return _integer_conversion_error(out, self.copy_roundoff)
+            kept = INDEX_OPERANDS.get(name)
+            swapped = [x if i == kept else
+                       [self._value_error(t) for t in x] if isinstance(x, (list, tuple)) else self._value_error(x)
+                       for i, x in enumerate(args)]
             if name == "constant_pad_nd.default" and len(swapped) > 2:
                 swapped[2] = 0.0
             if name.startswith(("max.", "min.", "amax.", "amin.")) or name in ("maximum.default", "minimum.default"):
@@ -217,17 +235,19 @@ class ErrorTracker(Float64):
             return A(b) * E(a) + A(a) * E(b) + E(a) * E(b) + U32 * A(out)
         if name in ("div.Tensor", "div.Scalar", "div.Tensor_mode"):
             bb = b if isinstance(b, torch.Tensor) else torch.tensor(float(b), dtype=torch.float64)
-            return E(a) / bb.abs() + A(out) / bb.abs() * E(b) + 4 * U32 * A(out)
+            first_order = E(a) / bb.abs() + A(out) / bb.abs() * E(b) + 4 * U32 * A(out)
+            return _over_overflowed(E(b), first_order, A(out) + E(a) / bb.abs() + 4 * U32 * A(out))
         if name == "reciprocal.default":
-            return E(a) / (a * a) + 4 * U32 * A(out)
+            return _over_overflowed(E(a), E(a) / (a * a) + 4 * U32 * A(out), (1 + 4 * U32) * A(out))
         if name == "convert_element_type.default":
             if not out.is_floating_point():
                 return torch.zeros_like(out, dtype=torch.float64)
             return E(a) + self.cast_roundoff * A(out)
         if name in ("exp.default", "exp2.default"):
-            return A(out) * (E(a) * (math.log(2) if name == "exp2.default" else 1.0) + (A(a) + 4) * U32)
+            return _overflowing(out, A(out) * (E(a) * (math.log(2) if name == "exp2.default" else 1.0)
+                                               + (A(a) + 4) * U32))
         if name == "expm1.default":
-            return (A(out) + 1) * (E(a) + (A(a) + 4) * U32)
+            return _overflowing(out, (A(out) + 1) * (E(a) + (A(a) + 4) * U32))
         if name in ("log.default", "log1p.default", "log2.default"):
             base = a + 1 if name == "log1p.default" else a
             return E(a) / A(base) + 4 * U32 * (A(out) + 1)
@@ -283,6 +303,30 @@ class ErrorTracker(Float64):
             m1, m2 = args[1], args[2]
             return E(a) + A(m1) @ E(m2) + E(m1) @ A(m2) + accumulation(m1.shape[-1] + 1) * (A(a) + A(m1) @ A(m2))
         raise NoErrorRule(f"no error rule for aten {name}")
+
+
+def _overflowing(out, error):
+    """``error``, or no bound (inf) where the float32 value may lie beyond float32's range:
+    there the kernel holds inf (exp(-x) of a SiLU at x < -88.7)."""
+    return torch.where(out.abs() + error > FLOAT32_MAX, math.inf, error)
+
+
+def _over_overflowed(divisor_error, error, overflowed_error):
+    """A quotient's error where its divisor overflowed in float32 (its E is inf): the kernel
+    divides by inf and gets 0, or by the divisor rounded once and gets the quotient, so
+    its error is at most |quotient| and the numerator's share (``overflowed_error``);
+    elsewhere the first-order ``error``. x / (1 + exp(-x)) at x = -100 is -0 in float32,
+    -3.7e-42 in float64."""
+    return torch.where(torch.isinf(divisor_error), overflowed_error, error)
+
+
+def _integer_conversion_error(out, roundoff):
+    """The error of integers converted to a float dtype of unit roundoff ``roundoff``: none up
+    to 1 / roundoff (2^24 in float32, every integer there is exact), one rounding above."""
+    if roundoff == 0.0:
+        return torch.zeros_like(out, dtype=torch.float64)
+    magnitude = out.abs().to(torch.float64)
+    return torch.where(magnitude <= 1.0 / roundoff, 0.0, roundoff * magnitude)
 
 
 def _select(values, errors, dim):
