@@ -3,7 +3,12 @@
 ``params.derived_inputs`` ({input buffer: function of the same module}) makes an input from
 the buffers declared before it in every trial instead of drawing it: a sorted copy of x,
 a norm's rstd of x for its backward. ``function(inputs, problem)`` gets the float64 values
-drawn so far and returns the buffer's values."""
+drawn so far and returns the buffer's values.
+
+An optional ``<function>_rounded(inputs, problem)`` gives, per output, the magnitude of
+the values the kernel rounds to that output's dtype before the store (sparsemax backward's
+mean, rounded to bfloat16 and then subtracted): one output-dtype roundoff of each, which
+``params.output_roundings`` cannot say, as it counts roundings of the output's own size."""
 from __future__ import annotations
 
 import importlib
@@ -13,6 +18,7 @@ import types
 import numpy as np
 
 from ..model import Problem, SpecError
+from ..numerics import FORMATS
 from .spec import OpSpec
 
 
@@ -68,6 +74,24 @@ def scale_custom(inputs, problem):
     return func(inputs, problem) if func is not None else None
 
 
+def rounded_custom(inputs, problem, reference):
+    """P (in units of the accumulator's roundoff, as the bound weighs it) of the module's
+    ``<function>_rounded``: each magnitude times u_out / u_acc of its output; {} without one."""
+    func = _load_custom(problem, "rounded", required=False)
+    if func is None:
+        return {}
+    pointwise = {}
+    for name, magnitude in func(inputs, problem).items():
+        if name not in reference:
+            raise SpecError(f"problem {problem.problem_id}: {problem.params['reference']}_rounded names "
+                            f"{name!r}, which the reference does not return; name one of {sorted(reference)}")
+        dtype = problem.buffer(name).dtype
+        u_acc = OPS[0].bound_terms(problem, dtype, name).u_acc
+        if dtype in FORMATS and u_acc:  # integer outputs are exact: nothing to add
+            pointwise[name] = np.abs(np.asarray(magnitude, dtype=np.float64)) * (FORMATS[dtype].unit_roundoff / u_acc)
+    return pointwise
+
+
 def derived_inputs(problem: Problem) -> dict:
     """params.derived_inputs: {input buffer: function name in the reference module}."""
     return dict(problem.params.get("derived_inputs") or {})
@@ -99,6 +123,9 @@ OPS = [
     OpSpec("custom", ref_custom, lambda p: int(p.params.get("reduction_length", 1)),
            "user reference module:function", scale_custom, None,
            "the module's <function>_error_scale, else |out|; n = params.reduction_length",
+           pointwise_scale=rounded_custom,
+           pointwise_text="u_out / u_acc times the module's <function>_rounded (values rounded to the output's "
+                          "dtype before the store), else 0",
            outputs=lambda problem: None,  # the user's function says which outputs it fills
            derive=derive_custom, derived_when=derives_custom),
 ]

@@ -177,7 +177,8 @@ def group_norm(inputs, problem):
 def group_norm_error_scale(inputs, problem):
     """The variance is E[x^2] - mean^2: both sums' errors (relative to E[x^2], over
     params.reduction_length terms) become a relative error of rstd of E[x^2] / (2 var), which
-    scales the centred part of y; mean: the sum of |x| over n."""
+    scales the centred part of y; mean: the sum of |x| over n, an absolute error of x - mean
+    that y carries times rstd |w| (as the registry's layernorm), however close x is to it."""
     x, w, b = inputs["x"], inputs["w"], inputs["b"]
     eps = float(problem.params.get("eps", 1e-5))
     ref = group_norm(inputs, problem)
@@ -186,9 +187,11 @@ def group_norm_error_scale(inputs, problem):
     groups, hidden = x.shape[1], x.shape[2]
     per_group = w.size // groups
     channel = (np.arange(groups)[:, None] * per_group + np.arange(hidden)[None, :] // (hidden // per_group))
-    centred = np.abs(x - ref["mean"][..., None]) * ref["rstd"][..., None] * np.abs(w[channel][None])
-    return {"y": centred * amplification[..., None] + np.abs(b[channel][None]),
-            "mean": np.abs(x).mean(axis=-1), "rstd": ref["rstd"] * amplification}
+    magnitude = np.abs(x).mean(axis=-1)
+    slope = ref["rstd"][..., None] * np.abs(w[channel][None])
+    centred = np.abs(x - ref["mean"][..., None]) * slope
+    return {"y": centred * amplification[..., None] + magnitude[..., None] * slope + np.abs(b[channel][None]),
+            "mean": magnitude, "rstd": ref["rstd"] * amplification}
 
 
 def tv_distance(inputs, problem):
@@ -239,8 +242,8 @@ def sparsemax_error_scale(inputs, problem):
 
 
 def sparsemax_backward(inputs, problem):
-    """On the support (y > 0): dx = dy - mean of dy over the support (rounded to dx's dtype
-    first: params.output_roundings); 0 elsewhere."""
+    """On the support (y > 0): dx = dy - mean of dy over the support (the kernel rounds the
+    mean to dx's dtype first: sparsemax_backward_rounded); 0 elsewhere."""
     y, dy = inputs["y"], inputs["dy"]
     support = y > 0
     count = np.maximum(support.sum(axis=-1, keepdims=True), 1)
@@ -254,6 +257,16 @@ def sparsemax_backward_error_scale(inputs, problem):
     count = np.maximum(support.sum(axis=-1, keepdims=True), 1)
     mean = np.where(support, np.abs(dy), 0.0).sum(axis=-1, keepdims=True) / count
     return {"dx": np.where(support, np.abs(dy) + mean, 0.0)}
+
+
+def sparsemax_backward_rounded(inputs, problem):
+    """The mean is rounded to dx's dtype before the subtraction, which cancels where dy is
+    near it: one roundoff of |mean| on the support, however small dx is."""
+    y, dy = inputs["y"], inputs["dy"]
+    support = y > 0
+    count = np.maximum(support.sum(axis=-1, keepdims=True), 1)
+    mean = np.where(support, dy, 0.0).sum(axis=-1, keepdims=True) / count
+    return {"dx": np.where(support, np.abs(mean), 0.0)}
 
 
 def _mrope_tables(inputs, problem):
