@@ -20,7 +20,10 @@ error of lse: S(lse) = 2 (online rescalings, as softmax's), the loss adds its te
 magnitudes (S = |lse| + |x_y| + ls mean|x| + 2, the smoothing sum's own V terms); exp's
 argument carries the roundoff of x_j - max, relative to |x_j - max| (P = 4 sum_j p_j |x_j -
 max| + 6 (|lse| + 1), as softmax's). The gradient is softmax's error (S = 2 p_j, P = p_j (4
-(|x_j - max| + sum p |x - max|) + 6)) plus the rounding of the subtraction.
+(|x_j - max| + sum p |x - max|) + 6)) plus the rounding of the subtraction. With smoothing,
+the subtracted ls / V is itself a float32 value (ls rounded to float32, then divided by V:
+P += 2 ls / V), as is 1 - ls at the label (P += 1 - ls): where p_j is far below ls / V, or
+p_y near 1 - ls, the gradient is made of them and their roundings are its error.
 """
 from __future__ import annotations
 
@@ -32,6 +35,7 @@ from .spec import OpSpec, _declared, _inputs_of
 SECONDARY = ("lse",)
 SOFTMAX_ARGUMENT_ROUNDINGS = 4
 FIXED_ROUNDINGS = 6
+SMOOTHING_ROUNDINGS = 2  # ls / V in float32: ls's rounding and the division's
 LOGIT_RANGE = (2.0 ** -10, 2.0 ** 6)  # logits of trained models; exp(x - max) spans every binade below
 
 
@@ -97,7 +101,8 @@ def scale_cross_entropy(inputs, problem):
 
 
 def pointwise_cross_entropy(inputs, problem, reference):
-    rows, _, kept, p, dist, lse, divisor = _parts(inputs, problem)
+    rows, labels, kept, p, dist, lse, divisor = _parts(inputs, problem)
+    _, smoothing, _ = _params(problem)
     with np.errstate(invalid="ignore", over="ignore"):
         spread = np.where(p > 0, p * dist, 0.0).sum(axis=-1)
         argument = SOFTMAX_ARGUMENT_ROUNDINGS * spread + FIXED_ROUNDINGS * (abs(lse) + 1.0)
@@ -107,6 +112,10 @@ def pointwise_cross_entropy(inputs, problem, reference):
         if "x" in reference:
             grad = p * (SOFTMAX_ARGUMENT_ROUNDINGS * (np.where(p > 0, dist, 0.0) + spread[:, None])
                         + FIXED_ROUNDINGS)
+            if smoothing:
+                grad = grad + SMOOTHING_ROUNDINGS * smoothing / rows.shape[-1]
+                safe = np.where(kept, labels, 0).clip(0, rows.shape[-1] - 1)
+                grad[np.arange(rows.shape[0]), safe] += 1.0 - smoothing
             result["x"] = (np.where(kept[:, None], np.nan_to_num(grad, posinf=np.inf), 0.0) / divisor).reshape(
                 problem.buffer("x").shape)
     return result
@@ -163,6 +172,7 @@ OPS = [
            "(inout); params ignore_index, label_smoothing, reduction", scale_cross_entropy, range_logits,
            "loss: |lse| + |x_y| + ls mean|x| + 2; lse: 2; x (gradient): 2 p_j; n = V",
            integer_range=range_target, pointwise_scale=pointwise_cross_entropy,
-           pointwise_text="4 sum_j p_j |x_j - max| + 6 (|lse| + 1); gradient: p_j (4 (|x_j - max| + spread) + 6)",
+           pointwise_text="4 sum_j p_j |x_j - max| + 6 (|lse| + 1); gradient: p_j (4 (|x_j - max| + spread) + 6) "
+                          "+ 2 ls / V, + (1 - ls) at the label when ls > 0",
            outputs=outputs_cross_entropy, derive=derive_target, derived_when=labels_derived),
 ]
