@@ -149,10 +149,27 @@ def _count_rows(values: np.ndarray, item: CoverageItem) -> int:
     return int(np.count_nonzero(hit))
 
 
-def measure(problem: Problem, items: list, values: dict, reference: Optional[dict] = None) -> dict:
+def _now(fn, *args):
+    return fn(*args)
+
+
+def _count_tensor(source, shape, dtype: str, values_wanted: list, rows_wanted: list) -> dict:
+    import torch
+    from . import coverage_tensor
+    tensor = source.detach().to(torch.float64).reshape(shape)
+    out = coverage_tensor.count_values(tensor, dtype, values_wanted, EXP_RANGE)
+    for item in rows_wanted:
+        out[item.key] = coverage_tensor.count_rows(tensor, item, EXP_RANGE)
+    return out
+
+
+def measure(problem: Problem, items: list, values: dict, reference: Optional[dict] = None,
+            on_device=None) -> dict:
     """{item key: count} of one trial: value items count elements, row items rows (or
     slices), ``nonfinite_all`` 1 when the whole buffer is NaN and infinities. Inputs are
-    the trial's stored values, outputs its float64 reference (converted as stored)."""
+    the trial's stored values, outputs its float64 reference (converted as stored). A
+    buffer that is a torch tensor is counted where it lives, through ``on_device(fn,
+    *args)`` where given (the verifier holds its GPU's quiet lock there)."""
     reference = reference or {}
     by_buffer = {}
     for item in items:
@@ -163,23 +180,30 @@ def measure(problem: Problem, items: list, values: dict, reference: Optional[dic
         if source is None:
             out.update({item.key: 0 for item in wanted})
             continue
-        array = _host(source).reshape(problem.buffer(name).shape)
         dtype = problem.buffer(name).dtype
-        out.update(_count_values(array, dtype, [i for i in wanted if i.what in VALUE_KINDS]))
+        values_wanted = [i for i in wanted if i.what in VALUE_KINDS]
+        if hasattr(source, "detach"):  # a tensor is counted where it lives (coverage_tensor.py)
+            shape = problem.buffer(name).shape
+            out.update((on_device or _now)(_count_tensor, source, shape, dtype, values_wanted,
+                                           [i for i in wanted if i.what in ROW_KINDS]))
+            continue
+        array = _host(source).reshape(problem.buffer(name).shape)
+        out.update(_count_values(array, dtype, values_wanted))
         for item in wanted:
             if item.what in ROW_KINDS:
                 out[item.key] = _count_rows(array, item)
     return out
 
 
-def measure_trials(problem: Problem, trials: list, references: list, items: Optional[list] = None) -> dict:
+def measure_trials(problem: Problem, trials: list, references: list, items: Optional[list] = None,
+                   on_device=None) -> dict:
     """{item key: count} summed over a group's trials (``trials``: each with ``values``;
-    ``references``: per trial, output name -> reference)."""
+    ``references``: per trial, output name -> reference; ``on_device``: see ``measure``)."""
     items = coverage_items(problem) if items is None else items
     total = {item.key: 0 for item in items}
     for index, trial in enumerate(trials):
         reference = references[index] if index < len(references) else {}
-        for key, count in measure(problem, items, dict(trial.values), reference).items():
+        for key, count in measure(problem, items, dict(trial.values), reference, on_device).items():
             total[key] += count
     return total
 

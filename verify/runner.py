@@ -207,12 +207,13 @@ class _ProblemTrials:
             self._coverage = self.measure_coverage(on_host)
         return self._coverage
 
-    def measure_coverage(self, on_host: Optional[tuple] = None) -> dict:
-        """The coverage counts, measured now (``coverage`` keeps them)."""
+    def measure_coverage(self, on_host: Optional[tuple] = None, on_device=None) -> dict:
+        """The coverage counts, measured now (``coverage`` keeps them); ``on_device``: how
+        counts of tensors are run (dataset_spec.coverage.measure)."""
         from dataset_spec.coverage import measure_trials
         trials, references = on_host or (self.trials, self.references)
         try:
-            return measure_trials(self.problem, trials, references) if self.references else {}
+            return measure_trials(self.problem, trials, references, on_device=on_device) if self.references else {}
         except Exception as exc:  # a measure that fails must not fail the group's rows
             return {"error": f"{type(exc).__name__}: {exc}"[:300]}
 
@@ -389,28 +390,13 @@ def input_independent(name: str, references: list) -> bool:
 
 
 def coverage_of(prepared: _ProblemTrials, quiet_gpu=None) -> dict:
-    """The coverage measure of a prepared problem, on the host (at llm sizes it takes
-    seconds, so the runner runs it on a host thread while the GPUs work): trials and
-    references made on a device are copied back under ``quiet_gpu`` (no copy beside a timed
-    member), then measured without holding it (a timed member must not wait for host work).
-    A refused problem is measured on what it made before its refusal."""
-    on_host = None if prepared.refusal else _quietly(prepared.device, quiet_gpu)(_host_copies, prepared)
-    return prepared.measure_coverage(on_host)
-
-
-@dataclass
-class _HostTrial:
-    values: dict
-
-
-def _host_copies(prepared: "_ProblemTrials") -> tuple:
-    """(trials, references) with every array on the host as float64, for the coverage
-    measure; arrays already on the host are passed as they are."""
-    def host(value):
-        return value.detach().to("cpu").numpy() if hasattr(value, "detach") else value
-    trials = [_HostTrial({name: host(v) for name, v in dict(t.values).items()}) for t in prepared.trials]
-    references = [{name: host(v) for name, v in ref.items()} for ref in prepared.references]
-    return trials, references
+    """The coverage measure of a prepared problem (at llm sizes seconds of host work, so the
+    runner runs it on a host thread while the GPUs work). Buffers on a GPU are counted there
+    (dataset_spec/coverage_tensor.py: a few reductions each) under ``quiet_gpu``, so nothing
+    runs beside a timed member, instead of copying every trial's float64 values back; the
+    host's arrays are counted without holding it (a timed member must not wait for host
+    work). A refused problem is measured on what it made before its refusal."""
+    return prepared.measure_coverage(None, on_device=_quietly(prepared.device, quiet_gpu))
 
 
 def _quietly(device, lock):

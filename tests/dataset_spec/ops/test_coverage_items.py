@@ -305,3 +305,33 @@ def test_the_card_tables_coverage_per_op():
     table = _coverage_table(rows)
     assert "| gemm | 2 | 5 / 6 | 1 / 2 | `A:binade` (1) |" in table
     assert "| softmax | 1 | 0 / 1 | 0 / 1 | `x:max_last_far:-1` (1) |" in table
+
+
+class _TensorTrial:
+    def __init__(self, values):
+        self.values = values
+
+
+@pytest.mark.parametrize("op", sorted(set(OPS) - UNBUILT))
+def test_trials_held_as_tensors_give_the_numpy_counts(op):
+    """Trials drawn on a GPU are counted where they live (dataset_spec/coverage_tensor.py):
+    the counts equal numpy's for the same values, item by item (torch on the CPU stands in)."""
+    torch = pytest.importorskip("torch")
+    problem = representative(op)
+    spec = get_op(problem.op)
+    trials = [make_trial_inputs(problem, "g", t) for t in range(trial_count(problem))]
+    with np.errstate(all="ignore"):
+        references = [spec.reference(dict(t.values), problem) for t in trials]
+
+    def tensors(values: dict) -> dict:
+        return {k: torch.from_numpy(np.array(v, dtype=np.float64)) for k, v in values.items()}
+    calls = []
+
+    def on_device(fn, *args):
+        calls.append(fn)
+        return fn(*args)
+    on_host = measure_trials(problem, trials, references)
+    held = measure_trials(problem, [_TensorTrial(tensors(dict(t.values))) for t in trials],
+                          [tensors(r) for r in references], on_device=on_device)
+    assert held == on_host
+    assert calls, "no buffer was counted as a tensor"
