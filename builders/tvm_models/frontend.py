@@ -43,6 +43,10 @@ def _importer_class():
         def __init__(self):
             self.emitted, self.origins = [], {}
             super().__init__()
+            # ops a kernel's post-grad graph (an Inductor capture's reference) holds beside core ATen
+            self.convert_map.setdefault("convert_element_type.default", self._to_copy)
+            self.convert_map.setdefault("var_mean.correction", self._var_mean)
+            self.convert_map.setdefault("iota.default", self._iota)
             for name, convert in list(self.convert_map.items()):
                 self.convert_map[name] = self._faithful(convert)
 
@@ -108,6 +112,20 @@ def _importer_class():
             # a Python tuple: its getitem is the value itself, with no binding between them
             return out, self.env[node.args[3]], self.env[node.args[4]]
 
+        def _var_mean(self, node):
+            """``var_mean.correction`` as its variance and its mean (a Python tuple, as
+            ``_batch_norm_legit_no_training`` returns)."""
+            x = self.env[node.args[0]]
+            dim = node.args[1] if len(node.args) > 1 else node.kwargs.get("dim")
+            mean = self.block_builder.emit(relax.op.mean(x, dim, keepdims=node.kwargs.get("keepdim", False)))
+            return self._var_correction(node), mean
+
+        def _iota(self, node):
+            """``prims.iota(length, start=, step=, dtype=)`` (``arange`` after decomposition)."""
+            length, start, step = node.args[0], node.kwargs.get("start", 0), node.kwargs.get("step", 1)
+            dtype = self._convert_data_type(node.kwargs.get("dtype"), self.env)
+            return self.block_builder.emit(relax.op.arange(start, start + length * step, step, dtype))
+
         def _addmm(self, node):
             bias, left, right = (self.env[a] for a in node.args[:3])
             alpha, beta = node.kwargs.get("alpha", 1), node.kwargs.get("beta", 1)
@@ -141,7 +159,12 @@ def export_block(spec):
 
 def import_block(spec) -> ImportedModel:
     """The Relax module of ``spec``'s block, weights as function parameters."""
-    program, roles = export_block(spec)
+    return import_exported(*export_block(spec))
+
+
+def import_exported(program, roles: dict) -> ImportedModel:
+    """The Relax module of an exported program (``roles``: {user input name: role}), its
+    parameters and buffers as function parameters."""
     importer = _importer_class()()
     module = importer.from_exported_program(program, True, False, False, None)
     nodes = {n.name: _node_info(n) for n in program.graph.nodes if n.op == "call_function"}
