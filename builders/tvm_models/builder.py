@@ -18,6 +18,7 @@ import functools
 import shlex
 import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Optional
 
 from builders.base import Builder, BuildOptions, WorkItem, shared_memory_misfit
@@ -47,11 +48,16 @@ class TvmModelsError(PtxdsError, ValueError):
 
 @dataclass(frozen=True)
 class TvmModelsOptions:
-    """Which model blocks (``models``: inductor's ModelSpec syntax), members per group and
-    arch (``schedules``), tensor-core members, and optionally which tasks (``functions``)."""
+    """Which model blocks (``models``: inductor's ModelSpec syntax) or captured Inductor
+    kernels (``inductor_capture``), members per group and arch (``schedules``), tensor-core
+    members, and optionally which tasks (``functions``)."""
     models: Optional[tuple[str, ...]] = field(default=None, metadata={
-        "flag": "--models", "multiple": True, "required": "LIST (e.g. gpt2_block,llama_layer:float32:1:128)",
+        "flag": "--models", "multiple": True,
         "help": "model blocks as ptxds capture --source inductor names them (repeatable or comma-separated)"})
+    inductor_capture: Optional[str] = field(default=None, metadata={
+        "flag": "--inductor-capture", "path": "dir",
+        "help": "instead of --models: TVM members for the kernels of this ptxds capture --source inductor "
+                "folder, each as TVM computes its graph (docs/tvm-models.md)"})
     schedules: Optional[int] = field(default=None, metadata={
         "flag": "--schedules", "min": 1, "help": "distinct schedules (members) per group (default 10)"})
     tensor_cores: Optional[str] = field(default=None, metadata={
@@ -68,7 +74,8 @@ def model_names(values) -> list:
     names = [part.strip() for value in ([values] if isinstance(values, str) else values or [])
              for part in str(value).split(",") if part.strip()]
     if not names:
-        raise TvmModelsError("--source tvm-models needs --models LIST (e.g. --models gpt2_block,llama_layer)")
+        raise TvmModelsError("--source tvm-models needs --models LIST (e.g. --models gpt2_block,llama_layer) "
+                             "or --inductor-capture DIR")
     for name in names:
         try:
             ModelSpec.parse(name)
@@ -123,6 +130,11 @@ class TvmModelsBuilder(Builder):
 
     def work_items(self) -> list:
         from .tasks import model_tasks
+        if self.settings.inductor_capture:
+            if self.settings.models:
+                raise TvmModelsError("--models and --inductor-capture exclude each other",
+                                     "build model blocks and captured kernels into separate folders")
+            return self._kernel_items()
         wanted = set(self.settings.functions or ())
         items = []
         for model in model_names(self.settings.models):
@@ -145,6 +157,46 @@ class TvmModelsBuilder(Builder):
                                  f"{', '.join(sorted(wanted))}")
         return items
 
+    def _kernel_items(self) -> list:
+        """One work item per captured kernel (kernel folders whose in-place buffers TVM cannot
+        share are left out here; the rest are tried in the worker: inductor_kernels.py)."""
+        from builders.inductor.builder import kernel_folders
+
+        from .inductor_kernels import in_place_misfit
+        wanted = set(self.settings.functions or ())
+        archs = "+".join(self.options.archs)
+        tc = {True: "tc", False: "cc", "only": "tconly"}[self.tensor_cores]
+        items = []
+        for folder in kernel_folders(Path(self.settings.inductor_capture)):
+            if (wanted and folder.name not in wanted) or in_place_misfit(folder):
+                continue
+            group_id = f"{SOURCE}/{folder.parent.name}/{folder.name}"
+            items.append(WorkItem(
+                key=f"{group_id}/{archs}/n{self.schedules}/s{self.options.sample_seed}/{tc}",
+                group_id=group_id, label=f"{folder.parent.name} {folder.name}",
+                payload={"kernel_folder": str(folder.resolve()), "model_name": folder.parent.name,
+                         "archs": list(self.options.archs), "schedules": self.schedules,
+                         "seed": self.options.sample_seed, "tensor_cores": self.tensor_cores},
+                rows=self.schedules * len(self.options.archs)))
+        return items
+
+    def _build_kernel(self, p: dict) -> list:
+        """Members of a captured kernel's function, or none when TVM does not compute it as
+        one task of the kernel's buffers."""
+        from .inductor_kernels import KernelSkipped, cached_kernel_task
+        found = cached_kernel_task(p["kernel_folder"])
+        if isinstance(found, KernelSkipped):
+            return []
+        records = []
+        for arch in p["archs"]:
+            records += self._build_arch(p, found.task, found.problem, arch, found.bindings)
+        for record in records:
+            record.provenance.update(inductor_kernel=found.kernel, heuristic=found.heuristic,
+                                     bindings=dict(found.bindings),
+                                     reference="the TVM task's fused TIR PrimFunc in float64, "
+                                               "bound to the Inductor kernel's buffers")
+        return records
+
     def build(self, item: WorkItem) -> list:
         import torch
 
@@ -154,6 +206,8 @@ class TvmModelsBuilder(Builder):
         # small tensor ops run ~20x slower when every worker's threads contend for them
         torch.set_num_threads(1)
         p = item.payload
+        if "kernel_folder" in p:
+            return self._build_kernel(p)
         try:
             task, problem = _task_problem(p["model"], p["task"])
         except Exception as exc:  # a reference that cannot be stated: one row says why
@@ -169,11 +223,11 @@ class TvmModelsBuilder(Builder):
             records += self._build_arch(p, task, problem, arch)
         return records
 
-    def _build_arch(self, p: dict, task, problem, arch: str) -> list:
+    def _build_arch(self, p: dict, task, problem, arch: str, bindings=None) -> list:
         from builders.tvm.schedules import DesignSpaces, candidates, cuda_target, dlight, tensor_core
         from builders.tvm.workloads import TENSOR_CORE_SCHEDULES
         target = cuda_target(arch)
-        maker = _Members(self, p["model_name"], task, problem, arch, target)
+        maker = _Members(self, p["model_name"], task, problem, arch, target, bindings)
         if p["tensor_cores"] != "only":
             spaces = None
             index, wanted = 0, p["schedules"]
@@ -236,10 +290,12 @@ class _Failed:
 
 class _Members:
     """Rows of one task and arch: each schedule lowered and compiled; a PTX met before is
-    dropped, a few build failures kept (the rest counted in ``provenance.tvm``)."""
+    dropped, a few build failures kept (the rest counted in ``provenance.tvm``). ``bindings``:
+    the problem's buffer of each TIR parameter, where they are named otherwise."""
 
-    def __init__(self, builder, model, task, problem, arch, target):
+    def __init__(self, builder, model, task, problem, arch, target, bindings=None):
         self.builder, self.model, self.task, self.problem = builder, model, task, problem
+        self.bindings = bindings or {}
         self.arch, self.target = arch, target
         self.records, self.seen = [], set()
         self.stats = {"attempts": 0, "rejected": 0, "duplicates_dropped": 0, "failed": 0,
@@ -277,7 +333,8 @@ class _Members:
             return
         self.seen.add(digest)
         record.launches = [Launch(entry=k.entry, grid=k.grid, block=k.block, dynamic_smem=k.dynamic_smem,
-                                  args=[Arg.buf(name) for name in k.args]) for k in lowered.launches]
+                                  args=[Arg.buf(self.bindings.get(name, name)) for name in k.args])
+                             for k in lowered.launches]
         record.provenance["tvm_runtime_launches"] = lowered.runtime
         record.scratch = [Buffer(name, dtype, shape, "scratch") for name, dtype, shape in lowered.scratch]
         misfit = shared_memory_misfit(self.arch, max(launch.dynamic_smem for launch in record.launches))

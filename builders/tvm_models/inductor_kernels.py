@@ -140,6 +140,16 @@ def _one_task(final):
     return computed[0], arguments, [o for _, o in sorted(outputs)]
 
 
+def in_place_misfit(folder: Path) -> str:
+    """Why a kernel's in-place buffers keep TVM members out ('' when they do not): TVM
+    writes out of place, which shares a buffer only where each element is read and written
+    by one thread (a pointwise kernel)."""
+    from builders.triton_jit.description import load_description
+    heuristic = json.loads((Path(folder) / "inductor.json").read_text())["heuristic"]
+    inout = [b.name for b in load_description(Path(folder) / "call.json").problem.buffers if b.role == "inout"]
+    return f"it writes {', '.join(inout)} in place outside a pointwise kernel" if inout and heuristic != "pointwise" else ""
+
+
 def kernel_task(folder: Path) -> KernelTask:
     """The TVM task of the Inductor kernel captured in ``folder``; raises KernelSkipped."""
     from builders.triton_jit.description import load_description
@@ -150,9 +160,9 @@ def kernel_task(folder: Path) -> KernelTask:
     folder = Path(folder)
     info = json.loads((folder / "inductor.json").read_text())
     kernel_problem = load_description(folder / "call.json").problem
-    inout = [b.name for b in kernel_problem.buffers if b.role == "inout"]
-    if inout and info["heuristic"] != "pointwise":
-        raise KernelSkipped(f"it writes {', '.join(inout)} in place outside a pointwise kernel")
+    misfit = in_place_misfit(folder)
+    if misfit:
+        raise KernelSkipped(misfit)
     module = _reference_module(folder)
     try:
         program = export_kernel(module, kernel_problem)
