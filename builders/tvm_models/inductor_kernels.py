@@ -49,12 +49,16 @@ def _reference_module(folder: Path):
     return module
 
 
-def _contiguous(size, stride) -> bool:
-    expected, step = [], 1
-    for extent in reversed(list(size)):
-        expected.insert(0, step)
-        step *= int(extent)
-    return all(int(e) == 1 or int(s) == x for e, s, x in zip(size, stride, expected))
+def storage_order(size, stride):
+    """The dims of a dense view in storage order (outermost first: channels-last NCHW is
+    [0, 2, 3, 1]), or None when the view is not a permutation of dense storage."""
+    order = sorted(range(len(size)), key=lambda d: (-int(stride[d]), d))
+    step = 1
+    for d in reversed(order):
+        if int(size[d]) != 1 and int(stride[d]) != step:
+            return None
+        step *= int(size[d])
+    return order
 
 
 def export_kernel(module, problem: Problem):
@@ -70,22 +74,31 @@ def export_kernel(module, problem: Problem):
     inputs = []
     for name, (size, stride, _) in module.INPUTS.items():
         buffer = problem.buffer(name)
-        exact = _contiguous(size, stride) and buffer.numel == int(torch.Size(size).numel())
-        inputs.append((name, buffer, list(size), list(stride), exact))
+        order = storage_order(size, stride) if buffer.numel == int(torch.Size(size).numel()) else None
+        inputs.append((buffer, list(size), list(stride), order))
+    out_orders = []
+    for name, (size, stride, numel) in module.OUTPUTS.items():
+        order = storage_order(size, stride)
+        if order is None or int(torch.Size(size).numel()) != int(numel):
+            raise KernelSkipped(f"output {name} is a strided view of its storage")
+        out_orders.append(order)
+
+    def view(b, size, stride, order):
+        if order is None:
+            return torch.as_strided(b.reshape(-1), size, stride)
+        inverse = sorted(range(len(order)), key=order.__getitem__)
+        return b.reshape([size[d] for d in order]).permute(inverse)
 
     class KernelGraph(torch.nn.Module):
         def forward(self, *buffers):
-            views = [b.reshape(size) if exact else torch.as_strided(b.reshape(-1), size, stride)
-                     for b, (_, _, size, stride, exact) in zip(buffers, inputs)]
+            views = [view(b, *layout) for b, (_, *layout) in zip(buffers, inputs)]
             out = module.graph(*[v.float() if v.dtype in wide else v for v in views])
             out = tuple(out) if isinstance(out, (tuple, list)) else (out,)
-            return tuple(o.to(d) if o.is_floating_point() and o.dtype != d else o for o, d in zip(out, out_dtypes))
+            out = [o.to(d) if o.is_floating_point() and o.dtype != d else o for o, d in zip(out, out_dtypes)]
+            return tuple(o.permute(order) for o, order in zip(out, out_orders))  # storage order
 
-    for name, (size, stride, numel) in module.OUTPUTS.items():
-        if not _contiguous(size, stride) or int(torch.Size(size).numel()) != int(numel):
-            raise KernelSkipped(f"output {name} is a strided view of its storage")
     args = tuple(torch.zeros(b.shape, dtype=getattr(torch, b.dtype if b.dtype in TORCH_DTYPES else "float32"))
-                 for _, b, *_ in inputs)
+                 for b, *_ in inputs)
     with torch.no_grad():
         program = torch.export.export(KernelGraph(), args)
     return program.run_decompositions()
