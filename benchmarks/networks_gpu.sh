@@ -7,6 +7,10 @@
 #   ptxds build --source inductor --captured .gpu/networks-capture --out .gpu/networks-inductor
 #   ptxds build --source tvm-models --models gpt2_block,llama_layer,vit_block,bert_block --out .gpu/networks-tvm
 #   ptxds merge .gpu/networks-inductor .gpu/networks-tvm --out .gpu/networks
+# or, TVM members of each captured kernel's own function (docs/tvm-models.md, --inductor-capture):
+#   ptxds build --source inductor --captured CAPTURE --arch sm_90a --out .gpu/kernels-inductor
+#   ptxds build --source tvm-models --inductor-capture CAPTURE --schedules 2 --arch sm_90a --out .gpu/kernels-tvm
+#   ptxds merge .gpu/kernels-inductor .gpu/kernels-tvm --out .gpu/networks-kernels
 # Usage: benchmarks/networks_gpu.sh [DATASET] [OUTDIR]   (defaults .gpu/networks, /tmp/ptxds-networks)
 #   env: VERIFY_TIMEOUT (s, default 540)
 set -uo pipefail
