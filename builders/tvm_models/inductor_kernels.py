@@ -135,7 +135,8 @@ def _one_task(final):
             alias[name] = args[0]
             continue
         if any(a[0] != "param" or len(a) != 2 for a in args):
-            raise KernelSkipped(f"TVM task {callee} reads a value the kernel does not hold (a constant or another task's)")
+            raise KernelSkipped(f"TVM task {callee} reads a value the kernel does not hold "
+                                "(a constant or another task's)")
         computed.append(callee)
         alias[name] = ("task",)
         arguments = [a[1] for a in args]
@@ -160,7 +161,9 @@ def in_place_misfit(folder: Path) -> str:
     from builders.triton_jit.description import load_description
     heuristic = json.loads((Path(folder) / "inductor.json").read_text())["heuristic"]
     inout = [b.name for b in load_description(Path(folder) / "call.json").problem.buffers if b.role == "inout"]
-    return f"it writes {', '.join(inout)} in place outside a pointwise kernel" if inout and heuristic != "pointwise" else ""
+    if not inout or heuristic == "pointwise":
+        return ""
+    return f"it writes {', '.join(inout)} in place outside a pointwise kernel"
 
 
 def kernel_task(folder: Path) -> KernelTask:

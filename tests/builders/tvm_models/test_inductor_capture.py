@@ -3,7 +3,6 @@ Inductor kernel's own function, which ``ptxds merge`` groups with the kernel's r
 capture, TVM's fusion, nvcc and ptxas, Triton's compile, the merge)."""
 from __future__ import annotations
 
-import json
 import shutil
 
 import pytest
@@ -50,7 +49,8 @@ def test_tvm_members_of_a_captured_kernel_merge_into_its_group(gelu_capture, tmp
     for row in tvm_rows:
         bound = [a.buffer for launch in row.launches for a in launch.args if a.kind == "buffer"]
         assert set(bound) <= {b.name for b in row.buffers()} and bound.count(inout[0]) == 2  # read, then written
-        assert row.provenance["inductor_kernel"] == kernel and "def graph(" not in row.problem.params["reference_source"]
+        assert row.provenance["inductor_kernel"] == kernel
+        assert "def graph(" not in row.problem.params["reference_source"]  # TVM's TIR, not the FX graph
 
     result = CliRunner().invoke(cli, ["merge", str(tmp_path / "inductor"), str(tmp_path / "tvm"),
                                       "--out", str(tmp_path / "merged"), "--silent"])
@@ -71,5 +71,4 @@ def test_models_and_a_capture_folder_exclude_each_other(gelu_capture, tmp_path):
     root, _, _ = gelu_capture
     result = CliRunner().invoke(cli, ["build", "--source", "tvm-models", "--models", "gpt2_block",
                                       "--inductor-capture", str(root), "--out", str(tmp_path / "d")])
-    assert result.exit_code != 0 and "exclude each other" in result.output
-    assert json.loads((root / next(root.iterdir()).name / "capture.json").read_text())["kernels"]
+    assert result.exit_code == 1 and "exclude each other" in result.output
