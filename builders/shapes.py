@@ -35,6 +35,7 @@ File form (YAML or JSON; every key optional, at least one size in all)::
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -252,15 +253,21 @@ def host_bytes(buffers: list) -> int:
 SIZE_IN_GROUP_ID = re.compile(r"^(?:n\d+|M\d+x?N\d+(?:x?K\d+)?)$")
 
 
+# a group-id part that spells named sizes: M2048xN4096, BT512xV32000, S2048xH32xKV8xD128
+NAMED_SIZES_IN_GROUP_ID = re.compile(r"^[A-Za-z]+\d+(?:x[A-Za-z]+\d+)+$")
+
+
 def group_shape(group_id: str, problem_json) -> str:
     """A group's size as a label: ``params["shape"]``, else a GEMM's M, N, K (a grouped
-    GEMM's problem list), else the last
-    part of the group id when it spells a size (the Triton suite's default groups); groups
-    of sources that state no size (Mirage, manifests) get "-"."""
+    GEMM's problem list), else the last part of the group id when it spells a size (the
+    Triton suite's default groups), else the first part after the source that names sizes
+    (a call description's ``liger/rms_norm/bfloat16/M2048xN4096``), else the shape of the
+    problem's largest buffer (Inductor's kernels, Mirage, manifests); "-" without buffers."""
     try:
-        params = (json.loads(problem_json) or {}).get("params") or {} if problem_json else {}
+        problem = (json.loads(problem_json) or {}) if problem_json else {}
+        params = problem.get("params") or {}
     except (ValueError, AttributeError):
-        params = {}
+        problem, params = {}, {}
     shape = params.get("shape")
     if isinstance(shape, dict) and shape:  # stored with sorted keys: put M, N, K back in order
         order = {name: i for i, name in enumerate(("M", "N", "K", "n", "B", "Sq", "Skv", "D"))}
@@ -270,4 +277,11 @@ def group_shape(group_id: str, problem_json) -> str:
     if isinstance(params.get("problems"), list) and params["problems"]:  # grouped GEMM
         return grouped_label(params["problems"])
     last = group_id.rsplit("/", 1)[-1]
-    return last if SIZE_IN_GROUP_ID.match(last) else "-"
+    if SIZE_IN_GROUP_ID.match(last):
+        return last
+    named = [part for part in group_id.split("/")[1:] if NAMED_SIZES_IN_GROUP_ID.match(part)]
+    if named:
+        return named[0]
+    shapes = [tuple(b.get("shape") or ()) for b in problem.get("buffers") or () if isinstance(b, dict)]
+    largest = max(shapes, key=lambda shape: (math.prod(shape), len(shape)), default=None)
+    return "x".join(str(int(d)) for d in largest) if largest else "-"

@@ -72,3 +72,17 @@ def test_cli_reports_bad_shapes_in_one_line(tmp_path):
 def test_not_applicable_is_a_build_status():
     from verify.runner import PASS_THROUGH
     assert "not_applicable" in BUILD_STATUSES and "not_applicable" in PASS_THROUGH
+
+
+def test_group_shape_of_sources_without_a_shape_param():
+    import json
+    from builders.shapes import group_shape
+    call = {"params": {}, "buffers": [{"name": "x", "shape": [2048, 4096]}, {"name": "w", "shape": [4096]}]}
+    # a call description names its sizes in the group id; the first such part wins
+    assert group_shape("triton-jit/liger/dyt_backward/bfloat16/M2048xN4096/P132xBN1024",
+                       json.dumps(call)) == "M2048xN4096"
+    # an Inductor kernel names none: its largest buffer's shape
+    kernel = {"params": {}, "buffers": [{"name": "in_ptr0", "shape": [1, 64, 512]}, {"name": "in_ptr1", "shape": [512]}]}
+    assert group_shape("inductor/bert-float16-b1s64/triton_per_fused_add_0", json.dumps(kernel)) == "1x64x512"
+    assert group_shape("mirage/x", json.dumps({"params": {}, "buffers": []})) == "-"
+    assert group_shape("triton/softmax/n4096", None) == "n4096"
