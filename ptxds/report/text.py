@@ -9,8 +9,19 @@ from ..finalize import failure_line
 from .gather import Report
 
 
+MAX_LISTED = 24  # more distinct values (an Inductor dataset's buffer shapes) are summarised
+
+
 def _counts(counts: dict) -> str:
-    return ", ".join(f"{k} {v}" for k, v in sorted(counts.items(), key=lambda kv: str(kv[0]))) or "-"
+    """``value count`` pairs in value order; past MAX_LISTED values, the most common ones
+    and how many others there are."""
+    items = sorted(counts.items(), key=lambda kv: str(kv[0]))
+    if len(items) > MAX_LISTED:
+        common = sorted(sorted(counts.items(), key=lambda kv: (-kv[1], str(kv[0])))[:MAX_LISTED],
+                        key=lambda kv: str(kv[0]))
+        rest = len(items) - MAX_LISTED
+        return ", ".join(f"{k} {v}" for k, v in common) + f" and {rest} more ({sum(counts.values())} in all)"
+    return ", ".join(f"{k} {v}" for k, v in items) or "-"
 
 
 def _quantiles(values: list) -> dict | None:

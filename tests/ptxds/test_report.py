@@ -141,3 +141,13 @@ def test_page_opens_in_headless_chromium_without_console_errors(reported, tmp_pa
     assert seen.problems == [] and seen.console == []
     assert _non_blank(seen.screenshot_png) > 0.05
     assert seen.height > 3000  # every section laid out, not only the top
+
+
+def test_long_count_lists_are_summarised():
+    from ptxds.report.text import MAX_LISTED, _counts
+    few = {"a": 1, "b": 2}
+    assert _counts(few) == "a 1, b 2"
+    many = {f"s{i:03d}": (100 if i < 3 else 1) for i in range(MAX_LISTED + 10)}
+    line = _counts(many)
+    assert line.endswith(f"and 10 more ({3 * 100 + MAX_LISTED + 7} in all)")
+    assert "s000 100" in line and "s002 100" in line
