@@ -92,6 +92,28 @@ def judge(problem, kernel, reference=None) -> tuple:
     return classify(CheckResult(runs), prepared.specs, prepared.references), prepared
 
 
+def judge_outputs(problem, kernel) -> tuple:
+    """(verdict, prepared problem) as ``judge`` gives them, for a kernel of several outputs
+    given as trial input values -> {output: float64}, every declared output checked."""
+    from verify.trials.inputs import float_to_bits
+    from verify.judge.outcome import CheckResult, TrialRun, classify
+    from verify.runner import prepare_problem
+    prepared = prepare_problem(problem, "g", None)
+    assert prepared.refusal == "", prepared.refusal
+    runs = []
+    for trial in prepared.trials:
+        with np.errstate(all="ignore"):
+            outs = kernel(trial.values)
+        runs.append(TrialRun(trial.trial, {s.name: float_to_bits(outs[s.name], s.dtype) for s in prepared.specs}))
+    return classify(CheckResult(runs), prepared.specs, prepared.references), prepared
+
+
+def rounded(values, dtype: str) -> np.ndarray:
+    """``values`` rounded to ``dtype`` (as a store or a cast does), back in float64."""
+    from verify.trials.inputs import float_to_bits, from_storage
+    return from_storage(float_to_bits(np.asarray(values, dtype=np.float64), dtype), dtype)
+
+
 def assert_saturating_outputs_spread(problem, top: int) -> None:
     """A saturating integer output (its top ``top``): a correct kernel passes every trial,
     a uniform trial's references stay mostly inside the range (under 25% at +-top, more

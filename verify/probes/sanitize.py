@@ -213,13 +213,13 @@ def ptx_uses_shared_memory(ptx: str, entries: set) -> bool:
         module = parse_ptx(ptx)
     except Exception:
         return True
-    shared_names = [v.name for v in module.variables if v.state_space == "shared"]
-    bodies = [f.body or "" for f in module.functions if f.name in entries or not f.is_entry]
-    if any(f.body is None for f in module.functions if f.name in entries) or \
-            not {f.name for f in module.entries} >= set(entries):
-        return True
-    return any(".shared" in body or any(re.search(rf"\b{re.escape(name)}\b", body) for name in shared_names)
-               for body in bodies)
+    launched = [f for f in module.entries if f.name in entries]
+    if len(launched) < len(entries) or any(f.body is None for f in launched):
+        return True  # an entry the module does not define: unknown
+    bodies = [f.body for f in launched] + [f.body or "" for f in module.funcs]
+    names = "|".join(re.escape(v.name) for v in module.variables if v.state_space == "shared")
+    pattern = re.compile(r"\.shared" + (rf"|\b(?:{names})\b" if names else ""))
+    return any(pattern.search(body) for body in bodies)
 
 
 def run_sanitizer(record_json: str, inputs: dict, tools=TOOLS, timeout: float = 300.0,

@@ -12,29 +12,17 @@ import numpy as np
 from dataset_spec.model import Buffer, Problem
 from dataset_spec.ops import get_op
 from dataset_spec.numerics import accumulation_coefficient
-from verify.judge.outcome import CheckResult, TrialRun, classify
-from verify.runner import prepare_problem
-from verify.trials.inputs import float_to_bits, from_storage
+from helpers import judge_outputs, rounded
 
 REFERENCE = (Path(__file__).resolve().parents[3] / "examples" / "liger" / "liger_reference.py").read_text()
 U_BF16 = 2.0 ** -8
 
 
-def _rounded(values, dtype):
-    return from_storage(float_to_bits(np.asarray(values, dtype=np.float64), dtype), dtype)
-
-
 def _verdicts(problem, kernel):
     """The verifier's status for ``kernel`` (trial values -> {output: float64}), and the
     prepared trials."""
-    prepared = prepare_problem(problem, "g", None)
-    assert prepared.refusal == "", prepared.refusal
-    runs = []
-    for trial in prepared.trials:
-        with np.errstate(all="ignore"):
-            outs = kernel(trial.values)
-        runs.append(TrialRun(trial.trial, {s.name: float_to_bits(outs[s.name], s.dtype) for s in prepared.specs}))
-    return classify(CheckResult(runs), prepared.specs, prepared.references).status, prepared
+    verdict, prepared = judge_outputs(problem, kernel)
+    return verdict.status, prepared
 
 
 def _sparsemax_backward_problem():
@@ -53,8 +41,8 @@ def _liger_sparsemax_backward(v, over_every_column=False):
     support = y > 0
     taken = np.ones_like(support) if over_every_column else support
     total = np.where(taken, dy, np.float32(0)).sum(axis=-1, keepdims=True, dtype=np.float32)
-    mean = _rounded(total / np.maximum(taken.sum(axis=-1, keepdims=True), 1).astype(np.float32), "bfloat16")
-    return {"dx": _rounded(np.where(support, dy - mean.astype(np.float32), np.float32(0)), "bfloat16")}
+    mean = rounded(total / np.maximum(taken.sum(axis=-1, keepdims=True), 1).astype(np.float32), "bfloat16")
+    return {"dx": rounded(np.where(support, dy - mean.astype(np.float32), np.float32(0)), "bfloat16")}
 
 
 def test_sparsemax_backward_mean_rounded_to_bfloat16_passes_and_a_wrong_mean_fails():
@@ -71,7 +59,7 @@ def test_sparsemax_backward_mean_rounded_to_bfloat16_passes_and_a_wrong_mean_fai
     assert (err > without).any() and (err <= prepared.specs[0].bounds[0]).all()
     wrong, _ = _verdicts(problem, lambda v: _liger_sparsemax_backward(v, over_every_column=True))
     assert wrong == "wrong_result"
-    scaled, _ = _verdicts(problem, lambda v: {"dx": _rounded(_liger_sparsemax_backward(v)["dx"] * (1 + 2 ** -7),
+    scaled, _ = _verdicts(problem, lambda v: {"dx": rounded(_liger_sparsemax_backward(v)["dx"] * (1 + 2 ** -7),
                                                              "bfloat16")})
     assert scaled == "wrong_result"  # a second rounding of |dx| is no longer allowed
 

@@ -9,33 +9,14 @@ import pytest
 
 from dataset_spec.model import Buffer, Problem, SpecError
 from dataset_spec.ops import check_problem, get_op
-from verify.trials.inputs import float_to_bits, from_storage
-from verify.judge.outcome import CheckResult, TrialRun, classify
+from helpers import judge_outputs as judge_all, rounded as rnd
 from verify.runner import prepare_problem
 
 M, N = 16, 256
 
 
-def rnd(values, dtype):
-    """values rounded to ``dtype`` (as a store or a cast does), back in float64."""
-    return from_storage(float_to_bits(np.asarray(values, dtype=np.float64), dtype), dtype)
-
-
 def f32(values):
     return np.asarray(values, dtype=np.float64).astype(np.float32)
-
-
-def judge_all(problem, kernel):
-    """The verifier's verdict on ``kernel`` (trial values -> {output: float64}) over every trial,
-    every declared output checked."""
-    prepared = prepare_problem(problem, "g", None)
-    assert prepared.refusal == "", prepared.refusal
-    runs = []
-    for trial in prepared.trials:
-        with np.errstate(all="ignore"):
-            outs = kernel(trial.values)
-        runs.append(TrialRun(trial.trial, {s.name: float_to_bits(outs[s.name], s.dtype) for s in prepared.specs}))
-    return classify(CheckResult(runs), prepared.specs, prepared.references), prepared
 
 
 def liger_rmsnorm(v, dtype="bfloat16"):
