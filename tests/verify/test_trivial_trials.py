@@ -82,3 +82,20 @@ def test_the_device_test_gives_the_host_tests_answers():
         host = trivial_reason(ref, 1e-5)
         device = trivial_reason_tensor(torch.from_numpy(ref), torch.tensor(1e-5, dtype=torch.float64))
         assert bool(host) == bool(device), (ref, host, device)
+
+
+def test_kernels_that_skip_the_work_still_fail_where_a_trivial_trial_is_allowed():
+    """How a kernel could earn a pass without the work once one trivial trial no longer
+    refuses the group: a constant writer (the constant the large-value trials expect), or one
+    that writes the input-independent count right and skips the informative output."""
+    from helpers import judge_outputs
+    source = ("def f(inputs, problem):\n"
+              "    x = inputs['x']\n"
+              "    return {'out': x * 2 if float(abs(x).max()) < 50 else x * 0 + 1}\n")
+    constant, _ = judge_outputs(custom(source), lambda v: {"out": np.ones(N)})
+    assert constant.status == "wrong_result", constant.message
+    honest, _ = judge_outputs(custom(source), lambda v: {"out": v["x"] * 2 if abs(v["x"]).max() < 50 else v["x"] * 0 + 1})
+    assert honest.status == "passed", honest.message
+    counted = "def f(inputs, problem):\n    return {'mean': inputs['x'] * 2, 'count': inputs['x'] * 0 + 64.0}\n"
+    only_count, _ = judge_outputs(custom(counted, ("mean", "count")), lambda v: {"mean": np.zeros(N), "count": np.full(N, 64.0)})
+    assert only_count.status == "wrong_result", only_count.message
