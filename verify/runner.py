@@ -52,8 +52,8 @@ from dataset_spec.work import problem_work
 from .options import INPUTS, VerifyOptions
 from .judge.outcome import Consensus, OutputSpec, Verdict, classify, launched_code, widest_global_store
 from .probes.sanitize import (RACECHECK_FEW_BLOCKS, TOOLS, race_errors, racecheck_record, racing_members,
-                       run_sanitizer, sanitizer_status)
-from .probes.racecheck_server import RacecheckServer
+                       run_sanitizer, sanitizer_status, uses_shared_memory)
+from .probes.racecheck_server import RacecheckServers
 from .probes.coverage import apply_coverage, explain_survivors, measure_site
 from .judge.findings import add_finding
 from .probes.race_focus import automatic_sanitizer, barrier_never_ordered, delay_reason, note as racecheck_note, \
@@ -83,6 +83,10 @@ MAX_TIMING_SAMPLES = 2000
 # seconds one member may take under the every-member racecheck before it is given up
 # (recorded as failed, changing nothing) and the group's other members go on
 RACECHECK_MEMBER_SECONDS = 20.0
+# racecheck processes per GPU: a member under racecheck runs a few sampled blocks, so several
+# members run side by side on one GPU (racecheck_server.RacecheckServers)
+RACECHECK_PROCESSES = 4
+RACECHECK_KEY = "#racecheck"  # the assembly pool's key suffix for a member's racecheck copy
 # Host threads that draw one problem's trials and compute their references and bounds side
 # by side (shared by every group being prepared; never waits on itself). Two: with eight, the
 # float64 GEMM references of several trials ran in OpenBLAS at once and the process died with
@@ -604,7 +608,8 @@ class _Run:
         # racecheck for members whose change may race (race_focus), --sanitize or not
         self.race_sanitizer, self.race_missing = (sanitizer, "") if sanitizer else automatic_sanitizer()
         self.racecheck_every_member = racecheck
-        self.racecheck_servers: dict = {}  # id(worker) -> RacecheckServer, for the run
+        self.racecheck_servers: dict = {}  # id(worker) -> RacecheckServers, for the run
+        self.race_records: dict = {}  # build_key -> (racecheck record, shrunk), its cubin assembling
         self.trial_salt = options.trial_salt
         self.trials = options.trials
         self.reference = options.reference
@@ -921,6 +926,8 @@ class _Run:
                 if tails:
                     self._memcheck_tails(row, new_row, prepared, tails)
             if new_row.status == "passed":
+                if row.build_key not in race_counts:
+                    self._assemble_racecheck(row)
                 consensus_by_digest[digest].add(row.build_key, verdict.outputs, verdict.max_err_ratio)
                 if self.timing:
                     with self.stopwatch("time"):
@@ -1025,6 +1032,13 @@ class _Run:
         lack makes a member ``race_detected`` (apply_race_statuses)."""
         todo = [row for row in out_rows if row.status in ("passed", "unexercised") and row.ptx
                 and row.build_key not in race_counts]
+        keys = {row.build_key for row in todo} if self.racecheck_every_member else set()
+        for row in out_rows:  # copies made for members that no longer pass
+            if row.build_key not in keys and row.build_key in self.race_records:
+                with self.lock:
+                    self.race_records.pop(row.build_key, None)
+                if self.pool is not None:
+                    self.pool.discard(row.build_key + RACECHECK_KEY)
         if not self.racecheck_every_member or not todo:
             return
         if not self.race_sanitizer:
@@ -1033,13 +1047,21 @@ class _Run:
             return
         members, cut = [], set()
         for row in todo:
-            record, shrunk = racecheck_record(row, self.trial_salt)
-            members.append((row.build_key, record.to_json(), problems[row.problem.digest()][0].first_host_storage()))
+            with self.lock:
+                record, shrunk = self.race_records.pop(row.build_key, None) or racecheck_record(row, self.trial_salt)
+            cubin = self.pool.result_of(row.build_key + RACECHECK_KEY).cubin if self.pool is not None else None
+            members.append((row.build_key, record.to_json(), problems[row.problem.digest()][0].first_host_storage(),
+                            cubin))
             if shrunk:
                 cut.add(row.build_key)
         try:
+            servers = self._racecheck_server(worker)
+            before = servers.seconds
             with self.quiet_gpu(worker.ordinal):
-                found = self._racecheck_server(worker).check(members, timeout_per_member=RACECHECK_MEMBER_SECONDS)
+                found = servers.check(members, timeout_per_member=RACECHECK_MEMBER_SECONDS)
+            with self.lock:  # the children's phases, summed over the processes
+                for phase, seconds in servers.seconds.items():
+                    self.stage_seconds[f"racecheck.{phase}"] += seconds - before.get(phase, 0.0)
         except Exception as exc:  # a sanitizer that fails to run is recorded and changes nothing
             found = {row.build_key: {"racecheck": {"errors": None, "failed": f"{type(exc).__name__}: {exc}"[:300]}}
                      for row in todo}
@@ -1053,13 +1075,30 @@ class _Run:
             blocks = f", {RACECHECK_FEW_BLOCKS} salted blocks of each large launch" if row.build_key in cut else ""
             row.provenance.setdefault("verify", {})["racecheck"] = f"{ran}: every member, on its first trial{blocks}"
 
-    def _racecheck_server(self, worker) -> RacecheckServer:
-        """The racecheck process of ``worker``'s GPU thread, started on first use and kept
-        for the run (its start-up, about a second and a half, is paid once)."""
+    def _assemble_racecheck(self, row: KernelRecord) -> None:
+        """A passing member's racecheck copy (its blocks sampled) made now and its PTX handed
+        to the assembly pool, so the racecheck process loads a cubin when the group is done
+        instead of JIT-compiling the member under the tool."""
+        if not (self.racecheck_every_member and self.race_sanitizer and self.pool is not None and row.ptx):
+            return
+        if not uses_shared_memory(row):
+            return
+        try:
+            record, shrunk = racecheck_record(row, self.trial_salt)
+        except Exception:  # the racecheck step makes it again and says what went wrong
+            return
+        with self.lock:
+            self.race_records[row.build_key] = (record, shrunk)
+        self.pool.submit_ptx(row.build_key + RACECHECK_KEY, record.ptx, row.arch)
+
+    def _racecheck_server(self, worker) -> RacecheckServers:
+        """The racecheck processes of ``worker``'s GPU thread, started on first use and kept
+        for the run (each one's start-up, about a second and a half, is paid once)."""
         with self.lock:
             server = self.racecheck_servers.get(id(worker))
             if server is None:
-                server = self.racecheck_servers[id(worker)] = RacecheckServer(self.race_sanitizer, worker.ordinal)
+                server = self.racecheck_servers[id(worker)] = RacecheckServers(
+                    self.race_sanitizer, worker.ordinal, RACECHECK_PROCESSES)
         return server
 
     def close_racecheck(self) -> None:

@@ -14,7 +14,7 @@ import pytest
 
 from test_sanitize_cpu import SAMPLES, _row
 
-from verify.probes.racecheck_server import RacecheckServer
+from verify.probes.racecheck_server import RacecheckServer, RacecheckServers
 from verify.probes.sanitize import race_errors
 
 STAND_IN = '''#!{python}
@@ -39,7 +39,12 @@ for line in sys.stdin:
         time.sleep(60)
     if "racy" in name:
         print("\\n".join(hazard), flush=True)
-    print(json.dumps({{"ran": True, "member": job["index"], "min_gap_bytes": 1048576}}), flush=True)
+    if "slow" in name:
+        time.sleep(0.5)
+    # a cubin assembled ahead reaches the child as a file; the stand-in reports whether it was one
+    cubin = open(job["cubin"], "rb").read() if "cubin" in job else b""
+    print(json.dumps({{"ran": True, "member": job["index"], "min_gap_bytes": 1048576,
+                      "seconds": {{"load": 0.25 if cubin == b"CUBIN" else 1.0, "run": 0.5}}}}), flush=True)
 print("========= RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)", flush=True)
 '''
 
@@ -118,3 +123,21 @@ def test_a_tool_that_never_starts_fails_every_member_with_its_words(tmp_path):
     for name in ("a", "b"):
         assert race_errors(found[name]) is None
         assert "racecheck did not start: Device not supported" in found[name]["racecheck"]["failed"]
+
+
+def test_several_processes_share_the_members_and_each_member_keeps_its_own_hazards(stand_in):
+    path, log = stand_in
+    servers = RacecheckServers(path, count=3)
+    members = [_member(f"racy-slow-{i}") for i in range(3)] + [_member(f"clean-slow-{i}") for i in range(3)]
+    members = [m + (b"CUBIN",) if i % 2 else m for i, m in enumerate(members)]
+    try:
+        found = servers.check(members)
+        again = servers.check([_member("racy-again")])
+    finally:
+        servers.shutdown()
+    assert {k: race_errors(v) for k, v in found.items()} == {
+        **{f"racy-slow-{i}": 1 for i in range(3)}, **{f"clean-slow-{i}": 0 for i in range(3)}}
+    assert race_errors(again["racy-again"]) == 1
+    assert servers.starts == 3 and log.read_text().count("start") == 3  # each process started once
+    # three members came with a cubin (the child's load 0.25 s), three without (1.0 s)
+    assert servers.seconds == pytest.approx({"load": 3 * 0.25 + 3 * 1.0 + 1.0, "run": 7 * 0.5})

@@ -150,14 +150,21 @@ class AssemblyPool:
 
     # ---- the interface the verifier uses ---------------------------------------------
     def submit(self, record) -> None:
-        if not self.accepting or record.build_key in self._pending:
+        self.submit_ptx(record.build_key, record.ptx, record.arch)
+
+    def submit_ptx(self, key: str, ptx: str, row_arch: str) -> None:
+        """Assembly of ``ptx`` (a row's, or a copy the verifier made of it) under ``key``."""
+        if not self.accepting or key in self._pending:
             return
-        if runnable_reason(record.arch, self.cc):
+        if runnable_reason(row_arch, self.cc):
             return
-        self._pending[record.build_key] = self._start(record.ptx, target_arch(record.arch, self.cc))
+        self._pending[key] = self._start(ptx, target_arch(row_arch, self.cc))
 
     def result(self, record, timeout: float = 600.0) -> Assembled:
-        handle = self._pending.pop(record.build_key, None)
+        return self.result_of(record.build_key, timeout)
+
+    def result_of(self, key: str, timeout: float = 600.0) -> Assembled:
+        handle = self._pending.pop(key, None)
         if handle is None:
             return Assembled(None, "driver_jit", "not assembled ahead")
         try:
@@ -165,6 +172,12 @@ class AssemblyPool:
         except Exception as exc:  # a lost process or task costs this row's cubin (the driver JIT loads it), not the run
             message = str(exc).splitlines()[0] if str(exc) else ""
             return Assembled(None, "driver_jit", f"{self.failure_label}: {type(exc).__name__}: {message}")
+
+    def discard(self, key: str) -> None:
+        """Forget the assembly under ``key`` (cancelled where it has not started)."""
+        handle = self._pending.pop(key, None)
+        if handle is not None:
+            self._cancel(handle)
 
     def close(self) -> None:
         for handle in self._pending.values():

@@ -11,6 +11,13 @@ A member that crashes the child, or outlives its time, gets a ``failed`` finding
 changes no status) and the process is started again for the next one. racecheck's print
 limit is the process's, so the process is also started again before the hazards it
 printed could reach it (a later member's hazards would go unprinted).
+
+A member may come with a cubin of its racecheck PTX, assembled ahead on the host's cores
+(the runner hands it to the assembly pool when the member passes), so the child loads it
+instead of JIT-compiling under the tool. ``RacecheckServers`` runs several such processes on
+one GPU and hands each member to whichever is free: racecheck watches a handful of blocks,
+so one instrumented member leaves most of the GPU idle. Each child's done line carries its
+seconds per phase (load, prepare, run), summed in ``seconds``.
 """
 from __future__ import annotations
 
@@ -22,6 +29,8 @@ import sys
 import tempfile
 import threading
 import time
+from collections import defaultdict
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Optional
 
@@ -49,31 +58,26 @@ class RacecheckServer:
         self.last_words = ""
         self.sent = 0
         self.starts = 0
+        self.seconds: dict = defaultdict(float)  # phase -> the children's seconds (load, prepare, run)
 
     def check(self, members: list, timeout_per_member: float = 20.0) -> dict:
         """build_key -> findings (``{"racecheck": {...}}`` with the tool and its version), as
-        ``sanitize.run_sanitizer`` gives them. ``members``: [(build_key, record_json,
-        inputs)]; members without shared memory are skipped."""
-        results = {}
-        written: dict = {}  # id(inputs) -> its file: a group's members share their first trial
-        try:
-            for key, record_json, inputs in members:
-                record = record_or_none(record_json)
-                if record is not None and not uses_shared_memory(record):
-                    results[key] = dict(self.head, racecheck={"errors": 0, "warnings": 0, "skipped": "no shared "
-                                                              "memory: racecheck checks shared memory only"})
-                    continue
-                if id(inputs) not in written:
-                    written[id(inputs)] = Path(self.tmp.name) / f"inputs{len(written)}-{self.sent}.npz"
-                    np.savez(written[id(inputs)], **inputs)
-                results[key] = dict(self.head, racecheck=self._one(record_json, written[id(inputs)],
-                                                                   timeout_per_member))
-        finally:
-            for path in written.values():
-                path.unlink(missing_ok=True)
-        return results
+        ``sanitize.run_sanitizer`` gives them. ``members``: [(build_key, record_json, inputs)
+        or (build_key, record_json, inputs, cubin)]; members without shared memory are skipped."""
+        with InputFiles(self.tmp.name) as files:
+            return {member[0]: self.check_one(member, files, timeout_per_member) for member in members}
 
-    def _one(self, record_json: str, inputs_path: Path, timeout: float) -> dict:
+    def check_one(self, member: tuple, files: "InputFiles", timeout: float) -> dict:
+        """One member's findings; its inputs' file from ``files`` (written once per inputs)."""
+        key, record_json, inputs = member[:3]
+        cubin = member[3] if len(member) > 3 else None
+        record = record_or_none(record_json)
+        if record is not None and not uses_shared_memory(record):
+            return dict(self.head, racecheck={"errors": 0, "warnings": 0, "skipped": "no shared "
+                                              "memory: racecheck checks shared memory only"})
+        return dict(self.head, racecheck=self._one(record_json, files.path(inputs), timeout, cubin))
+
+    def _one(self, record_json: str, inputs_path: Path, timeout: float, cubin: Optional[bytes] = None) -> dict:
         if self.printed >= BATCH_PRINT_LIMIT // 2:
             self.close()
         started_now = self.proc is None or self.proc.poll() is not None
@@ -82,13 +86,20 @@ class RacecheckServer:
         index, self.sent = self.sent, self.sent + 1
         row_path = Path(self.tmp.name) / f"row{index}.json"
         row_path.write_text(record_json)
+        job = {"index": index, "row": str(row_path), "inputs": str(inputs_path)}
+        if cubin:
+            job["cubin"] = str(row_path.with_suffix(".cubin"))
+            Path(job["cubin"]).write_bytes(cubin)
         try:
-            self.proc.stdin.write(json.dumps({"index": index, "row": str(row_path), "inputs": str(inputs_path)}) + "\n")
+            self.proc.stdin.write(json.dumps(job) + "\n")
             self.proc.stdin.flush()
         except OSError:
             pass  # the child is gone: what it printed says why, below
         segment, stopped = self._until_done(index, timeout + (STARTUP_SECONDS if started_now else 0.0))
         row_path.unlink(missing_ok=True)
+        if cubin:
+            Path(job["cubin"]).unlink(missing_ok=True)
+        self._add_seconds(segment)
         if stopped:
             self.close(kill=stopped.startswith("no result"))
         if not segment:
@@ -96,6 +107,15 @@ class RacecheckServer:
         report = member_report(segment, stopped)
         self.printed += int(report.get("race_errors") or 0) + int(report.get("race_warnings") or 0)
         return report
+
+    def _add_seconds(self, segment: str) -> None:
+        done = segment.rstrip().rsplit("\n", 1)[-1]
+        if done.startswith('{"ran": true'):
+            try:
+                for phase, seconds in (json.loads(done).get("seconds") or {}).items():
+                    self.seconds[phase] += float(seconds)
+            except (ValueError, TypeError, AttributeError):
+                pass
 
     def _until_done(self, index: int, timeout: float) -> tuple:
         """The child's output for member ``index``, from its start mark to its done line
@@ -158,4 +178,80 @@ class RacecheckServer:
 
     def shutdown(self) -> None:
         self.close()
+        self.tmp.cleanup()
+
+
+class InputFiles:
+    """Each distinct inputs dict written once as an ``.npz`` (a group's members share their
+    first trial), removed on exit; safe to share between threads."""
+
+    def __init__(self, folder: str):
+        self.folder = folder
+        self.written: dict = {}  # id(inputs) -> its file
+        self.lock = threading.Lock()
+        self.inputs: list = []   # kept alive so no id is reused while its file exists
+
+    def path(self, inputs: dict) -> Path:
+        with self.lock:
+            if id(inputs) not in self.written:
+                self.written[id(inputs)] = Path(self.folder) / f"inputs{len(self.written)}-{os.getpid()}-{id(self)}.npz"
+                self.inputs.append(inputs)
+                np.savez(self.written[id(inputs)], **inputs)
+            return self.written[id(inputs)]
+
+    def __enter__(self) -> "InputFiles":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for path in self.written.values():
+            path.unlink(missing_ok=True)
+
+
+class RacecheckServers:
+    """``count`` racecheck processes on GPU ``device``, each member given to whichever is
+    free (members are independent runs: one process's hazards are its member's alone).
+    Processes start on first use; ``seconds`` sums every child's phases."""
+
+    def __init__(self, sanitizer: Optional[str] = None, device: int = 0, count: int = 1):
+        self.servers = [RacecheckServer(sanitizer, device) for _ in range(max(1, int(count)))]
+        self.threads = ThreadPoolExecutor(max_workers=len(self.servers), thread_name_prefix="racecheck")
+        self.tmp = tempfile.TemporaryDirectory(prefix="ptxds-racecheck-inputs-")
+
+    @property
+    def starts(self) -> int:
+        return sum(server.starts for server in self.servers)
+
+    @property
+    def seconds(self) -> dict:
+        total: dict = defaultdict(float)
+        for server in self.servers:
+            for phase, seconds in server.seconds.items():
+                total[phase] += seconds
+        return dict(total)
+
+    def check(self, members: list, timeout_per_member: float = 20.0) -> dict:
+        """As ``RacecheckServer.check``, the members spread over the processes."""
+        todo: "queue.Queue" = queue.Queue()
+        for member in members:
+            todo.put(member)
+        results: dict = {}
+
+        def drain(server: RacecheckServer) -> None:
+            while True:
+                try:
+                    member = todo.get_nowait()
+                except queue.Empty:
+                    return
+                results[member[0]] = server.check_one(member, files, timeout_per_member)
+
+        with InputFiles(self.tmp.name) as files:
+            busy = self.servers[:max(1, min(len(self.servers), len(members)))]
+            for future in [self.threads.submit(drain, server) for server in busy]:
+                future.result()
+        return results
+
+    def shutdown(self) -> None:
+        for server in self.servers:
+            server.shutdown()
+        self.threads.shutdown(wait=False)
         self.tmp.cleanup()

@@ -372,15 +372,16 @@ def smallest_gap(spans: list) -> Optional[int]:
     return min(gaps) if gaps else None
 
 
-def load_isolated(record, stream):
-    """``record`` loaded for a memory checker: its module through the driver's JIT, every
+def load_isolated(record, stream, cubin: Optional[bytes] = None):
+    """``record`` loaded for a memory checker: its module from ``cubin`` (its PTX assembled
+    ahead) or through the driver's JIT, every
     buffer its own allocation of exactly its size, each pair separated by a spacer
     allocation freed before returning (memory memcheck treats as invalid). Returns the
     LoadedRow and the smallest gap between two buffers."""
     from ..member.args import entry_params, pack_args
     from ..device.driver import DeviceBuffer, GuardedBuffer, Module, PreparedLaunch, encode_tensor_map
     from ..member.row import LoadedRow
-    module = Module.from_ptx(record.ptx)
+    module = Module.from_cubin(cubin) if cubin else Module.from_ptx(record.ptx)
     specs = {buf.name: buf for buf in record.buffers()}
     spacer = spacer_bytes([buf.nbytes for buf in specs.values()])
     buffers, spacers = {}, []
@@ -408,7 +409,7 @@ def load_isolated(record, stream):
         module.unload()
         raise
     gap = smallest_gap([(b.address, b.address + max(b.nbytes, 1)) for b in buffers.values()])
-    return LoadedRow(record.build_key, module, buffers, specs, launches, "driver_jit"), gap
+    return LoadedRow(record.build_key, module, buffers, specs, launches, "cubin" if cubin else "driver_jit"), gap
 
 
 _LAST_INPUTS: dict = {}  # the server child's last inputs file -> its arrays (a group's members share it)
@@ -422,15 +423,24 @@ def _inputs(inputs_path: str) -> dict:
     return _LAST_INPUTS[inputs_path]
 
 
-def _run_once(ctx, row_path: str, inputs_path: str) -> Optional[int]:
+def _run_once(ctx, row_path: str, inputs_path: str, cubin_path: Optional[str] = None,
+              seconds: Optional[dict] = None) -> Optional[int]:
     """Child side: the row loaded with isolated buffers, its launch sequence run once and
-    finished, the row unloaded; the smallest gap between two of its buffers."""
+    finished, the row unloaded; the smallest gap between two of its buffers. ``seconds``
+    gets each phase's wall time (load, prepare, run)."""
     from dataset_spec.model import KernelRecord
     from ..device.driver import check, cu
-    row, gap = load_isolated(KernelRecord.from_json(Path(row_path).read_text()), ctx.stream)
+    seconds = {} if seconds is None else seconds
+    start = time.perf_counter()
+    cubin = Path(cubin_path).read_bytes() if cubin_path else None
+    row, gap = load_isolated(KernelRecord.from_json(Path(row_path).read_text()), ctx.stream, cubin)
+    loaded = time.perf_counter()
     row.prepare(_inputs(inputs_path))
+    check(cu.cuStreamSynchronize(ctx.stream), "cuStreamSynchronize")
+    prepared = time.perf_counter()
     row.enqueue()
     check(cu.cuStreamSynchronize(ctx.stream), "cuStreamSynchronize")
+    seconds.update(load=loaded - start, prepare=prepared - loaded, run=time.perf_counter() - prepared)
     row.free()
     return gap
 
@@ -445,11 +455,13 @@ def _serve() -> None:
             continue
         job = json.loads(line)
         print(f"{MEMBER_MARK}{job['index']}", flush=True)
-        gap = _run_once(ctx, job["row"], job["inputs"])
+        seconds: dict = {}
+        gap = _run_once(ctx, job["row"], job["inputs"], job.get("cubin"), seconds)
         # the tool prints the member's hazards when its kernels end; a moment lets them reach
         # the pipe before the done line, which closes the member's share of the output
         time.sleep(REPORT_GRACE_SECONDS)
-        print(json.dumps({"ran": True, "member": job["index"], "min_gap_bytes": gap}), flush=True)
+        print(json.dumps({"ran": True, "member": job["index"], "min_gap_bytes": gap,
+                          "seconds": {k: round(v, 4) for k, v in seconds.items()}}), flush=True)
 
 
 def _run_member(row_path: str, inputs_path: str) -> None:
