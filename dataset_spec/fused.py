@@ -188,6 +188,13 @@ def _problem(label: str, buffers: list, sources: list, function_key: str) -> Pro
               "function_key": function_key}
     if ranges:
         params["input_range"] = {k: ranges[k] for k in sorted(ranges)}
+    # a draw any source's function asks for holds for the function: its specials, its signs
+    if any(s["params"].get("stress_specials") for s in sources):
+        params["stress_specials"] = True
+    magnitudes = sorted({next(c for c, own in s["names"].items() if own == name)
+                         for s in sources for name in s["params"].get("nonnegative_inputs") or ()})
+    if magnitudes:
+        params["nonnegative_inputs"] = magnitudes
     return Problem(label, "custom", buffers, params)
 
 

@@ -45,14 +45,24 @@ class InductorOptions:
 # ATen ops that test for infinities or NaN: a graph holding one defines every output for them
 SPECIAL_TESTS = ("aten.isinf.", "aten.isnan.", "aten.isfinite.", "aten.isposinf.", "aten.isneginf.",
                  "aten.nan_to_num.")
+# graph inputs (a model's state, role ``weight:<name>``) whose values have one sign: a
+# BatchNorm's running variance
+NONNEGATIVE_STATE = (".running_var",)
 
 
 def with_graph_params(problem, info: dict) -> None:
     """What the kernel's graph says about its problem, added to the call's params: a graph
     that tests for infinities or NaN (T5's float16 overflow guard) has stress rows holding
-    them (``stress_specials``), or its flag is 0 on every draw and no trial checks it."""
+    them (``stress_specials``), or its flag is 0 on every draw and no trial checks it; a
+    BatchNorm's running variance is drawn as magnitudes (``nonnegative_inputs``): a
+    negative one is no variance, and its NaN is a value two sources need not agree on."""
     if any(str(op).startswith(SPECIAL_TESTS) for op in info.get("aten_ops") or ()):
         problem.params["stress_specials"] = True
+    magnitudes = sorted(name for name, role in (info.get("graph_inputs") or {}).items()
+                        if str(role or "").endswith(NONNEGATIVE_STATE)
+                        and name in {b.name for b in problem.buffers})
+    if magnitudes:
+        problem.params["nonnegative_inputs"] = magnitudes
 
 
 def kernel_folders(root: Path) -> list:

@@ -175,7 +175,9 @@ def kernel_task(folder: Path) -> KernelTask:
     from .tasks import Task, fuse
     folder = Path(folder)
     info = json.loads((folder / "inductor.json").read_text())
+    from builders.inductor.builder import with_graph_params
     kernel_problem = load_description(folder / "call.json").problem
+    with_graph_params(kernel_problem, info)  # the kernel's own draws (its rows' problem)
     misfit = in_place_misfit(folder)
     if misfit:
         raise KernelSkipped(misfit)
@@ -234,7 +236,7 @@ def member_problem(kernel_problem: Problem, tir: dict, bindings: dict, title: st
     from .reference import reference_source
     source = reference_source(tir, title) + SHIM.format(bindings=json.dumps(json.dumps(bindings)))
     params = {"reference": "reference:reference", "reference_source": source, "reduction_length": 1}
-    for key in ("input_range", "stress_specials"):
+    for key in ("input_range", "stress_specials", "nonnegative_inputs"):
         if key in kernel_problem.params:
             params[key] = kernel_problem.params[key]
     return Problem(kernel_problem.problem_id, "custom", list(kernel_problem.buffers), params)

@@ -220,6 +220,12 @@ def math_input(problem: Problem, name: Optional[str] = None) -> str:
     return str(declared or "")
 
 
+def nonnegative_inputs(problem: Problem) -> frozenset:
+    """Inputs drawn as magnitudes on every trial (``params.nonnegative_inputs``): a function
+    defined for one sign only (a running variance under a square root)."""
+    return frozenset(problem.params.get("nonnegative_inputs") or ())
+
+
 def outputs_hold_specials(problem: Problem) -> bool:
     """Whether every out/inout buffer is a float dtype (one that holds NaN and infinity):
     only then may stress inputs carry them (an integer output's conversion of NaN is not

@@ -124,3 +124,19 @@ def test_merged_layer_norm_bound_admits_both_sources_arithmetic(layer_norms):
     for single in (canonical_problem(inductor), canonical_problem(tvm)):
         np.testing.assert_allclose(op.reference(inputs, single)["out0"], reference, rtol=1e-12, atol=1e-12)
         assert (scale >= op.scales(inputs, single, {"out0": reference})["out0"]).all()
+
+
+def test_a_draw_one_source_asks_for_holds_for_the_merged_function():
+    """A batch norm's running variance is drawn as magnitudes by one source's problem and
+    its graph tests for NaN: the merged problem keeps both under its canonical names, so
+    no trial holds a negative variance whose NaN the sources treat differently."""
+    first = _custom("a/k", ("x", "var", "z"), "x / np.sqrt(var + 1e-5)")
+    first.params.update(nonnegative_inputs=["var"], stress_specials=True)
+    second = _custom("b/t", ("p", "q", "r"), "p / np.sqrt(q + 1e-5)")
+    one, two = canonical_problem(first), canonical_problem(second)
+    assert one.problem_id == two.problem_id
+    from dataset_spec.fused import network_function
+    canonical_var = network_function(first)[1]["var"]
+    for merged in (unify([one, two]), unify([two, one])):
+        assert merged.params["nonnegative_inputs"] == [canonical_var]
+        assert merged.params["stress_specials"] is True

@@ -35,7 +35,8 @@ for line in sys.stdin:
     if "crash" in name:
         print("CUDA_ERROR_ILLEGAL_ADDRESS: an illegal memory access was encountered", flush=True)
         sys.exit(1)
-    if "hang" in name:
+    grid = json.load(open(job["row"]))["launches"][0]["grid"]
+    if "hang" in name or ("bigslow" in name and grid[0] * grid[1] * grid[2] > 8):
         time.sleep(60)
     if "racy" in name:
         print("\\n".join(hazard), flush=True)
@@ -141,3 +142,26 @@ def test_several_processes_share_the_members_and_each_member_keeps_its_own_hazar
     assert servers.starts == 3 and log.read_text().count("start") == 3  # each process started once
     # three members came with a cubin (the child's load 0.25 s), three without (1.0 s)
     assert servers.seconds == pytest.approx({"load": 3 * 0.25 + 3 * 1.0 + 1.0, "run": 7 * 0.5})
+
+
+def test_a_member_that_outlives_its_time_beside_others_is_checked_again_alone_on_a_few_blocks(stand_in):
+    """The runner's retry (verify/runner.py ``_racecheck_alone``): a member that is slow
+    under racecheck on its whole grid gets a ``failed`` report beside the others, then runs
+    alone with its blocks sampled down, so making itself slow does not skip racecheck."""
+    from types import SimpleNamespace
+    from verify.runner import _Run
+    path, _ = stand_in
+    record = _row("racy-bigslow")
+    record.launches[0].grid = (16, 16, 1)
+    record.launches[0].dynamic_smem = 1024
+    members = [("racy-bigslow", record.to_json(), {"x": np.zeros(4, np.float32)}, None), _member("clean") + (None,)]
+    servers = RacecheckServers(path, count=2)
+    try:
+        servers.check([_member("warm-slow-a"), _member("warm-slow-b")])  # past each process's start-up allowance
+        found = servers.check(members, timeout_per_member=2.0)
+        assert race_errors(found["racy-bigslow"]) is None and race_errors(found["clean"]) == 0
+        retried = _Run._racecheck_alone(SimpleNamespace(trial_salt="s"), servers, members, found)
+    finally:
+        servers.shutdown()
+    assert set(retried) == {"racy-bigslow"} and "no result within 2 s" in retried["racy-bigslow"]
+    assert race_errors(found["racy-bigslow"]) == 1 and race_errors(found["clean"]) == 0

@@ -253,7 +253,7 @@ def run_sanitizer(record_json: str, inputs: dict, tools=TOOLS, timeout: float = 
 
 
 
-def racecheck_grid(grid: tuple, cluster: tuple = (1, 1, 1)) -> tuple:
+def racecheck_grid(grid: tuple, cluster: tuple = (1, 1, 1), whole_up_to: int = RACECHECK_FULL_GRID_BLOCKS) -> tuple:
     """The grid a launch gets under the every-member racecheck: its own when it has at most
     RACECHECK_FULL_GRID_BLOCKS blocks, else the first blocks of each dimension, at most
     RACECHECK_FEW_BLOCKS in all (whole clusters). Shared memory is a block's own, so a
@@ -262,7 +262,7 @@ def racecheck_grid(grid: tuple, cluster: tuple = (1, 1, 1)) -> tuple:
     each dimension (every split-K slice's predecessors included) run the same code as the
     rest, edge tiles aside."""
     grid, cluster = tuple(int(g) for g in grid), tuple(max(1, int(c)) for c in cluster)
-    if grid[0] * grid[1] * grid[2] <= RACECHECK_FULL_GRID_BLOCKS:
+    if grid[0] * grid[1] * grid[2] <= whole_up_to:
         return grid
     budget, shrunk = RACECHECK_FEW_BLOCKS, []
     for size, whole in zip(grid, cluster):
@@ -272,9 +272,9 @@ def racecheck_grid(grid: tuple, cluster: tuple = (1, 1, 1)) -> tuple:
     return tuple(shrunk)
 
 
-def racecheck_record(record, salt: str = ""):
+def racecheck_record(record, salt: str = "", whole_up_to: int = RACECHECK_FULL_GRID_BLOCKS):
     """``record`` as racecheck runs it, and whether only some of its blocks work. An entry
-    whose every launch has more than RACECHECK_FULL_GRID_BLOCKS blocks keeps its grid, and
+    whose every launch has more than ``whole_up_to`` blocks keeps its grid, and
     all but a sample of RACECHECK_FEW_BLOCKS blocks (whole clusters) leave at their first
     instruction (ptx_tools.instrument.block_sample): the kernel sees the grid of every other
     run, and which blocks are watched depends on ``salt`` (the run's trial salt) and the
@@ -292,14 +292,14 @@ def racecheck_record(record, salt: str = ""):
     for launch in record.launches:
         by_entry.setdefault(launch.entry, []).append(launch)
     def cut():
-        launches = [dataclasses.replace(launch, grid=racecheck_grid(launch.grid, launch.cluster))
+        launches = [dataclasses.replace(launch, grid=racecheck_grid(launch.grid, launch.cluster, whole_up_to))
                     for launch in record.launches]
         return dataclasses.replace(record, launches=launches), any(
             new.grid != old.grid for new, old in zip(launches, record.launches))
 
     samples = []
     for entry, launches in by_entry.items():
-        large = [blocks(launch) > RACECHECK_FULL_GRID_BLOCKS for launch in launches]
+        large = [blocks(launch) > whole_up_to for launch in launches]
         if not any(large):
             continue
         if not all(large):  # one prologue per entry cannot sample one launch and keep another whole

@@ -22,6 +22,7 @@ import numpy as np
 
 from dataset_spec.model import Problem
 from dataset_spec.ops import ops_where
+from dataset_spec.ops.spec import nonnegative_inputs
 from dataset_spec.trials import DRAW, FLOAT_DISTRIBUTIONS, INTEGERS, STRESS, is_float, trial_spec
 
 from . import device_rng
@@ -178,6 +179,7 @@ def make_trial_inputs_device(problem: Problem, group_id: str, trial: int, device
     if not all(_plan_supported(problem, plan) for plan in spec.buffers):
         return None
     seed = trial_seed(group_id, problem.digest(), trial, salt)
+    magnitudes = nonnegative_inputs(problem)
     storage, values, ranges = {}, {}, {}
     for plan in spec.buffers:
         buf = problem.buffer(plan.name)
@@ -193,6 +195,8 @@ def make_trial_inputs_device(problem: Problem, group_id: str, trial: int, device
             drawn = (gemm_stress_on_device(problem, buf, plan, seed, device) if problem.op == "gemm"
                      else elementwise_stress_on_device(problem, buf, plan, seed, device, values))
             ranges[buf.name] = list(plan.domain)
+        if buf.name in magnitudes:
+            drawn = torch.abs(drawn)
         bits = to_storage_tensor(drawn, buf.dtype)
         storage[buf.name] = bits
         values[buf.name] = bits.to(torch.float64)

@@ -19,6 +19,7 @@ import numpy as np
 from dataset_spec.fp8 import NAN_CODE, fp8_bits, fp8_to_float, is_fp8
 from dataset_spec.model import DTYPES, Buffer, Distribution, Problem
 from dataset_spec.device_tables import table_storage
+from dataset_spec.ops.spec import nonnegative_inputs
 from dataset_spec.packed import PACKED_DTYPES, element_bytes, element_range, is_packed, pack, packed_nbytes, unpack
 from dataset_spec.trials import (DERIVED, DRAW, FLOAT_DISTRIBUTIONS, INTEGERS, TABLE, derived_values, is_float,
                                  stress_values, trial_spec)
@@ -429,6 +430,7 @@ def make_trial_inputs(problem: Problem, group_id: str, trial: int, salt: str = "
     the run's ``salt``), as ``trial_spec`` plans it."""
     seed = trial_seed(group_id, problem.digest(), trial, salt)
     spec = trial_spec(problem, trial)
+    magnitudes = nonnegative_inputs(problem)
     storage, values, ranges = {}, {}, {}
     for plan in spec.buffers:
         buf = problem.buffer(plan.name)
@@ -451,6 +453,8 @@ def make_trial_inputs(problem: Problem, group_id: str, trial: int, salt: str = "
         else:
             drawn = stress_values(problem, plan, rng, values)
             ranges[buf.name] = list(plan.domain)
+        if buf.name in magnitudes:
+            drawn = np.abs(drawn)
         bits = float_to_bits(drawn, buf.dtype)
         storage[buf.name] = bits
         values[buf.name] = from_storage(bits, buf.dtype, buf.shape)

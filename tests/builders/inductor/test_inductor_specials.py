@@ -40,3 +40,23 @@ def test_without_the_graph_op_the_flag_is_never_set_and_the_group_is_refused():
     problem = guard_problem(["aten.any.default"])  # an integer output: finite stress only
     assert all(np.isfinite(make_trial_inputs(problem, "g", t, "").values["x"]).all() for t in range(5))
     assert prepare_problem(problem, "g", salt="").refusal_status == "trivial_reference"
+
+
+def test_a_running_variance_is_drawn_as_magnitudes_on_every_trial():
+    """BatchNorm in inference reads its running variance under a square root: its trials
+    (stress included) draw it non-negative, the other inputs keep both signs."""
+    source = ("import numpy as np\n\ndef reference(inputs, problem):\n"
+              "    return {'y': np.maximum((inputs['x'] - inputs['mean']) / np.sqrt(inputs['var'] + 1e-5), 0)}\n")
+    problem = Problem("bn", "custom", [Buffer("x", "float32", (N,)), Buffer("mean", "float32", (N,)),
+                                       Buffer("var", "float32", (N,)), Buffer("y", "float32", (N,), "out")],
+                      params={"reference": "user_ref:reference", "reference_source": source, "reduction_length": 1})
+    with_graph_params(problem, {"aten_ops": ["aten.sqrt.default"], "graph_inputs": {
+        "x": "activation", "mean": "weight:model.bn1.running_mean", "var": "weight:model.bn1.running_var"}})
+    assert problem.params["nonnegative_inputs"] == ["var"]
+    trials = [make_trial_inputs(problem, "g", t, "") for t in range(5)]
+    assert {t.kind for t in trials} >= {"normal", "wide", "edge", "stress"}
+    for trial in trials:
+        var = trial.values["var"]
+        assert not (var < 0).any() and not np.signbit(var[~np.isnan(var)]).any(), trial.kind
+        assert (trial.values["mean"] < 0).any() and (trial.values["x"] < 0).any(), trial.kind
+    assert prepare_problem(problem, "g", salt="").refusal == ""
