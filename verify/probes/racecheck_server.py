@@ -230,7 +230,10 @@ class RacecheckServers:
         return dict(total)
 
     def check(self, members: list, timeout_per_member: float = 20.0) -> dict:
-        """As ``RacecheckServer.check``, the members spread over the processes."""
+        """As ``RacecheckServer.check``, the members spread over the processes.
+        ``timeout_per_member`` is a member's time alone: a member that fills the GPU (a whole
+        grid of 256 blocks) shares it with the others, so each gets that times the number of
+        processes at work."""
         todo: "queue.Queue" = queue.Queue()
         for member in members:
             todo.put(member)
@@ -242,10 +245,10 @@ class RacecheckServers:
                     member = todo.get_nowait()
                 except queue.Empty:
                     return
-                results[member[0]] = server.check_one(member, files, timeout_per_member)
+                results[member[0]] = server.check_one(member, files, timeout_per_member * len(busy))
 
+        busy = self.servers[:max(1, min(len(self.servers), len(members)))]
         with InputFiles(self.tmp.name) as files:
-            busy = self.servers[:max(1, min(len(self.servers), len(members)))]
             for future in [self.threads.submit(drain, server) for server in busy]:
                 future.result()
         return results
