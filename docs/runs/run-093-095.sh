@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs 93-94, one phase per GPU call, from the repository root of the copy the machine gets.
+# Runs 93-95, one phase per GPU call, from the repository root of the copy the machine gets.
 # The checkout of the commit under test is a clean worktree in .gpucall/head; the datasets and
 # the verifier before v4 (.gpucall/data/base, 9272e7d) lie beside it in .gpucall/data, all
 # built on the CPU machine.
@@ -8,9 +8,13 @@
 #             with racecheck cubins assembled ahead and four racecheck processes per GPU)
 #   networks  a seeded sample of the library-model Inductor groups, a seeded sample of the
 #             merged Inductor + TVM network-kernel groups, and the Liger/fla kernels, uncapped
-# Usage: bash docs/runs/run-093-094.sh PHASE OUTDIR
+#   final     after run 93's missed race (a 256-block member timed out beside three other
+#             racecheck processes): the adversarial v4 suite again; the network-kernel sample
+#             rebuilt with running variances drawn as magnitudes; Liger/fla with each row's
+#             GPU seconds and racecheck note kept
+# Usage: bash docs/runs/run-093-095.sh PHASE OUTDIR   (PHASE: v4, networks or final)
 set -uo pipefail
-phase=$1; out=$2
+phase=$1; out=$2; call_start=$(date +%s)
 mkdir -p "$out"
 cd .gpucall/head
 ln -sfn ../data .gpu
@@ -73,5 +77,25 @@ case "$phase" in
     python3 benchmarks/inductor_groups.py "$work/liger" > "$out/liger-groups.md" 2>&1
     statuses "$work/liger" "liger+fla"
     echo "networks phase: $(( $(date +%s) - start )) s" | tee -a "$summary" ;;
+  final)
+    bash benchmarks/gpu_tests.sh "$work/tests" 290 tests/e2e/test_adversarial_v4_gpu.py
+    cp "$work/tests/table.txt" "$summary"
+    for log in "$work"/tests/*.log; do echo "==== $log"; grep -v CudaIPCTypes "$log" | tail -n 70; done > "$out/tests.log"
+    verify_side . "$PWD/.gpu/netsample2" "$work/net" 125 "network-kernels sample (rebuilt) head"
+    python3 benchmarks/inductor_groups.py "$work/net" > "$out/network-groups.md" 2>&1
+    statuses "$work/net" "network-kernels sample (rebuilt)"
+    left=$(( 560 - $(date +%s) + call_start ))
+    verify_side . "$PWD/.gpu/liger" "$work/liger" "$(( left > 30 ? left : 30 ))" "liger+fla head"
+    statuses "$work/liger" "liger+fla"
+    python3 - "$work/liger" <<'PY' | tee "$out/liger-rows.txt" | tail -n 40
+import sys
+from dataset_spec.store.shards import read_records
+rows = sorted(read_records(sys.argv[1]), key=lambda r: -((r.provenance or {}).get("verify") or {}).get("gpu_seconds", 0))
+print("slowest verified rows (GPU-thread seconds, racecheck note):")
+for r in rows:
+    v = (r.provenance or {}).get("verify") or {}
+    print(f"  {v.get('gpu_seconds', 0):7.2f} s {r.group_id[:60]:60} {r.name[:30]:30} {r.status:12} {str(v.get('racecheck'))[:90]}")
+PY
+    ;;
 esac
 echo "== summary"; cat "$summary"
