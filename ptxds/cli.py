@@ -601,7 +601,8 @@ def verify(dataset, out_dir, groups, trials, no_timing, workers, kernel_timeout,
                             trial_salt=secrets.token_hex(8) if trial_salt is None else trial_salt)
     runner = _executor(executor, address)
     try:
-        summary = verify_and_publish(dataset, out_dir, options, runner, progress=not silent)
+        with _sigterm_interrupts():  # a stopped verify keeps its groups and says where its time went
+            summary = verify_and_publish(dataset, out_dir, options, runner, progress=not silent)
     finally:
         runner.close()
     if not summary.groups and not summary.skipped_groups:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import fnmatch
 import contextlib
 import json
+import sys
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -1548,6 +1549,14 @@ def verify_dataset(in_dir, out_dir, options: Optional[VerifyOptions] = None, *, 
         import resource
         summary.parent_peak_rss_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         return summary
+    except KeyboardInterrupt:
+        # a stopped run (Ctrl-C, SIGTERM, a time limit) still says where its time went; the
+        # groups written so far stay, and a later run resumes after them
+        if run is not None and run.stage_seconds:
+            print(f"verify stopped after {len(run.summaries)} of {len(todo)} groups; seconds per stage so far: "
+                  + ", ".join(f"{k} {v:.1f}" for k, v in sorted(run.stage_seconds.items(), key=lambda kv: -kv[1])),
+                  file=sys.stderr, flush=True)
+        raise
     finally:
         if bar is not None:
             bar.close()
