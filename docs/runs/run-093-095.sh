@@ -10,8 +10,8 @@
 #             merged Inductor + TVM network-kernel groups, and the Liger/fla kernels, uncapped
 #   final     after run 93's missed race (a 256-block member timed out beside three other
 #             racecheck processes): the adversarial v4 suite again; the network-kernel sample
-#             rebuilt with running variances drawn as magnitudes; Liger/fla with each row's
-#             GPU seconds and racecheck note kept
+#             rebuilt with running variances drawn as magnitudes; the 23 Liger/fla groups run 94
+#             left in its cap (.gpucall/data/liger-rest), with each row's GPU seconds and racecheck note
 # Usage: bash docs/runs/run-093-095.sh PHASE OUTDIR   (PHASE: v4, networks or final)
 set -uo pipefail
 phase=$1; out=$2; call_start=$(date +%s)
@@ -85,7 +85,8 @@ case "$phase" in
     python3 benchmarks/inductor_groups.py "$work/net" > "$out/network-groups.md" 2>&1
     statuses "$work/net" "network-kernels sample (rebuilt)"
     left=$(( 560 - $(date +%s) + call_start ))
-    verify_side . "$PWD/.gpu/liger" "$work/liger" "$(( left > 30 ? left : 30 ))" "liger+fla head"
+    verify_side . "$PWD/.gpu/liger-rest" "$work/liger" "$(( left > 30 ? left : 30 ))" "liger+fla (not in run 94) head"
+    python3 benchmarks/inductor_groups.py "$work/liger" > "$out/liger-groups.md" 2>&1
     statuses "$work/liger" "liger+fla"
     python3 - "$work/liger" <<'PY' | tee "$out/liger-rows.txt" | tail -n 40
 import sys
