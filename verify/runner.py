@@ -53,7 +53,7 @@ from dataset_spec.work import problem_work
 from .options import INPUTS, VerifyOptions
 from .judge.outcome import Consensus, OutputSpec, Verdict, classify, launched_code, widest_global_store
 from .probes.sanitize import (RACECHECK_FEW_BLOCKS, TOOLS, race_errors, racecheck_record, racing_members,
-                       record_or_none, run_sanitizer, sanitizer_status, uses_shared_memory)
+                       run_sanitizer, sanitizer_status, uses_shared_memory)
 from .probes.racecheck_server import RacecheckServers
 from .probes.coverage import apply_coverage, explain_survivors, measure_site
 from .judge.findings import add_finding
@@ -1060,7 +1060,7 @@ class _Run:
             before = servers.seconds
             with self.quiet_gpu(worker.ordinal):
                 found = servers.check(members, timeout_per_member=RACECHECK_MEMBER_SECONDS)
-                retried = self._racecheck_alone(servers, members, found)
+                retried = self._racecheck_alone(servers, members, found, {row.build_key: row for row in todo})
             with self.lock:  # the children's phases, summed over the processes
                 for phase, seconds in servers.seconds.items():
                     self.stage_seconds[f"racecheck.{phase}"] += seconds - before.get(phase, 0.0)
@@ -1076,29 +1076,29 @@ class _Run:
             ran = "ran" if race_counts[row.build_key] is not None else "failed"
             blocks = f", {RACECHECK_FEW_BLOCKS} salted blocks of each large launch" if row.build_key in cut else ""
             if row.build_key in retried:
-                blocks = (f", alone after {retried[row.build_key]}, {RACECHECK_FEW_BLOCKS} salted blocks of each "
-                          f"launch of more")
+                blocks = (f", again alone after {retried[row.build_key]}, on {RACECHECK_FEW_BLOCKS} salted blocks "
+                          f"of each larger launch")
             row.provenance.setdefault("verify", {})["racecheck"] = f"{ran}: every member, on its first trial{blocks}"
 
-    def _racecheck_alone(self, servers: RacecheckServers, members: list, found: dict) -> dict:
+    def _racecheck_alone(self, servers: RacecheckServers, members: list, found: dict, rows: dict) -> dict:
         """Members whose racecheck failed beside the others (a slow member may outlive its
         time while the GPU is shared) checked again one at a time, JIT-loaded, with their
         blocks sampled down to RACECHECK_FEW_BLOCKS and twice the time: a kernel that makes
         itself slow under the tool does not skip racecheck. Their findings replace the
-        failed ones; returns {build_key: why the member was retried}."""
+        failed ones; returns {build_key: why the member was retried}. ``rows``: build_key ->
+        the member's own row (its copy is made again from it)."""
         retried, again = {}, []
         for key, record_json, inputs, _ in members:
             report = (found.get(key) or {}).get("racecheck") or {}
-            if report.get("errors") is None and not report.get("skipped"):
-                record = record_or_none(record_json)
-                if record is None:
-                    continue
-                try:
-                    record, _ = racecheck_record(record, self.trial_salt, whole_up_to=RACECHECK_FEW_BLOCKS)
-                except Exception:
-                    pass  # the sampled copy failed: the member's own copy runs alone
-                retried[key] = str(report.get("failed") or "a failed run")[:80]
-                again.append((key, record.to_json(), inputs))
+            if report.get("errors") is not None or report.get("skipped") or key not in rows:
+                continue
+            try:
+                record, _ = racecheck_record(rows[key], self.trial_salt, whole_up_to=RACECHECK_FEW_BLOCKS)
+                record_json = record.to_json()
+            except Exception:
+                pass  # the sampled copy failed: the member's first copy runs alone
+            retried[key] = str(report.get("failed") or "a failed run")[:80]
+            again.append((key, record_json, inputs))
         if again:
             found.update(servers.check_alone(again, timeout_per_member=2 * RACECHECK_MEMBER_SECONDS))
         return retried

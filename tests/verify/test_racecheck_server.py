@@ -160,7 +160,8 @@ def test_a_member_that_outlives_its_time_beside_others_is_checked_again_alone_on
         servers.check([_member("warm-slow-a"), _member("warm-slow-b")])  # past each process's start-up allowance
         found = servers.check(members, timeout_per_member=1.5)  # 3 s each: two processes share the GPU
         assert race_errors(found["racy-bigslow"]) is None and race_errors(found["clean"]) == 0
-        retried = _Run._racecheck_alone(SimpleNamespace(trial_salt="s"), servers, members, found)
+        retried = _Run._racecheck_alone(SimpleNamespace(trial_salt="s"), servers, members, found,
+                                        {"racy-bigslow": record})
     finally:
         servers.shutdown()
     assert set(retried) == {"racy-bigslow"} and "no result within 3 s" in retried["racy-bigslow"]
