@@ -583,6 +583,10 @@ def _gpu_ordinal(device) -> Optional[int]:
     return int(device.index or 0)
 
 
+class RunStopped(Exception):
+    """Raised in a GPU thread once the run is stopping: its group is left unwritten."""
+
+
 def prepare_threads(gpu_workers: int) -> int:
     """Host threads preparing groups for ``gpu_workers`` GPU workers: one per worker, at
     least PREPARE_THREADS."""
@@ -611,6 +615,9 @@ class _Run:
         self.racecheck_every_member = racecheck
         self.racecheck_servers: dict = {}  # id(worker) -> RacecheckServers, for the run
         self.race_records: dict = {}  # build_key -> (racecheck record, shrunk), its cubin assembling
+        # set when the run is stopped (Ctrl-C, SIGTERM): no chunk is taken and no group written after
+        # it, so a member whose worker the same signal killed is never written as a crash
+        self.stopping = threading.Event()
         self.trial_salt = options.trial_salt
         self.trials = options.trials
         self.reference = options.reference
@@ -665,7 +672,7 @@ class _Run:
         inputs and references PREPARE_AHEAD groups per GPU worker ahead (each group once,
         whichever GPU asks: a free GPU takes the next chunk, so the next groups are the ones
         the GPUs verify next)."""
-        if self.error is not None:
+        if self.error is not None or self.stopping.is_set():
             return None
         chunk = self.queue.take()
         if chunk is None:
@@ -857,6 +864,8 @@ class _Run:
         gpu_inputs: dict = {}  # digest -> per trial, the inputs as tensors on the judging GPU
         hashing: list = []     # rows whose output_hash is still a Future
         for row in rows:
+            if self.stopping.is_set():
+                raise RunStopped
             if row.status in PASS_THROUGH:
                 out_rows.append(row)
                 continue
@@ -1302,6 +1311,8 @@ class _Run:
                     self.write_when_measured(chunk.group, out_rows, results, merged)
                 with self.lock:
                     self.gpu_busy[name] += time.perf_counter() - start
+        except RunStopped:
+            return
         except BaseException as exc:  # surface in the main thread; other threads stop taking chunks
             with self.lock:
                 self.error = self.error or exc
@@ -1342,10 +1353,13 @@ class _Run:
                 future.result()
 
     def write_group(self, index: int, out_rows: list, results: dict) -> None:
-        """A finished group's rows in one part."""
+        """A finished group's rows in one part (none once the run is stopping: the group is
+        verified again when the run is resumed)."""
         group_id = self.groups[index][0]
         summary = self.summarise(group_id, out_rows, results)
-        with self.lock:
+        with self.lock:  # the main thread sets ``stopping`` under the same lock
+            if self.stopping.is_set():
+                return
             self.writer.write(out_rows)
             self.summaries[index] = summary
             for status in results.values():
@@ -1552,6 +1566,9 @@ def verify_dataset(in_dir, out_dir, options: Optional[VerifyOptions] = None, *, 
     except KeyboardInterrupt:
         # a stopped run (Ctrl-C, SIGTERM, a time limit) still says where its time went; the
         # groups written so far stay, and a later run resumes after them
+        if run is not None:
+            with run.lock:
+                run.stopping.set()
         if run is not None and run.stage_seconds:
             print(f"verify stopped after {len(run.summaries)} of {len(todo)} groups; seconds per stage so far: "
                   + ", ".join(f"{k} {v:.1f}" for k, v in sorted(run.stage_seconds.items(), key=lambda kv: -kv[1])),

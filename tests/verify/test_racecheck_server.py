@@ -139,7 +139,8 @@ def test_several_processes_share_the_members_and_each_member_keeps_its_own_hazar
     assert {k: race_errors(v) for k, v in found.items()} == {
         **{f"racy-slow-{i}": 1 for i in range(3)}, **{f"clean-slow-{i}": 0 for i in range(3)}}
     assert race_errors(again["racy-again"]) == 1
-    assert servers.starts == 3 and log.read_text().count("start") == 3  # each process started once
+    # the members were shared: more than one process took some (which ones is up to the threads)
+    assert 2 <= servers.starts <= 3 and log.read_text().count("start") == servers.starts
     # three members came with a cubin (the child's load 0.25 s), three without (1.0 s)
     assert servers.seconds == pytest.approx({"load": 3 * 0.25 + 3 * 1.0 + 1.0, "run": 7 * 0.5})
 
@@ -157,7 +158,8 @@ def test_a_member_that_outlives_its_time_beside_others_is_checked_again_alone_on
     members = [("racy-bigslow", record.to_json(), {"x": np.zeros(4, np.float32)}, None), _member("clean") + (None,)]
     servers = RacecheckServers(path, count=2)
     try:
-        servers.check([_member("warm-slow-a"), _member("warm-slow-b")])  # past each process's start-up allowance
+        for server in servers.servers:  # each process started, past its start-up allowance
+            server.check([_member("warm")])
         found = servers.check(members, timeout_per_member=1.5)  # 3 s each: two processes share the GPU
         assert race_errors(found["racy-bigslow"]) is None and race_errors(found["clean"]) == 0
         retried = _Run._racecheck_alone(SimpleNamespace(trial_salt="s"), servers, members, found,
