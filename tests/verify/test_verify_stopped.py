@@ -56,8 +56,15 @@ def test_a_group_whose_worker_the_stop_killed_is_not_written(tmp_path):
     ShardWriter(tmp_path / "in").write(_rows("ptx/mid-a", 2048, 2) + _rows("ptx/mid-b", 2048, 2))
     settings = dict(progress=False, reference="numpy", inputs="host", time_budget=0.1, assemble_jobs=0,
                     workers=1, split=False)
-    with pytest.raises(KeyboardInterrupt):
-        verify_dataset(tmp_path / "in", tmp_path / "out", start_workers=lambda n: [_StopMidGroup(0, [])], **settings)
+    import signal
+    # Python's own Ctrl-C handler, whatever the test runner set (pytest-xdist workers ignore SIGINT)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            verify_dataset(tmp_path / "in", tmp_path / "out", start_workers=lambda n: [_StopMidGroup(0, [])],
+                           **settings)
+    finally:
+        signal.signal(signal.SIGINT, previous)
     import time
     time.sleep(0.5)  # a GPU thread left running would write the group now
     assert {r.group_id for r in read_records(tmp_path / "out")} == {"ptx/mid-a"}
