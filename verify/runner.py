@@ -1308,7 +1308,9 @@ class _Run:
                         merged = merge_chunks(parts)
                     out_rows, results = self.finish_on_gpu(worker, group_id, merged)
                     self.forget_prepared(group_id)  # its copies' GPU memory; the rows keep what they need
-                    self.write_when_measured(chunk.group, out_rows, results, merged)
+                    # a group finished before any stop is written even if its write waits past one
+                    self.write_when_measured(chunk.group, out_rows, results, merged,
+                                             finished_before_stop=not self.stopping.is_set())
                 with self.lock:
                     self.gpu_busy[name] += time.perf_counter() - start
         except RunStopped:
@@ -1318,7 +1320,8 @@ class _Run:
                 self.error = self.error or exc
             self.queue.close()
 
-    def write_when_measured(self, index: int, out_rows: list, results: dict, merged: ChunkResult) -> None:
+    def write_when_measured(self, index: int, out_rows: list, results: dict, merged: ChunkResult,
+                            finished_before_stop: bool = True) -> None:
         """``finish_on_host`` and ``write_group`` now if the group's coverage measures are done,
         else on the writing thread once they are, so the GPU thread takes its next chunk
         instead of waiting for host work (``drain`` waits for those writes). Groups are written
@@ -1329,7 +1332,7 @@ class _Run:
             queued = any(not write.done() for write in self.writes)
         if not pending and not queued:
             self.finish_on_host(out_rows, merged)
-            self.write_group(index, out_rows, results)
+            self.write_group(index, out_rows, results, finished_before_stop)
             return
 
         def write() -> None:
@@ -1337,7 +1340,7 @@ class _Run:
                 for measure in pending:
                     measure.result()
                 self.finish_on_host(out_rows, merged)
-                self.write_group(index, out_rows, results)
+                self.write_group(index, out_rows, results, finished_before_stop)
             except BaseException as exc:  # surfaces in the main thread (drain); the GPU threads stop
                 with self.lock:
                     self.error = self.error or exc
@@ -1352,13 +1355,14 @@ class _Run:
             with contextlib.suppress(BaseException):
                 future.result()
 
-    def write_group(self, index: int, out_rows: list, results: dict) -> None:
-        """A finished group's rows in one part (none once the run is stopping: the group is
-        verified again when the run is resumed)."""
+    def write_group(self, index: int, out_rows: list, results: dict, finished_before_stop: bool = True) -> None:
+        """A finished group's rows in one part. A group that finished after the run began to
+        stop is not written (a member whose worker the stopping signal killed would read as a
+        crash): it is verified again when the run is resumed."""
         group_id = self.groups[index][0]
         summary = self.summarise(group_id, out_rows, results)
         with self.lock:  # the main thread sets ``stopping`` under the same lock
-            if self.stopping.is_set():
+            if self.stopping.is_set() and not finished_before_stop:
                 return
             self.writer.write(out_rows)
             self.summaries[index] = summary
@@ -1569,6 +1573,7 @@ def verify_dataset(in_dir, out_dir, options: Optional[VerifyOptions] = None, *, 
         if run is not None:
             with run.lock:
                 run.stopping.set()
+            run.drain()  # the groups finished before the stop whose writes still wait on a measure
         if run is not None and run.stage_seconds:
             print(f"verify stopped after {len(run.summaries)} of {len(todo)} groups; seconds per stage so far: "
                   + ", ".join(f"{k} {v:.1f}" for k, v in sorted(run.stage_seconds.items(), key=lambda kv: -kv[1])),
