@@ -106,6 +106,25 @@ def test_bf16_round_trip_and_rounding():
     assert bf16_bits([1.0]).dtype == np.dtype("<u2") and bf16_bits([1.0])[0] == 0x3F80
 
 
+def test_bf16_bits_round_every_float32_binade_as_torch_does():
+    """A sweep over float32 bit patterns (every binade, both signs, ties and the values next to
+    them, infinities, NaN) converted by bf16_bits and by torch's float32 -> bfloat16 cast:
+    the same bits, NaN aside (bf16_bits writes every NaN as 0x7FC0)."""
+    import torch
+    sweep = np.arange(0, 1 << 32, 4099, dtype=np.uint64)
+    ties = (np.arange(0, 1 << 16, 7, dtype=np.uint64) << np.uint64(16)) | np.uint64(0x8000)
+    specials = np.array([0x7F800000, 0xFF800000, 0x7F7FFFFF, 0xFF7FFFFF, 0x7F7F8000, 0x00000001, 0x80000000],
+                        dtype=np.uint64)  # +-inf, +-largest finite (it rounds up to inf), a tie there, subnormal, -0
+    words = np.concatenate([sweep, ties, ties - np.uint64(1), ties + np.uint64(1), specials]).astype(np.uint32)
+    values = words.view(np.float32)
+    ours = bf16_bits(values.astype(np.float64))
+    theirs = torch.from_numpy(values.copy()).to(torch.bfloat16).view(torch.int16).numpy().view(np.uint16)
+    nan = np.isnan(values)
+    assert nan.any() and np.isinf(values).any()
+    assert np.array_equal(ours[~nan], theirs[~nan])
+    assert (ours[nan] == 0x7FC0).all()
+
+
 def test_float16_and_int_conversion():
     values = np.array([0.1, -3.3, 65504.0, 1e-5])
     f16 = float_to_bits(values, "float16")
