@@ -31,20 +31,28 @@ from .ops.items import (ROW_KINDS, VALUE_KINDS, CoverageItem, float_input_items,
 EXP_RANGE = 104.0
 
 
+NEGATIVE_KINDS = ("neg_zero", "neg_inf")  # value items a buffer drawn as magnitudes never holds
+
+
 def coverage_items(problem: Problem) -> list:
     """Every item ``problem``'s trials must draw: the per-buffer items of its inputs, then
     the op's own (``OpSpec.coverage``). Declared from the op and the buffers, not from the
     trial plan, so a problem that narrows its trial kinds shows what it no longer draws."""
     from .ops import get_op
+    from .ops.spec import nonnegative_inputs
     from .trials import FLOAT_DISTRIBUTIONS, is_float
     op = get_op(problem.op)
+    magnitudes = nonnegative_inputs(problem)
     items = []
     for buf in problem.buffers:
         if buf.role not in ("in", "inout") or buf.table or op.derives(problem, buf.name):
             continue
         if is_float(buf.dtype) and buf.dtype in FORMATS:
             if buf.init is not None and buf.init.kind in FLOAT_DISTRIBUTIONS:
-                items += float_input_items(problem, buf.name, op.domain(problem, buf.name))
+                drawn = float_input_items(problem, buf.name, op.domain(problem, buf.name))
+                if buf.name in magnitudes:  # drawn as magnitudes: its trials hold no negative value
+                    drawn = [i for i in drawn if i.what not in NEGATIVE_KINDS]
+                items += drawn
         elif op.integer_range is not None:
             span = op.integer_range(problem, buf)
             if span is not None:

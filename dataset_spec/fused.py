@@ -176,11 +176,16 @@ def _source_entry(problem: Problem, renames: dict) -> dict:
             "buffers": {b.name: {"dtype": b.dtype, "role": b.role} for b in problem.buffers}, "params": params}
 
 
+def _canonical_name(source: dict, name: str) -> str:
+    """The canonical name of the source's own buffer ``name``."""
+    return next(c for c, own in source["names"].items() if own == name)
+
+
 def _problem(label: str, buffers: list, sources: list, function_key: str) -> Problem:
     ranges = {}
     for source in sources:
         for name, (lo, hi) in (source["params"].get("input_range") or {}).items():
-            canonical = next(c for c, s in source["names"].items() if s == name)
+            canonical = _canonical_name(source, name)
             old = ranges.get(canonical, (lo, hi))
             ranges[canonical] = [max(float(old[0]), float(lo)), min(float(old[1]), float(hi))]
     params = {"reference": "reference:reference", "reference_source": wrapper_source(sources),
@@ -191,7 +196,7 @@ def _problem(label: str, buffers: list, sources: list, function_key: str) -> Pro
     # a draw any source's function asks for holds for the function: its specials, its signs
     if any(s["params"].get("stress_specials") for s in sources):
         params["stress_specials"] = True
-    magnitudes = sorted({next(c for c, own in s["names"].items() if own == name)
+    magnitudes = sorted({_canonical_name(s, name)
                          for s in sources for name in s["params"].get("nonnegative_inputs") or ()})
     if magnitudes:
         params["nonnegative_inputs"] = magnitudes

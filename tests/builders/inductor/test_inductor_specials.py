@@ -59,4 +59,12 @@ def test_a_running_variance_is_drawn_as_magnitudes_on_every_trial():
         var = trial.values["var"]
         assert not (var < 0).any() and not np.signbit(var[~np.isnan(var)]).any(), trial.kind
         assert (trial.values["mean"] < 0).any() and (trial.values["x"] < 0).any(), trial.kind
-    assert prepare_problem(problem, "g", salt="").refusal == ""
+    prepared = prepare_problem(problem, "g", salt="")
+    assert prepared.refusal == ""
+    # its coverage asks for no value a magnitude cannot be, and the trials draw what it asks for
+    from dataset_spec.coverage import coverage_items
+    var_items = {i.what for i in coverage_items(problem) if i.buffer == "var"}
+    assert "zero" in var_items and not var_items & {"neg_zero", "neg_inf"}
+    assert "neg_zero" in {i.what for i in coverage_items(problem) if i.buffer == "mean"}
+    missed = [key for key, count in prepared.coverage().items() if key.startswith("var:") and count == 0]
+    assert not missed, missed
