@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# This session's GPU calls, one phase per call, from the repository root of the copy the
+# machine gets. The checkout of the commit under test is a clean worktree in .gpucall/head; the
+# datasets (built on the CPU machine) and the verifier before v4 (.gpucall/data/base, 9272e7d)
+# lie beside it in .gpucall/data.
+#   probe   fla's chunk_local_cumsum_vector group (issue 39's last 6 rows); what racecheck's
+#           cost scales with (sampled blocks, processes) on the CUTLASS llm slice and the Triton
+#           suite (benchmarks/racecheck_cost.py)
+#   v4      the adversarial v4 suite; the Triton suite and a CUTLASS llm slice verified by
+#           9272e7d and by the head, side by side (issue 37's 1.3x)
+#   liger   the Liger/fla set, with each stage's seconds (issue 40's custom references)
+# Usage: bash docs/runs/run-096.sh PHASE OUTDIR
+set -uo pipefail
+phase=$1; out=$2
+mkdir -p "$out"
+cd .gpucall/head
+ln -sfn ../data .gpu
+ln -sfn ../../.whl .whl
+source benchmarks/gpu_env.sh
+source benchmarks/gpu_call_helpers.sh
+[ -z "${PTXDS_CUDA_HOME:-}" ] && [ -x /usr/local/cuda-13.0/bin/nvcc ] && export PTXDS_CUDA_HOME=/usr/local/cuda-13.0
+echo "head $(cat ../HEAD_COMMIT 2>/dev/null)"; nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
+work=/tmp/ptxds-calls; mkdir -p "$work"
+summary=$out/summary.txt
+
+case "$phase" in
+  probe)
+    verify_side . "$PWD/.gpu/fla-vector" "$work/fla" 120 "fla cumsum_vector head"
+    statuses "$work/fla" "fla chunk_local_cumsum_vector"
+    timeout 300 python3 benchmarks/racecheck_cost.py "$PWD/.gpu/cutlass-llm" --settings 8x4,8x1,2x1,1x1,2x4 \
+      2>&1 | grep -v CudaIPCTypes | tee "$out/racecheck-cutlass.txt" | tail -n 8 | tee -a "$summary"
+    timeout 120 python3 benchmarks/racecheck_cost.py "$PWD/.gpu/triton" --settings 8x4,2x4 \
+      2>&1 | grep -v CudaIPCTypes | tee "$out/racecheck-triton.txt" | tail -n 5 | tee -a "$summary" ;;
+  v4)
+    bash benchmarks/gpu_tests.sh "$work/tests" 300 tests/e2e/test_adversarial_v4_gpu.py
+    cp "$work/tests/table.txt" "$summary"
+    for log in "$work"/tests/*.log; do echo "==== $log"; grep -v CudaIPCTypes "$log" | tail -n 120; done > "$out/tests.log"
+    for name in triton cutlass-llm; do
+      verify_side .gpu/base "$PWD/.gpu/$name" "$work/$name-base" 120 "$name pre-v4"
+      verify_side . "$PWD/.gpu/$name" "$work/$name-new" 120 "$name head"
+      python3 benchmarks/compare_verified.py "$work/$name-base" "$work/$name-new" --label "$name" 2>&1 | tee -a "$summary"
+    done ;;
+  liger)
+    verify_side . "$PWD/.gpu/liger-rest" "$work/liger" 400 "liger+fla (23 groups) head"
+    statuses "$work/liger" "liger+fla" ;;
+esac
+echo "== summary"; cat "$summary"
