@@ -658,11 +658,17 @@ class _Run:
         # per GPU ordinal, held while a member is timed there: the next group's inputs and
         # references made on that GPU meanwhile would run beside the timed kernel
         self.quiet_locks: dict = {}
+        # per GPU ordinal, held while its racecheck processes run members: a member is timed
+        # only while none runs (the GPU time-slices between processes), while the checks of
+        # the next group and the preparation of later ones go on beside them
+        self.race_locks: dict = {}
+        # a group's every-member racecheck runs here while its GPU thread checks the next group
+        self.race_pool = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="verify-racecheck")
 
     def close(self) -> None:
         """Stops the run's host threads (work not started is dropped)."""
         for executor in [self.prepare_pool, self.coverage_pool, self.draw_pool, self.hash_pool, self.write_pool,
-                         *self.device_trial_pools.values()]:
+                         self.race_pool, *self.device_trial_pools.values()]:
             executor.shutdown(wait=False, cancel_futures=True)
 
     def take(self, ordinal: int = 0):
@@ -702,6 +708,10 @@ class _Run:
     def quiet_gpu(self, ordinal: int) -> threading.Lock:
         """The lock held while a member is timed on GPU ``ordinal``."""
         return self.quiet_locks.setdefault(int(ordinal), threading.Lock())  # setdefault is atomic under the GIL
+
+    def race_lock(self, ordinal: int) -> threading.Lock:
+        """The lock held while racecheck runs members on GPU ``ordinal`` (``_time`` takes it too)."""
+        return self.race_locks.setdefault(int(ordinal), threading.Lock())
 
     @contextlib.contextmanager
     def quiet_gpus(self, devices):
@@ -862,6 +872,7 @@ class _Run:
         consensus_by_digest: dict = {}
         gpu_inputs: dict = {}  # digest -> per trial, the inputs as tensors on the judging GPU
         hashing: list = []     # rows whose output_hash is still a Future
+        to_time: list = []     # (row, prepared problem, digest) of the passing members
         for row in rows:
             if self.stopping.is_set():
                 raise RunStopped
@@ -939,8 +950,7 @@ class _Run:
                     self._assemble_racecheck(row)
                 consensus_by_digest[digest].add(row.build_key, verdict.outputs, verdict.max_err_ratio)
                 if self.timing:
-                    with self.stopwatch("time"):
-                        self._time(worker, new_row, prepared, digest)
+                    to_time.append((new_row, prepared, digest))
             # the GPU thread's seconds for this row: what a later run schedules by (schedule.py)
             new_row.provenance["verify"]["gpu_seconds"] = round(time.perf_counter() - row_start, 4)
             out_rows.append(new_row)
@@ -949,6 +959,17 @@ class _Run:
                 hashing.append(new_row)
                 while len(hashing) > HASHES_IN_FLIGHT:
                     self._resolve_hash(hashing.pop(0))
+        # Timed once every member is checked: the racecheck of the group before runs beside
+        # these checks, and a member is timed only once it is done (``_time``).
+        for new_row, prepared, digest in to_time:
+            if self.stopping.is_set():
+                raise RunStopped
+            time_start = time.perf_counter()
+            with self.stopwatch("time"):
+                self._time(worker, new_row, prepared, digest)
+            verify_note = new_row.provenance["verify"]
+            verify_note["gpu_seconds"] = round(verify_note["gpu_seconds"] + time.perf_counter() - time_start, 4)
+            results[new_row.build_key] = new_row.status
         for pending in hashing:
             self._resolve_hash(pending)
         return ChunkResult(out_rows, results, race_counts, problems, consensus_by_digest)
@@ -978,6 +999,14 @@ class _Run:
         with self.stopwatch("judge"), self.quiet_gpus(touched if foreign else []):
             self._apply_consensus(out_rows, results, consensus_by_digest)
             add_consensus_witnesses(out_rows, consensus_by_digest, {d: p for d, (p, _) in problems.items()})
+        if self.racecheck_every_member and self.race_sanitizer and not any(
+                row.base_kernel_id or (row.variant or {}).get("base") for row in out_rows):
+            # no member is judged against a base (derived probes, delays): the group's
+            # racecheck runs while this thread checks the next group, and its statuses are
+            # applied when the group is written (write_when_measured)
+            merged.racecheck = self.race_pool.submit(self._racecheck_in_background, worker, out_rows, problems,
+                                                     race_counts)
+            return out_rows, results
         with self.stopwatch("racecheck"):
             self._racecheck_members(worker, out_rows, problems, race_counts)
         with self.stopwatch("derived"):
@@ -1064,8 +1093,8 @@ class _Run:
         try:
             servers = self._racecheck_server(worker)
             before = servers.seconds
-            with self.quiet_gpu(worker.ordinal):
-                found = servers.check(members, timeout_per_member=RACECHECK_MEMBER_SECONDS)
+            with self.race_lock(worker.ordinal):  # nothing is timed meanwhile
+                found = servers.check(members, timeout_per_member=RACECHECK_MEMBER_SECONDS, stop=self.stopping)
                 retried = self._racecheck_alone(servers, members, found, {row.build_key: row for row in todo})
             with self.lock:  # the children's phases, summed over the processes
                 for phase, seconds in servers.seconds.items():
@@ -1086,6 +1115,18 @@ class _Run:
                           f"of each larger launch")
             row.provenance.setdefault("verify", {})["racecheck"] = f"{ran}: every member, on its first trial{blocks}"
 
+    def _racecheck_in_background(self, worker, out_rows: list, problems: dict, race_counts: dict) -> bool:
+        """``_racecheck_members`` on a racecheck thread; True when a stop began and a member's
+        racecheck failed (the stopping signal reaches racecheck's processes too: such a
+        group is left for the resume rather than written unchecked)."""
+        start = time.perf_counter()
+        try:
+            self._racecheck_members(worker, out_rows, problems, race_counts)
+        finally:
+            with self.lock:
+                self.stage_seconds["racecheck.background"] += time.perf_counter() - start
+        return self.stopping.is_set() and any(race_counts.get(row.build_key, 0) is None for row in out_rows)
+
     def _racecheck_alone(self, servers: RacecheckServers, members: list, found: dict, rows: dict) -> dict:
         """Members whose racecheck failed beside the others (a slow member may outlive its
         time while the GPU is shared) checked again one at a time, JIT-loaded, with their
@@ -1094,6 +1135,8 @@ class _Run:
         failed ones; returns {build_key: why the member was retried}. ``rows``: build_key ->
         the member's own row (its copy is made again from it)."""
         retried, again = {}, []
+        if getattr(self, "stopping", None) is not None and self.stopping.is_set():
+            return retried  # the stop's signal ended them: the group is left for the resume
         for key, record_json, inputs, _ in members:
             report = (found.get(key) or {}).get("racecheck") or {}
             if report.get("errors") is not None or report.get("skipped") or key not in rows:
@@ -1106,7 +1149,8 @@ class _Run:
             retried[key] = str(report.get("failed") or "a failed run")[:80]
             again.append((key, record_json, inputs))
         if again:
-            found.update(servers.check_alone(again, timeout_per_member=2 * RACECHECK_MEMBER_SECONDS))
+            with self.quiet_gpu(servers.device):  # none of this run's device work beside it either
+                found.update(servers.check_alone(again, timeout_per_member=2 * RACECHECK_MEMBER_SECONDS))
         return retried
 
     def _assemble_racecheck(self, row: KernelRecord) -> None:
@@ -1247,8 +1291,14 @@ class _Run:
         timeout = 2 * self.kernel_timeout + 3 * self.time_budget + 10.0
         timed = timing_trials(prepared.trials)
         sets = [(f"{digest}:{t.trial}", t.seed) for t in timed]
-        with self.quiet_gpu(worker.ordinal):
-            reply = worker.time(row.build_key, self.time_budget, timeout, MAX_TIMING_SAMPLES, sets=sets)
+        race_lock = self.race_lock(worker.ordinal)
+        with self.stopwatch("wait_racecheck"):  # no member is timed beside racecheck's processes
+            race_lock.acquire()
+        try:
+            with self.quiet_gpu(worker.ordinal):
+                reply = worker.time(row.build_key, self.time_budget, timeout, MAX_TIMING_SAMPLES, sets=sets)
+        finally:
+            race_lock.release()
         if reply.get("error"):
             # The row passed its checks; a timing failure is noted, not a status change,
             # unless the kernel crashed, hung or computed something else while being timed.
@@ -1324,9 +1374,10 @@ class _Run:
         in the order they finish: behind a write still waiting, a group waits too."""
         pending = [p._coverage_pending for p, _ in merged.problems.values()
                    if p._coverage_pending is not None and not p._coverage_pending.done()]
+        racecheck = merged.racecheck
         with self.lock:
             queued = any(not write.done() for write in self.writes)
-        if not pending and not queued:
+        if not pending and not queued and racecheck is None:
             self.finish_on_host(out_rows, merged)
             self.write_group(index, out_rows, results, finished_before_stop)
             return
@@ -1335,8 +1386,12 @@ class _Run:
             try:
                 for measure in pending:
                     measure.result()
+                stopped = False
+                if racecheck is not None:
+                    stopped = racecheck.result()
+                    apply_race_statuses(out_rows, results, racing_members(merged.race_counts))
                 self.finish_on_host(out_rows, merged)
-                self.write_group(index, out_rows, results, finished_before_stop)
+                self.write_group(index, out_rows, results, finished_before_stop and not stopped)
             except BaseException as exc:  # surfaces in the main thread (drain); the GPU threads stop
                 with self.lock:
                     self.error = self.error or exc

@@ -6,8 +6,9 @@
 #   probe   fla's chunk_local_cumsum_vector group (issue 39's last 6 rows); what racecheck's
 #           cost scales with (sampled blocks, processes) on the CUTLASS llm slice and the Triton
 #           suite (benchmarks/racecheck_cost.py)
-#   v4      the adversarial v4 suite; the Triton suite and a CUTLASS llm slice verified by
-#           9272e7d and by the head, side by side (issue 37's 1.3x)
+#   v4      the adversarial v4 suite and the racecheck GPU tests
+#   wall    the Triton suite and a CUTLASS llm slice verified by 9272e7d and by the head, side
+#           by side, each twice in turn (issue 37's 1.3x)
 #   liger   the Liger/fla set, with each stage's seconds (issue 40's custom references)
 # Usage: bash docs/runs/run-096.sh PHASE OUTDIR
 set -uo pipefail
@@ -32,13 +33,18 @@ case "$phase" in
     timeout 120 python3 benchmarks/racecheck_cost.py "$PWD/.gpu/triton" --settings 8x4,2x4 \
       2>&1 | grep -v CudaIPCTypes | tee "$out/racecheck-triton.txt" | tail -n 5 | tee -a "$summary" ;;
   v4)
-    bash benchmarks/gpu_tests.sh "$work/tests" 300 tests/e2e/test_adversarial_v4_gpu.py
+    bash benchmarks/gpu_tests.sh "$work/tests" 330 tests/e2e/test_adversarial_v4_gpu.py
+    bash benchmarks/gpu_tests.sh "$work/tests" 120 tests/verify/test_sanitize_gpu.py tests/verify/test_verify_v3_gpu.py
     cp "$work/tests/table.txt" "$summary"
-    for log in "$work"/tests/*.log; do echo "==== $log"; grep -v CudaIPCTypes "$log" | tail -n 120; done > "$out/tests.log"
+    for log in "$work"/tests/*.log; do echo "==== $log"; grep -v CudaIPCTypes "$log" | tail -n 120; done > "$out/tests.log" ;;
+  wall)
+    # each side twice, alternating, so neither gets the other's warm caches alone
     for name in triton cutlass-llm; do
-      verify_side .gpu/base "$PWD/.gpu/$name" "$work/$name-base" 120 "$name pre-v4"
-      verify_side . "$PWD/.gpu/$name" "$work/$name-new" 120 "$name head"
-      python3 benchmarks/compare_verified.py "$work/$name-base" "$work/$name-new" --label "$name" 2>&1 | tee -a "$summary"
+      for round in 1 2; do
+        verify_side .gpu/base "$PWD/.gpu/$name" "$work/$name-base$round" 120 "$name pre-v4 #$round"
+        verify_side . "$PWD/.gpu/$name" "$work/$name-new$round" 120 "$name head #$round"
+      done
+      python3 benchmarks/compare_verified.py "$work/$name-base2" "$work/$name-new2" --label "$name" 2>&1 | tee -a "$summary"
     done ;;
   liger)
     verify_side . "$PWD/.gpu/liger-rest" "$work/liger" 400 "liger+fla (23 groups) head"

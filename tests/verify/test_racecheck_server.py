@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import stat
 import sys
+import threading
 
 import numpy as np
 import pytest
@@ -162,9 +163,12 @@ def test_a_member_that_outlives_its_time_beside_others_is_checked_again_alone_on
             server.check([_member("warm")])
         found = servers.check(members, timeout_per_member=1.5)  # 3 s each: two processes share the GPU
         assert race_errors(found["racy-bigslow"]) is None and race_errors(found["clean"]) == 0
-        retried = _Run._racecheck_alone(SimpleNamespace(trial_salt="s"), servers, members, found,
+        quiet = threading.Lock()  # the runner's quiet lock of the GPU: held while the member runs alone
+        retried = _Run._racecheck_alone(SimpleNamespace(trial_salt="s", quiet_gpu=lambda ordinal: quiet), servers,
+                                        members, found,
                                         {"racy-bigslow": record})
     finally:
         servers.shutdown()
+    assert not quiet.locked()
     assert set(retried) == {"racy-bigslow"} and "no result within 3 s" in retried["racy-bigslow"]
     assert race_errors(found["racy-bigslow"]) == 1 and race_errors(found["clean"]) == 0

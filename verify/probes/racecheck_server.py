@@ -213,6 +213,7 @@ class RacecheckServers:
     Processes start on first use; ``seconds`` sums every child's phases."""
 
     def __init__(self, sanitizer: Optional[str] = None, device: int = 0, count: int = 1):
+        self.device = int(device)
         self.servers = [RacecheckServer(sanitizer, device) for _ in range(max(1, int(count)))]
         self.threads = ThreadPoolExecutor(max_workers=len(self.servers), thread_name_prefix="racecheck")
         self.tmp = tempfile.TemporaryDirectory(prefix="ptxds-racecheck-inputs-")
@@ -229,18 +230,19 @@ class RacecheckServers:
                 total[phase] += seconds
         return dict(total)
 
-    def check(self, members: list, timeout_per_member: float = 20.0) -> dict:
+    def check(self, members: list, timeout_per_member: float = 20.0, stop: Optional[threading.Event] = None) -> dict:
         """As ``RacecheckServer.check``, the members spread over the processes.
         ``timeout_per_member`` is a member's time alone: a member that fills the GPU (a whole
         grid of 256 blocks) shares it with the others, so each gets that times the number of
-        processes at work."""
+        processes at work. Once ``stop`` is set no further member starts (those left get no
+        result)."""
         todo: "queue.Queue" = queue.Queue()
         for member in members:
             todo.put(member)
         results: dict = {}
 
         def drain(server: RacecheckServer) -> None:
-            while True:
+            while stop is None or not stop.is_set():
                 try:
                     member = todo.get_nowait()
                 except queue.Empty:
