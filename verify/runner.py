@@ -54,7 +54,7 @@ from .options import INPUTS, VerifyOptions
 from .judge.outcome import Consensus, OutputSpec, Verdict, classify, launched_code, widest_global_store
 from .probes.sanitize import (RACECHECK_FEW_BLOCKS, TOOLS, race_errors, racecheck_record, racing_members,
                        run_sanitizer, sanitizer_status, uses_shared_memory)
-from .probes.racecheck_server import RacecheckServers
+from .probes.racecheck_server import RacecheckServers, TimingGate
 from .probes.coverage import apply_coverage, explain_survivors, measure_site
 from .judge.findings import add_finding
 from .probes.race_focus import automatic_sanitizer, barrier_never_ordered, delay_reason, note as racecheck_note, \
@@ -658,10 +658,10 @@ class _Run:
         # per GPU ordinal, held while a member is timed there: the next group's inputs and
         # references made on that GPU meanwhile would run beside the timed kernel
         self.quiet_locks: dict = {}
-        # per GPU ordinal, held while its racecheck processes run members: a member is timed
-        # only while none runs (the GPU time-slices between processes), while the checks of
-        # the next group and the preparation of later ones go on beside them
-        self.race_locks: dict = {}
+        # per GPU ordinal: a member is timed only while no racecheck run is in flight there
+        # (the GPU time-slices between processes), while the checks of the next group and the
+        # preparation of later ones go on beside them
+        self.race_gates: dict = {}
         # a group's every-member racecheck runs here while its GPU thread checks the next group
         self.race_pool = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="verify-racecheck")
 
@@ -709,9 +709,9 @@ class _Run:
         """The lock held while a member is timed on GPU ``ordinal``."""
         return self.quiet_locks.setdefault(int(ordinal), threading.Lock())  # setdefault is atomic under the GIL
 
-    def race_lock(self, ordinal: int) -> threading.Lock:
-        """The lock held while racecheck runs members on GPU ``ordinal`` (``_time`` takes it too)."""
-        return self.race_locks.setdefault(int(ordinal), threading.Lock())
+    def race_gate(self, ordinal: int) -> TimingGate:
+        """GPU ``ordinal``'s gate between racecheck runs and timed members."""
+        return self.race_gates.setdefault(int(ordinal), TimingGate())
 
     @contextlib.contextmanager
     def quiet_gpus(self, devices):
@@ -872,7 +872,6 @@ class _Run:
         consensus_by_digest: dict = {}
         gpu_inputs: dict = {}  # digest -> per trial, the inputs as tensors on the judging GPU
         hashing: list = []     # rows whose output_hash is still a Future
-        to_time: list = []     # (row, prepared problem, digest) of the passing members
         for row in rows:
             if self.stopping.is_set():
                 raise RunStopped
@@ -950,7 +949,8 @@ class _Run:
                     self._assemble_racecheck(row)
                 consensus_by_digest[digest].add(row.build_key, verdict.outputs, verdict.max_err_ratio)
                 if self.timing:
-                    to_time.append((new_row, prepared, digest))
+                    with self.stopwatch("time"):
+                        self._time(worker, new_row, prepared, digest)
             # the GPU thread's seconds for this row: what a later run schedules by (schedule.py)
             new_row.provenance["verify"]["gpu_seconds"] = round(time.perf_counter() - row_start, 4)
             out_rows.append(new_row)
@@ -959,17 +959,6 @@ class _Run:
                 hashing.append(new_row)
                 while len(hashing) > HASHES_IN_FLIGHT:
                     self._resolve_hash(hashing.pop(0))
-        # Timed once every member is checked: the racecheck of the group before runs beside
-        # these checks, and a member is timed only once it is done (``_time``).
-        for new_row, prepared, digest in to_time:
-            if self.stopping.is_set():
-                raise RunStopped
-            time_start = time.perf_counter()
-            with self.stopwatch("time"):
-                self._time(worker, new_row, prepared, digest)
-            verify_note = new_row.provenance["verify"]
-            verify_note["gpu_seconds"] = round(verify_note["gpu_seconds"] + time.perf_counter() - time_start, 4)
-            results[new_row.build_key] = new_row.status
         for pending in hashing:
             self._resolve_hash(pending)
         return ChunkResult(out_rows, results, race_counts, problems, consensus_by_digest)
@@ -1093,9 +1082,10 @@ class _Run:
         try:
             servers = self._racecheck_server(worker)
             before = servers.seconds
-            with self.race_lock(worker.ordinal):  # nothing is timed meanwhile
-                found = servers.check(members, timeout_per_member=RACECHECK_MEMBER_SECONDS, stop=self.stopping)
-                retried = self._racecheck_alone(servers, members, found, {row.build_key: row for row in todo})
+            gate = self.race_gate(worker.ordinal)  # nothing is timed while a member runs
+            found = servers.check(members, timeout_per_member=RACECHECK_MEMBER_SECONDS, stop=self.stopping,
+                                  around_member=gate.racecheck_run)
+            retried = self._racecheck_alone(servers, members, found, {row.build_key: row for row in todo})
             with self.lock:  # the children's phases, summed over the processes
                 for phase, seconds in servers.seconds.items():
                     self.stage_seconds[f"racecheck.{phase}"] += seconds - before.get(phase, 0.0)
@@ -1149,7 +1139,8 @@ class _Run:
             retried[key] = str(report.get("failed") or "a failed run")[:80]
             again.append((key, record_json, inputs))
         if again:
-            with self.quiet_gpu(servers.device):  # none of this run's device work beside it either
+            # none of this run's device work beside it either, and nothing timed
+            with self.race_gate(servers.device).racecheck_run(), self.quiet_gpu(servers.device):
                 found.update(servers.check_alone(again, timeout_per_member=2 * RACECHECK_MEMBER_SECONDS))
         return retried
 
@@ -1291,14 +1282,14 @@ class _Run:
         timeout = 2 * self.kernel_timeout + 3 * self.time_budget + 10.0
         timed = timing_trials(prepared.trials)
         sets = [(f"{digest}:{t.trial}", t.seed) for t in timed]
-        race_lock = self.race_lock(worker.ordinal)
-        with self.stopwatch("wait_racecheck"):  # no member is timed beside racecheck's processes
-            race_lock.acquire()
+        gate = self.race_gate(worker.ordinal)
+        with self.stopwatch("wait_racecheck"):  # no member is timed beside a racecheck run
+            gate.begin_timing()
         try:
             with self.quiet_gpu(worker.ordinal):
                 reply = worker.time(row.build_key, self.time_budget, timeout, MAX_TIMING_SAMPLES, sets=sets)
         finally:
-            race_lock.release()
+            gate.end_timing()
         if reply.get("error"):
             # The row passed its checks; a timing failure is noted, not a status change,
             # unless the kernel crashed, hung or computed something else while being timed.
