@@ -12,9 +12,7 @@ holds the quiet locks of ``chunk_devices`` meanwhile: no GPU it reads or writes 
 """
 from __future__ import annotations
 
-from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Optional
 
 from .device.device_outputs import is_tensor
 from .judge.judge import device_of
@@ -36,9 +34,6 @@ class ChunkResult:
     refused: bool = False
     chunks: int = 1
     devices: list = field(default_factory=list)
-    # the Future of the group's every-member racecheck where it runs in the background
-    # (True when a stop cut it short); set by the runner once the chunks are merged
-    racecheck: Optional[Future] = None
 
 
 def _outputs_on(outputs: list, device) -> list:

@@ -54,7 +54,7 @@ from .options import INPUTS, VerifyOptions
 from .judge.outcome import Consensus, OutputSpec, Verdict, classify, launched_code, widest_global_store
 from .probes.sanitize import (RACECHECK_FEW_BLOCKS, TOOLS, race_errors, racecheck_record, racing_members,
                        run_sanitizer, sanitizer_status, uses_shared_memory)
-from .probes.racecheck_server import RacecheckServers, TimingGate
+from .probes.racecheck_server import RacecheckServers
 from .probes.coverage import apply_coverage, explain_survivors, measure_site
 from .judge.findings import add_finding
 from .probes.race_focus import automatic_sanitizer, barrier_never_ordered, delay_reason, note as racecheck_note, \
@@ -658,17 +658,11 @@ class _Run:
         # per GPU ordinal, held while a member is timed there: the next group's inputs and
         # references made on that GPU meanwhile would run beside the timed kernel
         self.quiet_locks: dict = {}
-        # per GPU ordinal: a member is timed only while no racecheck run is in flight there
-        # (the GPU time-slices between processes), while the checks of the next group and the
-        # preparation of later ones go on beside them
-        self.race_gates: dict = {}
-        # a group's every-member racecheck runs here while its GPU thread checks the next group
-        self.race_pool = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="verify-racecheck")
 
     def close(self) -> None:
         """Stops the run's host threads (work not started is dropped)."""
         for executor in [self.prepare_pool, self.coverage_pool, self.draw_pool, self.hash_pool, self.write_pool,
-                         self.race_pool, *self.device_trial_pools.values()]:
+                         *self.device_trial_pools.values()]:
             executor.shutdown(wait=False, cancel_futures=True)
 
     def take(self, ordinal: int = 0):
@@ -708,10 +702,6 @@ class _Run:
     def quiet_gpu(self, ordinal: int) -> threading.Lock:
         """The lock held while a member is timed on GPU ``ordinal``."""
         return self.quiet_locks.setdefault(int(ordinal), threading.Lock())  # setdefault is atomic under the GIL
-
-    def race_gate(self, ordinal: int) -> TimingGate:
-        """GPU ``ordinal``'s gate between racecheck runs and timed members."""
-        return self.race_gates.setdefault(int(ordinal), TimingGate())
 
     @contextlib.contextmanager
     def quiet_gpus(self, devices):
@@ -988,14 +978,6 @@ class _Run:
         with self.stopwatch("judge"), self.quiet_gpus(touched if foreign else []):
             self._apply_consensus(out_rows, results, consensus_by_digest)
             add_consensus_witnesses(out_rows, consensus_by_digest, {d: p for d, (p, _) in problems.items()})
-        if self.racecheck_every_member and self.race_sanitizer and not any(
-                row.base_kernel_id or (row.variant or {}).get("base") for row in out_rows):
-            # no member is judged against a base (derived probes, delays): the group's
-            # racecheck runs while this thread checks the next group, and its statuses are
-            # applied when the group is written (write_when_measured)
-            merged.racecheck = self.race_pool.submit(self._racecheck_in_background, worker, out_rows, problems,
-                                                     race_counts)
-            return out_rows, results
         with self.stopwatch("racecheck"):
             self._racecheck_members(worker, out_rows, problems, race_counts)
         with self.stopwatch("derived"):
@@ -1082,10 +1064,9 @@ class _Run:
         try:
             servers = self._racecheck_server(worker)
             before = servers.seconds
-            gate = self.race_gate(worker.ordinal)  # nothing is timed while a member runs
-            found = servers.check(members, timeout_per_member=RACECHECK_MEMBER_SECONDS, stop=self.stopping,
-                                  around_member=gate.racecheck_run)
-            retried = self._racecheck_alone(servers, members, found, {row.build_key: row for row in todo})
+            with self.quiet_gpu(worker.ordinal):
+                found = servers.check(members, timeout_per_member=RACECHECK_MEMBER_SECONDS)
+                retried = self._racecheck_alone(servers, members, found, {row.build_key: row for row in todo})
             with self.lock:  # the children's phases, summed over the processes
                 for phase, seconds in servers.seconds.items():
                     self.stage_seconds[f"racecheck.{phase}"] += seconds - before.get(phase, 0.0)
@@ -1105,18 +1086,6 @@ class _Run:
                           f"of each larger launch")
             row.provenance.setdefault("verify", {})["racecheck"] = f"{ran}: every member, on its first trial{blocks}"
 
-    def _racecheck_in_background(self, worker, out_rows: list, problems: dict, race_counts: dict) -> bool:
-        """``_racecheck_members`` on a racecheck thread; True when a stop began and a member's
-        racecheck failed (the stopping signal reaches racecheck's processes too: such a
-        group is left for the resume rather than written unchecked)."""
-        start = time.perf_counter()
-        try:
-            self._racecheck_members(worker, out_rows, problems, race_counts)
-        finally:
-            with self.lock:
-                self.stage_seconds["racecheck.background"] += time.perf_counter() - start
-        return self.stopping.is_set() and any(race_counts.get(row.build_key, 0) is None for row in out_rows)
-
     def _racecheck_alone(self, servers: RacecheckServers, members: list, found: dict, rows: dict) -> dict:
         """Members whose racecheck failed beside the others (a slow member may outlive its
         time while the GPU is shared) checked again one at a time, JIT-loaded, with their
@@ -1125,8 +1094,6 @@ class _Run:
         failed ones; returns {build_key: why the member was retried}. ``rows``: build_key ->
         the member's own row (its copy is made again from it)."""
         retried, again = {}, []
-        if getattr(self, "stopping", None) is not None and self.stopping.is_set():
-            return retried  # the stop's signal ended them: the group is left for the resume
         for key, record_json, inputs, _ in members:
             report = (found.get(key) or {}).get("racecheck") or {}
             if report.get("errors") is not None or report.get("skipped") or key not in rows:
@@ -1139,9 +1106,7 @@ class _Run:
             retried[key] = str(report.get("failed") or "a failed run")[:80]
             again.append((key, record_json, inputs))
         if again:
-            # none of this run's device work beside it either, and nothing timed
-            with self.race_gate(servers.device).racecheck_run(), self.quiet_gpu(servers.device):
-                found.update(servers.check_alone(again, timeout_per_member=2 * RACECHECK_MEMBER_SECONDS))
+            found.update(servers.check_alone(again, timeout_per_member=2 * RACECHECK_MEMBER_SECONDS))
         return retried
 
     def _assemble_racecheck(self, row: KernelRecord) -> None:
@@ -1282,14 +1247,8 @@ class _Run:
         timeout = 2 * self.kernel_timeout + 3 * self.time_budget + 10.0
         timed = timing_trials(prepared.trials)
         sets = [(f"{digest}:{t.trial}", t.seed) for t in timed]
-        gate = self.race_gate(worker.ordinal)
-        with self.stopwatch("wait_racecheck"):  # no member is timed beside a racecheck run
-            gate.begin_timing()
-        try:
-            with self.quiet_gpu(worker.ordinal):
-                reply = worker.time(row.build_key, self.time_budget, timeout, MAX_TIMING_SAMPLES, sets=sets)
-        finally:
-            gate.end_timing()
+        with self.quiet_gpu(worker.ordinal):
+            reply = worker.time(row.build_key, self.time_budget, timeout, MAX_TIMING_SAMPLES, sets=sets)
         if reply.get("error"):
             # The row passed its checks; a timing failure is noted, not a status change,
             # unless the kernel crashed, hung or computed something else while being timed.
@@ -1365,10 +1324,9 @@ class _Run:
         in the order they finish: behind a write still waiting, a group waits too."""
         pending = [p._coverage_pending for p, _ in merged.problems.values()
                    if p._coverage_pending is not None and not p._coverage_pending.done()]
-        racecheck = merged.racecheck
         with self.lock:
             queued = any(not write.done() for write in self.writes)
-        if not pending and not queued and racecheck is None:
+        if not pending and not queued:
             self.finish_on_host(out_rows, merged)
             self.write_group(index, out_rows, results, finished_before_stop)
             return
@@ -1377,12 +1335,8 @@ class _Run:
             try:
                 for measure in pending:
                     measure.result()
-                stopped = False
-                if racecheck is not None:
-                    stopped = racecheck.result()
-                    apply_race_statuses(out_rows, results, racing_members(merged.race_counts))
                 self.finish_on_host(out_rows, merged)
-                self.write_group(index, out_rows, results, finished_before_stop and not stopped)
+                self.write_group(index, out_rows, results, finished_before_stop)
             except BaseException as exc:  # surfaces in the main thread (drain); the GPU threads stop
                 with self.lock:
                     self.error = self.error or exc

@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import stat
 import sys
-import threading
 
 import numpy as np
 import pytest
 
 from test_sanitize_cpu import SAMPLES, _row
 
-from verify.probes.racecheck_server import RacecheckServer, RacecheckServers, TimingGate
+from verify.probes.racecheck_server import RacecheckServer, RacecheckServers
 from verify.probes.sanitize import race_errors
 
 STAND_IN = '''#!{python}
@@ -163,46 +162,9 @@ def test_a_member_that_outlives_its_time_beside_others_is_checked_again_alone_on
             server.check([_member("warm")])
         found = servers.check(members, timeout_per_member=1.5)  # 3 s each: two processes share the GPU
         assert race_errors(found["racy-bigslow"]) is None and race_errors(found["clean"]) == 0
-        quiet = threading.Lock()  # the runner's quiet lock of the GPU: held while the member runs alone
-        gate = TimingGate()
-        retried = _Run._racecheck_alone(SimpleNamespace(trial_salt="s", quiet_gpu=lambda ordinal: quiet,
-                                                        race_gate=lambda ordinal: gate), servers, members, found,
+        retried = _Run._racecheck_alone(SimpleNamespace(trial_salt="s"), servers, members, found,
                                         {"racy-bigslow": record})
     finally:
         servers.shutdown()
-    assert not quiet.locked() and gate.runs == 0
     assert set(retried) == {"racy-bigslow"} and "no result within 3 s" in retried["racy-bigslow"]
     assert race_errors(found["racy-bigslow"]) == 1 and race_errors(found["clean"]) == 0
-
-
-def test_the_timing_gate_waits_for_runs_in_flight_and_lets_none_start_while_a_member_waits():
-    gate, events = TimingGate(), []
-    first_run_started, timing_waits = threading.Event(), threading.Event()
-
-    def run(name, hold):
-        with gate.racecheck_run():
-            events.append(f"{name} start")
-            first_run_started.set()
-            timing_waits.wait(5) if hold else None
-            events.append(f"{name} end")
-
-    first = threading.Thread(target=run, args=("run1", True))
-    first.start()
-    first_run_started.wait(5)
-
-    def timed():
-        gate_waiting = threading.Thread(target=gate.begin_timing)
-        gate_waiting.start()
-        while gate.waiting == 0:
-            pass
-        late = threading.Thread(target=run, args=("run2", False))  # asks after the timed member did
-        late.start()
-        timing_waits.set()
-        gate_waiting.join(5)
-        events.append("timing")
-        gate.end_timing()
-        late.join(5)
-
-    timed()
-    first.join(5)
-    assert events == ["run1 start", "run1 end", "timing", "run2 start", "run2 end"]

@@ -17,14 +17,10 @@ A member may come with a cubin of its racecheck PTX, assembled ahead on the host
 instead of JIT-compiling under the tool. ``RacecheckServers`` runs several such processes on
 one GPU and hands each member to whichever is free: racecheck watches a handful of blocks,
 so one instrumented member leaves most of the GPU idle. Each child's done line carries its
-seconds per phase (load, prepare, run), summed in ``seconds``. The GPU time-slices between
-processes, so a racecheck run beside a timed member would slow it: ``TimingGate`` lets each
-member run only while nothing is timed on that GPU, and a member be timed only once the runs
-in flight are done.
+seconds per phase (load, prepare, run), summed in ``seconds``.
 """
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import queue
@@ -185,44 +181,6 @@ class RacecheckServer:
         self.tmp.cleanup()
 
 
-class TimingGate:
-    """Between one GPU's racecheck runs and its timed members: any number of racecheck runs
-    at once, or one timed member and none of them. A member waiting to be timed lets no new
-    run start, so it waits for the runs in flight only (one member each), not for a group's."""
-
-    def __init__(self):
-        self.changed = threading.Condition()
-        self.runs = 0
-        self.timing = False
-        self.waiting = 0  # timed members waiting for the runs in flight
-
-    @contextlib.contextmanager
-    def racecheck_run(self):
-        with self.changed:
-            while self.timing or self.waiting:
-                self.changed.wait()
-            self.runs += 1
-        try:
-            yield
-        finally:
-            with self.changed:
-                self.runs -= 1
-                self.changed.notify_all()
-
-    def begin_timing(self) -> None:
-        with self.changed:
-            self.waiting += 1
-            while self.runs or self.timing:
-                self.changed.wait()
-            self.waiting -= 1
-            self.timing = True
-
-    def end_timing(self) -> None:
-        with self.changed:
-            self.timing = False
-            self.changed.notify_all()
-
-
 class InputFiles:
     """Each distinct inputs dict written once as an ``.npz`` (a group's members share their
     first trial), removed on exit; safe to share between threads."""
@@ -255,7 +213,6 @@ class RacecheckServers:
     Processes start on first use; ``seconds`` sums every child's phases."""
 
     def __init__(self, sanitizer: Optional[str] = None, device: int = 0, count: int = 1):
-        self.device = int(device)
         self.servers = [RacecheckServer(sanitizer, device) for _ in range(max(1, int(count)))]
         self.threads = ThreadPoolExecutor(max_workers=len(self.servers), thread_name_prefix="racecheck")
         self.tmp = tempfile.TemporaryDirectory(prefix="ptxds-racecheck-inputs-")
@@ -272,26 +229,23 @@ class RacecheckServers:
                 total[phase] += seconds
         return dict(total)
 
-    def check(self, members: list, timeout_per_member: float = 20.0, stop: Optional[threading.Event] = None,
-              around_member=contextlib.nullcontext) -> dict:
+    def check(self, members: list, timeout_per_member: float = 20.0) -> dict:
         """As ``RacecheckServer.check``, the members spread over the processes.
         ``timeout_per_member`` is a member's time alone: a member that fills the GPU (a whole
         grid of 256 blocks) shares it with the others, so each gets that times the number of
-        processes at work. Once ``stop`` is set no further member starts (those left get no
-        result). Each member runs inside ``around_member()`` (a TimingGate's racecheck_run)."""
+        processes at work."""
         todo: "queue.Queue" = queue.Queue()
         for member in members:
             todo.put(member)
         results: dict = {}
 
         def drain(server: RacecheckServer) -> None:
-            while stop is None or not stop.is_set():
+            while True:
                 try:
                     member = todo.get_nowait()
                 except queue.Empty:
                     return
-                with around_member():
-                    results[member[0]] = server.check_one(member, files, timeout_per_member * len(busy))
+                results[member[0]] = server.check_one(member, files, timeout_per_member * len(busy))
 
         busy = self.servers[:max(1, min(len(self.servers), len(members)))]
         with InputFiles(self.tmp.name) as files:
