@@ -41,7 +41,7 @@ from dataset_spec.one_problem import describe_mismatch, distinct_problems
 from .device.assembly_pool import AssemblyPool, runnable_reason
 from .judge.compare import agreement_bound, trivial_reason
 from .trials.inputs import exact_values, make_trial_inputs
-from .trials.device_prepare import (device_makes, device_supported, make_trial_inputs_device, trial_on,
+from .trials.device_prepare import (custom_on_device, device_makes, device_supported, make_trial_inputs_device, trial_on,
                              trial_reference_on_device)
 from .judge.trial_stats import element
 from .device.device_outputs import device_inputs
@@ -258,7 +258,11 @@ def prepare_device(problem: Problem, reference: str = "auto", inputs: str = "aut
     bits and computes the same reference."""
     if inputs not in INPUT_GENERATORS:
         raise ValueError(f"inputs must be one of {INPUT_GENERATORS}, got {inputs!r}")
-    if inputs == "host" or not device_supported(problem):
+    if inputs == "host":
+        return None
+    if custom_on_device(problem):  # drawn on the host, its function and bounds on the judging GPU
+        return judge_device(problem, reference, ordinal)
+    if not device_supported(problem):
         return None
     device = judge_device(problem, reference, ordinal)
     if device is None and choose_backend(problem.op, problem, reference) == "torch":

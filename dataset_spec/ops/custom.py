@@ -74,21 +74,24 @@ def scale_custom(inputs, problem):
     return func(inputs, problem) if func is not None else None
 
 
-def rounded_custom(inputs, problem, reference):
+def rounded_custom(inputs, problem, reference, call=None):
     """P (in units of the accumulator's roundoff, as the bound weighs it) of the module's
-    ``<function>_rounded``: each magnitude times u_out / u_acc of its output; {} without one."""
+    ``<function>_rounded``: each magnitude times u_out / u_acc of its output; {} without one.
+    ``call(func)``: how the function is evaluated (the verifier's GPU route for tensors);
+    tensors stay tensors."""
     func = _load_custom(problem, "rounded", required=False)
     if func is None:
         return {}
     pointwise = {}
-    for name, magnitude in func(inputs, problem).items():
+    for name, magnitude in (call(func) if call is not None else func(inputs, problem)).items():
         if name not in reference:
             raise SpecError(f"problem {problem.problem_id}: {problem.params['reference']}_rounded names "
                             f"{name!r}, which the reference does not return; name one of {sorted(reference)}")
         dtype = problem.buffer(name).dtype
         u_acc = OPS[0].bound_terms(problem, dtype, name).u_acc
         if dtype in FORMATS and u_acc:  # integer outputs are exact: nothing to add
-            pointwise[name] = np.abs(np.asarray(magnitude, dtype=np.float64)) * (FORMATS[dtype].unit_roundoff / u_acc)
+            value = magnitude if hasattr(magnitude, "detach") else np.asarray(magnitude, dtype=np.float64)
+            pointwise[name] = abs(value) * (FORMATS[dtype].unit_roundoff / u_acc)
     return pointwise
 
 

@@ -9,7 +9,8 @@
 #   v4      the adversarial v4 suite and the racecheck GPU tests
 #   wall    the Triton suite and a CUTLASS llm slice verified by 9272e7d and by the head, side
 #           by side, each twice in turn (issue 37's 1.3x)
-#   liger   the Liger/fla set, with each stage's seconds (issue 40's custom references)
+#   liger   custom references on the device (CuPy route test), then the 23 Liger/fla groups of
+#           run 95 with each stage's seconds (issue 40's custom references)
 # Usage: bash docs/runs/run-096.sh PHASE OUTDIR
 set -uo pipefail
 phase=$1; out=$2
@@ -47,7 +48,21 @@ case "$phase" in
       python3 benchmarks/compare_verified.py "$work/$name-base2" "$work/$name-new2" --label "$name" 2>&1 | tee -a "$summary"
     done ;;
   liger)
-    verify_side . "$PWD/.gpu/liger-rest" "$work/liger" 400 "liger+fla (23 groups) head"
-    statuses "$work/liger" "liger+fla" ;;
+    bash benchmarks/gpu_tests.sh "$work/tests" 120 tests/verify/test_custom_on_device.py tests/verify/test_custom_reference.py
+    cp "$work/tests/table.txt" "$summary"
+    for log in "$work"/tests/*.log; do echo "==== $log"; grep -v CudaIPCTypes "$log" | tail -n 60; done > "$out/tests.log"
+    verify_side . "$PWD/.gpu/liger-rest" "$work/liger" 330 "liger+fla (23 groups) head"
+    statuses "$work/liger" "liger+fla"
+    python3 - <<'PY' | tee -a "$summary"
+import collections, json
+from ptx_tools.ptx_cache import cache_folder
+from verify.trials import reference_cache
+found = [json.loads(p.read_text()) for p in (cache_folder(reference_cache.CACHE_NAME) / "verdicts").glob("*.json")]
+print("custom functions by route:", dict(collections.Counter(v.get("route", "?") or "host" for v in found)))
+for v in found:
+    if not v.get("route"):
+        print("  host:", v.get("reason", "")[:220])
+PY
+    ;;
 esac
 echo "== summary"; cat "$summary"

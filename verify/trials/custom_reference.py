@@ -1,15 +1,22 @@
 """Users' reference functions (op ``custom``) evaluated where they are fastest: in float64 on
-the GPU through torch when the function computes the same there as with numpy, and kept on
-disk per input content (reference_cache.py).
+the GPU when the function computes the same there as with numpy, and kept on disk per input
+content (reference_cache.py).
 
-A user's function is written for numpy arrays; many (``x @ w + b``, ``(x * y).sum(1)``) run
-unchanged on torch tensors. The first time a function is met, one trial is evaluated both
-ways: when the GPU's answer has numpy's keys and shapes, its NaNs in the same places and
-every other element within float64 reassociation of numpy's, the function runs on the GPU
-from then on; otherwise (an error, numpy-only calls, another answer) it stays on the host.
-The verdict is kept with the cache, keyed by the function's code and torch's version, so
-it is found once per function, not once per run. GPU work runs under the verifier's quiet
-lock (no reference kernel beside a timed member) and is finished before the lock is let go.
+A user's function is written for numpy arrays. Two routes run it on the GPU: torch tensors
+handed to the function unchanged (``x @ w + b``, ``(x * y).sum(1)`` run as they are), and
+CuPy, with the function's ``np`` bound to CuPy (array_namespace.py: ``np.exp``,
+``np.arange``, ``np.take_along_axis`` as written). The first time a function is met, one
+trial is evaluated with numpy and on each route in turn: the first route whose answer has
+numpy's keys and shapes, its NaNs in the same places and every other element within
+float64 reassociation of numpy's, is the function's from then on; with none (an error,
+calls neither library has, another answer) it stays on the host. The verdict is kept with
+the cache, keyed by the function's code and the libraries' versions, so it is found once
+per function, not once per run. GPU work runs under the verifier's quiet lock (no reference
+kernel beside a timed member) and is finished before the lock is let go.
+
+A problem prepared on the device (its trials drawn on the host, then references, bounds
+and coverage computed there: runner.prepare_device) calls ``evaluate_tensors``: the
+function's route on the trial's tensors, or numpy on a copy brought back where it has none.
 """
 from __future__ import annotations
 
@@ -26,12 +33,15 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from dataset_spec.ops.custom import _load_custom
+from dataset_spec.ops.custom import _load_custom, rounded_custom
 from ptx_tools.ptx_cache import cache_folder
 
 from . import reference_cache
+from .array_namespace import cupy_namespace, rebound
 
 CUSTOM_OP = "custom"
+# Ways a numpy-written function runs on the GPU, tried in this order (see the module's text)
+ROUTES = ("torch", "cupy")
 # The GPU's float64 answer differs from numpy's by summation order only (about 1e-16 x the
 # reduction length, relative to the largest magnitude); a different function differs by far more.
 AGREEMENT_RTOL = 1e-9
@@ -61,23 +71,34 @@ def function_identity(problem, attribute: str) -> Optional[str]:
     return hashlib.sha256(f"{target}\0{attribute}\0{source}".encode()).hexdigest()
 
 
-def _verdict_path(identity: str, torch) -> Path:
-    return cache_folder(reference_cache.CACHE_NAME) / "verdicts" / f"{identity[:40]}-torch{torch.__version__}.json"
-
-
-def _kept_verdict(identity: str, torch) -> Optional[bool]:
+def _cupy_version() -> str:
     try:
-        return bool(json.loads(_verdict_path(identity, torch).read_text())["on_gpu"])
+        import cupy
+    except ImportError:
+        return "none"
+    return str(cupy.__version__)
+
+
+def _verdict_path(identity: str, torch) -> Path:
+    return (cache_folder(reference_cache.CACHE_NAME) / "verdicts"
+            / f"{identity[:40]}-torch{torch.__version__}-cupy{_cupy_version()}.json")
+
+
+def _kept_verdict(identity: str, torch) -> Optional[str]:
+    """The kept route ('' for the host), or None when none is kept."""
+    try:
+        kept = json.loads(_verdict_path(identity, torch).read_text())
+        return str(kept["route"]) if kept["route"] in ("",) + ROUTES else None
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
 
-def _keep_verdict(identity: str, torch, on_gpu: bool, reason: str) -> None:
+def _keep_verdict(identity: str, torch, route: str, reason: str) -> None:
     path = _verdict_path(identity, torch)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         partial = path.with_name(f"{path.name}.{uuid.uuid4().hex}.partial")
-        partial.write_text(json.dumps({"on_gpu": on_gpu, "reason": reason}))
+        partial.write_text(json.dumps({"on_gpu": bool(route), "route": route, "reason": reason}))
         os.replace(partial, path)
     except OSError:
         pass
@@ -88,19 +109,41 @@ def _lock_for(identity: str) -> threading.Lock:
         return _VERDICT_LOCKS.setdefault(identity, threading.Lock())
 
 
-def on_device(func: Callable, values: dict, problem, torch, device, quiet=None) -> Optional[dict]:
-    """``func`` over ``values`` as float64 tensors on ``device``, as float64 numpy arrays;
-    None when it does not give tensors (it returned host arrays, or a value torch cannot
-    carry). Raises whatever the function raises."""
+def run_route(route: str, func: Callable, tensors: dict, problem, torch) -> Optional[dict]:
+    """``func`` over ``tensors`` (float64, one device) on ``route``, as float64 tensors there;
+    None when the route gives no arrays of its own (torch: host arrays or values torch cannot
+    carry; CuPy: no CuPy on this machine, or host arrays). Raises whatever the function raises."""
+    if route == "torch":
+        out = func(tensors, problem)
+        if out is None or not isinstance(out, dict) or not all(torch.is_tensor(v) for v in out.values()):
+            return None
+        return {k: v.detach().to(torch.float64) for k, v in out.items()}
+    if route == "cupy":
+        namespace = cupy_namespace()
+        device = next(iter(tensors.values())).device if tensors else None
+        if namespace is None or device is None or device.type != "cuda":
+            return None
+        import cupy
+        with cupy.cuda.Device(device.index or 0):
+            arrays = {k: cupy.from_dlpack(v.contiguous()) for k, v in tensors.items()}
+            out = rebound(func, namespace)(arrays, problem)
+            if out is None or not isinstance(out, dict) or not all(isinstance(v, cupy.ndarray) for v in out.values()):
+                return None
+            return {k: torch.from_dlpack(cupy.ascontiguousarray(v, dtype=cupy.float64)) for k, v in out.items()}
+    raise ValueError(f"unknown route {route!r}")
+
+
+def on_device(func: Callable, values: dict, problem, torch, device, quiet=None, route: str = "torch") -> Optional[dict]:
+    """``func`` over ``values`` as float64 tensors on ``device`` (through ``route``), as
+    float64 numpy arrays; None when the route gives no arrays of its own. Raises whatever
+    the function raises."""
     def run():
         tensors = {k: torch.from_numpy(np.ascontiguousarray(v, dtype=np.float64)).to(device)
                    for k, v in values.items()}
-        out = func(tensors, problem)
+        out = run_route(route, func, tensors, problem, torch)
         if out is None:
             return None
-        if not isinstance(out, dict) or not all(torch.is_tensor(v) for v in out.values()):
-            return None
-        host = {k: v.detach().to(torch.float64).cpu().numpy() for k, v in out.items()}
+        host = {k: v.cpu().numpy() for k, v in out.items()}
         if device.type == "cuda":
             torch.cuda.synchronize(device)
         return host
@@ -108,6 +151,24 @@ def on_device(func: Callable, values: dict, problem, torch, device, quiet=None) 
         return run()
     with quiet:
         return run()
+
+
+def _find_route(func: Callable, values: dict, problem, torch, device, quiet=None) -> tuple:
+    """(the first route whose answer on ``values`` is numpy's, or '', why the others are
+    not, numpy's answer)."""
+    reasons, want = [], None
+    for index, route in enumerate(ROUTES):
+        try:
+            got, reason = on_device(func, values, problem, torch, device, quiet, route), ""
+        except Exception as exc:  # numpy-only code fails on another library's arrays in many ways
+            got, reason = None, f"{type(exc).__name__}: {exc}"
+        if index == 0:
+            want = _host(func, values, problem)
+        reason = reason or disagreement(got, want)
+        if not reason:
+            return route, "", want
+        reasons.append(f"{route}: {reason}"[:300])
+    return "", "; ".join(reasons), want
 
 
 def disagreement(on_gpu: Optional[dict], on_host) -> str:
@@ -160,34 +221,164 @@ def evaluate(func: Callable, values: dict, problem, identity: Optional[str], tor
     return out
 
 
+def _route_of(func, values, problem, identity, torch, device, quiet) -> tuple:
+    """(the function's route, numpy's answer on ``values`` when this call found the route,
+    else None): the route is found once, by one thread, and kept."""
+    route = _VERDICTS.get(identity)
+    if route is not None:
+        return route, None
+    with _lock_for(identity):  # one thread finds the verdict; the others wait for it
+        route = _VERDICTS.get(identity)
+        if route is None:
+            route = _kept_verdict(identity, torch)
+        if route is not None:
+            _VERDICTS[identity] = route
+            return route, None
+        route, reason, want = _find_route(func, values, problem, torch, device, quiet)
+        _keep_verdict(identity, torch, route, reason)
+        _VERDICTS[identity] = route
+        return route, want
+
+
 def _on_gpu_if_it_agrees(func, values, problem, identity, torch, device, quiet) -> tuple:
     """(True, answer) when the GPU gave it, or when this trial found the function's verdict
     (it then holds numpy's answer: the trial is not computed twice); (False, None) when the
     function runs on the host."""
-    verdict = _VERDICTS.get(identity)
-    if verdict is None:
-        with _lock_for(identity):  # one thread finds the verdict; the others wait for it
-            verdict = _VERDICTS.get(identity)
-            if verdict is None:
-                verdict = _kept_verdict(identity, torch)
-            if verdict is None:
-                try:
-                    got, reason = on_device(func, values, problem, torch, device, quiet), ""
-                except Exception as exc:  # numpy-only code fails on tensors in many ways
-                    got, reason = None, f"{type(exc).__name__}: {exc}"
-                want = _host(func, values, problem)
-                reason = reason or disagreement(got, want)
-                _keep_verdict(identity, torch, not reason, reason)
-                _VERDICTS[identity] = not reason
-                return True, want
-            _VERDICTS[identity] = verdict
-    if not verdict:
+    route, want = _route_of(func, values, problem, identity, torch, device, quiet)
+    if want is not None:
+        return True, want
+    if not route:
         return False, None
     try:
-        got = on_device(func, values, problem, torch, device, quiet)
-    except Exception:  # a path of the function this trial's values take that torch lacks
+        got = on_device(func, values, problem, torch, device, quiet, route)
+    except Exception:  # a path of the function this trial's values take that the route lacks
         return False, None
     return got is not None, got
+
+
+def _tensors(values: dict) -> bool:
+    return bool(values) and all(hasattr(v, "detach") for v in values.values())
+
+
+def evaluate_tensors(func: Callable, tensors: dict, problem, identity: Optional[str]) -> Optional[dict]:
+    """``func(tensors, problem)`` in float64 where ``tensors`` are (a trial prepared on the
+    device): on the function's route, else with numpy on a copy brought to the host (numpy's
+    answer is then taken back to the device). The caller holds the device's quiet lock."""
+    import torch
+    device = next(iter(tensors.values())).device
+    host = None
+
+    def on_host() -> dict:
+        nonlocal host
+        if host is None:
+            host = {k: v.detach().cpu().numpy() for k, v in tensors.items()}
+        return host
+
+    route, want = "", None
+    if identity is not None:
+        route = _VERDICTS.get(identity)
+        if route is None:
+            route, want = _route_of(func, on_host(), problem, identity, torch, device, None)
+    if want is None and route:
+        try:
+            out = run_route(route, func, tensors, problem, torch)
+        except Exception:  # a path of the function these values take that the route lacks
+            out = None
+        if out is not None:
+            return out
+    if want is None:
+        want = _host(func, on_host(), problem)
+    if want is None:
+        return None
+    return {k: torch.from_numpy(np.ascontiguousarray(v, dtype=np.float64)).to(device) for k, v in want.items()}
+
+
+def evaluate(func: Callable, values: dict, problem, identity: Optional[str], torch=None, device=None,
+             quiet=None):
+    """``func(values, problem)`` in float64: from the cache, else on ``device`` (torch) once
+    the function is known to agree there, else with numpy; kept in the cache when large.
+    ``torch``/``device`` None: the host only."""
+    key = None
+    if identity is not None and reference_cache.worth_keeping(values):
+        key = reference_cache.entry_key(identity, problem.to_json(), values)
+        kept = reference_cache.load(key)
+        if kept is not None:
+            return kept
+    done, out = False, None
+    if torch is not None and identity is not None and sum(np.size(v) for v in values.values()) >= MIN_GPU_ELEMENTS:
+        done, out = _on_gpu_if_it_agrees(func, values, problem, identity, torch, device, quiet)
+    if not done:
+        out = _host(func, values, problem)
+    if key is not None and out is not None:
+        reference_cache.store(key, out)
+    return out
+
+
+def _route_of(func, values, problem, identity, torch, device, quiet) -> tuple:
+    """(the function's route, numpy's answer on ``values`` when this call found the route,
+    else None): the route is found once, by one thread, and kept."""
+    route = _VERDICTS.get(identity)
+    if route is not None:
+        return route, None
+    with _lock_for(identity):  # one thread finds the verdict; the others wait for it
+        route = _VERDICTS.get(identity)
+        if route is None:
+            route = _kept_verdict(identity, torch)
+        if route is not None:
+            _VERDICTS[identity] = route
+            return route, None
+        route, reason, want = _find_route(func, values, problem, torch, device, quiet)
+        _keep_verdict(identity, torch, route, reason)
+        _VERDICTS[identity] = route
+        return route, want
+
+
+def _on_gpu_if_it_agrees(func, values, problem, identity, torch, device, quiet) -> tuple:
+    """(True, answer) when the GPU gave it, or when this trial found the function's verdict
+    (it then holds numpy's answer: the trial is not computed twice); (False, None) when the
+    function runs on the host."""
+    route, want = _route_of(func, values, problem, identity, torch, device, quiet)
+    if want is not None:
+        return True, want
+    if not route:
+        return False, None
+    try:
+        got = on_device(func, values, problem, torch, device, quiet, route)
+    except Exception:  # a path of the function this trial's values take that the route lacks
+        return False, None
+    return got is not None, got
+
+
+def _tensors(values: dict) -> bool:
+    return bool(values) and all(hasattr(v, "detach") for v in values.values())
+
+
+def evaluate_tensors(func: Callable, tensors: dict, problem, identity: Optional[str]) -> Optional[dict]:
+    """``func(tensors, problem)`` in float64 where ``tensors`` are (a trial prepared on the
+    device): on the function's route, else with numpy on a copy brought to the host (numpy's
+    answer is then taken back to the device). The caller holds the device's quiet lock."""
+    import torch
+    device = next(iter(tensors.values())).device
+    host = None
+    if identity is not None:
+        host = {k: v.detach().cpu().numpy() for k, v in tensors.items()} if _VERDICTS.get(identity) is None else None
+        route, want = _route_of(func, host, problem, identity, torch, device, None) if host is not None else (
+            _VERDICTS[identity], None)
+        if want is None and route:
+            try:
+                out = run_route(route, func, tensors, problem, torch)
+            except Exception:  # a path of the function these values take that the route lacks
+                out = None
+            if out is not None:
+                return out
+    else:
+        want = None
+    if want is None:
+        host = host if host is not None else {k: v.detach().cpu().numpy() for k, v in tensors.items()}
+        want = _host(func, host, problem)
+    if want is None:
+        return None
+    return {k: torch.from_numpy(np.ascontiguousarray(v, dtype=np.float64)).to(device) for k, v in want.items()}
 
 
 def evaluating_op(op, torch=None, device=None, quiet=None):
@@ -207,12 +398,22 @@ def evaluating_op(op, torch=None, device=None, quiet=None):
 
     def reference(values, problem):
         func = _load_custom(problem, "reference")
+        if _tensors(values):
+            return evaluate_tensors(func, values, problem, identity(problem, "reference"))
         return evaluate(func, values, problem, identity(problem, "reference"), torch, device, quiet)
 
     def error_scale(values, problem):
         func = _load_custom(problem, "error_scale", required=False)
         if func is None:
             return None
+        if _tensors(values):
+            return evaluate_tensors(func, values, problem, identity(problem, "error_scale"))
         return evaluate(func, values, problem, identity(problem, "error_scale"), torch, device, quiet)
 
-    return dataclasses.replace(op, reference=reference, error_scale=error_scale)
+    def pointwise_scale(values, problem, reference):
+        if not _tensors(values):
+            return op.pointwise_scale(values, problem, reference)
+        return rounded_custom(values, problem, reference,
+                              call=lambda func: evaluate_tensors(func, values, problem, identity(problem, "rounded")))
+
+    return dataclasses.replace(op, reference=reference, error_scale=error_scale, pointwise_scale=pointwise_scale)

@@ -26,6 +26,7 @@ from dataset_spec.ops.spec import nonnegative_inputs
 from dataset_spec.trials import DRAW, FLOAT_DISTRIBUTIONS, INTEGERS, STRESS, is_float, trial_spec
 
 from . import device_rng
+from .custom_reference import CUSTOM_OP
 from .inputs import EDGE_FRACTION, MAGNITUDE, TrialInputs, _moments, edge_every_special, edge_values, trial_seed
 
 # Ops whose reference, error scale and pointwise scale are written with operators numpy and
@@ -78,8 +79,19 @@ def _plan_supported(problem: Problem, plan) -> bool:
 def device_makes(problem: Problem, trial: int) -> bool:
     """Whether ``make_trial_inputs_device`` can make ``trial`` (False: a buffer needs the
     host generator; the verifier then draws the whole trial on a host thread while the
-    device makes the others)."""
+    device makes the others). A user's function (op custom) gets the host's draws: its
+    derived and tied inputs are the host generator's."""
+    if problem.op == CUSTOM_OP:
+        return False
     return all(_plan_supported(problem, plan) for plan in trial_spec(problem, trial).buffers)
+
+
+def custom_on_device(problem: Problem) -> bool:
+    """Whether a user's function's problem (op custom) can have its references, bounds and
+    coverage made on the device: every buffer in a dtype torch stores (its trials are drawn
+    on the host; the function runs on its GPU route, custom_reference.evaluate_tensors)."""
+    return problem.op == CUSTOM_OP and all(b.dtype in _TORCH_STORAGE for b in problem.buffers
+                                           if b.role in ("in", "inout", "out"))
 
 
 def draw_on_device(dist, shape, seed: int, index: int, device, kind: str = "", dtype: str = "float32",
@@ -420,7 +432,7 @@ def bounds_on_device(op, values: dict, problem: Problem, reference: dict) -> dic
             pointwise = {k: _shaped_like(torch.abs(_as_tensor(torch, v, ref)), reference[k])
                          for k, v in raw_pointwise.items()}
         point = pointwise.get(name)
-        out[name] = bound_tensor(op.bound_terms(problem, dtype), ref, scales[name], point)
+        out[name] = bound_tensor(op.bound_terms(problem, dtype, name), ref, scales[name], point)
     return out
 
 
