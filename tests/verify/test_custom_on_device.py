@@ -134,6 +134,7 @@ def _cuda_and_cupy() -> bool:
     return torch.cuda.is_available()
 
 
+@pytest.mark.gpu
 @pytest.mark.skipif(not _cuda_and_cupy(), reason="needs a CUDA GPU, torch and CuPy")
 def test_on_a_gpu_a_numpy_only_function_takes_the_cupy_route_and_gives_numpys_answer():
     problem = _problem(NUMPY_ONLY)
