@@ -125,11 +125,17 @@ def run_route(route: str, func: Callable, tensors: dict, problem, torch) -> Opti
             return None
         import cupy
         with cupy.cuda.Device(device.index or 0):
-            arrays = {k: cupy.from_dlpack(v.contiguous()) for k, v in tensors.items()}
-            out = rebound(func, namespace)(arrays, problem)
-            if out is None or not isinstance(out, dict) or not all(isinstance(v, cupy.ndarray) for v in out.values()):
-                return None
-            return {k: torch.from_dlpack(cupy.ascontiguousarray(v, dtype=cupy.float64)) for k, v in out.items()}
+            try:
+                arrays = {k: cupy.from_dlpack(v.contiguous()) for k, v in tensors.items()}
+                out = rebound(func, namespace)(arrays, problem)
+                if out is None or not isinstance(out, dict) or not all(isinstance(v, cupy.ndarray)
+                                                                       for v in out.values()):
+                    return None
+                return {k: torch.from_dlpack(cupy.ascontiguousarray(v, dtype=cupy.float64)) for k, v in out.items()}
+            finally:
+                # CuPy's pool would keep the function's temporaries cached, out of torch's
+                # reach; the answers (shared with torch through DLPack) stay in use
+                cupy.get_default_memory_pool().free_all_blocks()
     raise ValueError(f"unknown route {route!r}")
 
 
