@@ -49,15 +49,16 @@ def test_a_function_that_agrees_under_torch_runs_there_after_one_checked_trial()
     p, func, seen = counting("def f(inputs, problem):\n    return {'out': inputs['x'] * inputs['y'] + 1.0}\n")
     identity = custom_reference.function_identity(p, "reference")
     first = custom_reference.evaluate(func, values(1), p, identity, torch, CPU)
-    assert seen == ["tensor", "numpy"]  # the check computes both; numpy's answer is kept
+    # the check computes both, on the trial and on it with specials; numpy's answer is kept
+    assert seen == ["tensor", "numpy", "numpy", "tensor"]
     np.testing.assert_array_equal(first["out"], values(1)["x"] * values(1)["y"] + 1.0)
     second = custom_reference.evaluate(func, values(2), p, identity, torch, CPU)
-    assert seen[2:] == ["tensor"]
+    assert seen[4:] == ["tensor"]
     np.testing.assert_allclose(second["out"], values(2)["x"] * values(2)["y"] + 1.0, rtol=1e-15)
     # the verdict is kept on disk: a new process (an empty memory) asks torch straight away
     custom_reference._VERDICTS.clear()
     custom_reference.evaluate(func, values(3), p, identity, torch, CPU)
-    assert seen[3:] == ["tensor"]
+    assert seen[5:] == ["tensor"]
 
 
 def test_numpy_only_code_and_other_answers_stay_on_the_host():
@@ -140,3 +141,29 @@ def test_the_verifier_op_wraps_reference_and_error_scale_of_custom_only():
     without = problem("def f(inputs, problem):\n    return {'out': inputs['x']}\n")
     assert op.error_scale(vals, without) is None
     assert verifier_op(get_op("gemm"), "numpy") is get_op("gemm")
+
+
+def test_a_function_that_agrees_on_ordinary_values_only_stays_on_the_host():
+    # torch's route maps NaN to 0 where numpy keeps it: no ordinary trial shows it
+    source = ("def f(inputs, problem):\n    x = inputs['x']\n"
+              "    if hasattr(x, 'detach'):\n        return {'out': x.nan_to_num(0.0, posinf=1.0, neginf=-1.0) * 2}\n"
+              "    return {'out': x * 2}\n")
+    p, func, seen = counting(source)
+    identity = custom_reference.function_identity(p, "reference")
+    out = custom_reference.evaluate(func, values(1), p, identity, torch, CPU)
+    np.testing.assert_array_equal(out["out"], values(1)["x"] * 2)
+    assert custom_reference._VERDICTS[identity] == ""  # the host
+    kept = next((custom_reference.reference_cache.cache_folder(custom_reference.reference_cache.CACHE_NAME)
+                 / "verdicts").glob("*.json")).read_text()
+    assert "with specials" in kept
+
+
+def test_specials_are_written_over_non_integer_arrays_only():
+    rng = np.random.default_rng(3)
+    drawn = {"x": rng.normal(size=1000), "labels": rng.integers(0, 50, size=1000).astype(np.float64)}
+    special = custom_reference.with_specials(drawn)
+    assert special["labels"] is drawn["labels"]
+    every = custom_reference.SPECIALS_EVERY
+    assert np.isnan(special["x"][0]) and special["x"][every] == np.inf and special["x"][2 * every] == -np.inf
+    assert np.array_equal(np.delete(special["x"], np.s_[::every]), np.delete(drawn["x"], np.s_[::every]))
+    assert not np.isnan(drawn["x"]).any()  # the trial's own values are untouched

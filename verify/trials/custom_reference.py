@@ -8,7 +8,8 @@ CuPy, with the function's ``np`` bound to CuPy (array_namespace.py: ``np.exp``,
 ``np.arange``, ``np.take_along_axis`` as written). The first time a function is met, one
 trial is evaluated with numpy and on each route in turn: the first route whose answer has
 numpy's keys and shapes, its NaNs in the same places and every other element within
-float64 reassociation of numpy's, is the function's from then on; with none (an error,
+float64 reassociation of numpy's, on that trial and on the same trial with NaN, infinities,
+zeros, subnormals and huge values written over some elements, is the function's from then on; with none (an error,
 calls neither library has, another answer) it stays on the host. The verdict is kept with
 the cache, keyed by the function's code and the libraries' versions, so it is found once
 per function, not once per run. GPU work runs under the verifier's quiet lock (no reference
@@ -45,6 +46,13 @@ ROUTES = ("torch", "cupy")
 # The GPU's float64 answer differs from numpy's by summation order only (about 1e-16 x the
 # reduction length, relative to the largest magnitude); a different function differs by far more.
 AGREEMENT_RTOL = 1e-9
+# Written over every SPECIALS_EVERY-th input element when a route is checked: a function may
+# agree with numpy on ordinary values and not on these (NaN ordering, inf - inf, underflow).
+SPECIALS = (np.nan, np.inf, -np.inf, 0.0, -0.0, 5e-324, -1e300, 1e300)
+SPECIALS_EVERY = 97
+# The check a kept verdict passed ("specials": the trial and the trial with specials); a
+# verdict kept by an older check is found again
+VERDICT_FORM = "specials"
 # Below this many input elements the copy to the GPU costs more than numpy's work.
 MIN_GPU_ELEMENTS = 1 << 16
 
@@ -81,7 +89,7 @@ def _cupy_version() -> str:
 
 def _verdict_path(identity: str, torch) -> Path:
     return (cache_folder(reference_cache.CACHE_NAME) / "verdicts"
-            / f"{identity[:40]}-torch{torch.__version__}-cupy{_cupy_version()}.json")
+            / f"{identity[:40]}-{VERDICT_FORM}-torch{torch.__version__}-cupy{_cupy_version()}.json")
 
 
 def _kept_verdict(identity: str, torch) -> Optional[str]:
@@ -159,10 +167,40 @@ def on_device(func: Callable, values: dict, problem, torch, device, quiet=None, 
         return run()
 
 
+def with_specials(values: dict) -> dict:
+    """``values`` with NaN, both infinities, both zeros, the smallest subnormal and huge
+    magnitudes written over every SPECIALS_EVERY-th element of each array that holds
+    non-integers (arrays of whole numbers, such as labels or indices, are left alone)."""
+    out = {}
+    for name, value in values.items():
+        array = np.asarray(value, dtype=np.float64)
+        if array.size < 2 * SPECIALS_EVERY or np.array_equal(array, np.round(array)):
+            out[name] = value
+            continue
+        array = array.copy()
+        flat = array.reshape(-1)
+        count = len(flat[::SPECIALS_EVERY])
+        flat[::SPECIALS_EVERY] = np.resize(np.array(SPECIALS, dtype=np.float64), count)
+        out[name] = array
+    return out
+
+
+def _agrees_on(func: Callable, values: dict, problem, torch, device, quiet, route: str,
+               want: Optional[dict]) -> str:
+    """Why ``route``'s answer on ``values`` is not numpy's ``want`` ('' when it is)."""
+    try:
+        got = on_device(func, values, problem, torch, device, quiet, route)
+    except Exception as exc:  # numpy-only code fails on another library's arrays in many ways
+        return f"{type(exc).__name__}: {exc}"
+    return disagreement(got, want)
+
+
 def _find_route(func: Callable, values: dict, problem, torch, device, quiet=None) -> tuple:
-    """(the first route whose answer on ``values`` is numpy's, or '', why the others are
-    not, numpy's answer)."""
-    reasons, want = [], None
+    """(the first route whose answer is numpy's on ``values`` and on the same values with
+    specials written over some elements, or ''; why the others are not; numpy's answer on
+    ``values``). A function numpy itself cannot evaluate on the specials is judged on
+    ``values`` alone."""
+    reasons, want, specials = [], None, None
     for index, route in enumerate(ROUTES):
         try:
             got, reason = on_device(func, values, problem, torch, device, quiet, route), ""
@@ -171,6 +209,16 @@ def _find_route(func: Callable, values: dict, problem, torch, device, quiet=None
         if index == 0:
             want = _host(func, values, problem)
         reason = reason or disagreement(got, want)
+        if not reason and specials is None:  # numpy on the specials, once, when a route needs it
+            special_values = with_specials(values)
+            try:
+                with np.errstate(all="ignore"):
+                    specials = (special_values, _host(func, special_values, problem))
+            except Exception:  # not defined there: the ordinary values decide alone
+                specials = (special_values, None)
+        if not reason and specials[1] is not None:
+            reason = _agrees_on(func, specials[0], problem, torch, device, quiet, route, specials[1])
+            reason = f"with specials: {reason}" if reason else ""
         if not reason:
             return route, "", want
         reasons.append(f"{route}: {reason}"[:300])
