@@ -87,6 +87,8 @@ def test_the_device_path_gives_the_host_paths_references_and_bounds(source, rout
             np.testing.assert_allclose(got, want, rtol=1e-12, atol=0)
     identity = custom_reference.function_identity(problem, "reference")
     assert custom_reference._VERDICTS[identity] == route
+    coverage = on_host.coverage()
+    assert coverage and on_device.coverage() == coverage  # the outputs' items counted on the device
 
 
 class _Recording(types.ModuleType):
