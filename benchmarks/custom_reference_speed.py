@@ -1,7 +1,9 @@
 """Seconds the verifier spends preparing groups whose reference is a user's function (op
 custom): their inputs, float64 references, error scales and bounds, as ``ptxds verify``'s
-prepare stage makes them, with the reference on the host (numpy), on the GPU (torch,
-float64), and read back from the reference cache (the same groups and seed again).
+prepare stage makes them, with the reference on the host (numpy), the function on the GPU
+(torch or CuPy, float64; bounds on the host), the whole preparation but the draws on the GPU
+(the route found, then kept), and read back from the reference cache (the same groups and
+seed again).
 
     python benchmarks/custom_reference_speed.py [--groups 8] [--size 4096] [--trials N]
 
@@ -26,6 +28,8 @@ from dataset_spec.model import Buffer, Distribution, Problem  # noqa: E402
 # Functions a user writes for numpy: a GEMM with its |A| @ |B| error scale, a gated product,
 # a row-normalised product; all three also run unchanged on torch tensors.
 SOURCE = '''
+import numpy as np
+
 def gemm(inputs, problem):
     return {"out": inputs["A"] @ inputs["B"].T}
 
@@ -40,8 +44,15 @@ def normed(inputs, problem):
     a, b = inputs["A"], inputs["B"]
     scale = (a * a).mean(1, keepdims=True) ** 0.5 + 1e-6
     return {"out": (a / scale) @ b.T}
+
+def softmax_rows(inputs, problem):
+    a = inputs["A"]
+    e = np.exp(a - np.max(a, axis=1, keepdims=True))
+    weight = 1.0 + (np.arange(a.shape[1]) % 2)
+    return {"out": e / np.sum(e, axis=1, keepdims=True) * weight + 0.0 * inputs["B"]}
 '''
-FUNCTIONS = ("gemm", "gated", "normed")
+# the first three run on torch tensors as written; softmax_rows (np.max, np.arange) needs CuPy
+FUNCTIONS = ("gemm", "gated", "normed", "softmax_rows")
 
 
 def problems(count: int, size: int) -> list:
@@ -58,11 +69,12 @@ def problems(count: int, size: int) -> list:
     return out
 
 
-def prepare_all(groups: list, reference: str, trials, lock) -> float:
-    from verify.runner import prepare_problem
+def prepare_all(groups: list, reference: str, trials, lock, on_device: bool = False) -> float:
+    from verify.runner import prepare_device, prepare_problem
     start = time.perf_counter()
     for problem in groups:
-        prepared = prepare_problem(problem, problem.problem_id, trials, reference, None, lock, salt="bench")
+        device = prepare_device(problem, reference) if on_device else None
+        prepared = prepare_problem(problem, problem.problem_id, trials, reference, device, lock, salt="bench")
         if prepared.refusal:
             raise SystemExit(f"{problem.problem_id}: refused: {prepared.refusal}")
     return time.perf_counter() - start
@@ -81,15 +93,17 @@ def main() -> None:
     on_gpu = torch_for("auto") is not None
     print(f"{args.groups} custom groups, A, B {args.size}x{args.size}; GPU: {'yes' if on_gpu else 'no'}")
     print(f"{'reference':<28}{'seconds':>10}{'s/group':>10}")
-    runs = [("host (numpy), cold cache", "numpy")]
+    runs = [("host (numpy), cold cache", "numpy", False)]
     if on_gpu:
-        os.environ["PTXDS_REFERENCES_CACHE_BYTES"] = "0"  # the GPU row computes every reference
-        runs += [("GPU (torch float64)", "auto")]
-    runs += [("cache (same groups, seed)", "auto")]
-    for i, (label, backend) in enumerate(runs):
+        os.environ["PTXDS_REFERENCES_CACHE_BYTES"] = "0"  # the GPU rows compute every reference
+        runs += [("GPU function (torch, CuPy)", "auto", False),
+                 ("GPU prepared (bounds too)", "auto", True),
+                 ("the same, routes kept", "auto", True)]
+    runs += [("cache (same groups, seed)", "auto", False)]
+    for i, (label, backend, on_device) in enumerate(runs):
         if label.startswith("cache"):
             os.environ.pop("PTXDS_REFERENCES_CACHE_BYTES", None)
-        seconds = prepare_all(groups, backend, args.trials, lock)
+        seconds = prepare_all(groups, backend, args.trials, lock, on_device)
         print(f"{label:<28}{seconds:>10.1f}{seconds / len(groups):>10.2f}", flush=True)
 
 
