@@ -1084,6 +1084,9 @@ class _Run:
             row.sanitizer = json.dumps(merged, sort_keys=True)
             race_counts[row.build_key] = race_errors(findings)
             ran = "ran" if race_counts[row.build_key] is not None else "failed"
+            if ran == "failed":  # the status stands (a slow correct kernel fails the same way); the row says so
+                why = str((findings.get("racecheck") or {}).get("failed") or findings.get("failed") or "no result")
+                add_finding(row, "racecheck", None, f"racecheck could not check it: {why[:160]}")
             blocks = f", {RACECHECK_FEW_BLOCKS} salted blocks of each large launch" if row.build_key in cut else ""
             if row.build_key in retried:
                 blocks = (f", again alone after {retried[row.build_key]}, on {RACECHECK_FEW_BLOCKS} salted blocks "
