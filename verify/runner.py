@@ -260,7 +260,7 @@ def prepare_device(problem: Problem, reference: str = "auto", inputs: str = "aut
         raise ValueError(f"inputs must be one of {INPUT_GENERATORS}, got {inputs!r}")
     if inputs == "host":
         return None
-    if custom_on_device(problem):  # drawn on the host, its function and bounds on the judging GPU
+    if custom_on_device(problem):  # its plain draws, function and bounds on the judging GPU
         return judge_device(problem, reference, ordinal)
     if not device_supported(problem):
         return None

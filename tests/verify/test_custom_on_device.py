@@ -66,8 +66,10 @@ def _host(value) -> np.ndarray:
 
 
 @pytest.mark.parametrize("source,route", [(TORCH_READY, "torch"), (NUMPY_ONLY, "")])
-def test_the_device_path_gives_the_host_paths_references_and_bounds(source, route):
+def test_the_device_path_gives_the_host_paths_references_and_bounds(source, route, monkeypatch):
+    from verify import runner
     from verify.runner import prepare_problem
+    monkeypatch.setattr(runner, "device_makes", lambda problem, trial: False)  # the same draws on both paths
     problem = _problem(source)
     on_host = prepare_problem(problem, "g/custom", reference="numpy")
     custom_reference._VERDICTS.clear()
@@ -89,6 +91,44 @@ def test_the_device_path_gives_the_host_paths_references_and_bounds(source, rout
     assert custom_reference._VERDICTS[identity] == route
     coverage = on_host.coverage()
     assert coverage and on_device.coverage() == coverage  # the outputs' items counted on the device
+
+
+DERIVED = TORCH_READY + '''
+def twice_x(inputs, problem):
+    return 2.0 * inputs["x"]
+'''
+
+
+def test_plain_trials_are_drawn_on_the_device_and_a_derived_or_stress_trial_on_the_host():
+    from dataset_spec.trials import trial_spec
+    from verify.runner import prepare_problem
+    from verify.trials import device_rng
+    plain = _problem(TORCH_READY)
+    derived = Problem("q", "custom", [Buffer("x", "float32", (4, N // 4)), Buffer("y", "float32", (4, N // 4)),
+                                      Buffer("out", "bfloat16", (4, N // 4), "out"),
+                                      Buffer("gate", "float32", (4, N // 4), "out")],
+                      params={"reference": "user_ref_derived:f", "reference_source": DERIVED,
+                              "derived_inputs": {"y": "twice_x"}})
+    for problem in (plain, derived):
+        prepared = prepare_problem(problem, "g/custom", reference="numpy", device=torch.device("cpu"))
+        assert not prepared.refusal
+        func = custom_reference._load_custom(problem, "reference")
+        kinds = []
+        for trial in prepared.trials:
+            hows = {plan.how for plan in trial_spec(problem, trial.trial).buffers}
+            on_device = trial.generator == device_rng.GENERATOR
+            assert on_device == (hows == {"draw"}), (problem.problem_id, trial.kind, hows)
+            kinds.append((trial.kind, on_device))
+            values = {name: _host(value) for name, value in trial.values.items()}
+            if problem is derived:
+                np.testing.assert_array_equal(values["y"], 2.0 * values["x"].astype(np.float32))
+            want = func(values, problem)
+            for name, got in prepared.references[trial.trial].items():
+                np.testing.assert_allclose(_host(got), want[name], rtol=1e-12, atol=0)
+        if problem is plain:
+            assert ("normal", True) in kinds and ("stress", False) in kinds
+        else:
+            assert not any(on_device for _, on_device in kinds)
 
 
 class _Recording(types.ModuleType):

@@ -79,17 +79,16 @@ def _plan_supported(problem: Problem, plan) -> bool:
 def device_makes(problem: Problem, trial: int) -> bool:
     """Whether ``make_trial_inputs_device`` can make ``trial`` (False: a buffer needs the
     host generator; the verifier then draws the whole trial on a host thread while the
-    device makes the others). A user's function (op custom) gets the host's draws: its
-    derived and tied inputs are the host generator's."""
-    if problem.op == CUSTOM_OP:
-        return False
+    device makes the others). A user's function's trial (op custom) with a derived input or
+    a stress row is the host's too: those come from the user's module and the host generator."""
     return all(_plan_supported(problem, plan) for plan in trial_spec(problem, trial).buffers)
 
 
 def custom_on_device(problem: Problem) -> bool:
     """Whether a user's function's problem (op custom) can have its references, bounds and
-    coverage made on the device: every buffer in a dtype torch stores (its trials are drawn
-    on the host; the function runs on its GPU route, custom_reference.evaluate_tensors)."""
+    coverage made on the device: every buffer in a dtype torch stores (its plain draws are
+    made there too, its derived inputs and stress rows on the host, ``device_makes``; the
+    function runs on its GPU route, custom_reference.evaluate_tensors)."""
     return problem.op == CUSTOM_OP and all(b.dtype in _TORCH_STORAGE for b in problem.buffers
                                            if b.role in ("in", "inout", "out"))
 
