@@ -18,6 +18,7 @@ from __future__ import annotations
 import fnmatch
 import contextlib
 import json
+import os
 import sys
 import threading
 import time
@@ -80,6 +81,14 @@ PREFETCH_GROUPS = 4
 # GPU). Each group is prepared once, on one GPU; the others get copies (_Run.on_gpu).
 PREPARE_AHEAD = 1
 PREPARE_THREADS = 2
+# Groups per GPU worker whose host-drawn trials (stress rows, users' derived inputs) start
+# on the draw threads before their preparation does, while the drawn inputs held stay under
+# DRAW_AHEAD_BYTES: at llm sizes a host draw takes seconds of numpy, which then overlap the
+# GPUs' work on the groups before them. The draw threads: a quarter of the cores, 2 to 4
+# (draws are numpy's generators and elementwise loops, which release the GIL).
+DRAW_AHEAD = 4
+DRAW_AHEAD_BYTES = 2 << 30
+DRAW_THREADS = max(2, min(4, (os.cpu_count() or 2) // 4))
 MAX_TIMING_SAMPLES = 2000
 # seconds one member may take under the every-member racecheck before it is given up
 # (recorded as failed, changing nothing) and the group's other members go on
@@ -591,6 +600,11 @@ class RunStopped(Exception):
     """Raised in a GPU thread once the run is stopping: its group is left unwritten."""
 
 
+def drawn_bytes(problem: Problem) -> int:
+    """Bytes one host-drawn trial of ``problem`` holds: each input's storage and float64 values."""
+    return sum(int(buf.numel) * 8 + buf.nbytes for buf in problem.buffers if buf.role in ("in", "inout"))
+
+
 def prepare_threads(gpu_workers: int) -> int:
     """Host threads preparing groups for ``gpu_workers`` GPU workers: one per worker, at
     least PREPARE_THREADS."""
@@ -653,7 +667,9 @@ class _Run:
         # a group's first member: one thread per GPU worker keeps up with the GPUs
         self.coverage_pool = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="verify-coverage")
         # host-drawn trials of device-prepared groups (the stress rows), several groups at once
-        self.draw_pool = ThreadPoolExecutor(max_workers=max(TRIAL_THREADS, workers), thread_name_prefix="verify-draw")
+        self.draw_pool = ThreadPoolExecutor(max_workers=max(DRAW_THREADS, workers), thread_name_prefix="verify-draw")
+        self.host_trial_bytes: dict = {}  # host_trials' key -> bytes its drawn inputs hold
+        self.drawn_ahead: set = set()  # groups whose host-drawn trials were started ahead
         self.hash_pool = ThreadPoolExecutor(max_workers=max(2, workers), thread_name_prefix="verify-hash")
         # finished groups whose coverage measure still runs are written here when it ends
         self.write_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="verify-write")
@@ -701,7 +717,29 @@ class _Run:
                 for row in rows[first:]:
                     if row.status not in PASS_THROUGH and not runnable_reason(row.arch, self.cc):
                         self._prepare_future(group_id, row.problem, ordinal)
+            self._draw_ahead([chunk] + ahead, ordinal)
         return chunk
+
+    def _draw_ahead(self, chunks: list, ordinal: int) -> None:
+        """Starts the host-drawn trials of the next DRAW_AHEAD groups per GPU worker among
+        ``chunks`` whose problems are prepared on a GPU (their other trials are drawn there
+        when the preparation starts). Called under the lock."""
+        groups = list(dict.fromkeys(chunk.group for chunk in chunks))[:DRAW_AHEAD * len(self.ordinals)]
+        for index in groups:
+            if index in self.drawn_ahead:
+                continue
+            self.drawn_ahead.add(index)
+            group_id, rows = self.groups[index]
+            problems = {row.problem.digest(): row.problem for row in rows
+                        if row.status not in PASS_THROUGH and not runnable_reason(row.arch, self.cc)}
+            for problem in problems.values():
+                if prepare_device(problem, self.reference, self.inputs, ordinal) is None:
+                    continue
+                for trial in range(self.trials or trial_count(problem)):
+                    if not device_makes(problem, trial):
+                        if sum(self.host_trial_bytes.values()) + drawn_bytes(problem) > DRAW_AHEAD_BYTES:
+                            return  # drawn when its preparation starts
+                        self._host_trial_locked(problem, group_id, trial)
 
     def quiet_gpu(self, ordinal: int) -> threading.Lock:
         """The lock held while a member is timed on GPU ``ordinal``."""
@@ -795,12 +833,16 @@ class _Run:
     def _host_trial(self, problem: Problem, group_id: str, trial: int):
         """The Future of one trial drawn on the host, drawn once per group (the stress rows of
         a large GEMM take seconds of numpy)."""
-        key = (group_id, problem.digest(), trial)
         with self.lock:
-            if key not in self.host_trials:
-                self.host_trials[key] = self.draw_pool.submit(make_trial_inputs, problem, group_id, trial,
-                                                              self.trial_salt)
-            return self.host_trials[key]
+            return self._host_trial_locked(problem, group_id, trial)
+
+    def _host_trial_locked(self, problem: Problem, group_id: str, trial: int):
+        key = (group_id, problem.digest(), trial)
+        if key not in self.host_trials:
+            self.host_trials[key] = self.draw_pool.submit(make_trial_inputs, problem, group_id, trial,
+                                                          self.trial_salt)
+            self.host_trial_bytes[key] = drawn_bytes(problem)
+        return self.host_trials[key]
 
     def prepared(self, group_id: str, problem: Problem, ordinal: int = 0) -> _ProblemTrials:
         with self.lock:
@@ -847,7 +889,7 @@ class _Run:
     def forget_prepared(self, group_id: str) -> None:
         """Drop a written group's prepared problems and their copies (their arrays are large)."""
         with self.lock:
-            for found in (self.preparing, self.on_gpus, self.host_trials):
+            for found in (self.preparing, self.on_gpus, self.host_trials, self.host_trial_bytes):
                 for key in [k for k in found if k[0] == group_id]:
                     del found[key]
 
