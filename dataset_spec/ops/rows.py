@@ -20,11 +20,26 @@ STATISTICS = ("rstd", "mean")   # a norm's per-row statistics, when the problem 
 ADD_NORM_OUTPUTS = ("s",) + STATISTICS
 
 
+def _namespace(x):
+    """numpy, or torch for a tensor: softmax's reference and scales run on either (the
+    verifier prepares its groups on the GPU, verify/trials/device_prepare.py)."""
+    if hasattr(x, "detach"):
+        import torch
+        return torch
+    return np
+
+
+def _row_max(x):
+    """Each row's maximum, rows x 1 (NaN where the row holds one, as numpy's max)."""
+    return x.amax(dim=-1, keepdim=True) if hasattr(x, "detach") else x.max(axis=-1, keepdims=True)
+
+
 def ref_softmax(inputs, problem):
     (x,) = _inputs_of(problem, inputs, "x")
     x = x.reshape(-1, x.shape[-1])
+    xp = _namespace(x)
     with np.errstate(invalid="ignore"):  # NaN rows (stress trials) stay NaN
-        e = np.exp(x - x.max(axis=-1, keepdims=True))
+        e = xp.exp(x - _row_max(x))
         out = e / e.sum(axis=-1, keepdims=True)
     return {_out_name(problem): _shaped(problem, _out_name(problem), out)}
 
@@ -135,12 +150,13 @@ SOFTMAX_FIXED_ROUNDINGS = 6
 
 def _softmax_parts(problem, x):
     x = x.reshape(-1, x.shape[-1])
+    xp = _namespace(x)
     with np.errstate(over="ignore", invalid="ignore"):
-        dist = x.max(axis=-1, keepdims=True) - x
-        e = np.exp(-dist)
+        dist = _row_max(x) - x
+        e = xp.exp(-dist)
         out = e / e.sum(axis=-1, keepdims=True)
-        weighted = np.where(out > 0, out * dist, 0.0)
-    return out, np.where(out > 0, dist, 0.0), weighted.sum(axis=-1, keepdims=True)
+        weighted = xp.where(out > 0, out * dist, 0.0)
+    return out, xp.where(out > 0, dist, 0.0), weighted.sum(axis=-1, keepdims=True)
 
 
 def scale_softmax(inputs, problem):
@@ -148,7 +164,7 @@ def scale_softmax(inputs, problem):
     a relative error of out_i: S = 2 out_i."""
     (x,) = _inputs_of(problem, inputs, "x")
     out, _, _ = _softmax_parts(problem, x)
-    return {_out_name(problem): _shaped(problem, _out_name(problem), 2.0 * np.nan_to_num(out))}
+    return {_out_name(problem): _shaped(problem, _out_name(problem), 2.0 * _namespace(out).nan_to_num(out))}
 
 
 def pointwise_softmax(inputs, problem, reference):
@@ -159,7 +175,8 @@ def pointwise_softmax(inputs, problem, reference):
     out, dist, spread = _softmax_parts(problem, x)
     with np.errstate(over="ignore", invalid="ignore"):
         scale = out * (SOFTMAX_ARGUMENT_ROUNDINGS * (dist + spread) + SOFTMAX_FIXED_ROUNDINGS)
-    return {_out_name(problem): _shaped(problem, _out_name(problem), np.nan_to_num(scale, posinf=np.inf))}
+    scale = _namespace(scale).nan_to_num(scale, posinf=math.inf)
+    return {_out_name(problem): _shaped(problem, _out_name(problem), scale)}
 
 
 # A norm's fixed roundings of out_i: the mean's division, + eps, (r)sqrt (up to 2 ulp), the
@@ -328,7 +345,7 @@ OPS = [
            range_softmax, "2 out_i (the normaliser's sum and online rescalings), n = row length",
            pointwise_scale=pointwise_softmax, stress=stress_rows("SOFTMAX"), coverage=coverage_softmax,
            pointwise_text="out_i (4 (|x_i - max x| + sum_j out_j |x_j - max x|) + 6)",
-           sizes="rows", canonical_rows=(("x",), frozenset())),
+           sizes="rows", canonical_rows=(("x",), frozenset()), array_api=True),
     OpSpec("rmsnorm", ref_rmsnorm, _last_dim, "x / rms(x) * (offset + w) per row; optional output rstd",
            None, range_norm, "|out_i| (every error is relative; rstd: |rstd|), n = row length",
            pointwise_scale=pointwise_rmsnorm, stress=stress_rows("NORM"), coverage=coverage_norm,

@@ -15,7 +15,7 @@ from dataset_spec.model import Buffer, Distribution, KernelRecord, Problem  # no
 from dataset_spec.ops import get_op  # noqa: E402
 from dataset_spec.trials import trial_count  # noqa: E402
 from verify.trials import device_rng  # noqa: E402
-from verify.trials.device_prepare import make_trial_inputs_device  # noqa: E402
+from verify.trials.device_prepare import device_supported, make_trial_inputs_device, trial_on  # noqa: E402
 from verify.trials.inputs import HOST_GENERATOR, edge_values, make_trial_inputs  # noqa: E402
 from verify.judge.outcome import OutputSpec  # noqa: E402
 from verify.runner import _trial_reference, prepare_device, prepare_problem  # noqa: E402
@@ -126,15 +126,21 @@ def _host_copy(trial):
 @pytest.mark.parametrize("problem", [_vector_add("float32"), _vector_add("float16"), _gemm("bfloat16"),
                                      _gemm("float32", 16, 24, 600),
                                      Problem("sq", "square", [Buffer("x", "float32", (3000,)),
-                                                              Buffer("out", "float32", (3000,), role="out")])],
+                                                              Buffer("out", "float32", (3000,), role="out")]),
+                                     Problem("sm32", "softmax", [Buffer("x", "float32", (48, 300)),
+                                                                 Buffer("y", "float32", (48, 300), role="out")]),
+                                     Problem("sm16", "softmax", [Buffer("x", "bfloat16", (4, 6, 700)),
+                                                                 Buffer("y", "bfloat16", (4, 6, 700), role="out")])],
                          ids=lambda p: p.problem_id)
 def test_device_reference_and_bounds_equal_the_hosts_on_the_same_inputs(problem):
     op = get_op(problem.op)
     specs = [OutputSpec(b.name, b.dtype) for b in problem.buffers if b.role == "out"]
     terms = {s.name: op.bound_terms(problem, s.dtype) for s in specs}
-    exact = problem.op != "gemm"  # elementwise float64 is the same everywhere; sums may round in another order
+    exact = problem.op not in ("gemm", "softmax")  # elementwise float64 is the same everywhere; sums may not be
     for trial in range(trial_count(problem)):
         device_trial = make_trial_inputs_device(problem, "g", trial, CPU)
+        if device_trial is None:  # stress rows the host draws (softmax's): judged on the device all the same
+            device_trial = trial_on(make_trial_inputs(problem, "g", trial), CPU)
         d_ref, d_spec, d_refusal = _trial_reference(op, problem, device_trial, specs, terms, "numpy", CPU)
         h_ref, h_spec, h_refusal = _trial_reference(op, problem, _host_copy(device_trial), specs, terms, "numpy")
         assert d_refusal == h_refusal == ""
@@ -166,8 +172,10 @@ def test_prepare_on_the_device_keeps_what_it_cannot_make_on_the_host():
     fp8 = Problem("fp8", "vector_add", [Buffer("x", "float8_e4m3", (64,)), Buffer("y", "float8_e4m3", (64,)),
                                        Buffer("out", "float16", (64,), role="out")])
     assert make_trial_inputs_device(fp8, "g", 0, CPU) is None
-    softmax = Problem("sm", "softmax", [Buffer("x", "float32", (4, 8)), Buffer("y", "float32", (4, 8), role="out")])
-    assert prepare_device(softmax) is None and prepare_device(_vector_add(), inputs="host") is None
+    rmsnorm = Problem("rn", "rmsnorm", [Buffer("x", "float32", (4, 8)), Buffer("w", "float32", (8,)),
+                                        Buffer("y", "float32", (4, 8), role="out")])
+    assert not device_supported(rmsnorm) and device_supported(_vector_add())
+    assert prepare_device(rmsnorm) is None and prepare_device(_vector_add(), inputs="host") is None
     with pytest.raises(ValueError, match="inputs must be one of"):
         prepare_device(_vector_add(), inputs="gpu")
     prepared = prepare_problem(_vector_add(), "g", device=CPU)
@@ -338,3 +346,24 @@ def test_float64_stress_keeps_the_domain_top_finite():
         _same_cases(host.values[name], device.values[name].numpy(), host.ranges[name][1])
     hi = host.ranges["y"][1]
     assert np.array_equal(np.abs(device.values["y"].numpy()[5::9]), np.full(100, hi))
+
+
+def test_softmax_prepared_on_the_device_counts_the_coverage_the_host_counts():
+    """softmax's trials drawn on the device (its stress rows on the host), its references and
+    coverage counted there: the same counts as the host's on the same trials, and every item
+    the op declares drawn."""
+    problem = Problem("smc", "softmax", [Buffer("x", "float32", (64, 400)),
+                                         Buffer("y", "float32", (64, 400), role="out")])
+    assert device_supported(problem)
+    prepared = prepare_problem(problem, "g", device=CPU)
+    assert not prepared.refusal
+    kinds = {t.kind: t.generator for t in prepared.trials}
+    assert kinds.pop("stress") == HOST_GENERATOR and set(kinds.values()) == {device_rng.GENERATOR}
+    on_device = prepared.measure_coverage()
+    host = lambda value: value.numpy() if hasattr(value, "detach") else value  # noqa: E731
+    trials = [dataclasses.replace(t, storage=t.host_storage(), values={k: host(v) for k, v in t.values.items()})
+              for t in prepared.trials]
+    references = [{k: host(v) for k, v in ref.items()} for ref in prepared.references]
+    assert on_device == prepared.measure_coverage((trials, references))
+    declared = get_op("softmax").coverage(problem)
+    assert declared and all(on_device[item.key] > 0 for item in declared), on_device
