@@ -21,8 +21,8 @@ ADD_NORM_OUTPUTS = ("s",) + STATISTICS
 
 
 def _namespace(x):
-    """numpy, or torch for a tensor: softmax's reference and scales run on either (the
-    verifier prepares its groups on the GPU, verify/trials/device_prepare.py)."""
+    """numpy, or torch for a tensor: softmax's and the norms' references and scales run on
+    either (the verifier prepares their groups on the GPU, verify/trials/device_prepare.py)."""
     if hasattr(x, "detach"):
         import torch
         return torch
@@ -51,7 +51,8 @@ def _rows(x, problem):
 
 def _row_statistic(problem, name: str, per_row):
     """A per-row statistic (rows x 1) in the declared buffer's shape."""
-    return np.asarray(per_row).reshape(problem.buffer(name).shape)
+    shape = problem.buffer(name).shape
+    return per_row.reshape(tuple(shape)) if hasattr(per_row, "detach") else np.asarray(per_row).reshape(shape)
 
 
 def _rms_parts(x, w, problem):
@@ -60,7 +61,7 @@ def _rms_parts(x, w, problem):
     eps = float(problem.params.get("eps", 1e-6))
     x2 = _rows(x, problem)
     with np.errstate(invalid="ignore", divide="ignore"):
-        rstd = 1.0 / np.sqrt((x2 * x2).mean(axis=-1, keepdims=True) + eps)
+        rstd = 1.0 / _namespace(x2).sqrt((x2 * x2).mean(axis=-1, keepdims=True) + eps)
     return x2, rstd, float(problem.params.get("offset", 0.0)) + w.reshape(1, -1)
 
 
@@ -107,7 +108,7 @@ def ref_layernorm(inputs, problem):
     with np.errstate(invalid="ignore", divide="ignore"):
         mean = x2.mean(axis=-1, keepdims=True)
         var = ((x2 - mean) ** 2).mean(axis=-1, keepdims=True)
-        rstd = 1.0 / np.sqrt(var + eps)
+        rstd = 1.0 / _namespace(x2).sqrt(var + eps)
         out = (x2 - mean) * rstd * w.reshape(1, -1) + b.reshape(1, -1)
     result = {out_name: _shaped(problem, out_name, out)}
     for name, value in (("mean", mean), ("rstd", rstd)):
@@ -289,7 +290,7 @@ def scale_layernorm(inputs, problem):
         if _declared(problem, "rstd"):
             var = ((x2 - x2.mean(axis=-1, keepdims=True)) ** 2).mean(axis=-1, keepdims=True)
             with np.errstate(divide="ignore"):
-                result["rstd"] = _row_statistic(problem, "rstd", 1.0 / np.sqrt(var + eps))
+                result["rstd"] = _row_statistic(problem, "rstd", 1.0 / _namespace(var).sqrt(var + eps))
     return result
 
 
@@ -351,18 +352,20 @@ OPS = [
            pointwise_scale=pointwise_rmsnorm, stress=stress_rows("NORM"), coverage=coverage_norm,
            pointwise_text="6 |out_i|, + gamma(n) / (2 u_acc) |out_i| on rows of biased roundings",
            outputs=outputs_rmsnorm, roundings=roundings_rmsnorm,
-           sizes="rows", canonical_rows=(("x", "w"), frozenset({"eps"}))),
+           sizes="rows", canonical_rows=(("x", "w"), frozenset({"eps"})), array_api=True),
     OpSpec("layernorm", ref_layernorm, _last_dim, "(x - mean) / std * w + b per row; optional outputs "
            "mean and rstd", scale_layernorm, range_norm,
            "(|x_i - mean| + |x_i| + mean|x|) / std * |w_i| + |b_i|; mean: mean|x|; rstd: |rstd|; n = row length",
            pointwise_scale=pointwise_layernorm, stress=stress_rows("NORM"), coverage=coverage_norm,
            pointwise_text="6 S_i, + gamma(n) / (2 u_acc) |x_i - mean| / std |w_i| on rows of biased roundings",
-           outputs=outputs_layernorm, sizes="rows", canonical_rows=(("x", "w", "b"), frozenset({"eps"}))),
+           outputs=outputs_layernorm, sizes="rows", canonical_rows=(("x", "w", "b"), frozenset({"eps"})),
+           array_api=True),
     OpSpec("add_rmsnorm", ref_add_rmsnorm, _last_dim, "s = x + r; y = s / rms(s) * (offset + w) per row; "
            "optional outputs s and rstd", scale_add_rmsnorm, range_norm,
            "|y_i| and |rstd| (relative); s: |x_i| + |r_i|; n = row length",
            pointwise_scale=pointwise_rmsnorm, stress=stress_rows("NORM", ("x", "r")), coverage=coverage_norm,
-           pointwise_text="as rmsnorm, on s", outputs=outputs_add_rmsnorm, roundings=roundings_add_rmsnorm),
+           pointwise_text="as rmsnorm, on s", outputs=outputs_add_rmsnorm, roundings=roundings_add_rmsnorm,
+           array_api=True),
     OpSpec("row_sum", ref_row_sum, _last_dim, "out[i] = sum_j x[i, j]", scale_row_sum, range_sum,
            "sum_j |x[i, j]|, n = row length", range_int_sum(_last_dim), stress=stress_rows("ROW_SUM"),
            coverage=coverage_row_sum),

@@ -16,9 +16,8 @@ def gemm(m, n, k):
 
 def test_small_or_non_array_api_problems_stay_on_numpy():
     assert choose_backend("gemm", gemm(16, 16, 16), "auto") == "numpy"
-    rmsnorm = Problem("r", "rmsnorm", [Buffer("x", "float32", [4, 8]), Buffer("w", "float32", [8]),
-                                       Buffer("out", "float32", [4, 8], "out")])
-    assert choose_backend("rmsnorm", rmsnorm, "torch") == "numpy"
+    row_sum = Problem("r", "row_sum", [Buffer("x", "float32", [4, 8]), Buffer("out", "float32", [4], "out")])
+    assert choose_backend("row_sum", row_sum, "torch") == "numpy"
     with pytest.raises(ValueError, match="must be one of"):
         choose_backend("gemm", gemm(16, 16, 16), "cupy")
 
