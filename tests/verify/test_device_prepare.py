@@ -386,3 +386,53 @@ def test_a_row_op_prepared_on_the_device_counts_the_coverage_the_host_counts(pro
     assert on_device == prepared.measure_coverage((trials, references))
     declared = get_op(problem.op).coverage(problem)
     assert declared and all(on_device[item.key] > 0 for item in declared), on_device
+
+
+class _HostSoftmaxWorker(_HostAddWorker):
+    """The worker interface computing a float32 row softmax on the host: ``exact`` rows in
+    float64 rounded once, ``naive`` rows exp(x) in float32 without subtracting the row's
+    maximum (overflows on wide rows), ``skewed`` rows 1% off at element 5."""
+    info = {"name": "host softmax", "cc": [9, 0], "driver_version": "0"}
+
+    def check(self, record_json, group, payload, cubin, timeout, device_outputs=False):
+        import json
+        from verify.judge.outcome import CheckResult, TrialRun
+        name = json.loads(record_json)["name"]
+        runs = []
+        for trial, _key, _seed, storage in payload:
+            x = np.asarray(storage["x"], dtype=np.float32)
+            with np.errstate(all="ignore"):
+                if name == "naive":
+                    e = np.exp(x)
+                    out = (e / e.sum(axis=-1, keepdims=True)).astype(np.float32)
+                else:
+                    x64 = x.astype(np.float64)
+                    e = np.exp(x64 - x64.max(axis=-1, keepdims=True))
+                    out = (e / e.sum(axis=-1, keepdims=True)).astype(np.float32)
+            if name == "skewed":
+                out.reshape(-1)[5] = np.float32(out.reshape(-1)[5] * 1.01 + 1e-3)
+            runs.append(TrialRun(trial, {"y": out}))
+        return CheckResult(runs=runs)
+
+
+def test_softmax_verified_with_trials_made_on_the_device_labels_as_the_host(tmp_path, monkeypatch):
+    from dataset_spec.store.shards import ShardWriter, read_records
+    from verify import runner, verify_dataset
+    problem = Problem("sm_e2e", "softmax", [Buffer("x", "float32", (64, 300)),
+                                            Buffer("y", "float32", (64, 300), role="out")])
+    names = ("exact", "naive", "skewed")
+    rows = [KernelRecord(problem.problem_id, "test", {"entry": name}, name, "sm_80", "", [], problem,
+                         build_key=f"k-{name}", kernel_id=name) for name in names]
+    ShardWriter(tmp_path / "in").write(rows)
+    monkeypatch.setattr(runner, "judge_device", lambda problem, reference, ordinal: CPU)
+    got = {}
+    for inputs in ("auto", "host"):
+        verify_dataset(tmp_path / "in", tmp_path / inputs, timing=False, progress=False, inputs=inputs,
+                       start_workers=lambda n: [_HostSoftmaxWorker()], assemble_jobs=0)
+        got[inputs] = {r.name: r for r in read_records(tmp_path / inputs)}
+    for mode in ("auto", "host"):
+        statuses = [got[mode][n].status for n in names]
+        assert statuses[0] == "passed" and statuses[1] != "passed" and statuses[2] == "wrong_result", (mode, statuses)
+    assert [got["auto"][n].status for n in names] == [got["host"][n].status for n in names]
+    generators = got["auto"]["exact"].provenance["verify"]["input_generators"]
+    assert device_rng.GENERATOR in generators and HOST_GENERATOR in generators  # the stress rows are the host's
