@@ -49,7 +49,9 @@ def _rotate(problem, x, cos, sin, magnitude: bool):
     if problem.params.get("inverse", False):
         s = -s
     x1, x2 = x[..., :half], x[..., half:rd]
-    out = np.array(x, dtype=np.float64, copy=True)
+    # a float64 copy on x's side: numpy, or a torch tensor on its device (the verifier
+    # prepares rope's groups on the GPU, verify/trials/device_prepare.py)
+    out = x.detach().double().clone() if hasattr(x, "detach") else np.array(x, dtype=np.float64, copy=True)
     if magnitude:
         out[..., :half] = abs(x1 * c) + abs(x2 * s)
         out[..., half:rd] = abs(x2 * c) + abs(x1 * s)
@@ -89,5 +91,5 @@ OPS = [
     OpSpec("rope", ref_rope, lambda p: 1, "rotary embedding of q and k in place (first half of each "
            "cos/sin row; params.rotary_dim, params.inverse)", scale_rope, range_rope,
            "|x1 c| + |x2 s| (first half), |x2 c| + |x1 s| (second half)",
-           outputs=lambda problem: tuple(_rotated(problem))),
+           outputs=lambda problem: tuple(_rotated(problem)), array_api=True),
 ]

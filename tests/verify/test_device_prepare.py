@@ -141,6 +141,11 @@ def _host_copy(trial):
                                                                     Buffer("w", "float16", (768,)),
                                                                     Buffer("y", "float16", (24, 768), role="out"),
                                                                     Buffer("s", "float16", (24, 768), role="out")]),
+                                     Problem("rope_bwd", "rope", [Buffer("q", "bfloat16", (2, 16, 4, 64), role="inout"),
+                                                                  Buffer("k", "bfloat16", (2, 16, 2, 64), role="inout"),
+                                                                  Buffer("cos", "float32", (16, 64)),
+                                                                  Buffer("sin", "float32", (16, 64))],
+                                             params={"inverse": True, "rotary_dim": 48}),
                                      Problem("ln32", "layernorm", [Buffer("x", "float32", (32, 1000)),
                                                                    Buffer("w", "float32", (1000,)),
                                                                    Buffer("b", "float32", (1000,)),
@@ -150,7 +155,7 @@ def _host_copy(trial):
                          ids=lambda p: p.problem_id)
 def test_device_reference_and_bounds_equal_the_hosts_on_the_same_inputs(problem):
     op = get_op(problem.op)
-    specs = [OutputSpec(b.name, b.dtype) for b in problem.buffers if b.role == "out"]
+    specs = [OutputSpec(b.name, b.dtype) for b in problem.buffers if b.role in ("out", "inout")]
     terms = {s.name: op.bound_terms(problem, s.dtype) for s in specs}
     exact = problem.op in ("vector_add", "square")  # elementwise float64 is the same everywhere; sums may not be
     for trial in range(trial_count(problem)):
@@ -436,3 +441,51 @@ def test_softmax_verified_with_trials_made_on_the_device_labels_as_the_host(tmp_
     assert [got["auto"][n].status for n in names] == [got["host"][n].status for n in names]
     generators = got["auto"]["exact"].provenance["verify"]["input_generators"]
     assert device_rng.GENERATOR in generators and HOST_GENERATOR in generators  # the stress rows are the host's
+
+
+class _HostRopeWorker(_HostAddWorker):
+    """The worker interface applying rope (in place on q and k, role inout) on the host:
+    ``exact`` rows in float64 rounded once, ``forward`` rows the forward rotation where the
+    problem asks for the inverse."""
+    info = {"name": "host rope", "cc": [9, 0], "driver_version": "0"}
+
+    def check(self, record_json, group, payload, cubin, timeout, device_outputs=False):
+        import json
+        from dataset_spec.model import KernelRecord as Record
+        from dataset_spec.ops.rope import ref_rope
+        from verify.judge.outcome import CheckResult, TrialRun
+        from verify.trials.inputs import float_to_bits, from_storage
+        problem = Record.from_json(record_json).problem
+        if json.loads(record_json)["name"] == "forward":
+            problem = dataclasses.replace(problem, params=dict(problem.params, inverse=False))
+        runs = []
+        for trial, _key, _seed, storage in payload:
+            values = {b.name: from_storage(storage[b.name], b.dtype, b.shape) for b in problem.buffers}
+            out = ref_rope(values, problem)
+            runs.append(TrialRun(trial, {name: float_to_bits(out[name], problem.buffer(name).dtype)
+                                         for name in ("q", "k")}))
+        return CheckResult(runs=runs)
+
+
+_ROPE = Problem("rope_e2e", "rope", [Buffer("q", "bfloat16", (2, 16, 4, 64), role="inout"),
+                                     Buffer("k", "bfloat16", (2, 16, 2, 64), role="inout"),
+                                     Buffer("cos", "float32", (16, 64)), Buffer("sin", "float32", (16, 64))],
+                params={"inverse": True})
+
+
+def test_rope_in_place_verified_with_trials_made_on_the_device_labels_as_the_host(tmp_path, monkeypatch):
+    from dataset_spec.store.shards import ShardWriter, read_records
+    from verify import runner, verify_dataset
+    names = ("exact", "forward")
+    rows = [KernelRecord(_ROPE.problem_id, "test", {"entry": name}, name, "sm_80", "", [], _ROPE,
+                         build_key=f"k-{name}", kernel_id=name) for name in names]
+    ShardWriter(tmp_path / "in").write(rows)
+    monkeypatch.setattr(runner, "judge_device", lambda problem, reference, ordinal: CPU)
+    got = {}
+    for inputs in ("auto", "host"):
+        verify_dataset(tmp_path / "in", tmp_path / inputs, timing=False, progress=False, inputs=inputs,
+                       start_workers=lambda n: [_HostRopeWorker()], assemble_jobs=0)
+        got[inputs] = {r.name: r for r in read_records(tmp_path / inputs)}
+    for mode in ("auto", "host"):
+        assert [got[mode][n].status for n in names] == ["passed", "wrong_result"], mode
+    assert device_rng.GENERATOR in got["auto"]["exact"].provenance["verify"]["input_generators"]
