@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .spec import OpSpec, _inputs_of, _out_name
+from .spec import OpSpec, _inputs_of, _out_name, array_namespace, row_max
 
 MIN_CHUNK = 16           # terms a kernel adds in float32 before it may store a partial sum
 MAX_PARTIAL_ELEMS = 1 << 23  # float64 elements per batch of partial sums (64 MiB)
@@ -26,10 +26,15 @@ MAX_PARTIAL_ELEMS = 1 << 23  # float64 elements per batch of partial sums (64 Mi
 
 def dyadic_sq(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Sum over chunk lengths c in {1} + {16, 32, ..., n} of sum over chunks J of
-    (a[..., J] @ b[..., J, :])**2, for a (..., M, n) and b (..., n, N)."""
-    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    (a[..., J] @ b[..., J, :])**2, for a (..., M, n) and b (..., n, N): numpy arrays, or
+    torch tensors on one device."""
+    xp = array_namespace(a)
+    if xp is np:
+        a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    else:
+        a, b = a.double(), b.double()
     n = a.shape[-1]
-    total = np.matmul(a * a, b * b)
+    total = xp.matmul(a * a, b * b)
     c = MIN_CHUNK
     lengths = []
     while c < n:
@@ -43,15 +48,17 @@ def dyadic_sq(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def _chunk_squares(a, b, c):
+    xp = array_namespace(a)
     n, m, width = a.shape[-1], a.shape[-2], b.shape[-1]
     chunks = n // c
-    out = np.zeros(a.shape[:-1] + (width,))
-    step = max(1, MAX_PARTIAL_ELEMS // max(1, m * width * int(np.prod(a.shape[:-2], dtype=np.int64))))
+    lead = tuple(a.shape[:-2])
+    out = a.new_zeros(lead + (m, width)) if xp is not np else np.zeros(lead + (m, width))
+    step = max(1, MAX_PARTIAL_ELEMS // max(1, m * width * int(np.prod(lead, dtype=np.int64))))
     for first in range(0, chunks, step):
         last = min(chunks, first + step)
-        aj = a[..., first * c:last * c].reshape(a.shape[:-1] + (last - first, c))
-        bj = b[..., first * c:last * c, :].reshape(b.shape[:-2] + (last - first, c, width))
-        partial = np.matmul(np.moveaxis(aj, -2, -3), bj)  # (..., chunks, M, N)
+        aj = a[..., first * c:last * c].reshape(lead + (m, last - first, c))
+        bj = b[..., first * c:last * c, :].reshape(tuple(b.shape[:-2]) + (last - first, c, width))
+        partial = xp.matmul(xp.moveaxis(aj, -2, -3), bj)  # (..., chunks, M, N)
         out += (partial * partial).sum(axis=-3)
     return out
 
@@ -76,9 +83,10 @@ def _rms(x):
 
 def ref_attention(inputs, problem):
     q, k, v = _inputs_of(problem, inputs, "Q", "K", "V")
-    x = np.matmul(q, k)
-    e = np.exp(x - x.max(axis=-1, keepdims=True))
-    return {_out_name(problem): np.matmul(e / e.sum(axis=-1, keepdims=True), v)}
+    xp = array_namespace(q)
+    x = xp.matmul(q, k)
+    e = xp.exp(x - row_max(x))
+    return {_out_name(problem): xp.matmul(e / e.sum(axis=-1, keepdims=True), v)}
 
 
 def scale_attention(inputs, problem):
@@ -86,17 +94,19 @@ def scale_attention(inputs, problem):
     float16 first; bounded with |Q|@|K|) moves O by P_j (V_j - O); partial sums of E@V and
     of E over dyadic chunks; the output."""
     q, k, v = _inputs_of(problem, inputs, "Q", "K", "V")
-    x = np.matmul(q, k)
-    amp = 1.0 + np.matmul(np.abs(q), np.abs(k))
-    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    xp = array_namespace(q)
+    x = xp.matmul(q, k)
+    amp = 1.0 + xp.matmul(abs(q), abs(k))
+    e = xp.exp(x - row_max(x))
     p = e / e.sum(axis=-1, keepdims=True)
-    o = np.matmul(p, v)
+    o = xp.matmul(p, v)
     w = (p * amp) ** 2
-    per_term = np.matmul(w, v * v) - 2.0 * o * np.matmul(w, v) + o * o * w.sum(axis=-1, keepdims=True)
+    per_term = xp.matmul(w, v * v) - 2.0 * o * xp.matmul(w, v) + o * o * w.sum(axis=-1, keepdims=True)
     numerator = dyadic_sq(p, v)
-    denominator = dyadic_sq(p, np.ones(p.shape[:-2] + (p.shape[-1], 1)))
-    total = np.maximum(per_term, 0.0) + numerator + o * o * (denominator + 2.0)
-    return {_out_name(problem): np.sqrt(total)}
+    ones = tuple(p.shape[:-2]) + (p.shape[-1], 1)
+    denominator = dyadic_sq(p, p.new_ones(ones) if xp is not np else np.ones(ones))
+    total = per_term.clip(min=0.0) + numerator + o * o * (denominator + 2.0)  # clip keeps NaN, as np.maximum
+    return {_out_name(problem): xp.sqrt(total)}
 
 
 def attention_length(problem) -> int:
@@ -198,7 +208,7 @@ OPS: list = [
            "O = softmax(Q @ K, last dim) @ V with K stored [.., d, n] (Mirage: E = exp(Q@K); "
            "O = (E / sum(E, -1)) @ V)", scale_attention, _declared_range,
            "root sum of squares of P_j (1 + |Q|@|K|_j) |V_j - O|, dyadic partial sums of P@V and "
-           "of P (times O), and O; n = keys", sizes="attention"),
+           "of P (times O), and O; n = keys", sizes="attention", array_api=True),
     OpSpec("rmsnorm_matmul", ref_rmsnorm_matmul, last_dim_of("X"),
            "Y = (X / sqrt(mean(X^2, -1))) @ W", scale_rmsnorm_matmul, _declared_range,
            "root sum of squares of dyadic partial sums of (X/rms) @ W, and 3 Y; n = X's last dim"),

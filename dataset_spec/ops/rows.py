@@ -14,32 +14,18 @@ import numpy as np
 from ..numerics import FORMATS, bound_terms
 from .biased_sums import biased_sum_of_squares, half_worst_case
 from .spec import (OpSpec, _declared, _fmt, _inputs_of, _last_dim, _main_out, _out_dtype, _out_name, _shaped,
-                   narrow_output, on_magnitudes, range_int_sum, range_sum, stress_rows)
+                   array_namespace, narrow_output, on_magnitudes, range_int_sum, range_sum, row_max, stress_rows)
 
 STATISTICS = ("rstd", "mean")   # a norm's per-row statistics, when the problem declares them
 ADD_NORM_OUTPUTS = ("s",) + STATISTICS
 
 
-def _namespace(x):
-    """numpy, or torch for a tensor: softmax's and the norms' references and scales run on
-    either (the verifier prepares their groups on the GPU, verify/trials/device_prepare.py)."""
-    if hasattr(x, "detach"):
-        import torch
-        return torch
-    return np
-
-
-def _row_max(x):
-    """Each row's maximum, rows x 1 (NaN where the row holds one, as numpy's max)."""
-    return x.amax(dim=-1, keepdim=True) if hasattr(x, "detach") else x.max(axis=-1, keepdims=True)
-
-
 def ref_softmax(inputs, problem):
     (x,) = _inputs_of(problem, inputs, "x")
     x = x.reshape(-1, x.shape[-1])
-    xp = _namespace(x)
+    xp = array_namespace(x)
     with np.errstate(invalid="ignore"):  # NaN rows (stress trials) stay NaN
-        e = xp.exp(x - _row_max(x))
+        e = xp.exp(x - row_max(x))
         out = e / e.sum(axis=-1, keepdims=True)
     return {_out_name(problem): _shaped(problem, _out_name(problem), out)}
 
@@ -61,7 +47,7 @@ def _rms_parts(x, w, problem):
     eps = float(problem.params.get("eps", 1e-6))
     x2 = _rows(x, problem)
     with np.errstate(invalid="ignore", divide="ignore"):
-        rstd = 1.0 / _namespace(x2).sqrt((x2 * x2).mean(axis=-1, keepdims=True) + eps)
+        rstd = 1.0 / array_namespace(x2).sqrt((x2 * x2).mean(axis=-1, keepdims=True) + eps)
     return x2, rstd, float(problem.params.get("offset", 0.0)) + w.reshape(1, -1)
 
 
@@ -108,7 +94,7 @@ def ref_layernorm(inputs, problem):
     with np.errstate(invalid="ignore", divide="ignore"):
         mean = x2.mean(axis=-1, keepdims=True)
         var = ((x2 - mean) ** 2).mean(axis=-1, keepdims=True)
-        rstd = 1.0 / _namespace(x2).sqrt(var + eps)
+        rstd = 1.0 / array_namespace(x2).sqrt(var + eps)
         out = (x2 - mean) * rstd * w.reshape(1, -1) + b.reshape(1, -1)
     result = {out_name: _shaped(problem, out_name, out)}
     for name, value in (("mean", mean), ("rstd", rstd)):
@@ -151,9 +137,9 @@ SOFTMAX_FIXED_ROUNDINGS = 6
 
 def _softmax_parts(problem, x):
     x = x.reshape(-1, x.shape[-1])
-    xp = _namespace(x)
+    xp = array_namespace(x)
     with np.errstate(over="ignore", invalid="ignore"):
-        dist = _row_max(x) - x
+        dist = row_max(x) - x
         e = xp.exp(-dist)
         out = e / e.sum(axis=-1, keepdims=True)
         weighted = xp.where(out > 0, out * dist, 0.0)
@@ -165,7 +151,7 @@ def scale_softmax(inputs, problem):
     a relative error of out_i: S = 2 out_i."""
     (x,) = _inputs_of(problem, inputs, "x")
     out, _, _ = _softmax_parts(problem, x)
-    return {_out_name(problem): _shaped(problem, _out_name(problem), 2.0 * _namespace(out).nan_to_num(out))}
+    return {_out_name(problem): _shaped(problem, _out_name(problem), 2.0 * array_namespace(out).nan_to_num(out))}
 
 
 def pointwise_softmax(inputs, problem, reference):
@@ -176,7 +162,7 @@ def pointwise_softmax(inputs, problem, reference):
     out, dist, spread = _softmax_parts(problem, x)
     with np.errstate(over="ignore", invalid="ignore"):
         scale = out * (SOFTMAX_ARGUMENT_ROUNDINGS * (dist + spread) + SOFTMAX_FIXED_ROUNDINGS)
-    scale = _namespace(scale).nan_to_num(scale, posinf=math.inf)
+    scale = array_namespace(scale).nan_to_num(scale, posinf=math.inf)
     return {_out_name(problem): _shaped(problem, _out_name(problem), scale)}
 
 
@@ -290,7 +276,7 @@ def scale_layernorm(inputs, problem):
         if _declared(problem, "rstd"):
             var = ((x2 - x2.mean(axis=-1, keepdims=True)) ** 2).mean(axis=-1, keepdims=True)
             with np.errstate(divide="ignore"):
-                result["rstd"] = _row_statistic(problem, "rstd", 1.0 / _namespace(var).sqrt(var + eps))
+                result["rstd"] = _row_statistic(problem, "rstd", 1.0 / array_namespace(var).sqrt(var + eps))
     return result
 
 

@@ -345,6 +345,22 @@ def _last_dim(problem: Problem) -> int:
     return int(problem.buffer("x").shape[-1]) if any(b.name == "x" for b in problem.buffers) else 1
 
 
+def array_namespace(x):
+    """numpy, or torch for a tensor: the module whose functions an op written for both
+    (``OpSpec.array_api``) calls on ``x`` (the verifier prepares those ops' groups on the GPU,
+    verify/trials/device_prepare.py)."""
+    if hasattr(x, "detach"):
+        import torch
+        return torch
+    return np
+
+
+def row_max(x):
+    """The maximum along the last axis, kept as an axis of one (NaN where the row holds one,
+    as numpy's max), of a numpy array or a torch tensor."""
+    return x.amax(dim=-1, keepdim=True) if hasattr(x, "detach") else x.max(axis=-1, keepdims=True)
+
+
 def on_magnitudes(reference):
     """The error scale of a sum of products: the reference evaluated on |inputs|."""
     def scale(inputs, problem):

@@ -146,6 +146,13 @@ def _host_copy(trial):
                                                                   Buffer("cos", "float32", (16, 64)),
                                                                   Buffer("sin", "float32", (16, 64))],
                                              params={"inverse": True, "rotary_dim": 48}),
+                                     Problem("attn16", "attention",
+                                             [Buffer(n, "float16", shape, "in", Distribution("normal", {"std": 0.5}))
+                                              for n, shape in (("Q", (2, 32, 32)), ("K", (2, 32, 96)),
+                                                               ("V", (2, 96, 32)))]
+                                             + [Buffer("O", "float16", (2, 32, 32), role="out")],
+                                             params={"math_input": "float16",
+                                                     "input_range": {n: [2.0 ** -12, 2.0] for n in "QKV"}}),
                                      Problem("ln32", "layernorm", [Buffer("x", "float32", (32, 1000)),
                                                                    Buffer("w", "float32", (1000,)),
                                                                    Buffer("b", "float32", (1000,)),

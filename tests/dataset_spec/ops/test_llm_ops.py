@@ -180,3 +180,18 @@ def test_an_output_without_a_reference_is_refused_at_build_time():
         check_problem(problem_of("swiglu", output_roundings={"z": 2}))
     with pytest.raises(SpecError, match="params.output_roundings must be an integer from 1 to 8"):
         check_problem(problem_of("swiglu", output_roundings=0))
+
+
+def test_dyadic_sq_gives_numpys_sums_on_torch_tensors_batched_or_not(monkeypatch):
+    """The attention error scale's partial-sum term on torch tensors (the verifier prepares
+    attention on the GPU), with the chunks batched a few at a time and all at once."""
+    torch = pytest.importorskip("torch")
+    from dataset_spec.ops import llm
+    rng = np.random.default_rng(3)
+    a, b = rng.normal(size=(2, 5, 128)), rng.normal(size=(2, 128, 7))
+    for limit in (llm.MAX_PARTIAL_ELEMS, 2 * 5 * 7 * 3):  # the second: three chunks a batch
+        monkeypatch.setattr(llm, "MAX_PARTIAL_ELEMS", limit)
+        want = llm.dyadic_sq(a, b)
+        got = llm.dyadic_sq(torch.from_numpy(a), torch.from_numpy(b))
+        assert torch.is_tensor(got) and got.dtype == torch.float64
+        np.testing.assert_allclose(got.numpy(), want, rtol=1e-12, atol=0)
