@@ -354,8 +354,20 @@ def prepare_problem(problem: Problem, group_id: str, n_trials: Optional[int] = N
                          else terms[s.name].describe()) for s in specs)
     # The trials are drawn and judged-for in parallel (numpy releases the GIL in its array
     # loops), then taken in trial order, so the first refusal is the one a serial pass finds.
-    results = list(device_pool.map(lambda trial: quiet(_trial_reference, op, problem, trial, specs, terms,
-                                                        reference, device), trials))
+    try:
+        results = list(device_pool.map(lambda trial: quiet(_trial_reference, op, problem, trial, specs, terms,
+                                                            reference, device), trials))
+    except Exception as exc:
+        if device is None or type(exc).__name__ != "OutOfMemoryError":
+            raise
+        # a float64 reference (or its scale's temporaries) larger than the GPU's free memory:
+        # the group is prepared on the host instead, its references then copied where judged
+        del trials, prepared
+        _release_cached_memory(device)
+        on_host = prepare_problem(problem, group_id, n_trials, "numpy", None, quiet_gpu, host_trial, salt,
+                                  measure_coverage=measure_coverage, phases=phases)
+        on_host.bound_note += f"; prepared on the host: the GPU ran out of memory for the references ({exc})"[:400]
+        return on_host
     phases["reference"] += time.perf_counter() - started
     catches = []
     trivial = {spec.name: [] for spec in specs}  # output -> why each trial could not tell
@@ -391,6 +403,13 @@ def prepare_problem(problem: Problem, group_id: str, n_trials: Optional[int] = N
     if measure_coverage:
         prepared._coverage = coverage_of(prepared, quiet_gpu)
     return prepared
+
+
+def _release_cached_memory(device) -> None:
+    """Hands torch's cached blocks on ``device`` back to the driver (after an out-of-memory)."""
+    if getattr(device, "type", "") == "cuda":
+        import torch
+        torch.cuda.empty_cache()
 
 
 def input_independent(name: str, references: list) -> bool:

@@ -496,3 +496,32 @@ def test_rope_in_place_verified_with_trials_made_on_the_device_labels_as_the_hos
     for mode in ("auto", "host"):
         assert [got[mode][n].status for n in names] == ["passed", "wrong_result"], mode
     assert device_rng.GENERATOR in got["auto"]["exact"].provenance["verify"]["input_generators"]
+
+
+def test_a_group_whose_references_outgrow_the_gpu_is_prepared_on_the_host(monkeypatch):
+    """Out of GPU memory in a float64 reference or its scale is the GPU's limit, not the
+    function's: the group is prepared on the host (not refused), and its note says why."""
+    from verify.trials import device_prepare
+
+    def out_of_memory(*args):
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 12.00 GiB")
+    monkeypatch.setattr(device_prepare, "bounds_on_device", out_of_memory)
+    problem = _vector_add("float32", 5000)
+    prepared = prepare_problem(problem, "g", device=CPU)
+    assert not prepared.refusal and prepared.device is None
+    assert all(t.generator == HOST_GENERATOR for t in prepared.trials)
+    assert all(isinstance(ref["out"], np.ndarray) for ref in prepared.references)
+    assert "ran out of memory" in prepared.bound_note
+    host = prepare_problem(problem, "g")
+    for got, want in zip(prepared.references, host.references):
+        np.testing.assert_array_equal(got["out"], want["out"])
+
+
+def test_other_failures_of_a_reference_on_the_device_still_refuse_the_group(monkeypatch):
+    from verify.trials import device_prepare
+
+    def broken(*args):
+        raise ValueError("the function's own error")
+    monkeypatch.setattr(device_prepare, "bounds_on_device", broken)
+    prepared = prepare_problem(_vector_add("float32", 5000), "g", device=CPU)
+    assert "reference failed: ValueError: the function's own error" in prepared.refusal

@@ -492,6 +492,8 @@ def trial_reference_on_device(op, problem: Problem, trial: TrialInputs, specs: l
             shaped[spec.name] = ref[spec.name].to(torch.float64).reshape(problem.buffer(spec.name).shape)
         bounds = bounds_on_device(op, dict(trial.values), problem, shaped)
     except Exception as exc:
+        if isinstance(exc, torch.OutOfMemoryError):
+            raise  # the GPU's limit, not the function's: the runner prepares the group on the host
         return {}, {}, f"reference failed: {type(exc).__name__}: {exc}"
     per_spec = {}
     for spec in specs:
