@@ -21,7 +21,7 @@ import math
 import numpy as np
 
 from ..numerics import FORMATS
-from .spec import OpSpec, _fmt, _inputs_of, _main_out, narrow_output
+from .spec import OpSpec, _fmt, _inputs_of, _main_out, array_namespace, narrow_output
 
 SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 GELU_CUBIC = 0.044715
@@ -37,12 +37,12 @@ def _gate(problem, a):
 
 def _silu(a):
     with np.errstate(over="ignore"):
-        return a / (1.0 + np.exp(-a))
+        return a / (1.0 + array_namespace(a).exp(-a))
 
 
 def _gelu_tanh(a):
     z = SQRT_2_OVER_PI * (a + GELU_CUBIC * a * a * a)
-    return 0.5 * a * (1.0 + np.tanh(z)), z
+    return 0.5 * a * (1.0 + array_namespace(z).tanh(z)), z
 
 
 def ref_swiglu(inputs, problem):
@@ -81,7 +81,7 @@ def pointwise_geglu(inputs, problem, reference):
     with np.errstate(invalid="ignore", over="ignore"):
         _, z = _gelu_tanh(a)
         cancelling = 0.5 * abs(a * b) * (4.0 * (abs(z) + 1.0)) * (z < 0)
-    return {out: abs(reference[out]) * 6.0 + np.nan_to_num(cancelling, posinf=np.inf)
+    return {out: abs(reference[out]) * 6.0 + array_namespace(cancelling).nan_to_num(cancelling, posinf=math.inf)
             + _subnormal_activation(problem, b)}
 
 
@@ -113,9 +113,9 @@ def roundings_gated(problem, name=None) -> int:
 OPS = [
     OpSpec("swiglu", ref_swiglu, lambda p: 1, "c = silu(gate_multiplier * a) * b, elementwise",
            None, range_swiglu, "|c_i|", pointwise_scale=pointwise_swiglu,
-           pointwise_text="|c_i| (4 |a_i| + 6) + tiny_b |b_i| / u_acc", roundings=roundings_gated),
+           pointwise_text="|c_i| (4 |a_i| + 6) + tiny_b |b_i| / u_acc", roundings=roundings_gated, array_api=True),
     OpSpec("geglu", ref_geglu, lambda p: 1, "c = gelu_tanh(a) * b, elementwise (params.approximate: tanh)",
            None, range_geglu, "|c_i|", pointwise_scale=pointwise_geglu,
            pointwise_text="6 |c_i|, + 2 |a_i b_i| (|z_i| + 1) where z_i < 0 (1 + tanh z cancels), + tiny_b |b_i| / u_acc",
-           roundings=roundings_gated),
+           roundings=roundings_gated, array_api=True),
 ]
