@@ -65,16 +65,16 @@ def _chunk_squares(a, b, c):
 
 def _silu(x):
     with np.errstate(over="ignore"):
-        return x / (1.0 + np.exp(-x))
+        return x / (1.0 + array_namespace(x).exp(-x))
 
 
 def _sigmoid(x):
     with np.errstate(over="ignore"):
-        return 1.0 / (1.0 + np.exp(-x))
+        return 1.0 / (1.0 + array_namespace(x).exp(-x))
 
 
 def _rms(x):
-    return np.sqrt(np.mean(x * x, axis=-1, keepdims=True))
+    return array_namespace(x).sqrt((x * x).mean(axis=-1, keepdims=True))
 
 
 # ---- attention: O = softmax(Q @ K, last dim) @ V ---------------------------------------
@@ -117,52 +117,58 @@ def attention_length(problem) -> int:
 
 def ref_rmsnorm_matmul(inputs, problem):
     x, w = _inputs_of(problem, inputs, "X", "W")
-    return {_out_name(problem): np.matmul(x / _rms(x), w)}
+    xp = array_namespace(x)
+    return {_out_name(problem): xp.matmul(x / _rms(x), w)}
 
 
 def scale_rmsnorm_matmul(inputs, problem):
     """Roundings: normalised operands and partial sums of (X/r) @ W; r and the output."""
     x, w = _inputs_of(problem, inputs, "X", "W")
+    xp = array_namespace(x)
     xn = x / _rms(x)
-    y = np.matmul(xn, w)
-    return {_out_name(problem): np.sqrt(dyadic_sq(xn, w) + 3.0 * y * y)}
+    y = xp.matmul(xn, w)
+    return {_out_name(problem): xp.sqrt(dyadic_sq(xn, w) + 3.0 * y * y)}
 
 
 # ---- gated_mlp: Y = silu(X @ W1) * (X @ W2) ---------------------------------------------
 
 def ref_gated_mlp(inputs, problem):
     x, w1, w2 = _inputs_of(problem, inputs, "X", "W1", "W2")
-    return {_out_name(problem): _silu(np.matmul(x, w1)) * np.matmul(x, w2)}
+    xp = array_namespace(x)
+    return {_out_name(problem): _silu(xp.matmul(x, w1)) * xp.matmul(x, w2)}
 
 
 def scale_gated_mlp(inputs, problem):
     """Roundings of the two GEMMs' partial sums carried through silu' and the product;
     silu's output and the output."""
     x, w1, w2 = _inputs_of(problem, inputs, "X", "W1", "W2")
-    g, u = np.matmul(x, w1), np.matmul(x, w2)
+    xp = array_namespace(x)
+    g, u = xp.matmul(x, w1), xp.matmul(x, w2)
     s = _sigmoid(g)
     dsilu = s * (1.0 + g * (1.0 - s))
     y = _silu(g) * u
     total = (dsilu * u) ** 2 * dyadic_sq(x, w1) + _silu(g) ** 2 * dyadic_sq(x, w2) + 2.0 * y * y
-    return {_out_name(problem): np.sqrt(total)}
+    return {_out_name(problem): xp.sqrt(total)}
 
 
 # ---- lora: Y = X @ W + (X @ A) @ B -------------------------------------------------------
 
 def ref_lora(inputs, problem):
     x, w, a, b = _inputs_of(problem, inputs, "X", "W", "A", "B")
-    return {_out_name(problem): np.matmul(x, w) + np.matmul(np.matmul(x, a), b)}
+    xp = array_namespace(x)
+    return {_out_name(problem): xp.matmul(x, w) + xp.matmul(xp.matmul(x, a), b)}
 
 
 def scale_lora(inputs, problem):
     """Partial sums of X@W, of T = X@A (carried through B) and of T@B; both addends and
     the output."""
     x, w, a, b = _inputs_of(problem, inputs, "X", "W", "A", "B")
-    t = np.matmul(x, a)
-    main, low = np.matmul(x, w), np.matmul(t, b)
-    total = (dyadic_sq(x, w) + np.matmul(dyadic_sq(x, a), b * b) + dyadic_sq(t, b)
+    xp = array_namespace(x)
+    t = xp.matmul(x, a)
+    main, low = xp.matmul(x, w), xp.matmul(t, b)
+    total = (dyadic_sq(x, w) + xp.matmul(dyadic_sq(x, a), b * b) + dyadic_sq(t, b)
              + main * main + low * low + (main + low) ** 2)
-    return {_out_name(problem): np.sqrt(total)}
+    return {_out_name(problem): xp.sqrt(total)}
 
 
 def lora_length(problem) -> int:
@@ -173,6 +179,7 @@ def lora_length(problem) -> int:
 
 def ref_ntrans(inputs, problem):
     h, x, alpha = _inputs_of(problem, inputs, "H", "X", "alpha")
+    xp = array_namespace(h)
     z = x + alpha * (h / _rms(h) + x)
     return {_out_name(problem): z / _rms(z)}
 
@@ -181,6 +188,7 @@ def scale_ntrans(inputs, problem):
     """Roundings of rms_norm(H) (elementwise and its row scale), of the sum, the product
     and Z; Z's errors move Y directly and through rms(Z); rms(Z) and the output."""
     h, x, alpha = _inputs_of(problem, inputs, "H", "X", "alpha")
+    xp = array_namespace(h)
     hn = h / _rms(h)
     t1 = hn + x
     t2 = alpha * t1
@@ -191,7 +199,7 @@ def scale_ntrans(inputs, problem):
     n = z.shape[-1]
     through_r = y * y * ((z * z * e2).sum(axis=-1, keepdims=True) / (n * r * r) ** 2)
     total = e2 / (r * r) + through_r + 2.0 * y * y
-    return {_out_name(problem): np.sqrt(total)}
+    return {_out_name(problem): xp.sqrt(total)}
 
 
 def last_dim_of(name: str):
@@ -211,16 +219,16 @@ OPS: list = [
            "of P (times O), and O; n = keys", sizes="attention", array_api=True),
     OpSpec("rmsnorm_matmul", ref_rmsnorm_matmul, last_dim_of("X"),
            "Y = (X / sqrt(mean(X^2, -1))) @ W", scale_rmsnorm_matmul, _declared_range,
-           "root sum of squares of dyadic partial sums of (X/rms) @ W, and 3 Y; n = X's last dim"),
+           "root sum of squares of dyadic partial sums of (X/rms) @ W, and 3 Y; n = X's last dim", array_api=True),
     OpSpec("gated_mlp", ref_gated_mlp, last_dim_of("X"), "Y = silu(X @ W1) * (X @ W2)",
            scale_gated_mlp, _declared_range,
-           "root sum of squares of silu'(G) U dyadic(X, W1) and silu(G) dyadic(X, W2), and 2 Y; n = K"),
+           "root sum of squares of silu'(G) U dyadic(X, W1) and silu(G) dyadic(X, W2), and 2 Y; n = K", array_api=True),
     OpSpec("lora", ref_lora, lora_length, "Y = X @ W + (X @ A) @ B", scale_lora, _declared_range,
            "root sum of squares of dyadic partial sums of X@W, X@A (through B), (X@A)@B, the addends "
-           "and Y; n = K"),
+           "and Y; n = K", array_api=True),
     OpSpec("ntrans", ref_ntrans, last_dim_of("X"), "Y = rms_norm(X + alpha * (rms_norm(H) + X))",
            scale_ntrans, _declared_range,
            "root sum of squares of the roundings of rms_norm(H), the sum, the product and Z, "
-           "through 1/rms(Z), and 2 Y; n = row length"),
+           "through 1/rms(Z), and 2 Y; n = row length", array_api=True),
 ]
 

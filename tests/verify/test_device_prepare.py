@@ -160,6 +160,19 @@ def _host_copy(trial):
                                      Problem("geglu16", "geglu", [Buffer("a", "float16", (8, 700)),
                                                                   Buffer("b", "float16", (8, 700)),
                                                                   Buffer("c", "float16", (8, 700), role="out")]),
+                                     *[Problem(f"mirage_{op}", op,
+                                               [Buffer(n, "float16", shape, "in", Distribution("normal", {"std": 0.3}))
+                                                for n, shape in ins]
+                                               + [Buffer("Y", "float16", (16, 48), role="out")],
+                                               params={"math_input": "float16",
+                                                       "input_range": {n: [2.0 ** -10, 1.0] for n, _ in ins}})
+                                       for op, ins in (("rmsnorm_matmul", (("X", (16, 64)), ("W", (64, 48)))),
+                                                       ("gated_mlp", (("X", (16, 64)), ("W1", (64, 48)),
+                                                                      ("W2", (64, 48)))),
+                                                       ("lora", (("X", (16, 64)), ("W", (64, 48)), ("A", (64, 16)),
+                                                                 ("B", (16, 48)))),
+                                                       ("ntrans", (("H", (16, 48)), ("X", (16, 48)),
+                                                                   ("alpha", (1, 48)))))],
                                      Problem("ln32", "layernorm", [Buffer("x", "float32", (32, 1000)),
                                                                    Buffer("w", "float32", (1000,)),
                                                                    Buffer("b", "float32", (1000,)),
