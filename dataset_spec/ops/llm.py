@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .spec import OpSpec, _inputs_of, _out_name, array_namespace, row_max
+from .spec import OpSpec, _inputs_of, _out_name, array_namespace, as_float64, filled_like, row_max
 
 MIN_CHUNK = 16           # terms a kernel adds in float32 before it may store a partial sum
 MAX_PARTIAL_ELEMS = 1 << 23  # float64 elements per batch of partial sums (64 MiB)
@@ -29,10 +29,7 @@ def dyadic_sq(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     (a[..., J] @ b[..., J, :])**2, for a (..., M, n) and b (..., n, N): numpy arrays, or
     torch tensors on one device."""
     xp = array_namespace(a)
-    if xp is np:
-        a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
-    else:
-        a, b = a.double(), b.double()
+    a, b = as_float64(a), as_float64(b)
     n = a.shape[-1]
     total = xp.matmul(a * a, b * b)
     c = MIN_CHUNK
@@ -52,7 +49,7 @@ def _chunk_squares(a, b, c):
     n, m, width = a.shape[-1], a.shape[-2], b.shape[-1]
     chunks = n // c
     lead = tuple(a.shape[:-2])
-    out = a.new_zeros(lead + (m, width)) if xp is not np else np.zeros(lead + (m, width))
+    out = filled_like(a, lead + (m, width), 0.0)
     step = max(1, MAX_PARTIAL_ELEMS // max(1, m * width * int(np.prod(lead, dtype=np.int64))))
     for first in range(0, chunks, step):
         last = min(chunks, first + step)
@@ -103,8 +100,7 @@ def scale_attention(inputs, problem):
     w = (p * amp) ** 2
     per_term = xp.matmul(w, v * v) - 2.0 * o * xp.matmul(w, v) + o * o * w.sum(axis=-1, keepdims=True)
     numerator = dyadic_sq(p, v)
-    ones = tuple(p.shape[:-2]) + (p.shape[-1], 1)
-    denominator = dyadic_sq(p, p.new_ones(ones) if xp is not np else np.ones(ones))
+    denominator = dyadic_sq(p, filled_like(p, tuple(p.shape[:-2]) + (p.shape[-1], 1), 1.0))
     total = per_term.clip(min=0.0) + numerator + o * o * (denominator + 2.0)  # clip keeps NaN, as np.maximum
     return {_out_name(problem): xp.sqrt(total)}
 
@@ -179,7 +175,6 @@ def lora_length(problem) -> int:
 
 def ref_ntrans(inputs, problem):
     h, x, alpha = _inputs_of(problem, inputs, "H", "X", "alpha")
-    xp = array_namespace(h)
     z = x + alpha * (h / _rms(h) + x)
     return {_out_name(problem): z / _rms(z)}
 

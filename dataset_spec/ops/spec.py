@@ -355,6 +355,20 @@ def array_namespace(x):
     return np
 
 
+def as_float64(x):
+    """``x`` as float64: a numpy array, or a torch tensor on its device."""
+    return x.double() if hasattr(x, "detach") else np.asarray(x, dtype=np.float64)
+
+
+def filled_like(like, shape: tuple, value: float):
+    """A float64 array of ``shape`` holding ``value``, of ``like``'s kind (numpy, or torch on
+    ``like``'s device)."""
+    xp = array_namespace(like)
+    if xp is np:
+        return np.full(shape, value, dtype=np.float64)
+    return xp.full(tuple(shape), value, dtype=xp.float64, device=like.device)
+
+
 def row_max(x):
     """The maximum along the last axis, kept as an axis of one (NaN where the row holds one,
     as numpy's max), of a numpy array or a torch tensor."""

@@ -192,3 +192,12 @@ def test_on_a_gpu_a_numpy_only_function_takes_the_cupy_route_and_gives_numpys_an
     for name in want:
         assert first[name].device.type == "cuda" and second[name].device.type == "cuda"
         np.testing.assert_allclose(second[name].cpu().numpy(), want[name], rtol=1e-12, atol=0)
+
+
+def test_a_functions_copy_on_the_library_is_made_once():
+    module = types.ModuleType("user_ref_once")
+    exec(NUMPY_ONLY, module.__dict__)
+    namespace = array_namespace.Namespace(_Recording(), {"errstate": array_namespace._errstate})
+    first = custom_reference._on_cupy(module.f, namespace)
+    assert first is not module.f and custom_reference._on_cupy(module.f, namespace) is first
+    assert first.__globals__["np"] is namespace and module.f.__globals__["np"] is np

@@ -314,21 +314,28 @@ class _HostAddWorker:
         pass
 
 
-def test_verify_with_trials_made_on_the_device_labels_as_the_host(tmp_path, monkeypatch):
-    """The runner end to end with torch's CPU as the device (inputs, references, bounds and
-    judging there) against the host path: the same statuses, the generator recorded."""
+def _verified_both_ways(tmp_path, monkeypatch, problem: Problem, names: tuple, worker) -> dict:
+    """``names`` (one row each of ``problem``) verified by ``worker`` with torch's CPU as the
+    judging device, with the trials made there (auto) and on the host: mode -> name -> row."""
     from dataset_spec.store.shards import ShardWriter, read_records
     from verify import runner, verify_dataset
-    problem = _vector_add("float32", 5000)
     rows = [KernelRecord(problem.problem_id, "test", {"entry": name}, name, "sm_80", "", [], problem,
-                         build_key=f"k-{name}", kernel_id=name) for name in ("exact", "exact_too", "skewed")]
+                         build_key=f"k-{name}", kernel_id=name) for name in names]
     ShardWriter(tmp_path / "in").write(rows)
     monkeypatch.setattr(runner, "judge_device", lambda problem, reference, ordinal: CPU)
     got = {}
     for inputs in ("auto", "host"):
         verify_dataset(tmp_path / "in", tmp_path / inputs, timing=False, progress=False, inputs=inputs,
-                       start_workers=lambda n: [_HostAddWorker()], assemble_jobs=0)
+                       start_workers=lambda n: [worker], assemble_jobs=0)
         got[inputs] = {r.name: r for r in read_records(tmp_path / inputs)}
+    return got
+
+
+def test_verify_with_trials_made_on_the_device_labels_as_the_host(tmp_path, monkeypatch):
+    """The runner end to end with torch's CPU as the device (inputs, references, bounds and
+    judging there) against the host path: the same statuses, the generator recorded."""
+    problem = _vector_add("float32", 5000)
+    got = _verified_both_ways(tmp_path, monkeypatch, problem, ("exact", "exact_too", "skewed"), _HostAddWorker())
     for mode, generator in (("auto", device_rng.GENERATOR), ("host", HOST_GENERATOR)):
         assert [got[mode][n].status for n in ("exact", "exact_too", "skewed")] == ["passed", "passed", "wrong_result"]
         assert got[mode]["exact"].provenance["verify"]["input_generators"] == [generator] * trial_count(problem)
@@ -423,7 +430,8 @@ def test_a_row_op_prepared_on_the_device_counts_the_coverage_the_host_counts(pro
 class _HostSoftmaxWorker(_HostAddWorker):
     """The worker interface computing a float32 row softmax on the host: ``exact`` rows in
     float64 rounded once, ``naive`` rows exp(x) in float32 without subtracting the row's
-    maximum (overflows on wide rows), ``skewed`` rows 1% off at element 5."""
+    maximum (overflows on wide rows), ``skewed`` rows 1% off at element 5,
+    ``nan_on_neg_inf_rows`` exact but NaN in every row that holds -inf."""
     info = {"name": "host softmax", "cc": [9, 0], "driver_version": "0"}
 
     def check(self, record_json, group, payload, cubin, timeout, device_outputs=False):
@@ -443,28 +451,22 @@ class _HostSoftmaxWorker(_HostAddWorker):
                     out = (e / e.sum(axis=-1, keepdims=True)).astype(np.float32)
             if name == "skewed":
                 out.reshape(-1)[5] = np.float32(out.reshape(-1)[5] * 1.01 + 1e-3)
+            if name == "nan_on_neg_inf_rows":  # exact, but a row holding -inf comes out NaN
+                rows = out.reshape(-1, out.shape[-1])
+                rows[np.isneginf(x.reshape(rows.shape)).any(axis=-1)] = np.nan
             runs.append(TrialRun(trial, {"y": out}))
         return CheckResult(runs=runs)
 
 
 def test_softmax_verified_with_trials_made_on_the_device_labels_as_the_host(tmp_path, monkeypatch):
-    from dataset_spec.store.shards import ShardWriter, read_records
-    from verify import runner, verify_dataset
     problem = Problem("sm_e2e", "softmax", [Buffer("x", "float32", (64, 300)),
                                             Buffer("y", "float32", (64, 300), role="out")])
-    names = ("exact", "naive", "skewed")
-    rows = [KernelRecord(problem.problem_id, "test", {"entry": name}, name, "sm_80", "", [], problem,
-                         build_key=f"k-{name}", kernel_id=name) for name in names]
-    ShardWriter(tmp_path / "in").write(rows)
-    monkeypatch.setattr(runner, "judge_device", lambda problem, reference, ordinal: CPU)
-    got = {}
-    for inputs in ("auto", "host"):
-        verify_dataset(tmp_path / "in", tmp_path / inputs, timing=False, progress=False, inputs=inputs,
-                       start_workers=lambda n: [_HostSoftmaxWorker()], assemble_jobs=0)
-        got[inputs] = {r.name: r for r in read_records(tmp_path / inputs)}
+    names = ("exact", "naive", "skewed", "nan_on_neg_inf_rows")
+    got = _verified_both_ways(tmp_path, monkeypatch, problem, names, _HostSoftmaxWorker())
     for mode in ("auto", "host"):
         statuses = [got[mode][n].status for n in names]
         assert statuses[0] == "passed" and statuses[1] != "passed" and statuses[2] == "wrong_result", (mode, statuses)
+        assert statuses[3] != "passed", (mode, statuses)  # only the host-drawn stress rows hold -inf
     assert [got["auto"][n].status for n in names] == [got["host"][n].status for n in names]
     generators = got["auto"]["exact"].provenance["verify"]["input_generators"]
     assert device_rng.GENERATOR in generators and HOST_GENERATOR in generators  # the stress rows are the host's
@@ -501,18 +503,8 @@ _ROPE = Problem("rope_e2e", "rope", [Buffer("q", "bfloat16", (2, 16, 4, 64), rol
 
 
 def test_rope_in_place_verified_with_trials_made_on_the_device_labels_as_the_host(tmp_path, monkeypatch):
-    from dataset_spec.store.shards import ShardWriter, read_records
-    from verify import runner, verify_dataset
     names = ("exact", "forward")
-    rows = [KernelRecord(_ROPE.problem_id, "test", {"entry": name}, name, "sm_80", "", [], _ROPE,
-                         build_key=f"k-{name}", kernel_id=name) for name in names]
-    ShardWriter(tmp_path / "in").write(rows)
-    monkeypatch.setattr(runner, "judge_device", lambda problem, reference, ordinal: CPU)
-    got = {}
-    for inputs in ("auto", "host"):
-        verify_dataset(tmp_path / "in", tmp_path / inputs, timing=False, progress=False, inputs=inputs,
-                       start_workers=lambda n: [_HostRopeWorker()], assemble_jobs=0)
-        got[inputs] = {r.name: r for r in read_records(tmp_path / inputs)}
+    got = _verified_both_ways(tmp_path, monkeypatch, _ROPE, names, _HostRopeWorker())
     for mode in ("auto", "host"):
         assert [got[mode][n].status for n in names] == ["passed", "wrong_result"], mode
     assert device_rng.GENERATOR in got["auto"]["exact"].provenance["verify"]["input_generators"]

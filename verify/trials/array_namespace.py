@@ -12,6 +12,7 @@ caller compares one trial both ways first (custom_reference.py).
 from __future__ import annotations
 
 import contextlib
+import functools
 import types
 
 import numpy as np
@@ -39,8 +40,10 @@ def _errstate(**_ignored):
     return contextlib.nullcontext()
 
 
+@functools.lru_cache(maxsize=1)
 def cupy_namespace():
-    """numpy's names on CuPy (the GPU), or None without CuPy."""
+    """numpy's names on CuPy (the GPU), or None without CuPy (one per process: the CuPy
+    copies of users' functions are kept per function against it)."""
     try:
         import cupy
     except ImportError:

@@ -29,6 +29,7 @@ import os
 import sys
 import threading
 import uuid
+import weakref
 from pathlib import Path
 from typing import Callable, Optional
 
@@ -59,6 +60,7 @@ MIN_GPU_ELEMENTS = 1 << 16
 _VERDICTS: dict = {}
 _VERDICT_LOCKS: dict = {}
 _LOCKS_LOCK = threading.Lock()
+_CUPY_COPIES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # function -> its copy on CuPy
 
 
 def function_identity(problem, attribute: str) -> Optional[str]:
@@ -135,7 +137,7 @@ def run_route(route: str, func: Callable, tensors: dict, problem, torch) -> Opti
         with cupy.cuda.Device(device.index or 0):
             try:
                 arrays = {k: cupy.from_dlpack(v.contiguous()) for k, v in tensors.items()}
-                out = rebound(func, namespace)(arrays, problem)
+                out = _on_cupy(func, namespace)(arrays, problem)
                 if out is None or not isinstance(out, dict) or not all(isinstance(v, cupy.ndarray)
                                                                        for v in out.values()):
                     return None
@@ -145,6 +147,15 @@ def run_route(route: str, func: Callable, tensors: dict, problem, torch) -> Opti
                 # reach; the answers (shared with torch through DLPack) stay in use
                 cupy.get_default_memory_pool().free_all_blocks()
     raise ValueError(f"unknown route {route!r}")
+
+
+def _on_cupy(func: Callable, namespace) -> Callable:
+    """``func`` with its ``np`` bound to CuPy, made once per function (the user's modules are
+    loaded once, so a function is the same object on every trial)."""
+    copy = _CUPY_COPIES.get(func)
+    if copy is None:
+        copy = _CUPY_COPIES[func] = rebound(func, namespace)
+    return copy
 
 
 def on_device(func: Callable, values: dict, problem, torch, device, quiet=None, route: str = "torch") -> Optional[dict]:
@@ -185,14 +196,19 @@ def with_specials(values: dict) -> dict:
     return out
 
 
+def _answer_on(func: Callable, values: dict, problem, torch, device, quiet, route: str) -> tuple:
+    """(``route``'s answer on ``values`` or None, why it gave none or '')."""
+    try:
+        return on_device(func, values, problem, torch, device, quiet, route), ""
+    except Exception as exc:  # numpy-only code fails on another library's arrays in many ways
+        return None, f"{type(exc).__name__}: {exc}"
+
+
 def _agrees_on(func: Callable, values: dict, problem, torch, device, quiet, route: str,
                want: Optional[dict]) -> str:
     """Why ``route``'s answer on ``values`` is not numpy's ``want`` ('' when it is)."""
-    try:
-        got = on_device(func, values, problem, torch, device, quiet, route)
-    except Exception as exc:  # numpy-only code fails on another library's arrays in many ways
-        return f"{type(exc).__name__}: {exc}"
-    return disagreement(got, want)
+    got, reason = _answer_on(func, values, problem, torch, device, quiet, route)
+    return reason or disagreement(got, want)
 
 
 def _find_route(func: Callable, values: dict, problem, torch, device, quiet=None) -> tuple:
@@ -202,10 +218,7 @@ def _find_route(func: Callable, values: dict, problem, torch, device, quiet=None
     ``values`` alone."""
     reasons, want, specials = [], None, None
     for index, route in enumerate(ROUTES):
-        try:
-            got, reason = on_device(func, values, problem, torch, device, quiet, route), ""
-        except Exception as exc:  # numpy-only code fails on another library's arrays in many ways
-            got, reason = None, f"{type(exc).__name__}: {exc}"
+        got, reason = _answer_on(func, values, problem, torch, device, quiet, route)
         if index == 0:
             want = _host(func, values, problem)
         reason = reason or disagreement(got, want)
