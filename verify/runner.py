@@ -42,8 +42,8 @@ from dataset_spec.one_problem import describe_mismatch, distinct_problems
 from .device.assembly_pool import AssemblyPool, runnable_reason
 from .judge.compare import agreement_bound, trivial_reason
 from .trials.inputs import exact_values, make_trial_inputs
-from .trials.device_prepare import (custom_on_device, device_makes, device_supported, make_trial_inputs_device, trial_on,
-                             trial_reference_on_device)
+from .trials.device_prepare import (custom_on_device, device_makes, device_supported, make_trial_inputs_device,
+                                    out_of_memory, trial_on, trial_reference_on_device)
 from .judge.trial_stats import element
 from .device.device_outputs import device_inputs
 from .judge.judge import device_of, is_tensor, judge_device, on_device
@@ -358,7 +358,7 @@ def prepare_problem(problem: Problem, group_id: str, n_trials: Optional[int] = N
         results = list(device_pool.map(lambda trial: quiet(_trial_reference, op, problem, trial, specs, terms,
                                                             reference, device), trials))
     except Exception as exc:
-        if device is None or type(exc).__name__ != "OutOfMemoryError":
+        if device is None or not out_of_memory(exc):
             raise
         # a float64 reference (or its scale's temporaries) larger than the GPU's free memory:
         # the group is prepared on the host instead, its references then copied where judged

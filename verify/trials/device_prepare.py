@@ -492,7 +492,7 @@ def trial_reference_on_device(op, problem: Problem, trial: TrialInputs, specs: l
             shaped[spec.name] = ref[spec.name].to(torch.float64).reshape(problem.buffer(spec.name).shape)
         bounds = bounds_on_device(op, dict(trial.values), problem, shaped)
     except Exception as exc:
-        if isinstance(exc, torch.OutOfMemoryError):
+        if out_of_memory(exc):
             raise  # the GPU's limit, not the function's: the runner prepares the group on the host
         return {}, {}, f"reference failed: {type(exc).__name__}: {exc}"
     per_spec = {}
@@ -503,6 +503,11 @@ def trial_reference_on_device(op, problem: Problem, trial: TrialInputs, specs: l
                   if trial.kind in ("normal", "uniform") and not reason else None)
         per_spec[spec.name] = (bound, agreement_bound_tensor(shaped[spec.name], bound, terms[spec.name]), reason, caught)
     return shaped, per_spec, ""
+
+
+def out_of_memory(exc: BaseException) -> bool:
+    """Whether ``exc`` is torch's out-of-memory on a device (torch need not be imported)."""
+    return type(exc).__name__ == "OutOfMemoryError" and type(exc).__module__.startswith("torch")
 
 
 def trial_on(trial: TrialInputs, device) -> TrialInputs:
