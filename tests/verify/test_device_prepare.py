@@ -15,25 +15,16 @@ from dataset_spec.model import Buffer, Distribution, KernelRecord, Problem  # no
 from dataset_spec.ops import get_op  # noqa: E402
 from dataset_spec.trials import trial_count  # noqa: E402
 from verify.trials import device_rng  # noqa: E402
-from verify.trials.device_prepare import device_supported, make_trial_inputs_device, trial_on  # noqa: E402
+from verify.trials.device_prepare import device_supported, make_trial_inputs_device  # noqa: E402
 from verify.trials.inputs import HOST_GENERATOR, edge_values, make_trial_inputs  # noqa: E402
 from verify.judge.outcome import OutputSpec  # noqa: E402
-from verify.runner import _trial_reference, prepare_device, prepare_problem  # noqa: E402
+from verify.runner import prepare_device, prepare_problem  # noqa: E402
 from verify.timing.timing import MAX_SAMPLES, MIN_SAMPLES, should_stop, summarise  # noqa: E402
 
+from device_parity import (PARITY_PROBLEMS, assert_prepared_on_the_device_as_on_the_host, gemm_problem,  # noqa: E402
+                           vector_add_problem)
+
 CPU = torch.device("cpu")
-
-
-def _vector_add(dtype: str = "float32", n: int = 4096) -> Problem:
-    return Problem(f"va_{dtype}_{n}", "vector_add", [
-        Buffer("x", dtype, (n,)), Buffer("y", dtype, (n,)), Buffer("out", dtype, (n,), role="out")])
-
-
-def _gemm(dtype: str = "bfloat16", m: int = 48, n: int = 40, k: int = 96, a_init=None) -> Problem:
-    a = Buffer("A", dtype, (m, k)) if a_init is None else Buffer("A", dtype, (m, k), init=a_init)
-    return Problem(f"gemm_{dtype}_{m}x{n}x{k}", "gemm", [a, Buffer("B", dtype, (k, n)),
-                                                         Buffer("D", dtype, (m, n), role="out")],
-                   params={"M": m, "N": n, "K": k})
 
 
 def test_philox_matches_the_published_known_answer():
@@ -51,7 +42,7 @@ def test_same_seed_same_values_other_trial_or_buffer_other_values():
     for other in (device_rng.uniform(1235, 1, 0, 10_001, CPU), device_rng.uniform(1234, 2, 0, 10_001, CPU),
                   device_rng.uniform(1234, 1, 1, 10_001, CPU)):
         assert float((other == first).double().mean()) < 1e-3
-    problem = _vector_add()
+    problem = vector_add_problem()
     one, again = (make_trial_inputs_device(problem, "g", 0, CPU) for _ in range(2))
     other_trial = make_trial_inputs_device(problem, "g", 1, CPU)
     assert one.generator == device_rng.GENERATOR
@@ -61,7 +52,7 @@ def test_same_seed_same_values_other_trial_or_buffer_other_values():
 
 
 def test_device_trials_follow_the_host_plans():
-    for problem in (_vector_add("float32"), _vector_add("float16"), _gemm("bfloat16"), _gemm("float32")):
+    for problem in (vector_add_problem("float32"), vector_add_problem("float16"), gemm_problem("bfloat16"), gemm_problem("float32")):
         for trial in range(trial_count(problem)):
             host = make_trial_inputs(problem, "g", trial)
             device = make_trial_inputs_device(problem, "g", trial, CPU)
@@ -106,7 +97,7 @@ def _same_cases(host: np.ndarray, device: np.ndarray, hi: float) -> None:
 
 def test_elementwise_stress_cases_sit_where_the_host_puts_them():
     square = Problem("sq", "square", [Buffer("x", "float32", (9001,)), Buffer("out", "float32", (9001,), role="out")])
-    for problem in (_vector_add("float32", 9001), _vector_add("float16", 9001), square):
+    for problem in (vector_add_problem("float32", 9001), vector_add_problem("float16", 9001), square):
         stress = next(t for t in range(trial_count(problem)) if make_trial_inputs(problem, "g", t).kind == "stress")
         host = make_trial_inputs(problem, "g", stress)
         device = make_trial_inputs_device(problem, "g", stress, CPU)
@@ -117,101 +108,13 @@ def test_elementwise_stress_cases_sit_where_the_host_puts_them():
             assert np.array_equal(y[0::9], -x[0::9])
 
 
-def _host_copy(trial):
-    """The device-made trial as numpy arrays, for the host path."""
-    return dataclasses.replace(trial, storage=trial.host_storage(),
-                               values={k: v.numpy() for k, v in trial.values.items()}, generator=HOST_GENERATOR)
-
-
-@pytest.mark.parametrize("problem", [_vector_add("float32"), _vector_add("float16"), _gemm("bfloat16"),
-                                     _gemm("float32", 16, 24, 600),
-                                     Problem("sq", "square", [Buffer("x", "float32", (3000,)),
-                                                              Buffer("out", "float32", (3000,), role="out")]),
-                                     Problem("sm32", "softmax", [Buffer("x", "float32", (48, 300)),
-                                                                 Buffer("y", "float32", (48, 300), role="out")]),
-                                     Problem("sm16", "softmax", [Buffer("x", "bfloat16", (4, 6, 700)),
-                                                                 Buffer("y", "bfloat16", (4, 6, 700), role="out")]),
-                                     Problem("rn16", "rmsnorm", [Buffer("x", "bfloat16", (40, 512)),
-                                                                 Buffer("w", "bfloat16", (512,)),
-                                                                 Buffer("y", "bfloat16", (40, 512), role="out"),
-                                                                 Buffer("rstd", "float32", (40, 1), role="out")],
-                                             params={"eps": 1e-6, "offset": 1.0}),
-                                     Problem("arn", "add_rmsnorm", [Buffer("x", "float16", (24, 768)),
-                                                                    Buffer("r", "float16", (24, 768)),
-                                                                    Buffer("w", "float16", (768,)),
-                                                                    Buffer("y", "float16", (24, 768), role="out"),
-                                                                    Buffer("s", "float16", (24, 768), role="out")]),
-                                     Problem("rope_bwd", "rope", [Buffer("q", "bfloat16", (2, 16, 4, 64), role="inout"),
-                                                                  Buffer("k", "bfloat16", (2, 16, 2, 64), role="inout"),
-                                                                  Buffer("cos", "float32", (16, 64)),
-                                                                  Buffer("sin", "float32", (16, 64))],
-                                             params={"inverse": True, "rotary_dim": 48}),
-                                     Problem("attn16", "attention",
-                                             [Buffer(n, "float16", shape, "in", Distribution("normal", {"std": 0.5}))
-                                              for n, shape in (("Q", (2, 32, 32)), ("K", (2, 32, 96)),
-                                                               ("V", (2, 96, 32)))]
-                                             + [Buffer("O", "float16", (2, 32, 32), role="out")],
-                                             params={"math_input": "float16",
-                                                     "input_range": {n: [2.0 ** -12, 2.0] for n in "QKV"}}),
-                                     Problem("swiglu16", "swiglu", [Buffer("a", "bfloat16", (8, 700)),
-                                                                    Buffer("b", "bfloat16", (8, 700)),
-                                                                    Buffer("c", "bfloat16", (8, 700), role="out")],
-                                             params={"gate_multiplier": 1.5}),
-                                     Problem("geglu16", "geglu", [Buffer("a", "float16", (8, 700)),
-                                                                  Buffer("b", "float16", (8, 700)),
-                                                                  Buffer("c", "float16", (8, 700), role="out")]),
-                                     *[Problem(f"mirage_{op}", op,
-                                               [Buffer(n, "float16", shape, "in", Distribution("normal", {"std": 0.3}))
-                                                for n, shape in ins]
-                                               + [Buffer("Y", "float16", (16, 48), role="out")],
-                                               params={"math_input": "float16",
-                                                       "input_range": {n: [2.0 ** -10, 1.0] for n, _ in ins}})
-                                       for op, ins in (("rmsnorm_matmul", (("X", (16, 64)), ("W", (64, 48)))),
-                                                       ("gated_mlp", (("X", (16, 64)), ("W1", (64, 48)),
-                                                                      ("W2", (64, 48)))),
-                                                       ("lora", (("X", (16, 64)), ("W", (64, 48)), ("A", (64, 16)),
-                                                                 ("B", (16, 48)))),
-                                                       ("ntrans", (("H", (16, 48)), ("X", (16, 48)),
-                                                                   ("alpha", (1, 48)))))],
-                                     Problem("ln32", "layernorm", [Buffer("x", "float32", (32, 1000)),
-                                                                   Buffer("w", "float32", (1000,)),
-                                                                   Buffer("b", "float32", (1000,)),
-                                                                   Buffer("y", "float32", (32, 1000), role="out"),
-                                                                   Buffer("mean", "float32", (32,), role="out"),
-                                                                   Buffer("rstd", "float32", (32,), role="out")])],
-                         ids=lambda p: p.problem_id)
+@pytest.mark.parametrize("problem", PARITY_PROBLEMS, ids=lambda p: p.problem_id)
 def test_device_reference_and_bounds_equal_the_hosts_on_the_same_inputs(problem):
-    op = get_op(problem.op)
-    specs = [OutputSpec(b.name, b.dtype) for b in problem.buffers if b.role in ("out", "inout")]
-    terms = {s.name: op.bound_terms(problem, s.dtype) for s in specs}
-    exact = problem.op in ("vector_add", "square")  # elementwise float64 is the same everywhere; sums may not be
-    for trial in range(trial_count(problem)):
-        device_trial = make_trial_inputs_device(problem, "g", trial, CPU)
-        if device_trial is None:  # stress rows the host draws (softmax's): judged on the device all the same
-            device_trial = trial_on(make_trial_inputs(problem, "g", trial), CPU)
-        d_ref, d_spec, d_refusal = _trial_reference(op, problem, device_trial, specs, terms, "numpy", CPU)
-        h_ref, h_spec, h_refusal = _trial_reference(op, problem, _host_copy(device_trial), specs, terms, "numpy")
-        assert d_refusal == h_refusal == ""
-        for spec in specs:
-            d_bound, d_agree, d_reason, d_caught = d_spec[spec.name]
-            h_bound, h_agree, h_reason, h_caught = h_spec[spec.name]
-            assert d_reason == h_reason
-            pairs = [(d_ref[spec.name], h_ref[spec.name]), (d_bound, h_bound), (d_agree, h_agree)]
-            for device_array, host_array in pairs:
-                device_array = np.broadcast_to(device_array.numpy(), np.shape(host_array))
-                if exact:
-                    assert np.array_equal(device_array, host_array, equal_nan=True)
-                else:  # float64 sums in another order; a centred value (layernorm) carries its row's roundoff
-                    finite = np.abs(host_array[np.isfinite(host_array)])
-                    row_roundoff = 1e-13 * (finite.max() if finite.size else 0.0)
-                    np.testing.assert_allclose(device_array, host_array, rtol=1e-12, atol=row_roundoff)
-            assert (d_caught is None) == (h_caught is None)
-            if d_caught is not None:
-                assert d_caught == pytest.approx(h_caught, rel=1e-12)
+    assert_prepared_on_the_device_as_on_the_host(problem, CPU)
 
 
 def test_a_trivial_reference_is_refused_the_same_way():
-    problem = _gemm("float32", a_init=Distribution("zeros"))
+    problem = gemm_problem("float32", a_init=Distribution("zeros"))
     host = prepare_problem(problem, "g", 1)
     device = prepare_problem(problem, "g", 1, device=CPU)
     assert host.refusal and device.refusal == host.refusal
@@ -223,28 +126,28 @@ def test_prepare_on_the_device_keeps_what_it_cannot_make_on_the_host():
                                        Buffer("out", "float16", (64,), role="out")])
     assert make_trial_inputs_device(fp8, "g", 0, CPU) is None
     row_sum = Problem("rs", "row_sum", [Buffer("x", "float32", (4, 8)), Buffer("y", "float32", (4,), role="out")])
-    assert not device_supported(row_sum) and device_supported(_vector_add())
-    assert prepare_device(row_sum) is None and prepare_device(_vector_add(), inputs="host") is None
+    assert not device_supported(row_sum) and device_supported(vector_add_problem())
+    assert prepare_device(row_sum) is None and prepare_device(vector_add_problem(), inputs="host") is None
     with pytest.raises(ValueError, match="inputs must be one of"):
-        prepare_device(_vector_add(), inputs="gpu")
-    prepared = prepare_problem(_vector_add(), "g", device=CPU)
-    assert [t.generator for t in prepared.trials] == [device_rng.GENERATOR] * trial_count(_vector_add())
+        prepare_device(vector_add_problem(), inputs="gpu")
+    prepared = prepare_problem(vector_add_problem(), "g", device=CPU)
+    assert [t.generator for t in prepared.trials] == [device_rng.GENERATOR] * trial_count(vector_add_problem())
     storage = prepared.host_storage()
     assert storage[0]["x"].dtype == np.float32 and storage[0]["x"].shape == (4096,)
 
 
 
 def test_the_first_trial_is_downloaded_alone_for_the_sanitizers():
-    prepared = prepare_problem(_vector_add(), "g", device=CPU)
+    prepared = prepare_problem(vector_add_problem(), "g", device=CPU)
     first = prepared.first_host_storage()
     assert prepared._host_storage is None  # the other trials stay where they were made
-    redrawn = prepare_problem(_vector_add(), "g", device=CPU).host_storage()
+    redrawn = prepare_problem(vector_add_problem(), "g", device=CPU).host_storage()
     assert first.keys() == redrawn[0].keys() and all(np.array_equal(first[k], redrawn[0][k]) for k in first)
     assert prepared.host_storage()[0] is first and prepared.first_host_storage() is first
 
 def test_a_witness_of_device_drawn_inputs_is_redrawn_on_the_cpu():
     from verify.trials.witness import regenerate
-    problem = _vector_add()
+    problem = vector_add_problem()
     trial = make_trial_inputs_device(problem, "g", 2, CPU)
     reference = (trial.values["x"] + trial.values["y"]).numpy()
     record = KernelRecord(kernel_id="k", group_id="g", source="test", variant={}, name="k", arch="sm_80",
@@ -334,7 +237,7 @@ def _verified_both_ways(tmp_path, monkeypatch, problem: Problem, names: tuple, w
 def test_verify_with_trials_made_on_the_device_labels_as_the_host(tmp_path, monkeypatch):
     """The runner end to end with torch's CPU as the device (inputs, references, bounds and
     judging there) against the host path: the same statuses, the generator recorded."""
-    problem = _vector_add("float32", 5000)
+    problem = vector_add_problem("float32", 5000)
     got = _verified_both_ways(tmp_path, monkeypatch, problem, ("exact", "exact_too", "skewed"), _HostAddWorker())
     for mode, generator in (("auto", device_rng.GENERATOR), ("host", HOST_GENERATOR)):
         assert [got[mode][n].status for n in ("exact", "exact_too", "skewed")] == ["passed", "passed", "wrong_result"]
@@ -359,7 +262,7 @@ def test_trials_the_device_cannot_make_are_drawn_on_the_host_beside_the_others()
         assert trial.generator == (HOST_GENERATOR if kind in host_kinds else device_rng.GENERATOR)
         assert trial.storage["A"].dtype == (np.int8 if kind in host_kinds else torch.int8)
     assert not prepared.refusal
-    assert all(device_makes(p, kinds.index("stress")) for p in (_vector_add(), _gemm("bfloat16")))
+    assert all(device_makes(p, kinds.index("stress")) for p in (vector_add_problem(), gemm_problem("bfloat16")))
 
 
 def _row_signature(values: np.ndarray, axis: int) -> np.ndarray:
@@ -376,7 +279,7 @@ def _row_signature(values: np.ndarray, axis: int) -> np.ndarray:
                                              (("col", "row"), False), (("row", "row"), True)])
 def test_gemm_stress_rows_follow_the_host_patterns(layouts, finite):
     """Device stress rows match the host's; ``finite_operands`` (3xTF32) drops B's infinity."""
-    problem = _gemm("float32" if finite else "bfloat16", 30, 22, 64)
+    problem = gemm_problem("float32" if finite else "bfloat16", 30, 22, 64)
     problem = Problem(problem.problem_id, "gemm", problem.buffers,
                       params={**problem.params, "layout_a": layouts[0], "layout_b": layouts[1],
                               **({"finite_operands": True} if finite else {})})
@@ -394,7 +297,7 @@ def test_gemm_stress_rows_follow_the_host_patterns(layouts, finite):
 
 def test_float64_stress_keeps_the_domain_top_finite():
     # hi of a float64 add is ~9e307: a float32 intermediate would turn it into infinity
-    problem = _vector_add("float64", 900)
+    problem = vector_add_problem("float64", 900)
     stress = next(t for t in range(trial_count(problem)) if make_trial_inputs(problem, "g", t).kind == "stress")
     host = make_trial_inputs(problem, "g", stress)
     device = make_trial_inputs_device(problem, "g", stress, CPU)
@@ -518,7 +421,7 @@ def test_a_group_whose_references_outgrow_the_gpu_is_prepared_on_the_host(monkey
     def out_of_memory(*args):
         raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 12.00 GiB")
     monkeypatch.setattr(device_prepare, "bounds_on_device", out_of_memory)
-    problem = _vector_add("float32", 5000)
+    problem = vector_add_problem("float32", 5000)
     prepared = prepare_problem(problem, "g", device=CPU)
     assert not prepared.refusal and prepared.device is None
     assert all(t.generator == HOST_GENERATOR for t in prepared.trials)
@@ -535,5 +438,5 @@ def test_other_failures_of_a_reference_on_the_device_still_refuse_the_group(monk
     def broken(*args):
         raise ValueError("the function's own error")
     monkeypatch.setattr(device_prepare, "bounds_on_device", broken)
-    prepared = prepare_problem(_vector_add("float32", 5000), "g", device=CPU)
+    prepared = prepare_problem(vector_add_problem("float32", 5000), "g", device=CPU)
     assert "reference failed: ValueError: the function's own error" in prepared.refusal

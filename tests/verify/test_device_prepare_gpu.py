@@ -10,6 +10,7 @@ import dataclasses
 import numpy as np
 import pytest
 
+from device_parity import PARITY_PROBLEMS, assert_prepared_on_the_device_as_on_the_host
 from helpers import compiled_or_skip, vector_add_row
 
 from dataset_spec.store.shards import ShardWriter, read_records
@@ -114,3 +115,11 @@ def test_a_large_group_gets_the_same_statuses_from_device_and_host_inputs(torch_
     witness = got["auto"]["vadd_off_by_ulp"].witness
     from verify.trials.witness import regenerate
     assert regenerate(got["auto"]["vadd_off_by_ulp"]).reference == pytest.approx(witness["reference"], rel=1e-5)
+
+
+@pytest.mark.parametrize("problem", PARITY_PROBLEMS, ids=lambda p: p.problem_id)
+def test_the_cuda_device_prepares_every_op_as_the_host(torch_cuda, problem):
+    """The row ops, attention, gated units and Mirage's LLM ops written for numpy and torch
+    alike: on the CUDA device (its own float64 sums and libdevice), the same references,
+    bounds and refusals as numpy's on the same inputs."""
+    assert_prepared_on_the_device_as_on_the_host(problem, torch_cuda.device("cuda", 0))

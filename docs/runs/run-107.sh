@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# This session's GPU calls, one phase per call, from the repository root of the copy the
+# machine gets. The commit under test is a clean worktree in .gpucall/head; the datasets
+# (built on the CPU machine) and the verifier of 7dadb14 (.gpucall/data/head7, the last
+# commit that ran on a GPU before the row ops were prepared there) lie in .gpucall/data.
+#   triton  the device-prepare GPU tests; the Triton suite (59 rows) and the Triton `llm` set
+#           (290 rows), each verified by 7dadb14 and by the head in turn (issue 40)
+#   liger   the 23 Liger/fla groups after a warm-up run, by 7dadb14 and by the head with the
+#           references cache and the routes kept; the CUTLASS `llm` slice by the head
+#   v4      the adversarial v4 suite and the racecheck and custom-reference GPU tests
+# Usage: bash docs/runs/run-107.sh PHASE OUTDIR
+set -uo pipefail
+phase=$1; out=$2
+mkdir -p "$out"
+cd .gpucall/head
+ln -sfn ../data .gpu
+ln -sfn ../../.whl .whl
+source benchmarks/gpu_env.sh
+source benchmarks/gpu_call_helpers.sh
+[ -z "${PTXDS_CUDA_HOME:-}" ] && [ -x /usr/local/cuda-13.0/bin/nvcc ] && export PTXDS_CUDA_HOME=/usr/local/cuda-13.0
+echo "head $(cat ../HEAD_COMMIT 2>/dev/null)"; nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
+work=/tmp/ptxds-calls; mkdir -p "$work"
+summary=$out/summary.txt
+
+case "$phase" in
+  triton)
+    bash benchmarks/gpu_tests.sh "$work/tests" 150 tests/verify/test_device_prepare_gpu.py
+    cat "$work/tests/table.txt" >> "$summary"
+    verify_side .gpu/head7 "$PWD/.gpu/triton" "$work/suite-old" 90 "suite 7dadb14"
+    verify_side . "$PWD/.gpu/triton" "$work/suite-new" 90 "suite head"
+    verify_side .gpu/head7 "$PWD/.gpu/triton-llm" "$work/llm-old" 170 "llm 7dadb14"
+    verify_side . "$PWD/.gpu/triton-llm" "$work/llm-new" 170 "llm head"
+    statuses "$work/suite-new" "suite head"
+    statuses "$work/llm-new" "llm head"
+    python3 benchmarks/compare_verified.py "$work/suite-old" "$work/suite-new" --label suite 2>&1 | tee -a "$summary"
+    python3 benchmarks/compare_verified.py "$work/llm-old" "$work/llm-new" --label llm 2>&1 | tee -a "$summary"
+    for log in "$work"/tests/*.log; do echo "==== $log"; grep -v CudaIPCTypes "$log" | tail -n 80; done > "$out/tests.log" ;;
+  liger)
+    export PTXDS_REFERENCES_CACHE=$work/refs-shared
+    verify_side . "$PWD/.gpu/liger-rest" "$work/liger-warm" 150 "liger head warm-up"
+    verify_side .gpu/head7 "$PWD/.gpu/liger-rest" "$work/liger-old" 120 "liger 7dadb14 kept"
+    verify_side . "$PWD/.gpu/liger-rest" "$work/liger-new" 120 "liger head kept"
+    statuses "$work/liger-new" "liger+fla head kept"
+    python3 benchmarks/compare_verified.py "$work/liger-old" "$work/liger-new" --label liger 2>&1 | tee -a "$summary"
+    verify_side . "$PWD/.gpu/cutlass-llm" "$work/cutlass-new" 90 "cutlass llm head"
+    statuses "$work/cutlass-new" "cutlass llm head" ;;
+  v4)
+    bash benchmarks/gpu_tests.sh "$work/tests" 330 tests/e2e/test_adversarial_v4_gpu.py
+    bash benchmarks/gpu_tests.sh "$work/tests" 150 tests/verify/test_sanitize_gpu.py tests/verify/test_verify_v3_gpu.py \
+      tests/verify/test_custom_on_device.py
+    cp "$work/tests/table.txt" "$summary"
+    for log in "$work"/tests/*.log; do echo "==== $log"; grep -v CudaIPCTypes "$log" | tail -n 120; done > "$out/tests.log" ;;
+esac
+echo "== summary"; cat "$summary"
