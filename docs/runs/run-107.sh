@@ -6,7 +6,8 @@
 #   triton  the device-prepare GPU tests; the Triton suite (59 rows) and the Triton `llm` set
 #           (290 rows), each verified by 7dadb14 and by the head in turn (issue 40)
 #   liger   the 23 Liger/fla groups after a warm-up run, by 7dadb14 and by the head with the
-#           references cache and the routes kept; the CUTLASS `llm` slice by the head
+#           references cache and the routes kept; the Triton `llm` set by the head without
+#           racecheck (what the rest of the verifier takes)
 #   v4      the adversarial v4 suite and the racecheck and custom-reference GPU tests
 # Usage: bash docs/runs/run-107.sh PHASE OUTDIR
 set -uo pipefail
@@ -42,8 +43,8 @@ case "$phase" in
     verify_side . "$PWD/.gpu/liger-rest" "$work/liger-new" 120 "liger head kept"
     statuses "$work/liger-new" "liger+fla head kept"
     python3 benchmarks/compare_verified.py "$work/liger-old" "$work/liger-new" --label liger 2>&1 | tee -a "$summary"
-    verify_side . "$PWD/.gpu/cutlass-llm" "$work/cutlass-new" 90 "cutlass llm head"
-    statuses "$work/cutlass-new" "cutlass llm head" ;;
+    verify_side . "$PWD/.gpu/triton-llm" "$work/llm-norace" 130 "llm head --no-racecheck" --no-racecheck
+    statuses "$work/llm-norace" "llm head --no-racecheck" ;;
   v4)
     bash benchmarks/gpu_tests.sh "$work/tests" 330 tests/e2e/test_adversarial_v4_gpu.py
     bash benchmarks/gpu_tests.sh "$work/tests" 150 tests/verify/test_sanitize_gpu.py tests/verify/test_verify_v3_gpu.py \
