@@ -167,3 +167,21 @@ def test_specials_are_written_over_non_integer_arrays_only():
     assert np.isnan(special["x"][0]) and special["x"][every] == np.inf and special["x"][2 * every] == -np.inf
     assert np.array_equal(np.delete(special["x"], np.s_[::every]), np.delete(drawn["x"], np.s_[::every]))
     assert not np.isnan(drawn["x"]).any()  # the trial's own values are untouched
+
+
+@pytest.mark.parametrize("user_dir", [None, "mine"])
+def test_cupys_compiled_kernels_are_kept_in_ptxds_cache_unless_the_user_chose(tmp_path, user_dir):
+    pytest.importorskip("cupy")
+    import os
+    import subprocess
+    import sys
+    env = {k: v for k, v in os.environ.items() if k != "CUPY_CACHE_DIR"}
+    env["PTXDS_CACHE"] = str(tmp_path / "ptxds")
+    if user_dir:
+        env["CUPY_CACHE_DIR"] = str(tmp_path / user_dir)
+    # a fresh process: CuPy fixes its kernel cache folder when it is first imported
+    found = subprocess.run(
+        [sys.executable, "-c", "from verify.trials.custom_reference import _cupy_version; _cupy_version(); "
+         "import cupy.cuda.compiler as c; print(c._kernel_cache_backend._cache_dir)"],
+        env=env, capture_output=True, text=True, check=True).stdout.strip()
+    assert found == str(tmp_path / (user_dir or "ptxds/cupy"))

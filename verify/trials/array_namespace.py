@@ -13,9 +13,12 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import os
 import types
 
 import numpy as np
+
+from ptx_tools.ptx_cache import cache_folder
 
 # Modules whose functions are never copied: the array libraries themselves.
 _LIBRARIES = ("numpy", "cupy", "cupyx", "torch", "scipy")
@@ -44,11 +47,22 @@ def _errstate(**_ignored):
 def cupy_namespace():
     """numpy's names on CuPy (the GPU), or None without CuPy (one per process: the CuPy
     copies of users' functions are kept per function against it)."""
+    cupy = import_cupy()
+    return None if cupy is None else Namespace(cupy, {"errstate": _errstate})
+
+
+def import_cupy():
+    """The cupy module (None without CuPy), its compiled kernels kept in ptxds's cache folder."""
+    # CuPy compiles its kernels with NVRTC on first use (a minute or two for a set of users'
+    # functions on a fresh machine) and fixes its cache folder when it is imported; kept
+    # beside ptxds's own caches, a cluster's shared ``$PTXDS_CACHE`` carries them to every
+    # node. A CUPY_CACHE_DIR the user set stays.
+    os.environ.setdefault("CUPY_CACHE_DIR", str(cache_folder("cupy")))
     try:
         import cupy
     except ImportError:
         return None
-    return Namespace(cupy, {"errstate": _errstate})
+    return cupy
 
 
 def _uses_numpy(func: types.FunctionType) -> bool:

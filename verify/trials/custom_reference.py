@@ -39,7 +39,7 @@ from dataset_spec.ops.custom import _load_custom, rounded_custom
 from ptx_tools.ptx_cache import cache_folder
 
 from . import reference_cache
-from .array_namespace import cupy_namespace, rebound
+from .array_namespace import cupy_namespace, import_cupy, rebound
 
 CUSTOM_OP = "custom"
 # Ways a numpy-written function runs on the GPU, tried in this order (see the module's text)
@@ -82,11 +82,8 @@ def function_identity(problem, attribute: str) -> Optional[str]:
 
 
 def _cupy_version() -> str:
-    try:
-        import cupy
-    except ImportError:
-        return "none"
-    return str(cupy.__version__)
+    cupy = import_cupy()
+    return "none" if cupy is None else str(cupy.__version__)
 
 
 def _verdict_path(identity: str, torch) -> Path:
@@ -133,7 +130,7 @@ def run_route(route: str, func: Callable, tensors: dict, problem, torch) -> Opti
         device = next(iter(tensors.values())).device if tensors else None
         if namespace is None or device is None or device.type != "cuda":
             return None
-        import cupy
+        cupy = import_cupy()
         with cupy.cuda.Device(device.index or 0):
             try:
                 arrays = {k: cupy.from_dlpack(v.contiguous()) for k, v in tensors.items()}
