@@ -697,6 +697,11 @@ class _Run:
         # per GPU ordinal, held while a member is timed there: the next group's inputs and
         # references made on that GPU meanwhile would run beside the timed kernel
         self.quiet_locks: dict = {}
+        # GPU workers sharing one GPU (more workers than GPUs) take turns there, a chunk at a
+        # time, while timing is on: another worker's checks beside a timed member would make
+        # its time the busy GPU's. With --no-timing they run side by side.
+        shared = [o for o, n in Counter(self.ordinals).items() if n > 1] if self.timing else []
+        self.gpu_turns = {o: threading.Lock() for o in shared}
 
     def close(self) -> None:
         """Stops the run's host threads (work not started is dropped)."""
@@ -1358,20 +1363,23 @@ class _Run:
                     return
                 start = time.perf_counter()
                 group_id, rows = self.groups[chunk.group]
-                result = self.verify_chunk(worker, group_id, rows[chunk.start:chunk.stop])
-                with self.lock:
-                    state = self.open_groups.setdefault(chunk.group, _OpenGroup(chunk.count))
-                    state.done[chunk.index] = result
-                    complete = len(state.done) == state.count
+                with self.gpu_turns.get(int(worker.ordinal), contextlib.nullcontext()):
+                    result = self.verify_chunk(worker, group_id, rows[chunk.start:chunk.stop])
+                    with self.lock:
+                        state = self.open_groups.setdefault(chunk.group, _OpenGroup(chunk.count))
+                        state.done[chunk.index] = result
+                        complete = len(state.done) == state.count
+                        if complete:
+                            del self.open_groups[chunk.group]
                     if complete:
-                        del self.open_groups[chunk.group]
+                        parts = [state.done[i] for i in range(state.count)]
+                        # the merge compares kept outputs across the chunks' GPUs: none of them may be timing
+                        with self.stopwatch("judge.merge"), \
+                                self.quiet_gpus(chunk_devices(parts) if len(parts) > 1 else []):
+                            merged = merge_chunks(parts)
+                        out_rows, results = self.finish_on_gpu(worker, group_id, merged)
+                        self.forget_prepared(group_id)  # its copies' GPU memory; the rows keep what they need
                 if complete:
-                    parts = [state.done[i] for i in range(state.count)]
-                    # the merge compares kept outputs across the chunks' GPUs: none of them may be timing
-                    with self.stopwatch("judge.merge"), self.quiet_gpus(chunk_devices(parts) if len(parts) > 1 else []):
-                        merged = merge_chunks(parts)
-                    out_rows, results = self.finish_on_gpu(worker, group_id, merged)
-                    self.forget_prepared(group_id)  # its copies' GPU memory; the rows keep what they need
                     # a group finished before any stop is written even if its write waits past one
                     self.write_when_measured(chunk.group, out_rows, results, merged,
                                              finished_before_stop=not self.stopping.is_set())

@@ -235,3 +235,52 @@ def test_a_split_group_is_prepared_once_and_copied_to_other_gpus_while_they_are_
         for _, source, target, _, a, b in copies:
             assert ordinal not in (source, target) or b <= start or a >= end
     assert run.prepare_pool._max_workers >= 3 and prepare_threads(4) >= 4 and prepare_threads(1) >= 2
+
+
+class _Busy(_HostVectorAdd):
+    """A stand-in that takes a while on its GPU and logs when: (worker, what, start, end)."""
+
+    def __init__(self, ordinal: int, log: list, spans: list, worker: int, meet=None):
+        super().__init__(ordinal, log)
+        self.spans, self.worker, self.meet = spans, worker, meet
+
+    def _busy(self, what: str, result):
+        import time
+        start = time.perf_counter()
+        if self.meet is not None:  # the first check waits (a while) for the other worker's
+            self.meet.wait()
+        time.sleep(0.01)
+        self.spans.append((self.worker, what, start, time.perf_counter()))
+        return result
+
+    def check(self, *args, **kwargs):
+        return self._busy("check", super().check(*args, **kwargs))
+
+    def time(self, *args, **kwargs):
+        return self._busy("time", super().time(*args, **kwargs))
+
+
+def test_workers_sharing_a_gpu_never_check_beside_a_timed_member(tmp_path):
+    from verify import verify_dataset
+    ShardWriter(tmp_path / "in").write(_rows("ptx/a", 1024, 6) + _rows("ptx/b", 1024, 6) + _rows("ptx/c", 1024, 6))
+    log, spans = [], []
+    verify_dataset(tmp_path / "in", tmp_path / "timed", progress=False, reference="numpy", inputs="host",
+                   time_budget=0.1, workers=2, assemble_jobs=0,
+                   start_workers=lambda n: [_Busy(0, log, spans, i) for i in range(n)])  # both on GPU 0
+    assert {worker for worker, *_ in spans} == {0, 1}
+    timed = [(w, s, e) for w, what, s, e in spans if what == "time"]
+    assert len(timed) == 18
+    for worker, what, start, end in spans:
+        for other, t_start, t_end in timed:
+            assert other == worker or end <= t_start or t_end <= start, "a check ran beside a timed member"
+
+
+def test_workers_sharing_a_gpu_check_side_by_side_without_timing(tmp_path):
+    from verify import verify_dataset
+    ShardWriter(tmp_path / "in").write(_rows("ptx/a", 1024, 6) + _rows("ptx/b", 1024, 6))
+    log, spans = [], []
+    meet = threading.Barrier(2, timeout=10)  # broken (and the rows crashed) if the checks take turns
+    summary = verify_dataset(tmp_path / "in", tmp_path / "untimed", progress=False, reference="numpy",
+                             inputs="host", timing=False, workers=2, assemble_jobs=0,
+                             start_workers=lambda n: [_Busy(0, log, spans, i, meet) for i in range(n)])
+    assert not meet.broken and summary.counts == {"passed": 12}
