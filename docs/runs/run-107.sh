@@ -8,7 +8,9 @@
 #   liger   the 23 Liger/fla groups after a warm-up run, by 7dadb14 and by the head with the
 #           references cache and the routes kept; the Triton `llm` set by the head without
 #           racecheck (what the rest of the verifier takes)
-#   v4      the adversarial v4 suite and the racecheck and custom-reference GPU tests
+#   v4      the adversarial v4 suite, the racecheck and custom-reference GPU tests; the Triton
+#           suite with 2 rewrites and 10 mutants a group (167 rows) and the CUTLASS `llm` slice
+#           (32 rows) by the head, with how busy the kernels kept the GPU
 # Usage: bash docs/runs/run-107.sh PHASE OUTDIR
 set -uo pipefail
 phase=$1; out=$2
@@ -50,6 +52,12 @@ case "$phase" in
     bash benchmarks/gpu_tests.sh "$work/tests" 150 tests/verify/test_sanitize_gpu.py tests/verify/test_verify_v3_gpu.py \
       tests/verify/test_custom_on_device.py
     cp "$work/tests/table.txt" "$summary"
-    for log in "$work"/tests/*.log; do echo "==== $log"; grep -v CudaIPCTypes "$log" | tail -n 120; done > "$out/tests.log" ;;
+    for log in "$work"/tests/*.log; do echo "==== $log"; grep -v CudaIPCTypes "$log" | tail -n 120; done > "$out/tests.log"
+    verify_side . "$PWD/.gpu/triton-mut" "$work/mutants" 120 "mutants head"
+    gpu_busy "$work/mutants" "$last_wall_ms" "mutants head"
+    statuses "$work/mutants" "mutants head" | head -n 3
+    verify_side . "$PWD/.gpu/cutlass-llm" "$work/cutlass" 75 "cutlass llm head"
+    gpu_busy "$work/cutlass" "$last_wall_ms" "cutlass llm head"
+    statuses "$work/cutlass" "cutlass llm head" ;;
 esac
 echo "== summary"; cat "$summary"
