@@ -55,7 +55,8 @@ case "$phase" in
     for log in "$work"/tests/*.log; do echo "==== $log"; grep -v CudaIPCTypes "$log" | tail -n 120; done > "$out/tests.log"
     verify_side . "$PWD/.gpu/triton-mut" "$work/mutants" 120 "mutants head"
     gpu_busy "$work/mutants" "$last_wall_ms" "mutants head"
-    statuses "$work/mutants" "mutants head" | head -n 3
+    summary=$out/mutants.txt statuses "$work/mutants" "mutants head" > /dev/null
+    head -n 1 "$out/mutants.txt" >> "$summary"
     verify_side . "$PWD/.gpu/cutlass-llm" "$work/cutlass" 75 "cutlass llm head"
     gpu_busy "$work/cutlass" "$last_wall_ms" "cutlass llm head"
     statuses "$work/cutlass" "cutlass llm head" ;;
