@@ -446,6 +446,8 @@ def worker_main(conn, ordinal: int) -> None:
 class GpuWorker:
     """The parent's handle on one worker process bound to GPU ``ordinal``."""
 
+    entry = staticmethod(worker_main)  # what the process runs (tests give a stand-in)
+
     def __init__(self, ordinal: int = 0, hello_timeout: float = HELLO_TIMEOUT):
         self.ordinal = ordinal
         self.hello_timeout = hello_timeout
@@ -457,26 +459,48 @@ class GpuWorker:
         self.sent_keys: set = set()
         self.sent_group = None
         self.restarts = -1
+        self._spare = None  # (process, pipe) of a worker started ahead, after a first crash
         self.start()
+
+    def _spawn(self) -> tuple:
+        """A new worker process (process, parent's pipe end); it says hello once it is ready."""
+        parent, child = self._mp.Pipe()
+        proc = self._mp.Process(target=type(self).entry, args=(child, self.ordinal), daemon=True,
+                                name=f"ptxds-verify-gpu{self.ordinal}")
+        proc.start()
+        child.close()
+        return proc, parent
 
     def start(self) -> None:
         from .device.driver import NoDriverError
-        parent, child = self._mp.Pipe()
-        self.proc = self._mp.Process(target=worker_main, args=(child, self.ordinal), daemon=True,
-                                     name=f"ptxds-verify-gpu{self.ordinal}")
-        self.proc.start()
-        child.close()
-        self.conn = parent
+        spare, self._spare = self._spare, None
         self.sent_keys, self.sent_group = set(), None
         self.restarts += 1
+        try:
+            self._greet(*(spare or self._spawn()))
+        except NoDriverError:
+            if spare is None:
+                raise
+            self._greet(*self._spawn())  # the worker started ahead did not live to be used
+        if self.restarts:
+            # A member crashed its worker. Crashes come in runs (a mutant set; a fault run again
+            # under each fence), and a start costs seconds (a process, imports, a CUDA context),
+            # so the next worker starts now beside this one, idle, and the next crash takes it.
+            self._spare = self._spawn()
+
+    def _greet(self, proc, parent) -> None:
+        """Takes ``proc`` as this handle's worker once it says hello (NoDriverError if it cannot)."""
+        from .device.driver import NoDriverError
+        self.proc, self.conn = proc, parent
         if not parent.poll(self.hello_timeout):
             self.kill()
             raise NoDriverError(f"GPU worker {self.ordinal} did not start within {self.hello_timeout:.0f} s")
         try:
             hello = parent.recv()
         except (EOFError, OSError):
+            code = proc.exitcode
             self.kill()
-            raise NoDriverError(f"GPU worker {self.ordinal} died while starting (exit code {self.proc.exitcode})") from None
+            raise NoDriverError(f"GPU worker {self.ordinal} died while starting (exit code {code})") from None
         if hello.get("error"):
             self.kill()
             raise NoDriverError(hello["message"])
@@ -504,6 +528,12 @@ class GpuWorker:
             except (OSError, BrokenPipeError):
                 pass
         self.kill()
+        if self._spare is not None:
+            proc, conn = self._spare
+            self._spare = None
+            proc.kill()
+            proc.join(10)
+            conn.close()
 
     def _request(self, job: dict, timeout: float):
         if not self.alive:

@@ -11,6 +11,7 @@
 #   v4      the adversarial v4 suite, the racecheck and custom-reference GPU tests; the Triton
 #           suite with 2 rewrites and 10 mutants a group (167 rows) and the CUTLASS `llm` slice
 #           (32 rows) by the head, with how busy the kernels kept the GPU
+#   mutants the mutant set again by the head (the worker started ahead after a crash)
 # Usage: bash docs/runs/run-107.sh PHASE OUTDIR
 set -uo pipefail
 phase=$1; out=$2
@@ -60,5 +61,10 @@ case "$phase" in
     verify_side . "$PWD/.gpu/cutlass-llm" "$work/cutlass" 75 "cutlass llm head"
     gpu_busy "$work/cutlass" "$last_wall_ms" "cutlass llm head"
     statuses "$work/cutlass" "cutlass llm head" ;;
+  mutants)
+    verify_side . "$PWD/.gpu/triton-mut" "$work/mutants" 140 "mutants head"
+    gpu_busy "$work/mutants" "$last_wall_ms" "mutants head"
+    summary=$out/mutants.txt statuses "$work/mutants" "mutants head" > /dev/null
+    head -n 1 "$out/mutants.txt" >> "$summary" ;;
 esac
 echo "== summary"; cat "$summary"
