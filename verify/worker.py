@@ -679,6 +679,8 @@ class GpuWorker:
         ordinary trials to alternate (their checked runs were kept: ``check(keep=...)``)."""
         job = {"type": "time", "build_key": build_key, "budget_s": budget_s, "max_samples": max_samples,
                "sets": list(sets or ()), "record": record_json, "cubin": cubin}
+        if self._spare is not None:  # a worker started ahead makes its CUDA context: not beside a timed member
+            self._spare[1].poll(self.hello_timeout)
         try:
             reply = self._request(job, timeout)
         except WorkerTimeout as exc:

@@ -15,8 +15,11 @@ from verify.worker import GpuWorker, WorkerDied
 
 
 def _stand_in_main(conn, ordinal: int) -> None:
-    """Says hello as a worker does, then answers "pid" with its process id; "die" ends the
-    process without an answer, as a crashed kernel's worker does."""
+    """Says hello as a worker does (after a while, as a CUDA context takes one), then answers
+    any job with its process id; "die" ends the process without an answer, as a crashed
+    kernel's worker does."""
+    import time
+    time.sleep(0.5)
     conn.send({"type": "hello", "info": {"ordinal": ordinal, "name": "stand-in"}, "sm_clock_mhz": 0})
     while True:
         try:
@@ -61,6 +64,18 @@ def test_after_a_crash_the_next_worker_is_started_ahead_and_taken_by_the_next_cr
         worker.close()
     assert worker.proc is None and worker._spare is None
     assert all(not p.is_alive() for p in spares)
+
+
+def test_no_member_is_timed_while_the_worker_started_ahead_is_still_starting():
+    worker = _StandInWorker(0)
+    try:
+        _crash(worker)
+        _pid(worker)  # a new worker, and the next one starting beside it
+        assert not worker._spare[1].poll(0)
+        worker.time("row", 0.1, 30.0)
+        assert worker._spare[1].poll(0)  # its hello was there before the timing job went out
+    finally:
+        worker.close()
 
 
 def test_a_worker_started_ahead_that_died_idle_is_replaced_by_a_fresh_one():
