@@ -247,8 +247,9 @@ class _Busy(_HostVectorAdd):
     def _busy(self, what: str, result):
         import time
         start = time.perf_counter()
-        if self.meet is not None:  # the first check waits (a while) for the other worker's
-            self.meet.wait()
+        if self.meet is not None:  # each worker's first check waits (a while) for the other's
+            meet, self.meet = self.meet, None
+            meet.wait()
         time.sleep(0.01)
         self.spans.append((self.worker, what, start, time.perf_counter()))
         return result
