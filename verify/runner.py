@@ -426,6 +426,13 @@ def input_independent(name: str, references: list) -> bool:
     return all(np.array_equal(arrays[0], other) for other in arrays[1:])
 
 
+def gpu_identity(worker):
+    """The physical GPU ``worker`` runs on: its ``gpu_identity`` where it has one (a Ray
+    actor's node and PCI bus id: another node's GPU may have this process's ordinal), else
+    its ordinal on this host."""
+    return getattr(worker, "gpu_identity", None) or int(getattr(worker, "ordinal", 0))
+
+
 def coverage_of(prepared: _ProblemTrials, quiet_gpu=None) -> dict:
     """The coverage measure of a prepared problem (at llm sizes seconds of host work, so the
     runner runs it on a host thread while the GPUs work). Buffers on a GPU are counted there
@@ -633,11 +640,13 @@ def prepare_threads(gpu_workers: int) -> int:
 class _Run:
     """One verify_dataset call: shared state of the GPU threads. ``chunks``: the queue's
     plan (schedule.plan_chunks; None: each group whole, in order). ``ordinals``: the GPU
-    ordinal of each GPU worker (default: one worker on GPU 0)."""
+    ordinal of each GPU worker (default: one worker on GPU 0); ``gpu_ids``: the physical GPU of
+    each (``gpu_identity``; default: the ordinals)."""
 
     def __init__(self, groups: list, out_dir: Path, options: VerifyOptions, pool: Optional[AssemblyPool],
                  gpu_cc: tuple, progress_bar, sanitizer: Optional[str] = None, chunks: Optional[list] = None,
-                 ordinals: Optional[list] = None, carried_splits: Optional[dict] = None):
+                 ordinals: Optional[list] = None, carried_splits: Optional[dict] = None,
+                 gpu_ids: Optional[list] = None):
         self.options = options
         inputs, device_outputs, racecheck = options.inputs, options.device_outputs, options.racecheck
         self.groups = groups
@@ -700,8 +709,8 @@ class _Run:
         # GPU workers sharing one GPU (more workers than GPUs) take turns there, a chunk at a
         # time, while timing is on: another worker's checks beside a timed member would make
         # its time the busy GPU's. With --no-timing they run side by side.
-        shared = [o for o, n in Counter(self.ordinals).items() if n > 1] if self.timing else []
-        self.gpu_turns = {o: threading.Lock() for o in shared}
+        gpus = Counter(gpu_ids if gpu_ids else self.ordinals)
+        self.gpu_turns = {gpu: threading.Lock() for gpu, n in gpus.items() if n > 1 and self.timing}
 
     def close(self) -> None:
         """Stops the run's host threads (work not started is dropped)."""
@@ -1363,7 +1372,7 @@ class _Run:
                     return
                 start = time.perf_counter()
                 group_id, rows = self.groups[chunk.group]
-                with self.gpu_turns.get(int(worker.ordinal), contextlib.nullcontext()):
+                with self.gpu_turns.get(gpu_identity(worker), contextlib.nullcontext()):
                     result = self.verify_chunk(worker, group_id, rows[chunk.start:chunk.stop])
                     with self.lock:
                         state = self.open_groups.setdefault(chunk.group, _OpenGroup(chunk.count))
@@ -1615,6 +1624,7 @@ def verify_dataset(in_dir, out_dir, options: Optional[VerifyOptions] = None, *, 
                                                                          if costs_from else {}))
         run = _Run(todo, out_path, options, pool, cc, bar, sanitizer, chunks=chunks,
                    ordinals=[getattr(w, "ordinal", i) for i, w in enumerate(gpu_workers)],
+                   gpu_ids=[gpu_identity(w) for w in gpu_workers],
                    carried_splits=Dataset(in_path).split_of_keys())
         threads = [threading.Thread(target=run.serve, args=(w,), name=f"verify-gpu{i}", daemon=True)
                    for i, w in enumerate(gpu_workers)]

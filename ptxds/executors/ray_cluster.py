@@ -219,7 +219,10 @@ class GpuActor:
         self.inputs: dict = {}
 
     def info(self) -> dict:
-        return {"start_error": self.start_error} if self.worker is None else dict(self.worker.info)
+        if self.worker is None:
+            return {"start_error": self.start_error}
+        import ray
+        return {**self.worker.info, "node": ray.get_runtime_context().get_node_id()}
 
     def check(self, record_json: str, group: str, trials: list, new_inputs: dict, cubin, timeout: float,
               keep=None):
@@ -247,6 +250,11 @@ class RayGpuWorker:
     def __init__(self, ray, actor, ordinal: int, info: dict):
         self.ray, self.actor, self.ordinal, self.info = ray, actor, ordinal, info
         self.sent_group, self.sent_keys = None, set()
+
+    @property
+    def gpu_identity(self) -> tuple:
+        """The actor's GPU: its node and PCI bus id (actors given a share of one GPU have the same)."""
+        return self.info.get("node"), self.info.get("pci_bus_id")
 
     def _call(self, method: str, *args, resend=None):
         """``actor.method(*args)``; an actor that died (node lost, out of memory) is not the

@@ -236,3 +236,12 @@ def test_an_actors_gpu_is_found_by_its_pci_bus_id():
     assert parse_bus_id("") is None and parse_bus_id("GPU-1234") is None
     # no GPU of this process has the bus id (or none is visible): the actor's index stands
     assert driver_ordinal("0000:ff:1f.0", 3) == 3 and driver_ordinal(None, 1) == 1
+
+
+def test_actors_on_two_nodes_are_two_gpus_whatever_their_ordinals_here():
+    from ptxds.executors.ray_cluster import RayGpuWorker
+    from verify.runner import gpu_identity
+    bus = "0000:07:00.0"
+    # identical machines: the same bus id on two nodes, and both mapped to ordinal 0 here
+    a, b, shared = (RayGpuWorker(None, None, 0, {"node": node, "pci_bus_id": bus}) for node in ("n1", "n2", "n1"))
+    assert gpu_identity(a) != gpu_identity(b) and gpu_identity(a) == gpu_identity(shared)

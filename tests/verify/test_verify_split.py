@@ -285,3 +285,19 @@ def test_workers_sharing_a_gpu_check_side_by_side_without_timing(tmp_path):
                              inputs="host", timing=False, workers=2, assemble_jobs=0,
                              start_workers=lambda n: [_Busy(0, log, spans, i, meet) for i in range(n)])
     assert not meet.broken and summary.counts == {"passed": 12}
+
+
+def test_workers_on_two_gpus_with_one_ordinal_here_are_not_made_to_take_turns(tmp_path):
+    """Two Ray actors on two nodes can both be ordinal 0 to the driver: their own GPUs are
+    told apart by ``gpu_identity``, so they check (and time) side by side."""
+    from verify import verify_dataset
+    ShardWriter(tmp_path / "in").write(_rows("ptx/a", 1024, 6) + _rows("ptx/b", 1024, 6))
+    log, spans = [], []
+    meet = threading.Barrier(2, timeout=10)
+    workers = [_Busy(0, log, spans, i, meet) for i in range(2)]
+    for i, worker in enumerate(workers):
+        worker.gpu_identity = (f"node{i}", "0000:07:00.0")
+    summary = verify_dataset(tmp_path / "in", tmp_path / "timed", progress=False, reference="numpy",
+                             inputs="host", time_budget=0.1, workers=2, assemble_jobs=0,
+                             start_workers=lambda n: workers)
+    assert not meet.broken and summary.counts == {"passed": 12}
