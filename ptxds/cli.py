@@ -554,7 +554,8 @@ def rewrite(dataset, rewrites, mutants, seed, silent):
               help="trials per group (default: one per trial kind: normal, uniform, wide, edge, stress)")
 @click.option("--no-timing", is_flag=True, help="check equivalence only")
 @click.option("--workers", type=click.IntRange(min=1), default=None,
-              help="GPU workers: processes, or Ray actors (default: one per GPU)")
+              help="GPU workers: processes, or Ray actors (default: one per GPU; more share a GPU, "
+                   "taking turns there while timing is on)")
 @click.option("--kernel-timeout", type=click.FloatRange(min=0, min_open=True), default=20.0, show_default=True,
               help="seconds before a member counts as hung")
 @click.option("--reference", type=click.Choice(["auto", "numpy", "torch"]), default="auto", show_default=True,
