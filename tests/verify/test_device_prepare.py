@@ -52,7 +52,8 @@ def test_same_seed_same_values_other_trial_or_buffer_other_values():
 
 
 def test_device_trials_follow_the_host_plans():
-    for problem in (vector_add_problem("float32"), vector_add_problem("float16"), gemm_problem("bfloat16"), gemm_problem("float32")):
+    for problem in (vector_add_problem("float32"), vector_add_problem("float16"), gemm_problem("bfloat16"),
+                    gemm_problem("float32")):
         for trial in range(trial_count(problem)):
             host = make_trial_inputs(problem, "g", trial)
             device = make_trial_inputs_device(problem, "g", trial, CPU)
