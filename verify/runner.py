@@ -748,10 +748,14 @@ class _Run:
                 group_id, rows = self.groups[index]
                 first = chunk.start if index == chunk.group else 0
                 for row in rows[first:]:
-                    if row.status not in PASS_THROUGH and not runnable_reason(row.arch, self.cc):
+                    if self._runs_here(row):
                         self._prepare_future(group_id, row.problem, ordinal)
             self._draw_ahead([chunk] + ahead, ordinal)
         return chunk
+
+    def _runs_here(self, row: KernelRecord) -> bool:
+        """Whether ``row`` is run on this run's GPUs (not passed through, and runnable there)."""
+        return row.status not in PASS_THROUGH and not runnable_reason(row.arch, self.cc)
 
     def _draw_ahead(self, chunks: list, ordinal: int) -> None:
         """Starts the host-drawn trials of the next DRAW_AHEAD groups per GPU worker among
@@ -763,8 +767,7 @@ class _Run:
                 continue
             self.drawn_ahead.add(index)
             group_id, rows = self.groups[index]
-            problems = {row.problem.digest(): row.problem for row in rows
-                        if row.status not in PASS_THROUGH and not runnable_reason(row.arch, self.cc)}
+            problems = {row.problem.digest(): row.problem for row in rows if self._runs_here(row)}
             for problem in problems.values():
                 if prepare_device(problem, self.reference, self.inputs, ordinal) is None:
                     continue

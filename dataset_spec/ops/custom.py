@@ -19,7 +19,7 @@ import numpy as np
 
 from ..model import Problem, SpecError
 from ..numerics import FORMATS
-from .spec import OpSpec
+from .spec import OpSpec, is_tensor
 
 
 def _load_custom(problem: Problem, attribute: str, required: bool = True, name: str = ""):
@@ -90,7 +90,7 @@ def rounded_custom(inputs, problem, reference, call=None):
         dtype = problem.buffer(name).dtype
         u_acc = OPS[0].bound_terms(problem, dtype, name).u_acc
         if dtype in FORMATS and u_acc:  # integer outputs are exact: nothing to add
-            value = magnitude if hasattr(magnitude, "detach") else np.asarray(magnitude, dtype=np.float64)
+            value = magnitude if is_tensor(magnitude) else np.asarray(magnitude, dtype=np.float64)
             pointwise[name] = abs(value) * (FORMATS[dtype].unit_roundoff / u_acc)
     return pointwise
 

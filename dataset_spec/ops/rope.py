@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..model import SpecError
-from .spec import OpSpec, _fmt, _inputs_of
+from .spec import OpSpec, _fmt, _inputs_of, is_tensor
 
 ROTATED = ("q", "k")
 TABLE_RANGE = (2.0 ** -10, 1.0)  # cos and sin values
@@ -51,7 +51,7 @@ def _rotate(problem, x, cos, sin, magnitude: bool):
     x1, x2 = x[..., :half], x[..., half:rd]
     # a float64 copy on x's side: numpy, or a torch tensor on its device (the verifier
     # prepares rope's groups on the GPU, verify/trials/device_prepare.py)
-    out = x.detach().double().clone() if hasattr(x, "detach") else np.array(x, dtype=np.float64, copy=True)
+    out = x.detach().double().clone() if is_tensor(x) else np.array(x, dtype=np.float64, copy=True)
     if magnitude:
         out[..., :half] = abs(x1 * c) + abs(x2 * s)
         out[..., half:rd] = abs(x2 * c) + abs(x1 * s)

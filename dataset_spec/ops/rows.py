@@ -13,8 +13,9 @@ import numpy as np
 
 from ..numerics import FORMATS, bound_terms
 from .biased_sums import biased_sum_of_squares, half_worst_case
-from .spec import (OpSpec, _declared, _fmt, _inputs_of, _last_dim, _main_out, _out_dtype, _out_name, _shaped,
-                   array_namespace, narrow_output, on_magnitudes, range_int_sum, range_sum, row_max, stress_rows)
+from .spec import (OpSpec, _declared, _fmt, _inputs_of, _last_dim, _main_out, _out_name, _shaped,
+                   array_namespace, is_tensor, narrow_output, on_magnitudes, range_int_sum, range_sum, row_max,
+                   stress_rows)
 
 STATISTICS = ("rstd", "mean")   # a norm's per-row statistics, when the problem declares them
 ADD_NORM_OUTPUTS = ("s",) + STATISTICS
@@ -38,7 +39,7 @@ def _rows(x, problem):
 def _row_statistic(problem, name: str, per_row):
     """A per-row statistic (rows x 1) in the declared buffer's shape."""
     shape = problem.buffer(name).shape
-    return per_row.reshape(tuple(shape)) if hasattr(per_row, "detach") else np.asarray(per_row).reshape(shape)
+    return per_row.reshape(tuple(shape)) if is_tensor(per_row) else np.asarray(per_row).reshape(shape)
 
 
 def _rms_parts(x, w, problem):

@@ -345,11 +345,16 @@ def _last_dim(problem: Problem) -> int:
     return int(problem.buffer("x").shape[-1]) if any(b.name == "x" for b in problem.buffers) else 1
 
 
+def is_tensor(x) -> bool:
+    """Whether ``x`` is a torch tensor (torch need not be imported)."""
+    return hasattr(x, "detach") and hasattr(x, "device")
+
+
 def array_namespace(x):
     """numpy, or torch for a tensor: the module whose functions an op written for both
     (``OpSpec.array_api``) calls on ``x`` (the verifier prepares those ops' groups on the GPU,
     verify/trials/device_prepare.py)."""
-    if hasattr(x, "detach"):
+    if is_tensor(x):
         import torch
         return torch
     return np
@@ -357,7 +362,7 @@ def array_namespace(x):
 
 def as_float64(x):
     """``x`` as float64: a numpy array, or a torch tensor on its device."""
-    return x.double() if hasattr(x, "detach") else np.asarray(x, dtype=np.float64)
+    return x.double() if is_tensor(x) else np.asarray(x, dtype=np.float64)
 
 
 def filled_like(like, shape: tuple, value: float):
@@ -372,7 +377,7 @@ def filled_like(like, shape: tuple, value: float):
 def row_max(x):
     """The maximum along the last axis, kept as an axis of one (NaN where the row holds one,
     as numpy's max), of a numpy array or a torch tensor."""
-    return x.amax(dim=-1, keepdim=True) if hasattr(x, "detach") else x.max(axis=-1, keepdims=True)
+    return x.amax(dim=-1, keepdim=True) if is_tensor(x) else x.max(axis=-1, keepdims=True)
 
 
 def on_magnitudes(reference):

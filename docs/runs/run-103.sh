@@ -12,16 +12,8 @@
 # Usage: bash docs/runs/run-103.sh PHASE OUTDIR
 set -uo pipefail
 phase=$1; out=$2
-mkdir -p "$out"
 cd .gpucall/head
-ln -sfn ../data .gpu
-ln -sfn ../../.whl .whl
-source benchmarks/gpu_env.sh
-source benchmarks/gpu_call_helpers.sh
-[ -z "${PTXDS_CUDA_HOME:-}" ] && [ -x /usr/local/cuda-13.0/bin/nvcc ] && export PTXDS_CUDA_HOME=/usr/local/cuda-13.0
-echo "head $(cat ../HEAD_COMMIT 2>/dev/null)"; nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
-work=/tmp/ptxds-calls; mkdir -p "$work"
-summary=$out/summary.txt
+source benchmarks/gpu_call_prelude.sh
 
 routes() {  # REFERENCES_CACHE LABEL
   python3 - "$1" "$2" <<'PY' | tee -a "$summary"

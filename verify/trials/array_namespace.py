@@ -51,6 +51,7 @@ def cupy_namespace():
     return None if cupy is None else Namespace(cupy, {"errstate": _errstate})
 
 
+@functools.lru_cache(maxsize=1)
 def import_cupy():
     """The cupy module (None without CuPy), its compiled kernels kept in ptxds's cache folder."""
     # CuPy compiles its kernels with NVRTC on first use (a minute or two for a set of users'

@@ -36,6 +36,7 @@ from typing import Callable, Optional
 import numpy as np
 
 from dataset_spec.ops.custom import _load_custom, rounded_custom
+from dataset_spec.ops.spec import is_tensor
 from ptx_tools.ptx_cache import cache_folder
 
 from . import reference_cache
@@ -321,7 +322,7 @@ def _on_gpu_if_it_agrees(func, values, problem, identity, torch, device, quiet) 
 
 
 def _tensors(values: dict) -> bool:
-    return bool(values) and all(hasattr(v, "detach") for v in values.values())
+    return bool(values) and all(is_tensor(v) for v in values.values())
 
 
 def evaluate_tensors(func: Callable, tensors: dict, problem, identity: Optional[str]) -> Optional[dict]:
